@@ -1,0 +1,249 @@
+import { EventEmitter } from 'eventemitter3';
+import { type Hook, HookList, type RemovableHandle } from '../hooks/hook';
+import type { ChatMessage, GenParams } from '../llms/types';
+import { Memory, type MemoryOptions } from '../memory/memory';
+import { MemoryManager, type MemoryManagerOptions } from '../memory/memory-manager';
+import type { OutputParser } from '../prompts/output-parser';
+import { AgentMessage, type AgentMessageJSON } from '../schema/agent-message';
+import { ConfigurationError, StateDictError, ValidationError } from '../schema/errors';
+import type { SessionId } from '../schema/session';
+import { isPlainObject } from '../utils/is';
+import { DefaultAggregator, type SystemInstruction } from './aggregator/default-aggregator';
+import { AGENT_NODE, type AgentNode, discoverChildren, type MemoryNode, renderTree } from './node';
+
+/** How an agent gets its per-session memory. */
+export type MemoryConfig = (MemoryOptions & MemoryManagerOptions) | (() => Memory) | null;
+
+/** Options shared by every agent variant; `L` is the kind of model it accepts. */
+export interface AgentOptions<L> {
+  /** The model. Composite agents that only orchestrate sub-agents need none. */
+  llm?: L;
+  /** The system instruction. */
+  template?: SystemInstruction;
+  /** `{ recentN, maxSessions }`, a factory of `Memory`, or `null` for no memory. @default {} */
+  memory?: MemoryConfig;
+  /** Parses the model's text into the reply's `formatted` field. */
+  outputFormat?: OutputParser;
+  /** Turns memory into chat messages. @default new DefaultAggregator() */
+  aggregator?: DefaultAggregator;
+  /** @default the class name */
+  name?: string;
+  description?: string;
+  hooks?: Hook[];
+}
+
+/** Options of `call()`: the session, generation overrides, and anything else for `llm.chat` and sub-calls. */
+export type CallOptions = { sessionId?: SessionId } & GenParams & Record<string, unknown>;
+/** What `forward()` receives: the call options with the session always set. */
+export type ForwardOptions = CallOptions & { sessionId: SessionId };
+/** Options of an async `call()`: also an `AbortSignal`. */
+export type AsyncCallOptions = CallOptions & { signal?: AbortSignal };
+/** What an async `forward()` receives. */
+export type AsyncForwardOptions = AsyncCallOptions & { sessionId: SessionId };
+
+/** Events an agent emits to observers (`agent.events.on('callEnd', ...)`). */
+export interface AgentEvents {
+  callStart: [event: { agent: AgentBase; sessionId: SessionId; messages: readonly AgentMessage[] }];
+  callEnd: [event: { agent: AgentBase; sessionId: SessionId; message: AgentMessage }];
+  llmStart: [event: { agent: AgentBase; sessionId: SessionId; messages: readonly ChatMessage[] }];
+  llmEnd: [event: { agent: AgentBase; sessionId: SessionId; response: string }];
+  error: [event: { agent: AgentBase; sessionId: SessionId; error: unknown }];
+}
+
+/** Where an agent keeps its emitter; read without creating one on the hot path. */
+export const EMITTER: unique symbol = Symbol('lagent-ts.emitter');
+
+/** Options of `reset()`. */
+export interface ResetOptions {
+  /** Dotted path of the one sub-agent to reset, e.g. `'writer'` or `'experts.0'`. */
+  keypath?: string;
+  /** Also reset every sub-agent. */
+  recursive?: boolean;
+}
+
+/** A state dict: dotted paths (`memory`, `writer.memory`, `list.0.memory`) to saved messages. */
+export type StateDict = Record<string, AgentMessageJSON[]>;
+
+function createMemoryManager(config: MemoryConfig | undefined): MemoryManager | null {
+  if (config === null) return null;
+  if (config === undefined) return new MemoryManager();
+  if (typeof config === 'function') return new MemoryManager(config);
+  if (typeof config !== 'object' || Array.isArray(config)) {
+    throw new ConfigurationError({
+      message: 'memory must be { recentN?, maxSessions? }, a () => Memory factory, or null',
+    });
+  }
+  const { recentN, maxSessions } = config;
+  const create = recentN === undefined ? () => new Memory() : () => new Memory({ recentN });
+  return new MemoryManager(create, maxSessions === undefined ? {} : { maxSessions });
+}
+
+/**
+ * What every agent variant shares: configuration, memory, hooks, events and the agent tree
+ * (`children`, `stateDict`, `loadStateDict`, `reset`, `toString`). Sub-agents are the own properties
+ * whose values are agents, `AgentList`s or `AgentDict`s, in property order.
+ */
+export abstract class AgentBase<L = unknown> implements MemoryNode {
+  readonly [AGENT_NODE] = 'agent' as const;
+  llm: L | undefined;
+  template: SystemInstruction | undefined;
+  memory: MemoryManager | null;
+  outputFormat: OutputParser | undefined;
+  aggregator: DefaultAggregator;
+  name: string;
+  description: string | undefined;
+  readonly #hooks: HookList;
+  [EMITTER]: EventEmitter<AgentEvents> | undefined = undefined;
+
+  constructor(options: AgentOptions<L> = {}) {
+    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+      throw new ConfigurationError({
+        message: `${new.target.name} expects an options object ({ llm, template, ... })`,
+      });
+    }
+    this.llm = options.llm;
+    this.template = options.template;
+    this.memory = createMemoryManager(options.memory);
+    this.outputFormat = options.outputFormat;
+    this.aggregator = options.aggregator ?? new DefaultAggregator();
+    this.name = options.name ?? new.target.name;
+    this.description = options.description;
+    this.#hooks = new HookList(options.hooks);
+  }
+
+  /** The registered hooks, in the order they run. */
+  get hooks(): readonly Hook[] {
+    return this.#hooks.items;
+  }
+
+  /** Typed events for observers; created on first access. */
+  get events(): EventEmitter<AgentEvents> {
+    this[EMITTER] ??= new EventEmitter<AgentEvents>();
+    return this[EMITTER];
+  }
+
+  /** Adds a hook after the existing ones. */
+  registerHook(hook: Hook): RemovableHandle {
+    return this.#hooks.add(hook);
+  }
+
+  /** `[name, subAgent]` pairs: own properties holding agents or containers, in property order. */
+  children(): [string, AgentNode][] {
+    return discoverChildren(this);
+  }
+
+  /** Every agent in the tree with its dotted path prefix (`''` for this one), depth first. */
+  *namedAgents(prefix = ''): Generator<[string, MemoryNode]> {
+    const seen = new Set<AgentNode>();
+    const stack: [string, AgentNode][] = [[prefix, this]];
+    while (stack.length > 0) {
+      const [path, node] = stack.pop()!;
+      if (seen.has(node)) continue;
+      seen.add(node);
+      if (node[AGENT_NODE] === 'agent') yield [path, node as MemoryNode];
+      const children = node.children();
+      for (let i = children.length - 1; i >= 0; i--) {
+        const [key, child] = children[i]!;
+        stack.push([`${path}${key}.`, child]);
+      }
+    }
+  }
+
+  /** Every memory in the tree for one session, keyed `memory`, `writer.memory`, `list.0.memory`, ... */
+  stateDict(sessionId: SessionId = 0): StateDict {
+    const dict: StateDict = {};
+    for (const [path, agent] of this.namedAgents()) {
+      if (agent.memory) dict[`${path}memory`] = agent.memory.get(sessionId)?.save() ?? [];
+    }
+    return dict;
+  }
+
+  /**
+   * Restores every memory in the tree for one session. Missing keys and malformed entries throw a
+   * {@link StateDictError} before anything changes; unknown keys are reported as a process warning.
+   */
+  loadStateDict(dict: StateDict, sessionId: SessionId = 0): void {
+    if (!isPlainObject(dict)) {
+      throw new StateDictError({
+        key: '(root)',
+        message: 'loadStateDict expects an object of dotted paths to message lists',
+      });
+    }
+    const plan: [MemoryManager, AgentMessage[]][] = [];
+    const expected = new Set<string>();
+    for (const [path, agent] of this.namedAgents()) {
+      if (!agent.memory) continue;
+      const key = `${path}memory`;
+      expected.add(key);
+      if (!(key in dict)) {
+        throw new StateDictError({
+          key,
+          message: `loadStateDict: missing key "${key}" (the agent tree has it)`,
+        });
+      }
+      const entries = dict[key];
+      if (!Array.isArray(entries)) {
+        throw new StateDictError({ key, message: `loadStateDict: "${key}" must be an array of messages` });
+      }
+      const messages = entries.map((entry, i) => {
+        try {
+          return AgentMessage.from(entry);
+        } catch (error) {
+          const field = error instanceof ValidationError ? error.field : '(root)';
+          throw new StateDictError({
+            key,
+            message: `loadStateDict: "${key}"[${i}] is not a valid message (${field}): ${(error as Error).message}`,
+            cause: error,
+          });
+        }
+      });
+      plan.push([agent.memory, messages]);
+    }
+    const unknown = Object.keys(dict).filter((key) => !expected.has(key));
+    if (unknown.length > 0) {
+      process.emitWarning(`loadStateDict ignored unknown keys: ${unknown.join(', ')}`, {
+        code: 'LAGENT_UNKNOWN_STATE_KEYS',
+      });
+    }
+    for (const [manager, messages] of plan) manager.getOrCreate(sessionId).load(messages);
+  }
+
+  /**
+   * Clears this agent's memory of a session; `recursive` clears every sub-agent's too, and `keypath`
+   * clears exactly one sub-agent's.
+   */
+  reset(sessionId: SessionId = 0, options: ResetOptions = {}): void {
+    const { keypath, recursive = false } = options;
+    if (keypath && recursive) {
+      throw new ConfigurationError({ message: 'reset: keypath and recursive cannot be used together' });
+    }
+    if (keypath) {
+      let node: AgentNode = this;
+      for (const key of keypath.split('.')) {
+        const child = node.children().find(([name]) => name === key)?.[1];
+        if (!child)
+          throw new ConfigurationError({ message: `reset: no sub-agent "${key}" in keypath "${keypath}"` });
+        node = child;
+      }
+      if (!(node instanceof AgentBase)) {
+        throw new ConfigurationError({ message: `reset: "${keypath}" is a container, not an agent` });
+      }
+      node.reset(sessionId);
+      return;
+    }
+    this.memory?.reset(sessionId);
+    if (recursive) {
+      for (const [path, agent] of this.namedAgents()) if (path !== '') agent.memory?.reset(sessionId);
+    }
+  }
+
+  /** A PyTorch-style tree of this agent and its sub-agents. */
+  toString(): string {
+    return renderTree(`${this.constructor.name}(name='${this.name}')`, this.children());
+  }
+
+  /** For `console.log` / `util.inspect`. */
+  [Symbol.for('nodejs.util.inspect.custom')](): string {
+    return this.toString();
+  }
+}

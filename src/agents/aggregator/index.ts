@@ -1,0 +1,3 @@
+export { contentToText } from './content';
+export type { SystemInstruction, SystemTemplate } from './default-aggregator';
+export { DefaultAggregator } from './default-aggregator';

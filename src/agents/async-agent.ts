@@ -1,0 +1,31 @@
+import type { AsyncBaseLLM } from '../llms/base-llm';
+import type { AgentMessage, MessageInput } from '../schema/agent-message';
+import { AgentBase, type AgentOptions, type AsyncCallOptions, type AsyncForwardOptions } from './agent-base';
+import { driveAsync } from './drive';
+import { buildPrompt, buildReply, callSteps, requireLLM } from './lifecycle';
+
+/**
+ * The asynchronous agent: `call()` returns a promise and takes an `AbortSignal`. Takes an
+ * {@link AsyncBaseLLM}; hooks may be sync or async. Use it in servers and for concurrent sessions.
+ *
+ * @example
+ * const agent = new AsyncAgent({ llm: new AsyncMockLLM({ responses: ['hi'] }) });
+ * const reply = await agent.call('hello', { sessionId: 'alice' });
+ */
+export class AsyncAgent extends AgentBase<AsyncBaseLLM> {
+  constructor(options: AgentOptions<AsyncBaseLLM> = {}) {
+    super(options);
+  }
+
+  /** Runs hooks, memory and `forward` for one turn and resolves to the reply (a copy the caller owns). */
+  call(input?: MessageInput | readonly MessageInput[], options?: AsyncCallOptions): Promise<AgentMessage> {
+    return driveAsync(callSteps(this, input, options));
+  }
+
+  /** One turn: aggregate the session's memory, ask the model, parse with `outputFormat`. */
+  async forward(messages: AgentMessage[], options: AsyncForwardOptions): Promise<AgentMessage | string> {
+    const llm = requireLLM(this);
+    const prompt = buildPrompt(this, messages, options.sessionId);
+    return buildReply(this, await llm.chat(prompt, options), options.sessionId);
+  }
+}

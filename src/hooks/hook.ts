@@ -1,0 +1,93 @@
+import type { AgentBase } from '../agents/agent-base';
+import type { AgentMessage } from '../schema/agent-message';
+import type { SessionId } from '../schema/session';
+
+/** What a hook returns: a replacement, or nothing to keep (possibly edited in place) what it was given. */
+// biome-ignore lint/suspicious/noConfusingVoidType: `void` lets hook methods that return nothing type-check
+export type HookResult<T> = T | undefined | null | void | PromiseLike<T | undefined | null | void>;
+
+/** The executor side of a hook call (an `ActionExecutor` or `AsyncActionExecutor`). */
+export interface HookExecutor {
+  readonly name: string;
+}
+
+/**
+ * Intercepts messages around agents and action executors. Implement any of the four methods; each may
+ * return a replacement or nothing. Sync agents need sync hooks; async agents accept both.
+ *
+ * - `beforeAgent` sees the (copied) input messages before they are stored: its edits reach memory.
+ * - `afterAgent` sees a copy of the stored reply: its edits reach the caller, not memory.
+ *
+ * @example
+ * class Shout extends Hook {
+ *   beforeAgent(agent: AgentBase, messages: AgentMessage[]) {
+ *     for (const message of messages) message.content = String(message.content).toUpperCase();
+ *   }
+ * }
+ */
+export interface Hook {
+  beforeAgent?(agent: AgentBase, messages: AgentMessage[], sessionId: SessionId): HookResult<AgentMessage[]>;
+  afterAgent?(agent: AgentBase, message: AgentMessage, sessionId: SessionId): HookResult<AgentMessage>;
+  beforeAction?(
+    executor: HookExecutor,
+    message: AgentMessage,
+    sessionId: SessionId,
+  ): HookResult<AgentMessage>;
+  afterAction?(executor: HookExecutor, message: AgentMessage, sessionId: SessionId): HookResult<AgentMessage>;
+}
+
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the interface declares the optional hook methods
+export abstract class Hook {
+  /** Used in error messages; the class name unless overridden. */
+  get hookName(): string {
+    return this.constructor.name;
+  }
+}
+
+/** Returned by `registerHook`; `remove()` unregisters the hook (idempotent). */
+export class RemovableHandle {
+  readonly #remove: () => void;
+  #removed = false;
+
+  constructor(remove: () => void) {
+    this.#remove = remove;
+  }
+
+  remove(): void {
+    if (this.#removed) return;
+    this.#removed = true;
+    this.#remove();
+  }
+}
+
+/** An ordered list of hooks, copy-on-write so that a call in progress is never affected by changes. */
+export class HookList {
+  #hooks: readonly Hook[] = [];
+
+  constructor(hooks: readonly Hook[] = []) {
+    for (const hook of hooks) this.add(hook);
+  }
+
+  get items(): readonly Hook[] {
+    return this.#hooks;
+  }
+
+  add(hook: Hook): RemovableHandle {
+    if (hook === null || typeof hook !== 'object') {
+      throw new TypeError(
+        'A hook must be an object implementing beforeAgent/afterAgent/beforeAction/afterAction',
+      );
+    }
+    this.#hooks = [...this.#hooks, hook];
+    return new RemovableHandle(() => {
+      const index = this.#hooks.indexOf(hook);
+      if (index !== -1) this.#hooks = this.#hooks.filter((_, i) => i !== index);
+    });
+  }
+}
+
+/** The name to show for a hook in errors: `hookName`, else its class name. */
+export function hookNameOf(hook: object): string {
+  const named = (hook as { hookName?: unknown }).hookName;
+  return typeof named === 'string' ? named : (hook.constructor?.name ?? 'hook');
+}

@@ -1,0 +1,4 @@
+export type { HookExecutor, HookResult } from './hook';
+export { Hook, HookList, hookNameOf, RemovableHandle } from './hook';
+export type { MessageLoggerOptions, WritableLike } from './message-logger';
+export { MessageLogger } from './message-logger';

@@ -1,0 +1,48 @@
+import type { SessionId } from '../schema/session';
+import type { ModelStatusCode } from '../schema/status';
+
+/** One chat turn in OpenAI's shape. `name` carries e.g. the tool name on environment messages. */
+export interface ChatMessage {
+  role: string;
+  content: string;
+  name?: string;
+}
+
+/** Generation parameters, Lagent's names in camelCase. */
+export interface GenParams {
+  maxNewTokens?: number;
+  temperature?: number;
+  topP?: number;
+  topK?: number;
+  repetitionPenalty?: number;
+  /** Output is cut before the first stop word. A string means a single stop word. */
+  stopWords?: string[] | string;
+}
+
+/** Generation parameters after defaults are applied; `stopWords` is always an array. */
+export interface ResolvedGenParams {
+  maxNewTokens: number;
+  temperature: number;
+  topP: number;
+  topK: number;
+  repetitionPenalty: number;
+  stopWords: string[];
+}
+
+/**
+ * What `chat()` / `streamChat()` take per call: generation overrides (never stored), plus the session and,
+ * for async models, an `AbortSignal`. Other keys an agent passes along are ignored by models that do not
+ * know them.
+ */
+export interface LLMCallParams extends GenParams {
+  sessionId?: SessionId;
+  signal?: AbortSignal;
+  [key: string]: unknown;
+}
+
+/** One step of a streamed response: `content` is cumulative, `delta` what this step added. */
+export interface StreamChunk {
+  state: ModelStatusCode;
+  content: string;
+  delta: string;
+}

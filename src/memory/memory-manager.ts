@@ -1,0 +1,95 @@
+import type { AgentMessage, MessageInput } from '../schema/agent-message';
+import { ConfigurationError } from '../schema/errors';
+import type { SessionId } from '../schema/session';
+import { type GetMemoryOptions, Memory } from './memory';
+
+/** Options of {@link MemoryManager}. */
+export interface MemoryManagerOptions {
+  /**
+   * Bound on live sessions; when a new session would exceed it, the least recently used one is dropped.
+   * Unset means unbounded.
+   */
+  maxSessions?: number;
+}
+
+interface Session {
+  id: SessionId;
+  memory: Memory;
+}
+
+/**
+ * One {@link Memory} per session, created on first use. Sessions are compared by `String(sessionId)`,
+ * so `0` and `'0'` are the same session.
+ */
+export class MemoryManager {
+  readonly maxSessions: number | undefined;
+  readonly #create: () => Memory;
+  readonly #sessions = new Map<string, Session>();
+
+  constructor(create: () => Memory = () => new Memory(), options: MemoryManagerOptions = {}) {
+    const { maxSessions } = options;
+    if (maxSessions !== undefined && !(Number.isInteger(maxSessions) && maxSessions > 0)) {
+      throw new ConfigurationError({ message: `maxSessions must be a positive integer, got ${maxSessions}` });
+    }
+    this.#create = create;
+    this.maxSessions = maxSessions;
+  }
+
+  /** The memory of a session, or undefined when the session has none yet. */
+  get(sessionId: SessionId = 0): Memory | undefined {
+    const key = String(sessionId);
+    const session = this.#sessions.get(key);
+    if (session && this.maxSessions !== undefined) this.#touch(key, session);
+    return session?.memory;
+  }
+
+  /** The memory of a session, created when missing. */
+  getOrCreate(sessionId: SessionId = 0): Memory {
+    const key = String(sessionId);
+    const session = this.#sessions.get(key);
+    if (session) {
+      if (this.maxSessions !== undefined) this.#touch(key, session);
+      return session.memory;
+    }
+    const memory = this.#create();
+    if (!(memory instanceof Memory)) {
+      throw new ConfigurationError({ message: 'The memory factory must return a Memory instance' });
+    }
+    this.#sessions.set(key, { id: sessionId, memory });
+    if (this.maxSessions !== undefined && this.#sessions.size > this.maxSessions) {
+      const oldest = this.#sessions.keys().next().value as string;
+      this.#sessions.delete(oldest);
+    }
+    return memory;
+  }
+
+  /** The messages of a session (empty when it has none). */
+  getMemory(sessionId: SessionId = 0, options?: GetMemoryOptions): AgentMessage[] {
+    return this.get(sessionId)?.getMemory(options) ?? [];
+  }
+
+  /** Adds messages to a session, creating it when missing. */
+  add(input: MessageInput | readonly MessageInput[], sessionId: SessionId = 0): void {
+    this.getOrCreate(sessionId).add(input);
+  }
+
+  /** Forgets a session entirely. */
+  reset(sessionId: SessionId = 0): void {
+    this.#sessions.delete(String(sessionId));
+  }
+
+  /** The ids of the live sessions, least recently created (or used, with `maxSessions`) first. */
+  sessions(): SessionId[] {
+    return Array.from(this.#sessions.values(), (session) => session.id);
+  }
+
+  /** Number of live sessions. */
+  get size(): number {
+    return this.#sessions.size;
+  }
+
+  #touch(key: string, session: Session): void {
+    this.#sessions.delete(key);
+    this.#sessions.set(key, session);
+  }
+}

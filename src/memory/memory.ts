@@ -1,0 +1,129 @@
+import {
+  AgentMessage,
+  type AgentMessageJSON,
+  type MessageInput,
+  toAgentMessage,
+} from '../schema/agent-message';
+import { ConfigurationError, ValidationError } from '../schema/errors';
+
+/** Options of {@link Memory}. */
+export interface MemoryOptions {
+  /** Default number of most recent messages `getMemory()` returns; unset returns all. */
+  recentN?: number;
+}
+
+/** Options of {@link Memory.getMemory}. */
+export interface GetMemoryOptions {
+  /** Return only the last `recentN` messages (before filtering). */
+  recentN?: number;
+  /** Keep only messages for which this returns true. */
+  filter?: (message: AgentMessage, index: number) => boolean;
+}
+
+/**
+ * The message history of one session. Messages are stored as given (an agent's `call()` hands it copies);
+ * `getMemory()` returns the stored messages themselves in a new array.
+ *
+ * @example
+ * const memory = new Memory({ recentN: 10 });
+ * memory.add('hello');
+ * memory.getMemory()[0].sender; // 'user'
+ */
+export class Memory {
+  readonly recentN: number | undefined;
+  readonly #messages: AgentMessage[] = [];
+
+  constructor(options: MemoryOptions = {}) {
+    if (options.recentN !== undefined && !(Number.isInteger(options.recentN) && options.recentN >= 0)) {
+      throw new ConfigurationError({
+        message: `Memory recentN must be a non-negative integer, got ${options.recentN}`,
+      });
+    }
+    this.recentN = options.recentN;
+  }
+
+  /** Number of stored messages. */
+  get length(): number {
+    return this.#messages.length;
+  }
+
+  /** The stored messages, most recent last (optionally only the last `recentN`, optionally filtered). */
+  getMemory(options: GetMemoryOptions = {}): AgentMessage[] {
+    const recentN = options.recentN ?? this.recentN;
+    const all = this.#messages;
+    const start = recentN === undefined ? 0 : Math.max(0, all.length - recentN);
+    const filter = options.filter;
+    if (!filter) return all.slice(start);
+    const out: AgentMessage[] = [];
+    for (let i = start; i < all.length; i++) if (filter(all[i]!, i)) out.push(all[i]!);
+    return out;
+  }
+
+  /** Appends one message or several; strings become user messages, plain objects are validated. */
+  add(input: MessageInput | readonly MessageInput[]): void {
+    if (Array.isArray(input)) {
+      const messages = input.map((item) => (item instanceof AgentMessage ? item : toAgentMessage(item)));
+      for (const message of messages) this.#messages.push(message);
+    } else {
+      const item = input as MessageInput;
+      this.#messages.push(item instanceof AgentMessage ? item : toAgentMessage(item));
+    }
+  }
+
+  /**
+   * Deletes the messages at the given indices (negative counts from the end). Several indices delete
+   * exactly those messages, whatever their order.
+   */
+  delete(index: number | readonly number[]): void {
+    const length = this.#messages.length;
+    const indices = (typeof index === 'number' ? [index] : [...index]).map((i) => {
+      const resolved = i < 0 ? length + i : i;
+      if (!Number.isInteger(resolved) || resolved < 0 || resolved >= length) {
+        throw new ConfigurationError({
+          message: `Memory.delete: index ${i} is out of range for ${length} messages`,
+        });
+      }
+      return resolved;
+    });
+    for (const i of [...new Set(indices)].sort((a, b) => b - a)) this.#messages.splice(i, 1);
+  }
+
+  /** Drops every message after the first `length` ones (used to roll back a failed call). */
+  truncate(length: number): void {
+    if (length < this.#messages.length) this.#messages.length = length;
+  }
+
+  /** Removes every message. */
+  clear(): void {
+    this.#messages.length = 0;
+  }
+
+  /**
+   * Loads messages from their JSON form. Everything is validated before anything changes, so a bad
+   * entry throws a {@link ValidationError} and leaves the memory as it was.
+   */
+  load(json: AgentMessageJSON | readonly AgentMessageJSON[], options: { overwrite?: boolean } = {}): void {
+    const list = Array.isArray(json) ? json : [json];
+    const messages = list.map((item, i) => {
+      try {
+        return AgentMessage.from(item);
+      } catch (error) {
+        if (error instanceof ValidationError) {
+          throw new ValidationError({
+            field: `${i}.${error.field}`,
+            message: `entry ${i}: ${error.message}`,
+            cause: error,
+          });
+        }
+        throw error;
+      }
+    });
+    if (options.overwrite ?? true) this.#messages.length = 0;
+    for (const message of messages) this.#messages.push(message);
+  }
+
+  /** The messages' JSON form (deep copies). */
+  save(): AgentMessageJSON[] {
+    return this.#messages.map((message) => message.toJSON());
+  }
+}

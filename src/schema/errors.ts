@@ -1,0 +1,110 @@
+/** Options every lagent-ts error takes: a message and the standard `cause`. */
+export interface LagentErrorOptions {
+  message: string;
+  cause?: unknown;
+}
+
+const MARKER = Symbol.for('lagent-ts.error');
+
+/**
+ * Base class of every error lagent-ts throws. `name` doubles as a stable code, so
+ * `error.name === 'ParseError'` works across bundles and realms where `instanceof` may not.
+ */
+export class LagentError extends Error {
+  override readonly name: string = 'LagentError';
+  readonly [MARKER] = true;
+
+  constructor({ message, cause }: LagentErrorOptions) {
+    super(message, cause === undefined ? undefined : { cause });
+  }
+
+  /** True for any lagent-ts error, even one from another copy of the package. */
+  static isInstance(error: unknown): error is LagentError {
+    return typeof error === 'object' && error !== null && MARKER in error;
+  }
+}
+
+/** The caller configured or called something wrongly (a programming error, never the model's fault). */
+export class ConfigurationError extends LagentError {
+  override readonly name: string = 'ConfigurationError';
+}
+
+/** Input data did not have the expected shape; `field` names the offending field (dotted path). */
+export class ValidationError extends LagentError {
+  override readonly name: string = 'ValidationError';
+  readonly field: string;
+
+  constructor(options: LagentErrorOptions & { field: string }) {
+    super(options);
+    this.field = options.field;
+  }
+}
+
+/** The model produced output that could not be used. */
+export class ModelOutputError extends LagentError {
+  override readonly name: string = 'ModelOutputError';
+}
+
+/** An output parser could not parse the model's text; `text` is the raw output, kept for the caller. */
+export class ParseError extends ModelOutputError {
+  override readonly name: string = 'ParseError';
+  readonly text: string;
+
+  constructor(options: LagentErrorOptions & { text: string }) {
+    super(options);
+    this.text = options.text;
+  }
+}
+
+/** An LLM request failed for good (not retryable, or retries exhausted). */
+export class LLMRequestError extends LagentError {
+  override readonly name: string = 'LLMRequestError';
+  /** HTTP status, when the server answered. */
+  readonly status: number | undefined;
+  /** Whether a later attempt might succeed (429, 5xx, connection failures). */
+  readonly retryable: boolean;
+  /** How many attempts were made. */
+  readonly attempts: number;
+
+  constructor(options: LagentErrorOptions & { status?: number; retryable?: boolean; attempts?: number }) {
+    super(options);
+    this.status = options.status;
+    this.retryable = options.retryable ?? false;
+    this.attempts = options.attempts ?? 1;
+  }
+}
+
+/** A hook threw (or rejected); `hookName` and `stage` say which and where. The original error is `cause`. */
+export class HookError extends LagentError {
+  override readonly name: string = 'HookError';
+  readonly hookName: string;
+  readonly stage: 'beforeAgent' | 'afterAgent' | 'beforeAction' | 'afterAction';
+
+  constructor(options: LagentErrorOptions & { hookName: string; stage: HookError['stage'] }) {
+    super(options);
+    this.hookName = options.hookName;
+    this.stage = options.stage;
+  }
+}
+
+/** `loadStateDict` was given a dict that does not fit the agent tree; `key` names the problem key. */
+export class StateDictError extends LagentError {
+  override readonly name: string = 'StateDictError';
+  readonly key: string;
+
+  constructor(options: LagentErrorOptions & { key: string }) {
+    super(options);
+    this.key = options.key;
+  }
+}
+
+/** Something took longer than its allowed time. */
+export class TimeoutError extends LagentError {
+  override readonly name: string = 'TimeoutError';
+  readonly timeoutMs: number;
+
+  constructor(options: LagentErrorOptions & { timeoutMs: number }) {
+    super(options);
+    this.timeoutMs = options.timeoutMs;
+  }
+}

@@ -1,0 +1,24 @@
+export type { ActionResultItem, ActionReturnInit, FunctionCall } from './action-return';
+export { ActionReturn } from './action-return';
+export type { AgentMessageInit, AgentMessageJSON, MessageInput } from './agent-message';
+export { AgentMessage, toAgentMessage } from './agent-message';
+export type { LagentErrorOptions } from './errors';
+export {
+  ConfigurationError,
+  HookError,
+  LagentError,
+  LLMRequestError,
+  ModelOutputError,
+  ParseError,
+  StateDictError,
+  TimeoutError,
+  ValidationError,
+} from './errors';
+export type { SessionId } from './session';
+export {
+  ActionStatusCode,
+  ActionValidCode,
+  AgentStatusCode,
+  ModelStatusCode,
+  ToolStatusCode,
+} from './status';

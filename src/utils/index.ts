@@ -1,0 +1,2 @@
+export { deepClone } from './clone';
+export { isIterator, isPlainObject, isThenable } from './is';
