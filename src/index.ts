@@ -14,6 +14,7 @@ export type {
   ResetOptions,
   SequentialCallOptions,
   StateDict,
+  StreamReturn,
 } from './agents/index';
 // agents
 export {

@@ -41,6 +41,10 @@ export type AsyncCallOptions = CallOptions & { signal?: AbortSignal };
 /** What an async `forward()` receives. */
 export type AsyncForwardOptions = AsyncCallOptions & { sessionId: SessionId };
 
+/** What a streaming `forward` may return: the reply, or nothing to use its last chunk. */
+// biome-ignore lint/suspicious/noConfusingVoidType: lets a generator that returns nothing type-check
+export type StreamReturn = AgentMessage | string | undefined | void;
+
 /** Events an agent emits to observers (`agent.events.on('callEnd', ...)`). */
 export interface AgentEvents {
   callStart: [event: { agent: AgentBase; sessionId: SessionId; messages: readonly AgentMessage[] }];

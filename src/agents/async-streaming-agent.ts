@@ -1,7 +1,13 @@
 import type { AsyncBaseLLM } from '../llms/base-llm';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
 import { ModelStatusCode } from '../schema/status';
-import { AgentBase, type AgentOptions, type AsyncCallOptions, type AsyncForwardOptions } from './agent-base';
+import {
+  AgentBase,
+  type AgentOptions,
+  type AsyncCallOptions,
+  type AsyncForwardOptions,
+  type StreamReturn,
+} from './agent-base';
 import { driveStreamAsync } from './drive';
 import { buildChunk, buildPrompt, buildReply, callSteps, requireLLM } from './lifecycle';
 
@@ -28,7 +34,7 @@ export class AsyncStreamingAgent extends AgentBase<AsyncBaseLLM> {
   async *forward(
     messages: AgentMessage[],
     options: AsyncForwardOptions,
-  ): AsyncGenerator<AgentMessage | string, AgentMessage | string | undefined, undefined> {
+  ): AsyncGenerator<AgentMessage | string, StreamReturn, undefined> {
     const llm = requireLLM(this);
     const prompt = buildPrompt(this, messages, options.sessionId);
     let content = '';

@@ -9,6 +9,7 @@ export type {
   MemoryConfig,
   ResetOptions,
   StateDict,
+  StreamReturn,
 } from './agent-base';
 export { AgentBase } from './agent-base';
 export { AgentDict, AgentList } from './agent-list';

@@ -1,7 +1,13 @@
 import type { BaseLLM } from '../llms/base-llm';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
 import { ModelStatusCode } from '../schema/status';
-import { AgentBase, type AgentOptions, type CallOptions, type ForwardOptions } from './agent-base';
+import {
+  AgentBase,
+  type AgentOptions,
+  type CallOptions,
+  type ForwardOptions,
+  type StreamReturn,
+} from './agent-base';
 import { driveStream } from './drive';
 import { buildChunk, buildPrompt, buildReply, callSteps, requireLLM } from './lifecycle';
 
@@ -28,7 +34,7 @@ export class StreamingAgent extends AgentBase<BaseLLM> {
   *forward(
     messages: AgentMessage[],
     options: ForwardOptions,
-  ): Generator<AgentMessage | string, AgentMessage | string | undefined, undefined> {
+  ): Generator<AgentMessage | string, StreamReturn, undefined> {
     const llm = requireLLM(this);
     const prompt = buildPrompt(this, messages, options.sessionId);
     let content = '';
