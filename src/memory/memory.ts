@@ -61,13 +61,21 @@ export class Memory {
 
   /** Appends one message or several; strings become user messages, plain objects are validated. */
   add(input: MessageInput | readonly MessageInput[]): void {
-    if (Array.isArray(input)) {
-      const messages = input.map((item) => (item instanceof AgentMessage ? item : toAgentMessage(item)));
-      for (const message of messages) this.#messages.push(message);
-    } else {
+    if (!Array.isArray(input)) {
       const item = input as MessageInput;
       this.#messages.push(item instanceof AgentMessage ? item : toAgentMessage(item));
+      return;
     }
+    // Convert everything first so one invalid entry adds nothing.
+    let converted: AgentMessage[] | undefined;
+    for (let i = 0; i < input.length; i++) {
+      const item = input[i] as MessageInput;
+      if (!(item instanceof AgentMessage)) {
+        converted ??= input.slice(0, i) as AgentMessage[];
+        converted.push(toAgentMessage(item));
+      } else converted?.push(item);
+    }
+    for (const message of converted ?? (input as readonly AgentMessage[])) this.#messages.push(message);
   }
 
   /**

@@ -14,6 +14,8 @@ export interface MockLLMOptions extends GenParams {
   responses: MockResponses;
   /** Characters per streamed chunk. @default 8 */
   chunkSize?: number;
+  /** Keep every request in `calls`; turn off for long benchmarks so the mock does not grow. @default true */
+  record?: boolean;
 }
 
 /** Options of {@link AsyncMockLLM}. */
@@ -38,9 +40,11 @@ class Script {
   readonly calls: MockCall[] = [];
   readonly #responses: MockResponses;
   readonly chunkSize: number;
+  readonly #record: boolean;
+  #count = 0;
 
   constructor(owner: string, options: MockLLMOptions) {
-    const { responses, chunkSize = 8 } = options;
+    const { responses, chunkSize = 8, record = true } = options;
     if (typeof responses !== 'function' && !Array.isArray(responses)) {
       throw new ConfigurationError({ message: `${owner} needs responses: a list of strings or a function` });
     }
@@ -51,11 +55,12 @@ class Script {
     }
     this.#responses = responses;
     this.chunkSize = chunkSize;
+    this.#record = record;
   }
 
   next(owner: string, messages: ChatMessage[], params: ResolvedGenParams): string {
-    const index = this.calls.length;
-    this.calls.push({ messages, params });
+    const index = this.#count++;
+    if (this.#record) this.calls.push({ messages, params });
     const responses = this.#responses;
     let text: unknown;
     if (typeof responses === 'function') text = responses(messages, params, index);
@@ -85,9 +90,9 @@ class Script {
 
   assertComplete(owner: string): void {
     const responses = this.#responses;
-    if (typeof responses !== 'function' && this.calls.length < responses.length) {
+    if (typeof responses !== 'function' && this.#count < responses.length) {
       throw new MockScriptError({
-        message: `${owner} used ${this.calls.length} of ${responses.length} scripted responses`,
+        message: `${owner} used ${this.#count} of ${responses.length} scripted responses`,
       });
     }
   }
@@ -148,11 +153,15 @@ export class AsyncMockLLM extends AsyncBaseLLM {
     return this.#script.calls;
   }
 
-  async chat(messages: ChatMessage[], params?: LLMCallParams): Promise<string> {
-    const text = this.#script.next('AsyncMockLLM', messages, this.resolveParams(params));
-    if (this.latencyMs > 0) await sleep(this.latencyMs, params?.signal);
-    else params?.signal?.throwIfAborted();
-    return text;
+  chat(messages: ChatMessage[], params?: LLMCallParams): Promise<string> {
+    try {
+      const text = this.#script.next('AsyncMockLLM', messages, this.resolveParams(params));
+      const signal = params?.signal;
+      signal?.throwIfAborted();
+      return this.latencyMs > 0 ? delay(this.latencyMs, text, signal) : Promise.resolve(text);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   override async *streamChat(
@@ -171,20 +180,18 @@ export class AsyncMockLLM extends AsyncBaseLLM {
   }
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+/** Resolves to `value` after `ms`, or rejects with the signal's reason when aborted first. */
+function delay<T>(ms: number, value: T, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return new Promise((resolve) => setTimeout(resolve, ms, value));
   return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    function onAbort() {
+    const onAbort = () => {
       clearTimeout(timer);
-      reject(signal!.reason);
-    }
-    signal?.addEventListener('abort', onAbort, { once: true });
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve(value);
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
   });
 }
