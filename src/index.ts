@@ -1,7 +1,48 @@
-// schema
+/**
+ * lagent-ts: PyTorch-style composition of LLM agents. Every public name is listed here by hand; the
+ * test helpers (mock models, the fake OpenAI-compatible server) live in `lagent-ts/testing`.
+ */
 
+export type {
+  ActionApi,
+  ActionCallOptions,
+  ActionDescription,
+  ActionExecutorOptions,
+  ActionOptions,
+  ActionParameter,
+  ActionParameterType,
+  ApiDescription,
+  AsyncActionCallOptions,
+  AsyncActionExecutorOptions,
+  BuiltinActionOptions,
+  OpenAITool,
+  OpenAIToolsOptions,
+  ToolApiSpec,
+  ToolContext,
+  ToolkitApi,
+  ToolkitOptions,
+  ToolOptions,
+} from './actions/index';
+export {
+  ActionBase,
+  ActionExecutor,
+  AsyncActionExecutor,
+  AsyncBaseAction,
+  asyncTool,
+  asyncToolkit,
+  BaseAction,
+  ExecutorBase,
+  FinishAction,
+  getPluginPrompt,
+  InvalidAction,
+  NoAction,
+  tool,
+  toolkit,
+} from './actions/index';
 export type { SystemInstruction, SystemTemplate } from './agents/aggregator/index';
 export { contentToText, DefaultAggregator } from './agents/aggregator/index';
+export type { InternLMToolAggregatorOptions } from './agents/aggregator/internlm-tool-aggregator';
+export { InternLMToolAggregator } from './agents/aggregator/internlm-tool-aggregator';
 export type {
   AgentEvents,
   AgentNode,
@@ -16,7 +57,6 @@ export type {
   StateDict,
   StreamReturn,
 } from './agents/index';
-// agents
 export {
   Agent,
   AgentBase,
@@ -30,16 +70,37 @@ export {
   StreamingAgent,
   StreamingSequential,
 } from './agents/index';
+export type { InternLMActionProcessorOptions } from './hooks/action-preprocessor';
+export { ActionPreprocessor, actionReturnText, InternLMActionProcessor } from './hooks/action-preprocessor';
 export type { HookExecutor, HookResult, MessageLoggerOptions, WritableLike } from './hooks/index';
-// hooks
 export { Hook, MessageLogger, RemovableHandle } from './hooks/index';
 export type { ChatMessage, GenParams, LLMCallParams, ResolvedGenParams, StreamChunk } from './llms/index';
-// llms
 export { AsyncBaseLLM, BaseLLM, cutAtStopWords, DEFAULT_GEN_PARAMS } from './llms/index';
 export type { GetMemoryOptions, MemoryManagerOptions, MemoryOptions } from './memory/index';
-// memory
 export { Memory, MemoryManager } from './memory/index';
-// prompts
+export type {
+  InterpreterParserOptions,
+  JSONParserOptions,
+  MixedToolParserOptions,
+  PluginParserOptions,
+  PromptTemplateOptions,
+  StrParserOptions,
+  TemplateStyle,
+  ToolParserOptions,
+  ToolResponse,
+} from './prompts/index';
+export {
+  asToolResponse,
+  InterpreterParser,
+  JSONParser,
+  MixedToolParser,
+  PluginParser,
+  PromptTemplate,
+  StrParser,
+  TemplateError,
+  ToolParser,
+  validatePluginCall,
+} from './prompts/index';
 export type { OutputParser } from './prompts/output-parser';
 export type {
   ActionResultItem,
@@ -69,5 +130,3 @@ export {
   ToolStatusCode,
   ValidationError,
 } from './schema/index';
-
-// actions

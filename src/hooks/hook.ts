@@ -9,6 +9,10 @@ export type HookResult<T> = T | undefined | null | void | PromiseLike<T | undefi
 /** The executor side of a hook call (an `ActionExecutor` or `AsyncActionExecutor`). */
 export interface HookExecutor {
   readonly name: string;
+  /** The names of the registered actions, in order. */
+  keys(): string[];
+  /** What answers a call that did not follow the format; hooks route such calls to its name. */
+  readonly noAction: { readonly name: string };
 }
 
 /**

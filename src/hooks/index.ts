@@ -1,3 +1,5 @@
+export type { InternLMActionProcessorOptions } from './action-preprocessor';
+export { ActionPreprocessor, actionReturnText, InternLMActionProcessor } from './action-preprocessor';
 export type { HookExecutor, HookResult } from './hook';
 export { Hook, HookList, hookNameOf, RemovableHandle } from './hook';
 export type { MessageLoggerOptions, WritableLike } from './message-logger';

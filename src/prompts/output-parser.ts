@@ -1,10 +1,12 @@
+import type { ChatMessage } from '../llms/types';
+
 /**
  * What an agent's `outputFormat` must provide: `parseResponse` turns model text into the message's
- * `formatted` field. `formatInstruction` (text added to the prompt) and `formatResponse` (the inverse of
- * parsing, used when re-rendering history) are optional.
+ * `formatted` field. `formatInstruction` (text, or system messages, added to the prompt by tool-aware
+ * aggregators) and `formatResponse` (the inverse of parsing, used when re-rendering history) are optional.
  */
 export interface OutputParser<T = unknown> {
   parseResponse(text: string): T;
-  formatInstruction?(): string;
+  formatInstruction?(): string | ChatMessage[];
   formatResponse?(parsed: T): string;
 }

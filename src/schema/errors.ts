@@ -108,3 +108,26 @@ export class TimeoutError extends LagentError {
     this.timeoutMs = options.timeoutMs;
   }
 }
+
+/**
+ * The sync bridge (a blocking call into a worker thread) failed: the worker could not start or exited,
+ * or the call cannot block on this thread. Errors thrown by the bridged object itself cross the bridge
+ * with their own class instead.
+ */
+export class SyncBridgeError extends LagentError {
+  override readonly name: string = 'SyncBridgeError';
+}
+
+/**
+ * A prompt template (a `PromptTemplate` or a parser's `template`) is malformed, or was formatted with a
+ * missing or unknown variable; `variable` names it (empty when the template text itself is at fault).
+ */
+export class TemplateError extends ConfigurationError {
+  override readonly name: string = 'TemplateError';
+  readonly variable: string;
+
+  constructor(options: LagentErrorOptions & { variable: string }) {
+    super(options);
+    this.variable = options.variable;
+  }
+}

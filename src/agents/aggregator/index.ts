@@ -1,3 +1,5 @@
 export { contentToText } from './content';
 export type { SystemInstruction, SystemTemplate } from './default-aggregator';
 export { DefaultAggregator } from './default-aggregator';
+export type { InternLMToolAggregatorOptions } from './internlm-tool-aggregator';
+export { InternLMToolAggregator } from './internlm-tool-aggregator';

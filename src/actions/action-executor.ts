@@ -1,0 +1,53 @@
+import type { ActionReturn } from '../schema/action-return';
+import type { AgentMessage, MessageInput } from '../schema/agent-message';
+import { ConfigurationError } from '../schema/errors';
+import { type CallSettings, driveSteps } from './action-steps';
+import { BaseAction } from './base-action';
+import { type ActionExecutorOptions, ExecutorBase } from './executor-base';
+import { executeSteps } from './executor-steps';
+import type { ActionCallOptions, ToolContext } from './types';
+
+const DEFAULT_SETTINGS: CallSettings = Object.freeze({
+  context: Object.freeze({ sessionId: 0 }) as ToolContext,
+});
+
+function settingsOf(options: ActionCallOptions | undefined): CallSettings {
+  return options?.sessionId === undefined ? DEFAULT_SETTINGS : { context: { sessionId: options.sessionId } };
+}
+
+/**
+ * Runs synchronous tools for an agent. A message's content names the tool and its arguments
+ * (`{ name: 'Calculator.add', parameters: { a: 1, b: 2 } }`, a `FunctionCall`, or that as JSON); hooks may
+ * convert messages before and after. The reply is a message from `'ActionExecutor'` whose content is the
+ * {@link ActionReturn} (or what the hooks made of it). Nothing a tool throws escapes: errors come back as
+ * `ARGS_ERROR` / `API_ERROR` results, unknown tools as `InvalidAction` results.
+ *
+ * @example
+ * const executor = new ActionExecutor({ actions: [calculator] });
+ * const reply = executor.call(new AgentMessage({ sender: 'Agent', content: { name: 'Calculator.add', parameters: { a: 1, b: 2 } } }));
+ * reply.content.formatResult(); // '3'
+ */
+export class ActionExecutor extends ExecutorBase<BaseAction> {
+  constructor(options: ActionExecutorOptions<BaseAction>) {
+    super(options);
+  }
+
+  protected checkAction(action: unknown): asserts action is BaseAction {
+    if (!(action instanceof BaseAction)) {
+      const what = (action as { name?: unknown })?.name ?? typeof action;
+      throw new ConfigurationError({
+        message: `ActionExecutor runs synchronous actions (BaseAction) only; ${String(what)} is not one — use AsyncActionExecutor for async tools`,
+      });
+    }
+  }
+
+  /** Runs the tool call in `message` through the hooks and returns the executor's reply. */
+  call(message: MessageInput, options?: ActionCallOptions): AgentMessage {
+    return driveSteps(executeSteps(this, message, settingsOf(options)));
+  }
+
+  /** Runs one call by name (`Name` or `Name.api`) without hooks. */
+  forward(name: string, parameters?: unknown, options?: ActionCallOptions): ActionReturn {
+    return driveSteps(this.forwardSteps(name, parameters, settingsOf(options)));
+  }
+}

@@ -1,0 +1,169 @@
+import type { Steps } from '../agents/drive';
+import { ActionReturn } from '../schema/action-return';
+import { ConfigurationError, TimeoutError } from '../schema/errors';
+import { ActionStatusCode } from '../schema/status';
+import { isThenable } from '../utils/is';
+import { type ArgumentRules, checkArguments } from './arguments';
+import type { ApiSchemaInfo } from './describe';
+import { toActionReturn } from './results';
+import type { ToolContext } from './types';
+
+/** One API of an action, resolved when the action is built. */
+export interface ResolvedApi extends ArgumentRules {
+  readonly name: string;
+  /** The Lagent description, JSON Schema and signature derived from the schema. */
+  readonly info: ApiSchemaInfo;
+  readonly run: (args: Record<string, unknown>, context: ToolContext) => unknown;
+}
+
+/** What the shared call steps need from an action. */
+export interface CallableAction {
+  readonly name: string;
+  readonly isToolkit: boolean;
+  readonly apis: ReadonlyMap<string, ResolvedApi>;
+}
+
+/** Per-call settings of the call steps. */
+export interface CallSettings {
+  context: ToolContext;
+  /** The caller's signal: when it is aborted the call rejects instead of returning an error. */
+  signal?: AbortSignal | undefined;
+  timeoutMs?: number | undefined;
+  /** Aborted on timeout so the tool can stop; its signal is `context.signal`. */
+  controller?: AbortController | undefined;
+}
+
+/** The message of anything thrown, for `errmsg`. */
+export function errorText(error: unknown): string {
+  if (error instanceof Error) return error.message || error.name;
+  if (typeof error === 'string') return error;
+  try {
+    return JSON.stringify(error) ?? String(error);
+  } catch {
+    return String(error);
+  }
+}
+
+/** The name a model uses for an API: `Name` for a simple tool, `Name.api` for a toolkit's. */
+export function apiLabel(action: CallableAction, api: string): string {
+  return action.isToolkit || api !== 'run' ? `${action.name}.${api}` : action.name;
+}
+
+/**
+ * Settles with the tool's promise, or rejects with a `TimeoutError` after `timeoutMs`, or with the caller's
+ * abort reason, whichever comes first. Timers and listeners are released when it settles.
+ */
+function withDeadline<T>(promise: PromiseLike<T>, settings: CallSettings, label: string): Promise<T> {
+  const { signal, timeoutMs, controller } = settings;
+  return new Promise<T>((resolve, reject) => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const onAbort = () => {
+      cleanup();
+      controller?.abort(signal?.reason);
+      reject(signal?.reason);
+    };
+    const cleanup = () => {
+      if (timer !== undefined) clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    };
+    if (timeoutMs !== undefined) {
+      timer = setTimeout(() => {
+        cleanup();
+        const error = new TimeoutError({ timeoutMs, message: `${label} timed out after ${timeoutMs} ms` });
+        controller?.abort(error);
+        reject(error);
+      }, timeoutMs);
+    }
+    if (signal) {
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+    }
+    promise.then(
+      (value) => {
+        cleanup();
+        resolve(value);
+      },
+      (error: unknown) => {
+        cleanup();
+        reject(error);
+      },
+    );
+  });
+}
+
+/**
+ * Thrown into the steps by the synchronous driver when a tool or hook returns a promise; the steps turn
+ * it into an `API_ERROR` result (tools) or a `HookError` (hooks), so it never reaches a caller as itself.
+ */
+export class PromiseInSyncCall extends ConfigurationError {
+  override readonly name: string = 'PromiseInSyncCall';
+}
+
+/**
+ * One tool call, written once for sync and async actions: look up the API, check the arguments, run it,
+ * and turn its output (or what it threw) into an {@link ActionReturn}. Yields only a promise to await.
+ * Nothing the tool throws escapes; only the caller's own abort does.
+ */
+export function* callSteps(
+  action: CallableAction,
+  parameters: unknown,
+  apiName: string,
+  settings: CallSettings,
+): Steps<ActionReturn> {
+  if (settings.signal?.aborted) throw settings.signal.reason;
+  const api = action.apis.get(apiName);
+  if (!api) {
+    const known = [...action.apis.keys()].join(', ');
+    return new ActionReturn({
+      args: { inputs: parameters as unknown, name: apiName },
+      type: action.name,
+      errmsg: `invalid API: ${action.name} has no API "${apiName}" (it has: ${known})`,
+      state: ActionStatusCode.API_ERROR,
+    });
+  }
+  const label = apiLabel(action, apiName);
+  let args: Record<string, unknown> | undefined;
+  let output: unknown;
+  try {
+    const checked = checkArguments(api, parameters, label);
+    if (!checked.ok) {
+      return new ActionReturn({
+        args: checked.args,
+        type: action.name,
+        errmsg: checked.errmsg,
+        state: ActionStatusCode.ARGS_ERROR,
+      });
+    }
+    args = checked.args;
+    output = api.run(args, settings.context);
+    if (isThenable(output)) {
+      const waiting =
+        settings.timeoutMs !== undefined || settings.signal ? withDeadline(output, settings, label) : output;
+      output = yield waiting;
+    }
+  } catch (error) {
+    if (settings.signal?.aborted) throw settings.signal.reason;
+    const message =
+      error instanceof PromiseInSyncCall
+        ? `${label} returned a Promise, which a synchronous call cannot wait for; declare it with asyncTool() / AsyncBaseAction and use an AsyncActionExecutor`
+        : errorText(error);
+    return new ActionReturn({
+      args: args ?? { inputs: parameters },
+      type: action.name,
+      errmsg: message,
+      state: ActionStatusCode.API_ERROR,
+    });
+  }
+  return toActionReturn(output, args!, action.name);
+}
+
+/** Runs steps synchronously; a promise is refused (the steps turn that into an error result). */
+export function driveSteps<T>(steps: Steps<T>): T {
+  let step = steps.next();
+  while (!step.done) {
+    const value = step.value;
+    if (isThenable(value)) Promise.resolve(value).catch(() => {});
+    step = steps.throw(new PromiseInSyncCall({ message: 'a promise inside a synchronous call' }));
+  }
+  return step.value;
+}

@@ -1,0 +1,64 @@
+import { driveAsync } from '../agents/drive';
+import type { ActionReturn } from '../schema/action-return';
+import type { AgentMessage, MessageInput } from '../schema/agent-message';
+import { ConfigurationError } from '../schema/errors';
+import type { CallSettings } from './action-steps';
+import { ActionBase, callSettings, checkTimeout } from './base-action';
+import { type ActionExecutorOptions, ExecutorBase } from './executor-base';
+import { executeSteps } from './executor-steps';
+import type { AsyncActionCallOptions } from './types';
+
+/** Options of {@link AsyncActionExecutor}: also a default per-call timeout for async tools. */
+export interface AsyncActionExecutorOptions extends ActionExecutorOptions<ActionBase> {
+  /** Default `timeoutMs` of every call (a call's own option wins). */
+  timeoutMs?: number;
+}
+
+/**
+ * The asynchronous executor: runs sync and async tools and hooks, for many sessions at once. Each call
+ * takes `signal` (aborting rejects the call) and `timeoutMs` (an async tool that takes longer gives an
+ * `API_ERROR` result; its `context.signal` is aborted so it can stop).
+ *
+ * @example
+ * const executor = new AsyncActionExecutor({ actions: [search], timeoutMs: 10_000 });
+ * const replies = await Promise.all(calls.map((call, i) => executor.call(call, { sessionId: i })));
+ */
+export class AsyncActionExecutor extends ExecutorBase<ActionBase> {
+  /** The default per-call timeout, in ms. */
+  readonly timeoutMs: number | undefined;
+
+  constructor(options: AsyncActionExecutorOptions) {
+    super(options);
+    this.timeoutMs = options.timeoutMs;
+    if (this.timeoutMs !== undefined) checkTimeout(this.timeoutMs);
+  }
+
+  protected checkAction(action: unknown): asserts action is ActionBase {
+    if (!(action instanceof ActionBase)) {
+      throw new ConfigurationError({ message: `AsyncActionExecutor: ${typeof action} is not an action` });
+    }
+  }
+
+  #settings(options: AsyncActionCallOptions | undefined): CallSettings {
+    if (this.timeoutMs === undefined || options?.timeoutMs !== undefined) return callSettings(options ?? {});
+    return callSettings({ ...options, timeoutMs: this.timeoutMs });
+  }
+
+  /** Runs the tool call in `message` through the hooks and resolves to the executor's reply. */
+  call(message: MessageInput, options?: AsyncActionCallOptions): Promise<AgentMessage> {
+    try {
+      return driveAsync(executeSteps(this, message, this.#settings(options)));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** Runs one call by name (`Name` or `Name.api`) without hooks. */
+  forward(name: string, parameters?: unknown, options?: AsyncActionCallOptions): Promise<ActionReturn> {
+    try {
+      return driveAsync(this.forwardSteps(name, parameters, this.#settings(options)));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+}

@@ -1,0 +1,165 @@
+import type { Steps } from '../agents/drive';
+import { type Hook, HookList, type RemovableHandle } from '../hooks/hook';
+import type { ActionReturn } from '../schema/action-return';
+import { ConfigurationError } from '../schema/errors';
+import { type CallSettings, callSteps } from './action-steps';
+import type { ActionBase, OpenAIToolsOptions } from './base-action';
+import { FinishAction, InvalidAction, NoAction } from './builtin-actions';
+import { copyDescription } from './describe';
+import type { ApiDescription, OpenAITool } from './types';
+
+/** Options of the action executors. */
+export interface ActionExecutorOptions<A extends ActionBase> {
+  /** The tools, by their names (a single one is fine). */
+  actions: A | readonly A[];
+  /** Answers calls to unknown tools. @default new InvalidAction() */
+  invalidAction?: ActionBase;
+  /** Answers calls that did not follow the format (calls to its name). @default new NoAction() */
+  noAction?: ActionBase;
+  /** Ends the task (calls to its name). @default new FinishAction() */
+  finishAction?: ActionBase;
+  /** Also list `finishAction` among the tools (in `description()`, `keys()`). @default false */
+  finishInAction?: boolean;
+  hooks?: readonly Hook[];
+  /** The sender of the executor's messages. @default 'ActionExecutor' */
+  name?: string;
+}
+
+interface Target {
+  action: ActionBase;
+  api: string;
+}
+
+/**
+ * What both executors share: the tool registry (`has`, `keys`, `get`, `set`, `delete`), descriptions,
+ * hooks and dispatch of `Name` / `Name.api` calls. Use {@link ActionExecutor} or {@link AsyncActionExecutor}.
+ */
+export abstract class ExecutorBase<A extends ActionBase> {
+  /** The sender of the executor's replies. */
+  readonly name: string;
+  /** Answers calls to tools that do not exist. */
+  readonly invalidAction: ActionBase;
+  /** Answers calls to its own name: responses that did not follow the format. */
+  readonly noAction: ActionBase;
+  /** Answers calls to its own name with the final answer (`valid: FINISH`). */
+  readonly finishAction: ActionBase;
+  /** Whether `finishAction` is also one of the listed tools. */
+  readonly finishInAction: boolean;
+  readonly #actions = new Map<string, A>();
+  readonly #hooks: HookList;
+
+  constructor(options: ActionExecutorOptions<A>) {
+    if (options === null || typeof options !== 'object' || !('actions' in options)) {
+      throw new ConfigurationError({ message: `${new.target.name} expects { actions: [...] }` });
+    }
+    this.name = options.name ?? 'ActionExecutor';
+    this.invalidAction = options.invalidAction ?? new InvalidAction();
+    this.noAction = options.noAction ?? new NoAction();
+    this.finishAction = options.finishAction ?? new FinishAction();
+    this.finishInAction = options.finishInAction ?? false;
+    const actions = (Array.isArray(options.actions) ? [...options.actions] : [options.actions]) as A[];
+    if (this.finishInAction) actions.push(this.finishAction as A);
+    for (const action of actions) {
+      this.checkAction(action);
+      if (this.#actions.has(action.name)) {
+        throw new ConfigurationError({
+          message: `${new.target.name}: two actions are named "${action.name}"`,
+        });
+      }
+      this.#actions.set(action.name, action);
+    }
+    this.#hooks = new HookList(options.hooks);
+  }
+
+  /** Refuses actions this executor cannot run. */
+  protected abstract checkAction(action: unknown): asserts action is A;
+
+  /** The registered tools by name. */
+  get actions(): ReadonlyMap<string, A> {
+    return this.#actions;
+  }
+
+  /** The registered hooks, in the order they run. */
+  get hooks(): readonly Hook[] {
+    return this.#hooks.items;
+  }
+
+  /** Adds a hook after the existing ones; `handle.remove()` takes it out. */
+  registerHook(hook: Hook): RemovableHandle {
+    return this.#hooks.add(hook);
+  }
+
+  /** Whether a tool of this name is registered. */
+  has(name: string): boolean {
+    return this.#actions.has(name);
+  }
+
+  /** The tool names, in order. */
+  keys(): string[] {
+    return [...this.#actions.keys()];
+  }
+
+  /** The tool of this name, if any. */
+  get(name: string): A | undefined {
+    return this.#actions.get(name);
+  }
+
+  /** Registers a tool, replacing one of the same name. */
+  set(action: A): this {
+    this.checkAction(action);
+    this.#actions.set(action.name, action);
+    return this;
+  }
+
+  /** Removes a tool; false when there was none. */
+  delete(name: string): boolean {
+    return this.#actions.delete(name);
+  }
+
+  /** Every API as a Lagent description (fresh copies): toolkits' APIs are named `Name.api`. */
+  description(): ApiDescription[] {
+    const out: ApiDescription[] = [];
+    for (const action of this.#actions.values()) {
+      if (action.isToolkit) {
+        for (const api of action.description.api_list ?? []) {
+          out.push({ ...copyDescription(api), name: `${action.name}.${api.name}` });
+        }
+      } else out.push(copyDescription(action.description) as ApiDescription);
+    }
+    return out;
+  }
+
+  /** Every API in OpenAI's function-tool format. */
+  toOpenAITools(options?: OpenAIToolsOptions): OpenAITool[] {
+    return [...this.#actions.values()].flatMap((action) => action.toOpenAITools(options));
+  }
+
+  /** Which action and API a name means: `Name`, `Name.api`, or OpenAI-safe `Name__api`. */
+  #resolve(name: string): Target | null {
+    const exact = this.#actions.get(name);
+    if (exact) return { action: exact, api: 'run' };
+    for (const separator of ['.', '__']) {
+      const at = name.indexOf(separator);
+      if (at <= 0) continue;
+      const action = this.#actions.get(name.slice(0, at));
+      if (action) return { action, api: name.slice(at + separator.length) };
+    }
+    return null;
+  }
+
+  /** Dispatch of one call, as steps (internal). */
+  *forwardSteps(name: string, parameters: unknown, settings: CallSettings): Steps<ActionReturn> {
+    const target = typeof name === 'string' ? this.#resolve(name) : null;
+    if (target) return yield* callSteps(target.action, parameters, target.api, settings);
+    if (name === this.noAction.name) return yield* callSteps(this.noAction, parameters, 'run', settings);
+    if (name === this.finishAction.name)
+      return yield* callSteps(this.finishAction, parameters, 'run', settings);
+    const toolName = typeof name === 'string' ? name : String(name);
+    return yield* callSteps(this.invalidAction, { toolName, availableTools: this.keys() }, 'run', settings);
+  }
+
+  /** The answer to a message that holds no tool call (internal). */
+  *invalidCallSteps(errMsg: string, settings: CallSettings): Steps<ActionReturn> {
+    return yield* callSteps(this.invalidAction, { errMsg }, 'run', settings);
+  }
+}

@@ -1,0 +1,81 @@
+import type { z } from 'zod';
+import type { SessionId } from '../schema/session';
+
+/** Lagent's parameter types, derived from the zod schema. */
+export type ActionParameterType = 'STRING' | 'NUMBER' | 'FLOAT' | 'BOOLEAN' | 'Array' | 'Object';
+
+/** One parameter in Lagent's description shape. */
+export interface ActionParameter {
+  name: string;
+  type: ActionParameterType;
+  description: string;
+}
+
+/** One API in Lagent's description shape (a simple tool's own description, or an entry of `api_list`). */
+export interface ApiDescription {
+  name: string;
+  description: string;
+  parameters: ActionParameter[];
+  required: string[];
+  /** How to pass arguments, shown to the model (Lagent's JSON-argument sentence). */
+  parameter_description?: string;
+}
+
+/**
+ * A tool's description in Lagent's shape: a simple tool has `parameters` and `required`; a toolkit has
+ * `api_list` with one entry per API (names without the toolkit prefix).
+ */
+export interface ActionDescription {
+  name: string;
+  description: string;
+  parameters?: ActionParameter[];
+  required?: string[];
+  parameter_description?: string;
+  api_list?: ApiDescription[];
+}
+
+/** An OpenAI function tool (`tools` of the Chat Completions API). */
+export interface OpenAITool {
+  type: 'function';
+  function: { name: string; description: string; parameters: Record<string, unknown> };
+}
+
+/** What a tool's `run` receives besides its arguments. */
+export interface ToolContext {
+  /** The session the call belongs to, e.g. to keep one interpreter per session. @default 0 */
+  sessionId: SessionId;
+  /** Aborted when the caller cancels or the call's timeout passes (async executors and actions only). */
+  signal?: AbortSignal;
+}
+
+/** How one API of a class-based action is declared: the method of the same name runs it. */
+export interface ToolApiSpec<S extends z.ZodObject = z.ZodObject> {
+  /** What the API does, for the model. */
+  description?: string;
+  /** The arguments, as a zod object; unknown keys are rejected unless the object is `z.looseObject`. */
+  parameters?: S;
+  /**
+   * Maps a plain-text argument (one that is not JSON) to arguments, for APIs that take free text; without
+   * it such text is an `ARGS_ERROR`.
+   */
+  fromText?: (text: string) => Record<string, unknown>;
+}
+
+/** One API of an action: its declaration plus the function that runs it. */
+export interface ActionApi<S extends z.ZodObject = z.ZodObject, R = unknown> extends ToolApiSpec<S> {
+  run(args: z.output<S>, context: ToolContext): R;
+}
+
+/** Call options of an action or executor. */
+export interface ActionCallOptions {
+  /** @default 0 */
+  sessionId?: SessionId;
+}
+
+/** Call options of an async action or executor: also a cancellation signal and a per-call timeout. */
+export interface AsyncActionCallOptions extends ActionCallOptions {
+  /** Cancels the call: the returned promise rejects with the signal's reason, and the tool sees `context.signal`. */
+  signal?: AbortSignal;
+  /** After this many ms an async tool's result is no longer awaited: the call returns an `API_ERROR`. */
+  timeoutMs?: number;
+}

@@ -1,0 +1,15 @@
+export { ToolStatusCode } from '../../schema/status';
+export type { InterpreterParserOptions } from './interpreter-parser';
+export { InterpreterParser } from './interpreter-parser';
+export type { JSONParserOptions } from './json-parser';
+export { JSONParser } from './json-parser';
+export type { MixedToolParserOptions } from './mixed-tool-parser';
+export { MixedToolParser } from './mixed-tool-parser';
+export type { PluginParserOptions } from './plugin-parser';
+export { PluginParser, validatePluginCall } from './plugin-parser';
+export type { StrParserOptions } from './str-parser';
+export { StrParser } from './str-parser';
+export type { ToolParserOptions } from './tool-parser';
+export { ToolParser } from './tool-parser';
+export type { ToolResponse } from './tool-response';
+export { asToolResponse } from './tool-response';

@@ -1,0 +1,113 @@
+import type { ChatMessage } from '../../llms/types';
+import { ConfigurationError, ParseError } from '../../schema/errors';
+import { ToolStatusCode } from '../../schema/status';
+import type { OutputParser } from '../output-parser';
+import { StrParser } from './str-parser';
+import type { ToolParser } from './tool-parser';
+import { actionText, asToolResponse, type ToolResponse } from './tool-response';
+
+/** Options of {@link MixedToolParser}. */
+export interface MixedToolParserOptions {
+  /** The `name` of the shared instruction message. */
+  toolType?: string | null;
+  /** A shared instruction shown before the parsers' own (fields as in `StrParser`). @default '' */
+  template?: string;
+  /** One parser per tool type. */
+  parsers: readonly ToolParser[];
+  [field: string]: unknown;
+}
+
+/**
+ * Several tool formats at once (InternLM's plugins and interpreter): a response is parsed by the parser
+ * whose `begin` marker comes first in it. The format instruction is a list of system messages, each named
+ * after its tool type, as InternLM's chat template expects.
+ *
+ * @example
+ * const parser = new MixedToolParser({ template: 'Use tools when needed.', parsers: [new PluginParser(), new InterpreterParser()] });
+ * parser.parseResponse('<|action_start|><|interpreter|>\nprint(1)<|action_end|>\n').toolType; // 'interpreter'
+ */
+export class MixedToolParser implements OutputParser<ToolResponse> {
+  /** The `name` of the shared instruction message. */
+  readonly toolType: string | null;
+  /** The parsers by tool type, in the order given. */
+  readonly parsers: ReadonlyMap<string, ToolParser>;
+  readonly #shared: StrParser;
+
+  constructor(options: MixedToolParserOptions) {
+    const { toolType = null, parsers, ...fields } = options ?? ({} as never);
+    if (!Array.isArray(parsers) || parsers.length === 0) {
+      throw new ConfigurationError({
+        message: 'MixedToolParser needs parsers: a non-empty list of ToolParsers',
+      });
+    }
+    const byType = new Map<string, ToolParser>();
+    for (const parser of parsers) {
+      if (typeof parser?.toolType !== 'string' || typeof parser.begin !== 'string') {
+        throw new ConfigurationError({ message: 'MixedToolParser: every parser must be a ToolParser' });
+      }
+      if (byType.has(parser.toolType)) {
+        throw new ConfigurationError({
+          message: `MixedToolParser: two parsers have tool type "${parser.toolType}"; tool types must be unique`,
+        });
+      }
+      byType.set(parser.toolType, parser);
+    }
+    this.toolType = toolType;
+    this.parsers = byType;
+    this.#shared = new StrParser(fields);
+  }
+
+  /** System messages: the shared instruction, then each parser's, named by tool type; empty ones left out. */
+  formatInstruction(): ChatMessage[] {
+    const messages: ChatMessage[] = [];
+    const shared = this.#shared.formatInstruction();
+    if (shared.trim()) {
+      messages.push(
+        this.toolType
+          ? { role: 'system', content: shared, name: this.toolType }
+          : { role: 'system', content: shared },
+      );
+    }
+    for (const [name, parser] of this.parsers) {
+      const content = parser.formatInstruction();
+      if (content.trim()) messages.push({ role: 'system', content, name });
+    }
+    return messages;
+  }
+
+  /** The response as parsed by the parser whose `begin` comes first; `NO_TOOL` when none occurs. */
+  parseResponse(text: string): ToolResponse {
+    if (typeof text !== 'string') {
+      throw new ParseError({
+        text: String(text),
+        message: `MixedToolParser expects text, got ${typeof text}`,
+      });
+    }
+    let chosen: ToolParser | undefined;
+    let earliest = Number.POSITIVE_INFINITY;
+    for (const parser of this.parsers.values()) {
+      const at = text.indexOf(parser.begin);
+      if (at !== -1 && at < earliest) {
+        earliest = at;
+        chosen = parser;
+      }
+    }
+    if (!chosen) return { toolType: null, thought: text, action: null, status: ToolStatusCode.NO_TOOL };
+    return chosen.parseResponse(text);
+  }
+
+  /** Renders a parsed response with the parser of its tool type; a `ParseError` names an unknown tool type. */
+  formatResponse(parsed: ToolResponse): string {
+    const response = asToolResponse(parsed);
+    if (!response) return actionText(parsed ?? '');
+    if (response.action === null || response.action === undefined) return response.thought;
+    const parser = response.toolType === null ? undefined : this.parsers.get(response.toolType);
+    if (!parser) {
+      throw new ParseError({
+        text: response.thought,
+        message: `MixedToolParser has no parser for tool type "${response.toolType}" (known: ${[...this.parsers.keys()].join(', ')})`,
+      });
+    }
+    return parser.formatResponse(response);
+  }
+}

@@ -1,0 +1,100 @@
+import { ConfigurationError, ParseError } from '../../schema/errors';
+import { ToolStatusCode } from '../../schema/status';
+import { StrParser } from './str-parser';
+import { actionText, asToolResponse, type ToolResponse } from './tool-response';
+
+/** Options of {@link ToolParser}. */
+export interface ToolParserOptions {
+  /** The tool type a call is reported as, e.g. `'code interpreter'`. */
+  toolType: string;
+  /** The format instruction; may use `{begin}`, `{end}` and any extra option. @default '' */
+  template?: string;
+  /** Text that opens a tool call. @default '<tool>\n' */
+  begin?: string;
+  /** Text that closes a tool call; a call without it runs to the end of the response. @default '</tool>\n' */
+  end?: string;
+  /**
+   * Checks or converts the call's text (e.g. `JSON.parse`). If it throws, the status is `PARSING_ERROR`
+   * and `action` keeps the raw text.
+   */
+  validate?: (action: string) => unknown;
+  [field: string]: unknown;
+}
+
+/**
+ * Finds one tool call between `begin` and `end` in a model response: the text before it is the
+ * `thought`. `end` is optional in the response, since a stop word usually cuts it off. Never throws on
+ * model output.
+ *
+ * @example
+ * const parser = new ToolParser({ toolType: 'code interpreter', begin: '```python\n', end: '\n```\n' });
+ * parser.parseResponse('Let me compute.\n```python\nprint(1 + 1)');
+ * // { toolType: 'code interpreter', thought: 'Let me compute.\n', action: 'print(1 + 1)', status: 1 }
+ */
+export class ToolParser extends StrParser {
+  /** Reported as `toolType` when a response calls the tool. */
+  readonly toolType: string;
+  /** Opens a call. */
+  readonly begin: string;
+  /** Closes a call (optional in responses). */
+  readonly end: string;
+  /** Checks or converts a call's text; a throw means `PARSING_ERROR`. */
+  readonly validate: ((action: string) => unknown) | undefined;
+
+  constructor(options: ToolParserOptions) {
+    const { toolType, begin = '<tool>\n', end = '</tool>\n', validate, ...rest } = options ?? ({} as never);
+    super({ ...rest, begin, end });
+    if (typeof toolType !== 'string' || toolType === '') {
+      throw new ConfigurationError({ message: `${new.target.name} needs a toolType, e.g. 'interpreter'` });
+    }
+    if (typeof begin !== 'string' || begin === '' || typeof end !== 'string') {
+      throw new ConfigurationError({
+        message: `${new.target.name}: begin must be a non-empty string and end a string`,
+      });
+    }
+    if (validate !== undefined && typeof validate !== 'function') {
+      throw new ConfigurationError({ message: `${new.target.name}: validate must be a function` });
+    }
+    this.toolType = toolType;
+    this.begin = begin;
+    this.end = end;
+    this.validate = validate;
+  }
+
+  override parseResponse(text: string): ToolResponse {
+    if (typeof text !== 'string') {
+      throw new ParseError({
+        text: String(text),
+        message: `${this.constructor.name} expects text, got ${typeof text}`,
+      });
+    }
+    const { begin, end } = this;
+    const start = text.indexOf(begin);
+    if (start === -1) return { toolType: null, thought: text, action: null, status: ToolStatusCode.NO_TOOL };
+    const from = start + begin.length;
+    // The call stops at `end`, or at a second `begin` when `end` is missing (as Lagent splits on both).
+    let stop = end === '' ? -1 : text.indexOf(end, from);
+    const again = text.indexOf(begin, from);
+    if (stop === -1 || (again !== -1 && again < stop)) stop = again;
+    const raw = stop === -1 ? text.slice(from) : text.slice(from, stop);
+    let action: unknown = raw;
+    let status: ToolStatusCode = ToolStatusCode.VALID_TOOL;
+    if (this.validate) {
+      try {
+        action = this.validate(raw);
+      } catch {
+        action = raw;
+        status = ToolStatusCode.PARSING_ERROR;
+      }
+    }
+    return { toolType: this.toolType, thought: text.slice(0, start), action, status };
+  }
+
+  /** Renders a parsed response back to model text: the thought, then the call between `begin` and `end`. */
+  override formatResponse(parsed: ToolResponse): string {
+    const response = asToolResponse(parsed);
+    if (!response) return actionText(parsed ?? '');
+    if (response.action === null || response.action === undefined) return response.thought;
+    return response.thought + this.begin + actionText(response.action) + this.end;
+  }
+}
