@@ -1,15 +1,22 @@
-import { defineConfig } from 'tsup';
+import { defineConfig, type Options } from 'tsup';
 
-export default defineConfig({
+const shared: Options = {
   entry: {
     index: 'src/index.ts',
     'testing/index': 'src/testing/index.ts',
+    // The sync bridge starts a worker thread from this file; it must stay a separate file next to index.*.
+    'sync-bridge-worker': 'src/utils/sync-bridge-worker.ts',
   },
-  format: ['esm', 'cjs'],
   dts: true,
   sourcemap: true,
-  clean: true,
   target: 'node20',
   splitting: true,
   treeshake: true,
-});
+};
+
+export default defineConfig([
+  { ...shared, format: 'esm', clean: true },
+  // p-retry (and its helper) ship only ESM; the CJS build carries its own copy so `require('lagent-ts')`
+  // works on every Node 20 release, not just those that can require() ES modules.
+  { ...shared, format: 'cjs', noExternal: ['p-retry', 'is-network-error'] },
+]);

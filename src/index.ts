@@ -74,8 +74,46 @@ export type { InternLMActionProcessorOptions } from './hooks/action-preprocessor
 export { ActionPreprocessor, actionReturnText, InternLMActionProcessor } from './hooks/action-preprocessor';
 export type { HookExecutor, HookResult, MessageLoggerOptions, WritableLike } from './hooks/index';
 export { Hook, MessageLogger, RemovableHandle } from './hooks/index';
-export type { ChatMessage, GenParams, LLMCallParams, ResolvedGenParams, StreamChunk } from './llms/index';
-export { AsyncBaseLLM, BaseLLM, cutAtStopWords, DEFAULT_GEN_PARAMS } from './llms/index';
+export type {
+  APIMetaTemplate,
+  APIRoleTemplate,
+  ChatMessage,
+  CompletionRequest,
+  GenParams,
+  GPTAPIOptions,
+  LLMCallParams,
+  LMMetaTemplate,
+  LMRoleBegin,
+  LMRoleTemplate,
+  OpenAICallParams,
+  OpenAICompatibleDefaults,
+  OpenAICompatibleOptions,
+  RawPromptModelOptions,
+  ResolvedGenParams,
+  StreamChunk,
+  TokenUsage,
+} from './llms/index';
+export {
+  APITemplateParser,
+  AsyncBaseLLM,
+  AsyncGPTAPI,
+  AsyncLMDeployServer,
+  AsyncRawPromptModel,
+  AsyncVllmModel,
+  BaseLLM,
+  BridgedLLM,
+  cutAtStopWords,
+  DEFAULT_API_META_TEMPLATE,
+  DEFAULT_GEN_PARAMS,
+  GPTAPI,
+  INTERNLM2_META,
+  LMDeployServer,
+  LMTemplateParser,
+  OpenAICompatibleLLM,
+  StopWordFilter,
+  UsageTracker,
+  VllmModel,
+} from './llms/index';
 export type { GetMemoryOptions, MemoryManagerOptions, MemoryOptions } from './memory/index';
 export { Memory, MemoryManager } from './memory/index';
 export type {
@@ -102,6 +140,7 @@ export {
   validatePluginCall,
 } from './prompts/index';
 export type { OutputParser } from './prompts/output-parser';
+export { SyncBridgeError } from './schema/errors';
 export type {
   ActionResultItem,
   ActionReturnInit,
@@ -130,3 +169,5 @@ export {
   ToolStatusCode,
   ValidationError,
 } from './schema/index';
+export type { SyncBridgeTarget } from './utils/sync-bridge';
+export { SyncBridge } from './utils/sync-bridge';

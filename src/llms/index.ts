@@ -1,4 +1,26 @@
+export type { APIMetaTemplate, APIRoleTemplate } from './api-template-parser';
+export { APITemplateParser, DEFAULT_API_META_TEMPLATE } from './api-template-parser';
+export type { GPTAPIOptions } from './async-gpt-api';
+export { AsyncGPTAPI } from './async-gpt-api';
 export { AsyncBaseLLM, BaseLLM } from './base-llm';
+export { BridgedLLM } from './bridged-llm';
 export { DEFAULT_GEN_PARAMS, mergeGenParams, normalizeGenParams } from './gen-params';
+export { GPTAPI } from './gpt-api';
+export type { LMMetaTemplate, LMRoleBegin, LMRoleTemplate } from './lm-template-parser';
+export { LMTemplateParser } from './lm-template-parser';
+export { INTERNLM2_META } from './meta-template';
+export type {
+  CompletionRequest,
+  OpenAICallParams,
+  OpenAICompatibleDefaults,
+  OpenAICompatibleOptions,
+} from './openai-compatible-llm';
+export { OpenAICompatibleLLM } from './openai-compatible-llm';
+export type { RawPromptModelOptions } from './raw-prompt-model';
+export { AsyncLMDeployServer, AsyncRawPromptModel, AsyncVllmModel } from './raw-prompt-model';
+export { LMDeployServer, VllmModel } from './raw-prompt-models';
+export { StopWordFilter } from './stop-word-filter';
 export { cutAtStopWords } from './stop-words';
 export type { ChatMessage, GenParams, LLMCallParams, ResolvedGenParams, StreamChunk } from './types';
+export type { TokenUsage } from './usage';
+export { UsageTracker } from './usage';

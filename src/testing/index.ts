@@ -1,2 +1,6 @@
+export type { FakeOpenAIOptions, FakeOpenAIServer, FakeReply, FakeRequest, FakeScript } from './fake-openai';
+export { startFakeOpenAI } from './fake-openai';
+export type { FakeOpenAIWorkerOptions, FakeOpenAIWorkerServer } from './fake-openai-worker';
+export { FakeOpenAIHost, startFakeOpenAIWorker } from './fake-openai-worker';
 export type { AsyncMockLLMOptions, MockCall, MockLLMOptions, MockResponses } from './mock-llm';
 export { AsyncMockLLM, MockLLM, MockScriptError } from './mock-llm';

@@ -1,0 +1,79 @@
+import type { ChatMessage } from './types';
+
+/** How one Lagent role is sent to a chat API: its API role, and optional text around the content. */
+export interface APIRoleTemplate {
+  /** The role in lagent-ts messages, e.g. `'environment'`. */
+  role: string;
+  /** The role the API understands, e.g. `'system'`. */
+  apiRole: string;
+  /** Prepended to the content. @default '' */
+  begin?: string;
+  /** Appended to the content. @default '' */
+  end?: string;
+}
+
+/** A chat API's meta template: one entry per role. */
+export type APIMetaTemplate = readonly APIRoleTemplate[];
+
+/** Lagent's mapping for OpenAI-style APIs: tool results (`environment`) are sent as `system` messages. */
+export const DEFAULT_API_META_TEMPLATE: APIMetaTemplate = Object.freeze([
+  Object.freeze({ role: 'system', apiRole: 'system' }),
+  Object.freeze({ role: 'user', apiRole: 'user' }),
+  Object.freeze({ role: 'assistant', apiRole: 'assistant' }),
+  Object.freeze({ role: 'environment', apiRole: 'system' }),
+]);
+
+/** OpenAI accepts `name` only in this shape. */
+const API_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+function apiName(name: string | undefined): string | undefined {
+  if (name === undefined || name === '') return undefined;
+  if (API_NAME.test(name)) return name;
+  return name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
+}
+
+/**
+ * Maps Lagent roles to a chat API's roles (Lagent's API template parser): each message gets its `apiRole`
+ * and the role's `begin`/`end` text, and consecutive messages that end up with the same API role are
+ * merged into one, their contents joined by a newline. Roles the template does not list pass through
+ * unchanged. `name` is kept, made safe for OpenAI (`[A-Za-z0-9_-]`, at most 64 characters), and dropped
+ * when merged messages disagree on it.
+ *
+ * @example
+ * new APITemplateParser().parse([
+ *   { role: 'user', content: 'run it' },
+ *   { role: 'assistant', content: 'ok' },
+ *   { role: 'environment', content: '42', name: 'interpreter' },
+ * ]); // the environment turn becomes { role: 'system', content: '42', name: 'interpreter' }
+ */
+export class APITemplateParser {
+  readonly #roles: Map<string, APIRoleTemplate>;
+
+  constructor(template: APIMetaTemplate = DEFAULT_API_META_TEMPLATE) {
+    this.#roles = new Map(template.map((entry) => [entry.role, entry]));
+  }
+
+  /** The API messages for `messages` (new objects; the input is not changed). */
+  parse(messages: readonly ChatMessage[]): ChatMessage[] {
+    const result: ChatMessage[] = [];
+    let mergedNames = new Set<string | undefined>();
+    for (const message of messages) {
+      const entry = this.#roles.get(message.role);
+      const role = entry?.apiRole ?? message.role;
+      const content = `${entry?.begin ?? ''}${message.content}${entry?.end ?? ''}`;
+      const name = apiName(message.name);
+      const previous = result.at(-1);
+      if (previous !== undefined && previous.role === role) {
+        previous.content += `\n${content}`;
+        mergedNames.add(name);
+        if (mergedNames.size > 1) delete previous.name;
+        continue;
+      }
+      const apiMessage: ChatMessage = { role, content };
+      if (name !== undefined) apiMessage.name = name;
+      result.push(apiMessage);
+      mergedNames = new Set([name]);
+    }
+    return result;
+  }
+}

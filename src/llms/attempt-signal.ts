@@ -1,0 +1,55 @@
+import { TimeoutError } from '../schema/errors';
+
+/**
+ * The signal of one request attempt: aborted when the caller's signal aborts, or when `timeoutMs` pass
+ * without `touch()` (for streams, the time allowed between two events). `timedOut` tells the two apart.
+ */
+export class AttemptSignal {
+  readonly #controller = new AbortController();
+  readonly #parent: AbortSignal | undefined;
+  readonly #timeoutMs: number;
+  #timer: NodeJS.Timeout | undefined;
+  #timedOut = false;
+  readonly #onParentAbort = () => this.#controller.abort(this.#parent?.reason);
+
+  constructor(parent: AbortSignal | undefined, timeoutMs: number) {
+    this.#parent = parent;
+    this.#timeoutMs = timeoutMs;
+    if (parent?.aborted) this.#controller.abort(parent.reason);
+    else parent?.addEventListener('abort', this.#onParentAbort, { once: true });
+    this.touch();
+  }
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  /** True when the attempt was aborted because it took too long. */
+  get timedOut(): boolean {
+    return this.#timedOut;
+  }
+
+  /** Restarts the timeout (call it whenever data arrives). */
+  touch(): void {
+    if (this.#controller.signal.aborted || !Number.isFinite(this.#timeoutMs)) return;
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => {
+      this.#timedOut = true;
+      this.#controller.abort(
+        new TimeoutError({ message: `no response within ${this.#timeoutMs} ms`, timeoutMs: this.#timeoutMs }),
+      );
+    }, this.#timeoutMs);
+  }
+
+  /** Aborts the attempt (e.g. the consumer left a stream early). */
+  abort(): void {
+    this.#controller.abort();
+    this.dispose();
+  }
+
+  /** Stops the timer and detaches from the caller's signal. */
+  dispose(): void {
+    clearTimeout(this.#timer);
+    this.#parent?.removeEventListener('abort', this.#onParentAbort);
+  }
+}

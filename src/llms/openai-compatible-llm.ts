@@ -1,0 +1,359 @@
+import OpenAI, { APIError } from 'openai';
+import { ConfigurationError, LLMRequestError } from '../schema/errors';
+import { ModelStatusCode } from '../schema/status';
+import { AttemptSignal } from './attempt-signal';
+import { AsyncBaseLLM } from './base-llm';
+import { type RetryPolicy, toRequestError, withRetries } from './request-retry';
+import { StopWordFilter } from './stop-word-filter';
+import { cutAtStopWords } from './stop-words';
+import type { ChatMessage, GenParams, LLMCallParams, ResolvedGenParams, StreamChunk } from './types';
+import { type TokenUsage, UsageTracker, usageFromAPI } from './usage';
+
+/** Options shared by every client of an OpenAI-compatible server. */
+export interface OpenAICompatibleOptions extends GenParams {
+  /** The model name the server knows; any name works. */
+  model?: string;
+  /** One key, or several used round-robin; a key the server rejects for quota is skipped from then on. */
+  apiKey?: string | readonly string[];
+  /** The server's base URL, e.g. `http://127.0.0.1:8000/v1`. */
+  baseURL?: string;
+  /** OpenAI organization header. */
+  organization?: string;
+  /** Milliseconds one attempt may take; for streams, the longest silence between two events. @default 120000 */
+  timeout?: number;
+  /** Retries after the first attempt (429, 408, 5xx, connection failures, timeouts). @default 2 */
+  retry?: number;
+  /** First retry delay, doubled per retry, unless the server sends `retry-after(-ms)`. @default 1000 */
+  retryMinDelayMs?: number;
+  /** Longest retry delay. @default 30000 */
+  retryMaxDelayMs?: number;
+  /** Extra HTTP headers on every request. */
+  headers?: Record<string, string>;
+  /** Extra body fields on every request, for parameters OpenAI lacks (e.g. `{ top_k: 20 }` for vLLM). */
+  extraBody?: Record<string, unknown>;
+  /** Ask streaming servers for token usage (`stream_options.include_usage`). @default true */
+  streamUsage?: boolean;
+}
+
+/** Per-call params of OpenAI-compatible clients. */
+export interface OpenAICallParams extends LLMCallParams {
+  /** Extra body fields for this call, merged over the client's `extraBody`. */
+  extraBody?: Record<string, unknown>;
+  /** Ask for a JSON object reply (`response_format: { type: 'json_object' }`), chat endpoints only. */
+  jsonMode?: boolean;
+}
+
+/** One HTTP request: which endpoint and the JSON body. */
+export interface CompletionRequest {
+  endpoint: 'chat' | 'completions';
+  body: Record<string, unknown>;
+}
+
+/** Defaults a subclass gives the shared constructor. */
+export interface OpenAICompatibleDefaults {
+  model?: string;
+  baseURL: string;
+  /** Key used when none is given (local servers accept any). Undefined: a key is required. */
+  apiKey?: string;
+}
+
+const DEFAULT_TIMEOUT_MS = 120_000;
+
+function positiveNumber(
+  name: string,
+  value: number | undefined,
+  fallback: number,
+  allowZero = false,
+): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || Number.isNaN(value) || value < 0 || (!allowZero && value === 0)) {
+    throw new ConfigurationError({
+      message: `${name} must be a ${allowZero ? 'non-negative' : 'positive'} number, got ${String(value)}`,
+    });
+  }
+  return value;
+}
+
+function isQuotaError(error: unknown): error is APIError {
+  if (!(error instanceof APIError) || error.status !== 429) return false;
+  const body = error.error as { code?: unknown; type?: unknown } | undefined;
+  return (
+    error.code === 'insufficient_quota' ||
+    body?.code === 'insufficient_quota' ||
+    body?.type === 'insufficient_quota'
+  );
+}
+
+function snippet(value: unknown): string {
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return text === undefined ? String(value) : text.length > 200 ? `${text.slice(0, 200)}...` : text;
+}
+
+/**
+ * The engine behind `AsyncGPTAPI`, `AsyncVllmModel` and `AsyncLMDeployServer`: an `openai` client (its own
+ * retries off) with key rotation, p-retry retries, timeouts, abortable requests, SSE streaming cut at stop
+ * words, and token usage per call and per session. Subclasses only build the request body.
+ */
+export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
+  /** The model name sent with every request. */
+  readonly model: string;
+  /** The server's base URL. */
+  readonly baseURL: string;
+  /** Milliseconds per attempt (for streams: between events). */
+  readonly timeout: number;
+  /** Retries after the first attempt. */
+  readonly retry: number;
+  /** Body fields added to every request. */
+  readonly extraBody: Readonly<Record<string, unknown>>;
+  readonly #keys: readonly string[];
+  readonly #exhaustedKeys = new Set<string>();
+  readonly #clients = new Map<string, OpenAI>();
+  readonly #usage = new UsageTracker();
+  readonly #policy: RetryPolicy;
+  readonly #organization: string | undefined;
+  readonly #headers: Record<string, string> | undefined;
+  readonly #streamUsage: boolean;
+  #cursor = 0;
+
+  constructor(options: OpenAICompatibleOptions, defaults: OpenAICompatibleDefaults) {
+    super(options);
+    const model = options.model ?? defaults.model;
+    if (typeof model !== 'string' || model.length === 0) {
+      throw new ConfigurationError({ message: `${new.target.name} needs a model name` });
+    }
+    this.model = model;
+    this.baseURL = (options.baseURL ?? defaults.baseURL).replace(/\/+$/, '');
+    const keys =
+      options.apiKey === undefined
+        ? []
+        : typeof options.apiKey === 'string'
+          ? [options.apiKey]
+          : [...options.apiKey];
+    if (keys.length === 0 && defaults.apiKey !== undefined) keys.push(defaults.apiKey);
+    if (keys.length === 0 || keys.some((key) => typeof key !== 'string' || key.length === 0)) {
+      throw new ConfigurationError({
+        message: `${new.target.name} needs an API key: pass apiKey or set OPENAI_API_KEY (for a local server, set baseURL or OPENAI_BASE_URL)`,
+      });
+    }
+    this.#keys = keys;
+    this.timeout = positiveNumber('timeout', options.timeout, DEFAULT_TIMEOUT_MS);
+    this.retry = positiveNumber('retry', options.retry, 2, true);
+    if (!Number.isInteger(this.retry))
+      throw new ConfigurationError({ message: `retry must be an integer, got ${this.retry}` });
+    this.#policy = {
+      retries: this.retry,
+      minDelayMs: positiveNumber('retryMinDelayMs', options.retryMinDelayMs, 1000, true),
+      maxDelayMs: positiveNumber('retryMaxDelayMs', options.retryMaxDelayMs, 30_000, true),
+    };
+    this.#organization = options.organization;
+    this.#headers = options.headers;
+    this.extraBody = { ...options.extraBody };
+    this.#streamUsage = options.streamUsage ?? true;
+  }
+
+  /** Builds the request for one call; `params` are the resolved generation params. */
+  protected abstract buildRequest(
+    messages: ChatMessage[],
+    params: ResolvedGenParams,
+    call: OpenAICallParams,
+  ): CompletionRequest;
+
+  /** Replies to `messages`. Throws `LLMRequestError` when the request fails for good, the signal's reason when aborted. */
+  async chat(messages: ChatMessage[], params?: OpenAICallParams): Promise<string> {
+    const call = params ?? {};
+    const resolved = this.resolveParams(call);
+    const request = this.buildRequest(messages, resolved, call);
+    const signal = call.signal;
+    const where = this.#where(request);
+    const { text, usage } = await withRetries(
+      () =>
+        this.#withKey(async (client) => {
+          const attempt = new AttemptSignal(signal, this.timeout);
+          try {
+            const response =
+              request.endpoint === 'chat'
+                ? await client.chat.completions.create(request.body as never, { signal: attempt.signal })
+                : await client.completions.create(request.body as never, { signal: attempt.signal });
+            return this.#readCompletion(response, request.endpoint, where);
+          } catch (error) {
+            throw attempt.timedOut ? attempt.signal.reason : error;
+          } finally {
+            attempt.dispose();
+          }
+        }),
+      this.#policy,
+      where,
+      signal,
+    );
+    if (usage) this.#usage.record(usage, call.sessionId);
+    return cutAtStopWords(text, resolved.stopWords);
+  }
+
+  /**
+   * Streams the reply over SSE: `STREAM_ING` chunks with cumulative `content`, then one `END` chunk. Text from
+   * the first stop word on is never yielded, even when the server ignores `stop`. Leaving the loop early aborts
+   * the request. Retries cover opening the stream, not a stream that already started.
+   */
+  override async *streamChat(
+    messages: ChatMessage[],
+    params?: OpenAICallParams,
+  ): AsyncGenerator<StreamChunk, void, undefined> {
+    const call = params ?? {};
+    const resolved = this.resolveParams(call);
+    const request = this.buildRequest(messages, resolved, call);
+    request.body.stream = true;
+    if (this.#streamUsage) request.body.stream_options = { include_usage: true };
+    const signal = call.signal;
+    const where = this.#where(request);
+    const { stream, attempt } = await withRetries(
+      () =>
+        this.#withKey(async (client) => {
+          const attempt = new AttemptSignal(signal, this.timeout);
+          try {
+            const stream = (request.endpoint === 'chat'
+              ? await client.chat.completions.create(request.body as never, { signal: attempt.signal })
+              : await client.completions.create(request.body as never, {
+                  signal: attempt.signal,
+                })) as unknown as AsyncIterable<unknown>;
+            return { stream, attempt };
+          } catch (error) {
+            attempt.dispose();
+            throw attempt.timedOut ? attempt.signal.reason : error;
+          }
+        }),
+      this.#policy,
+      where,
+      signal,
+    );
+    const filter = new StopWordFilter(resolved.stopWords);
+    let usage: TokenUsage | undefined;
+    try {
+      try {
+        for await (const event of stream) {
+          attempt.touch();
+          usage = usageFromAPI((event as { usage?: unknown } | null)?.usage) ?? usage;
+          const released = filter.push(this.#deltaOf(event, request.endpoint, where));
+          if (released.length > 0) {
+            yield { state: ModelStatusCode.STREAM_ING, content: filter.text, delta: released };
+          }
+          if (filter.stopped) break;
+        }
+      } catch (error) {
+        if (signal?.aborted) throw signal.reason;
+        throw toRequestError(attempt.timedOut ? attempt.signal.reason : error, where, 1);
+      }
+      // The SDK ends a stream quietly when it is aborted: say why it ended.
+      if (signal?.aborted) throw signal.reason;
+      if (attempt.timedOut) throw toRequestError(attempt.signal.reason, where, 1);
+      const rest = filter.flush();
+      if (rest.length > 0) yield { state: ModelStatusCode.STREAM_ING, content: filter.text, delta: rest };
+      if (usage) this.#usage.record(usage, call.sessionId);
+      yield { state: ModelStatusCode.END, content: filter.text, delta: '' };
+    } finally {
+      attempt.abort();
+    }
+  }
+
+  /** Summed token usage of one session (calls without a `sessionId` count under `0`). */
+  getUsage(sessionId: LLMCallParams['sessionId'] = 0): TokenUsage {
+    return this.#usage.get(sessionId);
+  }
+
+  /** Summed token usage of every session. */
+  getTotalUsage(): TokenUsage {
+    return this.#usage.total();
+  }
+
+  /** The latest call's token usage, when the server reported it. */
+  getLastUsage(): TokenUsage | undefined {
+    return this.#usage.last;
+  }
+
+  /** Forgets one session's usage, or all of it. */
+  resetUsage(sessionId?: LLMCallParams['sessionId']): void {
+    this.#usage.reset(sessionId);
+  }
+
+  /** The model name and server, for logs. */
+  describe(): { model: string; baseURL: string } {
+    return { model: this.model, baseURL: this.baseURL };
+  }
+
+  #where(request: CompletionRequest): string {
+    const path = request.endpoint === 'chat' ? '/chat/completions' : '/completions';
+    return `${this.constructor.name} request to ${this.baseURL}${path} (model ${this.model})`;
+  }
+
+  #client(key: string): OpenAI {
+    let client = this.#clients.get(key);
+    if (client === undefined) {
+      client = new OpenAI({
+        apiKey: key,
+        baseURL: this.baseURL,
+        organization: this.#organization ?? null,
+        timeout: this.timeout,
+        maxRetries: 0, // retries happen in one place: withRetries
+        defaultHeaders: this.#headers,
+        logLevel: 'off',
+      });
+      this.#clients.set(key, client);
+    }
+    return client;
+  }
+
+  /** Runs `send` with the next usable key, moving on to another key when one is rejected for quota. */
+  async #withKey<T>(send: (client: OpenAI) => Promise<T>): Promise<T> {
+    for (;;) {
+      let key: string | undefined;
+      for (let tried = 0; tried < this.#keys.length && key === undefined; tried++) {
+        const candidate = this.#keys[this.#cursor++ % this.#keys.length];
+        if (candidate !== undefined && !this.#exhaustedKeys.has(candidate)) key = candidate;
+      }
+      if (key === undefined) {
+        throw new LLMRequestError({
+          message: `${this.constructor.name}: every API key was rejected for insufficient quota`,
+          status: 429,
+        });
+      }
+      try {
+        return await send(this.#client(key));
+      } catch (error) {
+        if (!isQuotaError(error)) throw error;
+        this.#exhaustedKeys.add(key);
+        if (this.#exhaustedKeys.size >= this.#keys.length) {
+          throw new LLMRequestError({
+            message: `${this.constructor.name}: every API key was rejected for insufficient quota (last: ${error.message})`,
+            status: 429,
+            cause: error,
+          });
+        }
+      }
+    }
+  }
+
+  #readCompletion(response: unknown, endpoint: CompletionRequest['endpoint'], where: string) {
+    const choice = (response as { choices?: unknown } | null)?.choices;
+    const first = Array.isArray(choice) ? (choice[0] as Record<string, any> | undefined) : undefined;
+    const text = endpoint === 'chat' ? first?.message?.content : first?.text;
+    if (first === undefined || (typeof text !== 'string' && text !== null && text !== undefined)) {
+      throw new LLMRequestError({
+        message: `${where} failed: the server's reply is not a completion: ${snippet(response)}`,
+      });
+    }
+    return {
+      text: typeof text === 'string' ? text : '',
+      usage: usageFromAPI((response as { usage?: unknown }).usage),
+    };
+  }
+
+  #deltaOf(event: unknown, endpoint: CompletionRequest['endpoint'], where: string): string {
+    const choices = (event as { choices?: unknown } | null)?.choices;
+    if (!Array.isArray(choices)) {
+      if (event !== null && typeof event === 'object' && 'usage' in event) return '';
+      throw new LLMRequestError({ message: `${where} failed: malformed stream event: ${snippet(event)}` });
+    }
+    const first = choices[0] as Record<string, any> | undefined;
+    const text = endpoint === 'chat' ? first?.delta?.content : first?.text;
+    return typeof text === 'string' ? text : '';
+  }
+}

@@ -1,0 +1,197 @@
+import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import pRetry from 'p-retry';
+import { LLMRequestError, TimeoutError } from '../schema/errors';
+
+/** How a client retries failed requests. */
+export interface RetryPolicy {
+  /** Retries after the first attempt. */
+  retries: number;
+  /** First backoff delay; it doubles per retry. */
+  minDelayMs: number;
+  /** Upper bound of the backoff delay. */
+  maxDelayMs: number;
+}
+
+/** A server's `retry-after` above this is not waited for; the regular backoff is used instead. */
+const MAX_RETRY_AFTER_MS = 60_000;
+
+/** Extra facts about a failed attempt that only the retry loop needs. */
+interface AttemptFacts {
+  /** How long the server asked us to wait. */
+  retryAfterMs?: number | undefined;
+}
+
+const facts = new WeakMap<Error, AttemptFacts>();
+
+/** `retry-after-ms` (milliseconds) or `retry-after` (seconds or an HTTP date), when present and sane. */
+export function retryAfterMs(headers: { get(name: string): string | null } | undefined): number | undefined {
+  if (headers === undefined) return undefined;
+  const milliseconds = Number.parseFloat(headers.get('retry-after-ms') ?? '');
+  if (Number.isFinite(milliseconds) && milliseconds >= 0) return milliseconds;
+  const value = headers.get('retry-after');
+  if (value === null) return undefined;
+  const seconds = Number.parseFloat(value);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+/** The message the server gave, without the SDK's status prefix. */
+function serverMessage(error: APIError): string {
+  const body = error.error as { message?: unknown } | undefined;
+  if (body && typeof body.message === 'string' && body.message.length > 0) return body.message;
+  return error.message;
+}
+
+function isNetworkFailure(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code ?? (error.cause as { code?: unknown } | undefined)?.code;
+  if (typeof code === 'string' && /^(ECONNRESET|ECONNREFUSED|EPIPE|ETIMEDOUT|UND_ERR_SOCKET)$/.test(code))
+    return true;
+  return (
+    error.name === 'TypeError' && /terminated|fetch failed|socket|other side closed/i.test(error.message)
+  );
+}
+
+/**
+ * Turns whatever one attempt threw into an `LLMRequestError` saying whether to retry: 429, 408, 5xx,
+ * connection failures and timeouts are retryable; other 4xx, malformed responses and error events are not.
+ * `where` names the request in the message.
+ */
+export function toRequestError(error: unknown, where: string, attempts: number): LLMRequestError {
+  if (error instanceof LLMRequestError) return error;
+  if (error instanceof TimeoutError) {
+    return new LLMRequestError({
+      message: `${where} timed out: ${error.message}`,
+      retryable: true,
+      attempts,
+      cause: error,
+    });
+  }
+  if (error instanceof APIConnectionTimeoutError) {
+    return new LLMRequestError({ message: `${where} timed out`, retryable: true, attempts, cause: error });
+  }
+  if (error instanceof APIUserAbortError) {
+    return new LLMRequestError({ message: `${where} was aborted`, retryable: false, attempts, cause: error });
+  }
+  if (error instanceof APIConnectionError) {
+    const reason = error.cause instanceof Error ? `: ${error.cause.message}` : '';
+    return new LLMRequestError({
+      message: `${where} could not reach the server (${error.message}${reason})`,
+      retryable: true,
+      attempts,
+      cause: error,
+    });
+  }
+  if (error instanceof APIError) {
+    const status = typeof error.status === 'number' ? error.status : undefined;
+    const retryable = status !== undefined && (status === 429 || status === 408 || status >= 500);
+    const message =
+      status === undefined
+        ? `${where} failed: the server sent an error event: ${serverMessage(error)}`
+        : `${where} failed with status ${status}: ${serverMessage(error)}`;
+    const wrapped = new LLMRequestError({ message, status, retryable, attempts, cause: error });
+    facts.set(wrapped, { retryAfterMs: retryAfterMs(error.headers ?? undefined) });
+    return wrapped;
+  }
+  if (error instanceof SyntaxError) {
+    return new LLMRequestError({
+      message: `${where} failed: the server sent malformed JSON (${error.message})`,
+      retryable: false,
+      attempts,
+      cause: error,
+    });
+  }
+  if (isNetworkFailure(error)) {
+    return new LLMRequestError({
+      message: `${where} lost its connection: ${(error as Error).message}`,
+      retryable: true,
+      attempts,
+      cause: error,
+    });
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return new LLMRequestError({
+    message: `${where} failed: ${message}`,
+    retryable: false,
+    attempts,
+    cause: error,
+  });
+}
+
+function backoff(retriesConsumed: number, policy: RetryPolicy): number {
+  return Math.min(policy.maxDelayMs, policy.minDelayMs * 2 ** retriesConsumed);
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * Runs `attempt` with p-retry: every failure becomes an `LLMRequestError`; retryable ones are retried after an
+ * exponential backoff, or after the server's `retry-after-ms` / `retry-after` when it sent one. The final error
+ * carries the number of attempts. An abort of `signal` stops the attempt and any backoff wait at once and
+ * rejects with the signal's reason.
+ */
+export async function withRetries<T>(
+  attempt: (attemptNumber: number) => Promise<T>,
+  policy: RetryPolicy,
+  where: string,
+  signal: AbortSignal | undefined,
+): Promise<T> {
+  let attempts = 0;
+  let lastError: LLMRequestError | undefined;
+  try {
+    return await pRetry(
+      async (attemptNumber) => {
+        attempts = attemptNumber;
+        try {
+          return await attempt(attemptNumber);
+        } catch (error) {
+          if (signal?.aborted) throw signal.reason;
+          lastError = toRequestError(error, where, attemptNumber);
+          throw lastError;
+        }
+      },
+      {
+        retries: policy.retries,
+        minTimeout: 0, // the wait happens in shouldRetry, where the server's retry-after is known
+        shouldRetry: async ({ error, retriesConsumed }) => {
+          if (signal?.aborted || !(error instanceof LLMRequestError) || !error.retryable) return false;
+          const asked = facts.get(error)?.retryAfterMs;
+          const delay =
+            asked !== undefined && asked <= MAX_RETRY_AFTER_MS ? asked : backoff(retriesConsumed, policy);
+          await sleep(delay, signal);
+          return true;
+        },
+        signal,
+      },
+    );
+  } catch (error) {
+    if (signal?.aborted) throw signal.reason;
+    if (error instanceof LLMRequestError && error === lastError && attempts > 1) {
+      throw new LLMRequestError({
+        message: `${error.message} (gave up after ${attempts} attempts)`,
+        status: error.status,
+        retryable: error.retryable,
+        attempts,
+        cause: error.cause,
+      });
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,343 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** One scripted reply of {@link startFakeOpenAI}. A plain string is `{ content: string }`. */
+export interface FakeReply {
+  /** The assistant's text (`/chat/completions`) or the completion text (`/completions`). @default '' */
+  content?: string;
+  /** HTTP status; 400 and above sends an OpenAI-style error body. @default 200 */
+  status?: number;
+  /** The error object of an error reply. @default { message: 'fake error <status>', type: 'server_error' } */
+  error?: { message?: string; type?: string; code?: string | null };
+  /** Extra response headers, e.g. `{ 'retry-after-ms': '10' }`. */
+  headers?: Record<string, string>;
+  /** Wait this long before answering, in ms. @default 0 */
+  delayMs?: number;
+  /** Characters per streamed event. @default 4 */
+  chunkSize?: number;
+  /** Wait between streamed events, in ms. @default 0 */
+  chunkDelayMs?: number;
+  /** Ignore the request's `stop` (by default the reply is cut before the first stop word, as OpenAI does). */
+  ignoreStop?: boolean;
+  /** Send this raw body instead of a generated one (non-streaming), e.g. malformed JSON. */
+  body?: string;
+  /** Content type of `body`. @default 'application/json' */
+  contentType?: string;
+  /** Send these raw SSE `data:` payloads instead of generated ones (streaming), e.g. `['{not json']`. */
+  events?: string[];
+  /** Stream the first events (or send nothing, non-streaming) and then never finish the response. */
+  hang?: boolean;
+  /** Close the connection without answering (a connection reset). */
+  destroy?: boolean;
+  /** Token counts to report; by default about one token per 4 characters. */
+  usage?: { prompt_tokens: number; completion_tokens: number };
+  /** @default 'stop' */
+  finishReason?: string;
+}
+
+/** A request the fake server received. */
+export interface FakeRequest {
+  method: string;
+  /** The URL path, e.g. `/v1/chat/completions`. */
+  path: string;
+  /** Lower-cased header names. */
+  headers: Record<string, string>;
+  /** The parsed JSON body (the raw text when it is not JSON). */
+  body: any;
+  endpoint: 'chat' | 'completions' | 'other';
+  stream: boolean;
+  /** Set when the client closed the connection before the reply was complete (e.g. an aborted request). */
+  aborted?: boolean;
+}
+
+/**
+ * What the fake server answers: one reply for every request, a list used in order (a request beyond the
+ * list gets a 400 error saying so), or a function of the request and its index (0-based).
+ */
+export type FakeScript =
+  | string
+  | FakeReply
+  | readonly (string | FakeReply)[]
+  | ((request: FakeRequest, index: number) => string | FakeReply | Promise<string | FakeReply>);
+
+/** Options of {@link startFakeOpenAI}. */
+export interface FakeOpenAIOptions {
+  /** @default the last message's content, echoed back */
+  script?: FakeScript;
+  /** @default 0 (any free port) */
+  port?: number;
+}
+
+/** A running fake server. */
+export interface FakeOpenAIServer {
+  /** e.g. `http://127.0.0.1:34567` */
+  readonly url: string;
+  /** `url + '/v1'`: pass it as `baseURL`. */
+  readonly baseURL: string;
+  /** Every request received, in order. */
+  readonly requests: FakeRequest[];
+  /** Replaces the script; the request index keeps counting. */
+  setScript(script: FakeScript): void;
+  /** Stops the server and drops open connections. */
+  close(): Promise<void>;
+}
+
+const echo: FakeScript = (request) => {
+  const messages = request.body?.messages;
+  if (Array.isArray(messages)) return String(messages.at(-1)?.content ?? '');
+  return String(request.body?.prompt ?? '');
+};
+
+function endpointOf(path: string): FakeRequest['endpoint'] {
+  if (path.endsWith('/chat/completions')) return 'chat';
+  if (path.endsWith('/completions')) return 'completions';
+  return 'other';
+}
+
+function cutAtStop(text: string, stop: unknown): string {
+  const words = typeof stop === 'string' ? [stop] : Array.isArray(stop) ? stop : [];
+  let end = text.length;
+  for (const word of words) {
+    if (typeof word !== 'string' || word.length === 0) continue;
+    const index = text.indexOf(word);
+    if (index !== -1 && index < end) end = index;
+  }
+  return text.slice(0, end);
+}
+
+function countTokens(value: unknown): number {
+  const text = typeof value === 'string' ? value : JSON.stringify(value ?? '');
+  return Math.ceil(text.length / 4);
+}
+
+function readBody(request: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    request.on('data', (part: Buffer) => parts.push(part));
+    request.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
+    request.on('error', reject);
+  });
+}
+
+function parseBody(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * Starts an OpenAI-compatible server on 127.0.0.1 for integration tests: `/v1/chat/completions` and
+ * `/v1/completions`, streaming (SSE) and not, with scriptable replies, errors, headers, latency, malformed
+ * bodies and dropped connections. It records every request (headers and body) for assertions.
+ *
+ * A sync client (`GPTAPI`) blocks its thread while it waits, so run the server in another process or worker
+ * when testing one; async clients can share the test's thread.
+ *
+ * @example
+ * const server = await startFakeOpenAI({ script: ['Hello!', { status: 429, headers: { 'retry-after-ms': '5' } }] });
+ * const llm = new AsyncGPTAPI({ model: 'any', apiKey: 'sk-test', baseURL: server.baseURL });
+ * await llm.chat([{ role: 'user', content: 'hi' }]); // 'Hello!'
+ * server.requests[0].body.messages; // [{ role: 'user', content: 'hi' }]
+ * await server.close();
+ */
+export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<FakeOpenAIServer> {
+  let script: FakeScript = options.script ?? echo;
+  const requests: FakeRequest[] = [];
+  const timers = new Set<NodeJS.Timeout>();
+
+  const wait = (ms: number, response: ServerResponse) =>
+    new Promise<boolean>((resolve) => {
+      if (ms <= 0) {
+        resolve(!response.destroyed);
+        return;
+      }
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        resolve(!response.destroyed);
+      }, ms);
+      timers.add(timer);
+      response.once('close', () => {
+        clearTimeout(timer);
+        timers.delete(timer);
+        resolve(false);
+      });
+    });
+
+  async function replyFor(request: FakeRequest, index: number): Promise<FakeReply> {
+    let reply: string | FakeReply | undefined;
+    if (typeof script === 'function') reply = await script(request, index);
+    else if (Array.isArray(script)) {
+      reply = script[index];
+      if (reply === undefined) {
+        return {
+          status: 400,
+          error: {
+            message: `fake OpenAI server: no scripted reply for request #${index + 1} (the script has ${script.length})`,
+            type: 'invalid_request_error',
+          },
+        };
+      }
+    } else reply = script as string | FakeReply;
+    return typeof reply === 'string' ? { content: reply } : reply;
+  }
+
+  async function handle(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
+    const text = await readBody(incoming);
+    const path = (incoming.url ?? '/').split('?')[0] ?? '/';
+    const body = parseBody(text) as any;
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(incoming.headers)) {
+      if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+    }
+    const request: FakeRequest = {
+      method: incoming.method ?? 'GET',
+      path,
+      headers,
+      body,
+      endpoint: endpointOf(path),
+      stream: body?.stream === true,
+    };
+    if (request.endpoint === 'other') {
+      if (path.endsWith('/models')) {
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.end(JSON.stringify({ object: 'list', data: [{ id: 'fake-model', object: 'model' }] }));
+        return;
+      }
+      response.writeHead(404, { 'content-type': 'application/json' });
+      response.end(
+        JSON.stringify({ error: { message: `fake OpenAI server: no route ${path}`, type: 'not_found' } }),
+      );
+      return;
+    }
+    const index = requests.length;
+    requests.push(request);
+    response.once('close', () => {
+      if (!response.writableFinished) request.aborted = true;
+    });
+    const reply = await replyFor(request, index);
+    if (!(await wait(reply.delayMs ?? 0, response))) return;
+    if (reply.destroy) {
+      incoming.socket.destroy();
+      return;
+    }
+    const status = reply.status ?? 200;
+    if (status >= 400) {
+      response.writeHead(status, { 'content-type': 'application/json', ...reply.headers });
+      const error = { message: `fake error ${status}`, type: 'server_error', code: null, ...reply.error };
+      response.end(reply.body ?? JSON.stringify({ error }));
+      return;
+    }
+    if (reply.body !== undefined) {
+      response.writeHead(status, {
+        'content-type': reply.contentType ?? 'application/json',
+        ...reply.headers,
+      });
+      response.end(reply.body);
+      return;
+    }
+    if (reply.hang && !request.stream) return; // never answer; close() drops the connection
+    const content = reply.ignoreStop ? (reply.content ?? '') : cutAtStop(reply.content ?? '', body?.stop);
+    const usage = reply.usage ?? {
+      prompt_tokens: countTokens(body?.messages ?? body?.prompt),
+      completion_tokens: countTokens(content),
+    };
+    const fullUsage = { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
+    const id = `fake-${index + 1}`;
+    const model = String(body?.model ?? 'fake-model');
+    const created = Math.floor(Date.now() / 1000);
+    const finishReason = reply.finishReason ?? 'stop';
+    const isChat = request.endpoint === 'chat';
+
+    if (!request.stream) {
+      const choice = isChat
+        ? { index: 0, message: { role: 'assistant', content }, finish_reason: finishReason, logprobs: null }
+        : { index: 0, text: content, finish_reason: finishReason, logprobs: null };
+      response.writeHead(status, { 'content-type': 'application/json', ...reply.headers });
+      response.end(
+        JSON.stringify({
+          id,
+          object: isChat ? 'chat.completion' : 'text_completion',
+          created,
+          model,
+          choices: [choice],
+          usage: fullUsage,
+        }),
+      );
+      return;
+    }
+
+    response.writeHead(status, {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      ...reply.headers,
+    });
+    const object = isChat ? 'chat.completion.chunk' : 'text_completion';
+    const event = (choices: unknown[], extra: Record<string, unknown> = {}) =>
+      JSON.stringify({ id, object, created, model, choices, ...extra });
+    const payloads: string[] = [];
+    if (reply.events !== undefined) payloads.push(...reply.events);
+    else {
+      if (isChat)
+        payloads.push(event([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }]));
+      const size = Math.max(1, reply.chunkSize ?? 4);
+      for (let start = 0; start < content.length; start += size) {
+        const piece = content.slice(start, start + size);
+        payloads.push(
+          event([
+            isChat
+              ? { index: 0, delta: { content: piece }, finish_reason: null }
+              : { index: 0, text: piece, finish_reason: null },
+          ]),
+        );
+      }
+      payloads.push(
+        event([
+          isChat
+            ? { index: 0, delta: {}, finish_reason: finishReason }
+            : { index: 0, text: '', finish_reason: finishReason },
+        ]),
+      );
+      if (body?.stream_options?.include_usage === true) payloads.push(event([], { usage: fullUsage }));
+    }
+    for (const [position, payload] of payloads.entries()) {
+      if (position > 0 && !(await wait(reply.chunkDelayMs ?? 0, response))) return;
+      if (response.destroyed) return;
+      response.write(`data: ${payload}\n\n`);
+    }
+    if (reply.hang) return;
+    if (reply.events === undefined) response.write('data: [DONE]\n\n');
+    response.end();
+  }
+
+  const server = createServer((incoming, response) => {
+    handle(incoming, response).catch((error: unknown) => {
+      if (!response.headersSent) response.writeHead(500, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ error: { message: `fake OpenAI server failed: ${String(error)}` } }));
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    url,
+    baseURL: `${url}/v1`,
+    requests,
+    setScript(next: FakeScript) {
+      script = next;
+    },
+    close() {
+      for (const timer of timers) clearTimeout(timer);
+      timers.clear();
+      return new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}

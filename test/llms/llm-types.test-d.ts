@@ -1,0 +1,32 @@
+import { describe, expectTypeOf, it } from 'vitest';
+import { Agent } from '../../src/agents/agent';
+import { AsyncAgent } from '../../src/agents/async-agent';
+import type { AsyncGPTAPI } from '../../src/llms/async-gpt-api';
+import type { AsyncBaseLLM, BaseLLM } from '../../src/llms/base-llm';
+import type { GPTAPI } from '../../src/llms/gpt-api';
+import type { AsyncVllmModel } from '../../src/llms/raw-prompt-model';
+import type { LMDeployServer, VllmModel } from '../../src/llms/raw-prompt-models';
+import type { StreamChunk } from '../../src/llms/types';
+
+describe('LLM client types', () => {
+  it('sync clients are BaseLLMs that return values', () => {
+    expectTypeOf<GPTAPI>().toExtend<BaseLLM>();
+    expectTypeOf<VllmModel>().toExtend<BaseLLM>();
+    expectTypeOf<LMDeployServer>().toExtend<BaseLLM>();
+    expectTypeOf<GPTAPI['chat']>().returns.toEqualTypeOf<string>();
+    expectTypeOf<GPTAPI['streamChat']>().returns.toEqualTypeOf<Generator<StreamChunk, void, undefined>>();
+  });
+
+  it('async clients are AsyncBaseLLMs that return promises', () => {
+    expectTypeOf<AsyncGPTAPI>().toExtend<AsyncBaseLLM>();
+    expectTypeOf<AsyncVllmModel>().toExtend<AsyncBaseLLM>();
+    expectTypeOf<AsyncGPTAPI['chat']>().returns.toEqualTypeOf<Promise<string>>();
+  });
+
+  it('agents accept only the matching kind', () => {
+    expectTypeOf<GPTAPI>().not.toExtend<AsyncBaseLLM>();
+    expectTypeOf<AsyncGPTAPI>().not.toExtend<BaseLLM>();
+    expectTypeOf(Agent).constructorParameters.toExtend<[{ llm?: BaseLLM }?]>();
+    expectTypeOf(AsyncAgent).constructorParameters.toExtend<[{ llm?: AsyncBaseLLM }?]>();
+  });
+});

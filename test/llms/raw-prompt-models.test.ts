@@ -1,0 +1,101 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { INTERNLM2_META } from '../../src/llms/meta-template';
+import { AsyncLMDeployServer, AsyncVllmModel } from '../../src/llms/raw-prompt-model';
+import { LMDeployServer, VllmModel } from '../../src/llms/raw-prompt-models';
+import type { StreamChunk } from '../../src/llms/types';
+import { ModelStatusCode } from '../../src/schema/status';
+import { type FakeOpenAIServer, startFakeOpenAI } from '../../src/testing/fake-openai';
+import { startFakeOpenAIWorker } from '../../src/testing/fake-openai-worker';
+
+const dialog = [
+  { role: 'system', content: 'sys' },
+  { role: 'user', content: 'hi' },
+];
+const prompt = '<|im_start|>system\nsys<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n';
+
+let server: FakeOpenAIServer;
+beforeAll(async () => {
+  server = await startFakeOpenAI();
+});
+afterAll(() => server.close());
+
+describe('AsyncVllmModel', () => {
+  it('renders the meta template into a raw prompt for /v1/completions', async () => {
+    server.setScript({ content: 'Hello<|im_end|>junk', ignoreStop: true });
+    const llm = new AsyncVllmModel({
+      model: 'internlm2',
+      baseURL: server.baseURL,
+      metaTemplate: INTERNLM2_META,
+      stopWords: ['<|im_end|>'],
+      topK: 20,
+      repetitionPenalty: 1.05,
+    });
+    expect(await llm.chat(dialog)).toBe('Hello');
+    const request = server.requests.at(-1);
+    expect(request?.path).toBe('/v1/completions');
+    expect(request?.headers.authorization).toBe('Bearer EMPTY');
+    expect(request?.body).toEqual({
+      model: 'internlm2',
+      prompt,
+      max_tokens: 512,
+      temperature: 0.8,
+      top_p: 0.8,
+      top_k: 20,
+      repetition_penalty: 1.05,
+      stop: ['<|im_end|>'],
+      skip_special_tokens: false,
+    });
+  });
+
+  it('streams completions with stop words cut client-side', async () => {
+    server.setScript({ content: 'streamed<|im_end|>junk', ignoreStop: true, chunkSize: 3 });
+    const llm = new AsyncVllmModel({
+      model: 'm',
+      baseURL: server.baseURL,
+      metaTemplate: INTERNLM2_META,
+      stopWords: ['<|im_end|>'],
+    });
+    const chunks: StreamChunk[] = [];
+    for await (const chunk of llm.streamChat(dialog)) chunks.push(chunk);
+    expect(chunks.at(-1)).toEqual({ state: ModelStatusCode.END, content: 'streamed', delta: '' });
+    expect(server.requests.at(-1)?.body.stream).toBe(true);
+  });
+
+  it('uses /v1/chat/completions without a meta template', async () => {
+    server.setScript('chat reply');
+    const llm = new AsyncLMDeployServer({ model: 'internlm2', baseURL: server.baseURL });
+    expect(await llm.chat([...dialog, { role: 'environment', content: 'r', name: 'plugin' }])).toBe(
+      'chat reply',
+    );
+    const request = server.requests.at(-1);
+    expect(request?.path).toBe('/v1/chat/completions');
+    expect(request?.body.messages).toEqual([
+      { role: 'system', content: 'sys' },
+      { role: 'user', content: 'hi' },
+      { role: 'system', content: 'r', name: 'plugin' },
+    ]);
+    expect(request?.body).toMatchObject({ top_k: 40, repetition_penalty: 1 });
+  });
+
+  it('defaults to the servers usual local addresses', () => {
+    expect(new AsyncVllmModel({ model: 'm' }).baseURL).toBe('http://127.0.0.1:8000/v1');
+    expect(new AsyncLMDeployServer({ model: 'm' }).baseURL).toBe('http://127.0.0.1:23333/v1');
+  });
+});
+
+describe('VllmModel / LMDeployServer (sync)', () => {
+  it('send the same raw prompt through the bridge', () => {
+    const fake = startFakeOpenAIWorker({ script: ['raw sync', 'chat sync'] });
+    try {
+      const vllm = new VllmModel({ model: 'm', baseURL: fake.baseURL, metaTemplate: INTERNLM2_META });
+      expect(vllm.chat(dialog)).toBe('raw sync');
+      const lmdeploy = new LMDeployServer({ model: 'm', baseURL: fake.baseURL });
+      expect(lmdeploy.chat(dialog)).toBe('chat sync');
+      const [raw, chat] = fake.requests();
+      expect(raw?.body.prompt).toBe(prompt);
+      expect(chat?.path).toBe('/v1/chat/completions');
+    } finally {
+      fake.close();
+    }
+  });
+});
