@@ -1,0 +1,16 @@
+/**
+ * `npm run demo`: every ported example in turn, on the built-in mock model unless OPENAI_API_KEY or
+ * OPENAI_BASE_URL points at a real endpoint.
+ */
+import { main as blogger } from './blogger';
+import { main as customAggregator } from './custom-aggregator';
+import { main as quickstart } from './quickstart';
+import { main as responseFormatting } from './response-formatting';
+import { main as toolCalling } from './tool-calling';
+
+quickstart();
+customAggregator();
+responseFormatting();
+toolCalling();
+await blogger();
+console.log('\nAll examples ran. Each file in examples/ also runs on its own: npx tsx examples/<name>.ts');

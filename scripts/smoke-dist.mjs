@@ -1,0 +1,52 @@
+// Checks the built package the way users load it: bundles two entries with `lagent-ts` left external
+// (so Node resolves it to dist/ through the package's own exports), once as ESM and once as CommonJS,
+// runs them, and compares their output. The entries are the quickstart example on the mock model, and the
+// quickstart's agent on the sync GPTAPI (through the worker-thread bridge) against the fake server.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { build } from 'esbuild';
+
+const out = new URL('../.smoke/', import.meta.url);
+rmSync(out, { recursive: true, force: true });
+mkdirSync(out, { recursive: true });
+const entries = {
+  quickstart: "import { main } from '../examples/quickstart';\nmain();\n",
+  bridge: [
+    "import { Agent, GPTAPI } from 'lagent-ts';",
+    "import { startFakeOpenAIWorker } from 'lagent-ts/testing';",
+    "const server = startFakeOpenAIWorker({ script: ['急'] });",
+    "const llm = new GPTAPI({ model: 'smoke', baseURL: server.baseURL, apiKey: 'test' });",
+    "console.log('reply: [Agent] ' + new Agent({ llm }).call('今天天气情况').content);",
+    'server.close();',
+    '',
+  ].join('\n'),
+};
+
+const env = { ...process.env, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' };
+for (const [name, source] of Object.entries(entries)) {
+  const entry = new URL(`${name}.ts`, out);
+  writeFileSync(entry, source);
+  const outputs = {};
+  for (const format of ['esm', 'cjs']) {
+    const file = new URL(`${name}.${format === 'esm' ? 'mjs' : 'cjs'}`, out).pathname;
+    await build({
+      entryPoints: [entry.pathname],
+      bundle: true,
+      platform: 'node',
+      format,
+      outfile: file,
+      external: ['lagent-ts', 'lagent-ts/*'],
+      // The examples run main() themselves when they are the entry script; here the entry calls it.
+      define: { 'import.meta.url': '"bundled"' },
+      logLevel: 'error',
+    });
+    // A timeout guards against a hang; a clean exit proves the bridge worker does not keep node alive.
+    outputs[format] = execFileSync(process.execPath, [file], { env, encoding: 'utf8', timeout: 30_000 });
+    if (!outputs[format].includes('reply: [Agent] 急')) {
+      throw new Error(`the ${format} build did not run ${name}:\n${outputs[format]}`);
+    }
+  }
+  if (outputs.esm !== outputs.cjs)
+    throw new Error(`${name}: the ESM and CJS builds printed different output`);
+}
+console.log('dist smoke test: the ESM and CJS builds run the quickstart, and GPTAPI through the bridge');
