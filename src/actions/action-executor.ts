@@ -1,7 +1,8 @@
 import type { ActionReturn } from '../schema/action-return';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
 import { ConfigurationError } from '../schema/errors';
-import { type CallSettings, driveSteps } from './action-steps';
+import { driveSync } from '../utils/steps';
+import type { CallSettings } from './action-steps';
 import { BaseAction } from './base-action';
 import { type ActionExecutorOptions, ExecutorBase } from './executor-base';
 import { executeSteps } from './executor-steps';
@@ -43,11 +44,11 @@ export class ActionExecutor extends ExecutorBase<BaseAction> {
 
   /** Runs the tool call in `message` through the hooks and returns the executor's reply. */
   call(message: MessageInput, options?: ActionCallOptions): AgentMessage {
-    return driveSteps(executeSteps(this, message, settingsOf(options)));
+    return driveSync(executeSteps(this, message, settingsOf(options)));
   }
 
   /** Runs one call by name (`Name` or `Name.api`) without hooks. */
   forward(name: string, parameters?: unknown, options?: ActionCallOptions): ActionReturn {
-    return driveSteps(this.forwardSteps(name, parameters, settingsOf(options)));
+    return driveSync(this.forwardSteps(name, parameters, settingsOf(options)));
   }
 }

@@ -1,8 +1,8 @@
-import type { Steps } from '../agents/drive';
 import { ActionReturn } from '../schema/action-return';
-import { ConfigurationError, TimeoutError } from '../schema/errors';
+import { TimeoutError } from '../schema/errors';
 import { ActionStatusCode } from '../schema/status';
 import { isThenable } from '../utils/is';
+import { PromiseInSyncCall, type Steps } from '../utils/steps';
 import { type ArgumentRules, checkArguments } from './arguments';
 import type { ApiSchemaInfo } from './describe';
 import { toActionReturn } from './results';
@@ -92,14 +92,6 @@ function withDeadline<T>(promise: PromiseLike<T>, settings: CallSettings, label:
 }
 
 /**
- * Thrown into the steps by the synchronous driver when a tool or hook returns a promise; the steps turn
- * it into an `API_ERROR` result (tools) or a `HookError` (hooks), so it never reaches a caller as itself.
- */
-export class PromiseInSyncCall extends ConfigurationError {
-  override readonly name: string = 'PromiseInSyncCall';
-}
-
-/**
  * One tool call, written once for sync and async actions: look up the API, check the arguments, run it,
  * and turn its output (or what it threw) into an {@link ActionReturn}. Yields only a promise to await.
  * Nothing the tool throws escapes; only the caller's own abort does.
@@ -155,15 +147,4 @@ export function* callSteps(
     });
   }
   return toActionReturn(output, args!, action.name);
-}
-
-/** Runs steps synchronously; a promise is refused (the steps turn that into an error result). */
-export function driveSteps<T>(steps: Steps<T>): T {
-  let step = steps.next();
-  while (!step.done) {
-    const value = step.value;
-    if (isThenable(value)) Promise.resolve(value).catch(() => {});
-    step = steps.throw(new PromiseInSyncCall({ message: 'a promise inside a synchronous call' }));
-  }
-  return step.value;
 }

@@ -1,7 +1,7 @@
-import { driveAsync } from '../agents/drive';
 import type { ActionReturn } from '../schema/action-return';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
 import { ConfigurationError } from '../schema/errors';
+import { driveAsync } from '../utils/steps';
 import type { CallSettings } from './action-steps';
 import { ActionBase, callSettings, checkTimeout } from './base-action';
 import { type ActionExecutorOptions, ExecutorBase } from './executor-base';

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { driveAsync } from '../agents/drive';
 import type { ActionReturn } from '../schema/action-return';
 import { ConfigurationError } from '../schema/errors';
-import { type CallSettings, callSteps, driveSteps, type ResolvedApi } from './action-steps';
+import { driveAsync, driveSync } from '../utils/steps';
+import { type CallSettings, callSteps, type ResolvedApi } from './action-steps';
 import { deepFreeze, describeApi } from './describe';
 import type {
   ActionApi,
@@ -196,7 +196,7 @@ export class BaseAction extends ActionBase {
   /** Runs one API: arguments are checked (a JSON string is parsed first); errors come back as data. */
   call(parameters: unknown, api = 'run', options: ActionCallOptions = {}): ActionReturn {
     const context = options.sessionId === undefined ? DEFAULT_CONTEXT : { sessionId: options.sessionId };
-    return driveSteps(callSteps(this, parameters, api, { context }));
+    return driveSync(callSteps(this, parameters, api, { context }));
   }
 }
 

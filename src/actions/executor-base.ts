@@ -1,7 +1,7 @@
-import type { Steps } from '../agents/drive';
 import { type Hook, HookList, type RemovableHandle } from '../hooks/hook';
 import type { ActionReturn } from '../schema/action-return';
 import { ConfigurationError } from '../schema/errors';
+import type { Steps } from '../utils/steps';
 import { type CallSettings, callSteps } from './action-steps';
 import type { ActionBase, OpenAIToolsOptions } from './base-action';
 import { FinishAction, InvalidAction, NoAction } from './builtin-actions';

@@ -1,11 +1,10 @@
-import type { Steps } from '../agents/drive';
-import { type Hook, type HookExecutor, hookNameOf } from '../hooks/hook';
+import { type Hook, type HookExecutor, hookStep } from '../hooks/hook';
 import { parseLenientJSON } from '../prompts/parsers/json-text';
 import type { ActionReturn } from '../schema/action-return';
 import { AgentMessage, type MessageInput, toAgentMessage } from '../schema/agent-message';
-import { HookError } from '../schema/errors';
-import { isPlainObject, isThenable } from '../utils/is';
-import { type CallSettings, PromiseInSyncCall } from './action-steps';
+import { isPlainObject } from '../utils/is';
+import type { Steps } from '../utils/steps';
+import type { CallSettings } from './action-steps';
 
 /** A tool call read from a message's content. */
 export interface ToolCall {
@@ -45,32 +44,6 @@ function describeContent(content: unknown): string {
   return content === null ? 'null' : typeof content;
 }
 
-function hookError(error: unknown, hook: object, stage: 'beforeAction' | 'afterAction'): HookError {
-  const hookName = hookNameOf(hook);
-  const reason =
-    error instanceof PromiseInSyncCall
-      ? 'it returned a Promise, which a synchronous ActionExecutor cannot wait for (use AsyncActionExecutor)'
-      : error instanceof Error
-        ? error.message
-        : String(error);
-  return new HookError({
-    hookName,
-    stage,
-    message: `hook ${hookName}.${stage} failed: ${reason}`,
-    cause: error,
-  });
-}
-
-function checkHookResult(result: unknown, hook: object, stage: 'beforeAction' | 'afterAction'): AgentMessage {
-  if (result instanceof AgentMessage) return result;
-  const hookName = hookNameOf(hook);
-  throw new HookError({
-    hookName,
-    stage,
-    message: `hook ${hookName}.${stage} must return an AgentMessage or nothing`,
-  });
-}
-
 /**
  * `executor.call()`, written once for the sync and async executors: a copy of the message -> each hook's
  * `beforeAction` -> the tool call in its content is dispatched -> the `ActionReturn` in a message from the
@@ -85,17 +58,9 @@ export function* executeSteps(
   const sessionId = settings.context.sessionId;
   let message = toAgentMessage(input);
   const hooks = executor.hooks;
-  for (let i = 0; i < hooks.length; i++) {
-    const hook = hooks[i]!;
-    if (!hook.beforeAction) continue;
-    let result: unknown;
-    try {
-      result = hook.beforeAction(executor, message, sessionId);
-      if (isThenable(result)) result = yield result;
-    } catch (error) {
-      throw hookError(error, hook, 'beforeAction');
-    }
-    if (result) message = checkHookResult(result, hook, 'beforeAction');
+  for (const hook of hooks) {
+    if (hook.beforeAction)
+      message = (yield* hookStep(hook, 'beforeAction', executor, message, sessionId)) ?? message;
   }
   const call = readToolCall(message.content);
   const actionReturn = call
@@ -105,17 +70,9 @@ export function* executeSteps(
         settings,
       );
   let response = new AgentMessage({ sender: executor.name, content: actionReturn });
-  for (let i = 0; i < hooks.length; i++) {
-    const hook = hooks[i]!;
-    if (!hook.afterAction) continue;
-    let result: unknown;
-    try {
-      result = hook.afterAction(executor, response, sessionId);
-      if (isThenable(result)) result = yield result;
-    } catch (error) {
-      throw hookError(error, hook, 'afterAction');
-    }
-    if (result) response = checkHookResult(result, hook, 'afterAction');
+  for (const hook of hooks) {
+    if (hook.afterAction)
+      response = (yield* hookStep(hook, 'afterAction', executor, response, sessionId)) ?? response;
   }
   return response;
 }

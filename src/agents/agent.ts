@@ -1,7 +1,7 @@
 import type { BaseLLM } from '../llms/base-llm';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
+import { driveSync } from '../utils/steps';
 import { AgentBase, type AgentOptions, type CallOptions, type ForwardOptions } from './agent-base';
-import { driveSync } from './drive';
 import { buildPrompt, buildReply, callSteps, requireLLM } from './lifecycle';
 
 /**

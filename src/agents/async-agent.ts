@@ -1,7 +1,7 @@
 import type { AsyncBaseLLM } from '../llms/base-llm';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
+import { driveAsync } from '../utils/steps';
 import { AgentBase, type AgentOptions, type AsyncCallOptions, type AsyncForwardOptions } from './agent-base';
-import { driveAsync } from './drive';
 import { buildPrompt, buildReply, callSteps, requireLLM } from './lifecycle';
 
 /**

@@ -2,63 +2,15 @@ import { AgentMessage } from '../schema/agent-message';
 import { ConfigurationError } from '../schema/errors';
 import { AgentStatusCode } from '../schema/status';
 import { isThenable } from '../utils/is';
+import { promiseNotAllowed, type Steps } from '../utils/steps';
 
-/**
- * The agent lifecycle and `Sequential`'s steps are written once, as generators that `yield` only when a
- * step produced something that needs driving: a promise (to await) or a stream (to relay). The four
- * drivers below decide what that means for each variant.
+/*
+ * The streaming drivers: like `driveSync` / `driveAsync` in utils/steps, but a stream that the steps
+ * yield is relayed to the consumer chunk by chunk, and its final message is sent back into the steps.
  */
-export type Steps<T> = Generator<unknown, T, unknown>;
-
-function noPromiseHere(value: PromiseLike<unknown>): ConfigurationError {
-  // The promise is abandoned; keep its rejection from surfacing as unhandled.
-  Promise.resolve(value).catch(() => {});
-  return new ConfigurationError({
-    message:
-      'got a Promise inside a synchronous agent (an async hook, forward or sub-agent?); use the Async variant',
-  });
-}
-
-function noStreamHere(): ConfigurationError {
-  return new ConfigurationError({
-    message:
-      'got a stream inside a non-streaming agent (a streaming forward or sub-agent?); use a Streaming variant',
-  });
-}
 
 function isAsyncIterator(value: unknown): value is AsyncIterator<unknown> {
   return typeof value === 'object' && value !== null && Symbol.asyncIterator in value;
-}
-
-/** Runs steps synchronously; anything that needs driving is a configuration error. */
-export function driveSync<T>(steps: Steps<T>): T {
-  let step = steps.next();
-  while (!step.done) {
-    const value = step.value;
-    step = steps.throw(isThenable(value) ? noPromiseHere(value) : noStreamHere());
-  }
-  return step.value;
-}
-
-/** Runs steps, awaiting promises. */
-export async function driveAsync<T>(steps: Steps<T>): Promise<T> {
-  let step = steps.next();
-  while (!step.done) {
-    const value = step.value;
-    if (!isThenable(value)) {
-      step = steps.throw(noStreamHere());
-      continue;
-    }
-    let resolved: unknown;
-    try {
-      resolved = await value;
-    } catch (error) {
-      step = steps.throw(error);
-      continue;
-    }
-    step = steps.next(resolved);
-  }
-  return step.value;
 }
 
 /** A streamed value as a chunk: strings become messages from `sender`; every chunk is marked `STREAM_ING`. */
@@ -130,7 +82,7 @@ export function* driveStream<T>(
     while (!step.done) {
       const value = step.value;
       if (isThenable(value)) {
-        step = steps.throw(noPromiseHere(value));
+        step = steps.throw(promiseNotAllowed(value));
         continue;
       }
       if (isAsyncIterator(value)) {

@@ -1,13 +1,13 @@
-import { hookNameOf } from '../hooks/hook';
+import { hookStep } from '../hooks/hook';
 import type { ChatMessage } from '../llms/types';
 import { Memory } from '../memory/memory';
 import { AgentMessage, type MessageInput, toAgentMessage } from '../schema/agent-message';
-import { ConfigurationError, HookError, LagentError, ParseError } from '../schema/errors';
+import { ConfigurationError, LagentError, ParseError } from '../schema/errors';
 import type { SessionId } from '../schema/session';
 import { AgentStatusCode } from '../schema/status';
 import { isIterator, isThenable } from '../utils/is';
+import type { Steps } from '../utils/steps';
 import { type AgentBase, EMITTER, type ForwardOptions } from './agent-base';
-import type { Steps } from './drive';
 
 const DEFAULT_OPTIONS: ForwardOptions = Object.freeze({ sessionId: 0 });
 
@@ -21,17 +21,6 @@ export function toMessages(input: MessageInput | readonly MessageInput[] | undef
   if (input === undefined || input === null) return [];
   if (Array.isArray(input)) return input.map(toAgentMessage);
   return [toAgentMessage(input as MessageInput)];
-}
-
-function hookError(error: unknown, hook: object, stage: HookError['stage']): HookError {
-  const hookName = hookNameOf(hook);
-  const reason = error instanceof Error ? error.message : String(error);
-  return new HookError({
-    hookName,
-    stage,
-    message: `hook ${hookName}.${stage} failed: ${reason}`,
-    cause: error,
-  });
 }
 
 /**
@@ -60,15 +49,8 @@ export function* callSteps(
   let finished = false;
   try {
     for (const hook of agent.hooks) {
-      if (!hook.beforeAgent) continue;
-      let result: unknown;
-      try {
-        result = hook.beforeAgent(agent, messages, sessionId);
-        if (isThenable(result)) result = yield result;
-      } catch (error) {
-        throw hookError(error, hook, 'beforeAgent');
-      }
-      if (result) messages = checkMessages(result, hook);
+      if (hook.beforeAgent)
+        messages = (yield* hookStep(hook, 'beforeAgent', agent, messages, sessionId)) ?? messages;
     }
     memory = agent.memory?.getOrCreate(sessionId);
     if (memory) {
@@ -81,24 +63,7 @@ export function* callSteps(
     memory?.add(result);
     let reply = result.clone();
     for (const hook of agent.hooks) {
-      if (!hook.afterAgent) continue;
-      let replaced: unknown;
-      try {
-        replaced = hook.afterAgent(agent, reply, sessionId);
-        if (isThenable(replaced)) replaced = yield replaced;
-      } catch (error) {
-        throw hookError(error, hook, 'afterAgent');
-      }
-      if (replaced) {
-        if (!(replaced instanceof AgentMessage)) {
-          throw new HookError({
-            hookName: hookNameOf(hook),
-            stage: 'afterAgent',
-            message: `hook ${hookNameOf(hook)}.afterAgent must return an AgentMessage or nothing`,
-          });
-        }
-        reply = replaced;
-      }
+      if (hook.afterAgent) reply = (yield* hookStep(hook, 'afterAgent', agent, reply, sessionId)) ?? reply;
     }
     finished = true;
     emitter?.emit('callEnd', { agent, sessionId, message: reply });
@@ -113,16 +78,6 @@ export function* callSteps(
 
 interface Forwarding {
   forward(messages: AgentMessage[], options: ForwardOptions): unknown;
-}
-
-function checkMessages(result: unknown, hook: object): AgentMessage[] {
-  if (Array.isArray(result) && result.every((item) => item instanceof AgentMessage)) return result;
-  const hookName = hookNameOf(hook);
-  throw new HookError({
-    hookName,
-    stage: 'beforeAgent',
-    message: `hook ${hookName}.beforeAgent must return AgentMessage[] or nothing`,
-  });
 }
 
 function toReply(agent: AgentBase, output: unknown): AgentMessage {

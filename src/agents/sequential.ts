@@ -1,10 +1,11 @@
 import type { AgentMessage } from '../schema/agent-message';
 import { ConfigurationError } from '../schema/errors';
+import { driveAsync, driveSync, type Steps } from '../utils/steps';
 import { Agent } from './agent';
 import type { AsyncForwardOptions, ForwardOptions } from './agent-base';
 import { AsyncAgent } from './async-agent';
 import { AsyncStreamingAgent } from './async-streaming-agent';
-import { driveAsync, driveStream, driveStreamAsync, driveSync, type Steps } from './drive';
+import { driveStream, driveStreamAsync } from './drive';
 import { needsDriving } from './lifecycle';
 import { type AgentNode, checkChildKey, isAgentNode } from './node';
 import { StreamingAgent } from './streaming-agent';

@@ -166,7 +166,7 @@ describe('Agent.call', () => {
 
   it('refuses an async model at run time too (the type system refuses it at compile time)', () => {
     const agent = new Agent({ llm: new AsyncMockLLM({ responses: ['x'] }) as never });
-    expect(() => agent.call('x')).toThrow(/Promise inside a synchronous agent/);
+    expect(() => agent.call('x')).toThrow(/Promise inside a synchronous call.*use the Async variant/);
     expect(agent.memory!.getMemory()).toEqual([]);
   });
 });
@@ -265,7 +265,7 @@ describe('hooks', () => {
     }
     const agent = new Agent({ llm: echo(), hooks: [new AsyncHook()] });
     expect(() => agent.call('x')).toThrow(
-      /AsyncHook.beforeAgent failed: got a Promise inside a synchronous agent/,
+      /AsyncHook.beforeAgent failed: it returned a Promise.*use the Async variant/,
     );
   });
 });

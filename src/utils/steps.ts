@@ -1,0 +1,65 @@
+import { ConfigurationError } from '../schema/errors';
+import { isThenable } from './is';
+
+/**
+ * Lifecycles that have a sync and an async variant (agent calls, tool calls, executor calls) are written
+ * once, as generators that `yield` only when a step produced a promise (or, for agents, a stream). A
+ * driver decides what that means: the sync one refuses it, the async one awaits it.
+ */
+export type Steps<T> = Generator<unknown, T, unknown>;
+
+/**
+ * Thrown into the steps by {@link driveSync} when a step produced a promise. The steps turn it into a
+ * message for whoever wrote the async part (a `HookError`, a tool's `API_ERROR`).
+ */
+export class PromiseInSyncCall extends ConfigurationError {
+  override readonly name: string = 'PromiseInSyncCall';
+}
+
+/** Raised when a non-streaming variant meets a stream it cannot relay. */
+export function streamNotAllowed(): ConfigurationError {
+  return new ConfigurationError({
+    message:
+      'got a stream inside a non-streaming agent (a streaming forward or sub-agent?); use a Streaming variant',
+  });
+}
+
+/** What the sync drivers throw into the steps for a promise; the promise's own rejection is silenced. */
+export function promiseNotAllowed(value: PromiseLike<unknown>): PromiseInSyncCall {
+  Promise.resolve(value).catch(() => {});
+  return new PromiseInSyncCall({
+    message:
+      'got a Promise inside a synchronous call (an async hook, tool, forward or sub-agent?); use the Async variant',
+  });
+}
+
+/** Runs steps synchronously; anything that would need awaiting or relaying is refused. */
+export function driveSync<T>(steps: Steps<T>): T {
+  let step = steps.next();
+  while (!step.done) {
+    const value = step.value;
+    step = steps.throw(isThenable(value) ? promiseNotAllowed(value) : streamNotAllowed());
+  }
+  return step.value;
+}
+
+/** Runs steps, awaiting the promises they yield. */
+export async function driveAsync<T>(steps: Steps<T>): Promise<T> {
+  let step = steps.next();
+  while (!step.done) {
+    const value = step.value;
+    if (!isThenable(value)) {
+      step = steps.throw(streamNotAllowed());
+      continue;
+    }
+    let resolved: unknown;
+    try {
+      resolved = await value;
+    } catch (error) {
+      step = steps.throw(error);
+      continue;
+    }
+    step = steps.next(resolved);
+  }
+  return step.value;
+}
