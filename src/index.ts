@@ -54,6 +54,7 @@ export type {
   MemoryConfig,
   ResetOptions,
   SequentialCallOptions,
+  SequentialMembers,
   StateDict,
   StreamReturn,
 } from './agents/index';

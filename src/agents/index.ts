@@ -16,6 +16,6 @@ export { AgentDict, AgentList } from './agent-list';
 export { AsyncAgent } from './async-agent';
 export { AsyncStreamingAgent } from './async-streaming-agent';
 export type { AgentNode } from './node';
-export type { SequentialCallOptions } from './sequential';
+export type { SequentialCallOptions, SequentialMembers } from './sequential';
 export { AsyncSequential, AsyncStreamingSequential, Sequential, StreamingSequential } from './sequential';
 export { StreamingAgent } from './streaming-agent';

@@ -2,7 +2,7 @@ import type { AgentMessage } from '../schema/agent-message';
 import { ConfigurationError } from '../schema/errors';
 import { driveAsync, driveSync, type Steps } from '../utils/steps';
 import { Agent } from './agent';
-import type { AsyncForwardOptions, ForwardOptions } from './agent-base';
+import type { AgentBase, AsyncForwardOptions, ForwardOptions } from './agent-base';
 import { AsyncAgent } from './async-agent';
 import { AsyncStreamingAgent } from './async-streaming-agent';
 import { driveStream, driveStreamAsync } from './drive';
@@ -59,15 +59,57 @@ function* sequentialSteps(
   return current as AgentMessage;
 }
 
-/** Shared parts of the sequential variants; `T` is the member type. */
-function sequentialApi<T extends AgentNode>(entries: [string, T][]) {
-  return {
-    get(key: number | string): T | undefined {
-      if (typeof key === 'number') return entries.at(key)?.[1];
-      return entries.find(([name]) => name === key)?.[1];
-    },
-    children: (): [string, AgentNode][] => entries.map(([key, agent]) => [key, agent]),
+/** Where the mixin keeps the steps of a call; module-private, so it is not part of the public API. */
+const STEPS = Symbol('lagent-ts.sequentialSteps');
+
+/** What the sequential variants add to the agent class they extend. */
+export interface SequentialMembers<M> {
+  /** Number of members. */
+  readonly length: number;
+  /** A member by position (negative counts from the end) or by key. */
+  get(key: number | string): M | undefined;
+}
+
+type AgentClass<A extends AgentBase> = abstract new (...args: any[]) => A;
+
+/**
+ * The member bookkeeping every sequential variant shares, written once on top of the variant's agent
+ * class; each variant then only says how its steps are driven.
+ */
+function withMembers<M extends AgentNode, A extends AgentBase>(Base: AgentClass<A>, owner: string) {
+  abstract class WithMembers extends (Base as AgentClass<AgentBase>) implements SequentialMembers<M> {
+    readonly #entries: [string, M][];
+
+    constructor(...agents: Members<M>) {
+      super();
+      this.#entries = toEntries(owner, agents);
+    }
+
+    get length(): number {
+      return this.#entries.length;
+    }
+
+    get(key: number | string): M | undefined {
+      if (typeof key === 'number') return this.#entries.at(key)?.[1];
+      return this.#entries.find(([name]) => name === key)?.[1];
+    }
+
+    override children(): [string, AgentNode][] {
+      return [...this.#entries];
+    }
+
+    /** The steps of one call over the members. */
+    [STEPS](messages: AgentMessage[], options: Record<string, unknown>): Steps<AgentMessage> {
+      return sequentialSteps(this.name, this.#entries as unknown as [string, Callable][], messages, options);
+    }
+  }
+  return WithMembers as unknown as AgentClass<A & SequentialMembers<M> & SequentialSteps> & {
+    new (...agents: Members<M>): A & SequentialMembers<M> & SequentialSteps;
   };
+}
+
+interface SequentialSteps {
+  [STEPS](messages: AgentMessage[], options: Record<string, unknown>): Steps<AgentMessage>;
 }
 
 /**
@@ -78,122 +120,47 @@ function sequentialApi<T extends AgentNode>(entries: [string, T][]) {
  * const pipeline = new Sequential(drafter, reviewer);
  * pipeline.call('Write a haiku', { sessionId: 1 });
  */
-export class Sequential extends Agent {
-  readonly #entries: [string, Agent][];
-  readonly #api;
-
-  constructor(...agents: Members<Agent>) {
-    super();
-    this.#entries = toEntries('Sequential', agents);
-    this.#api = sequentialApi(this.#entries);
-  }
-
-  get length(): number {
-    return this.#entries.length;
-  }
-
-  get(key: number | string): Agent | undefined {
-    return this.#api.get(key);
-  }
-
-  override children(): [string, AgentNode][] {
-    return this.#api.children();
-  }
-
+export class Sequential extends withMembers<Agent, Agent>(Agent, 'Sequential') {
   override forward(messages: AgentMessage[], options: ForwardOptions & SequentialCallOptions): AgentMessage {
-    return driveSync(sequentialSteps(this.name, this.#entries, messages, options));
+    return driveSync(this[STEPS](messages, options));
   }
 }
 
 /** {@link Sequential} for async agents (sync members are run too). */
-export class AsyncSequential extends AsyncAgent {
-  readonly #entries: [string, AsyncAgent | Agent][];
-  readonly #api;
-
-  constructor(...agents: Members<AsyncAgent | Agent>) {
-    super();
-    this.#entries = toEntries('AsyncSequential', agents);
-    this.#api = sequentialApi(this.#entries);
-  }
-
-  get length(): number {
-    return this.#entries.length;
-  }
-
-  get(key: number | string): AsyncAgent | Agent | undefined {
-    return this.#api.get(key);
-  }
-
-  override children(): [string, AgentNode][] {
-    return this.#api.children();
-  }
-
+export class AsyncSequential extends withMembers<AsyncAgent | Agent, AsyncAgent>(
+  AsyncAgent,
+  'AsyncSequential',
+) {
   override forward(
     messages: AgentMessage[],
     options: AsyncForwardOptions & SequentialCallOptions,
   ): Promise<AgentMessage> {
-    return driveAsync(sequentialSteps(this.name, this.#entries, messages, options));
+    return driveAsync(this[STEPS](messages, options));
   }
 }
 
 /** {@link Sequential} for streaming agents: every member's chunks are streamed through. */
-export class StreamingSequential extends StreamingAgent {
-  readonly #entries: [string, StreamingAgent | Agent][];
-  readonly #api;
-
-  constructor(...agents: Members<StreamingAgent | Agent>) {
-    super();
-    this.#entries = toEntries('StreamingSequential', agents);
-    this.#api = sequentialApi(this.#entries);
-  }
-
-  get length(): number {
-    return this.#entries.length;
-  }
-
-  get(key: number | string): StreamingAgent | Agent | undefined {
-    return this.#api.get(key);
-  }
-
-  override children(): [string, AgentNode][] {
-    return this.#api.children();
-  }
-
+export class StreamingSequential extends withMembers<StreamingAgent | Agent, StreamingAgent>(
+  StreamingAgent,
+  'StreamingSequential',
+) {
   override forward(
     messages: AgentMessage[],
     options: ForwardOptions & SequentialCallOptions,
   ): Generator<AgentMessage, AgentMessage, undefined> {
-    return driveStream(sequentialSteps(this.name, this.#entries, messages, options), this.name, false);
+    return driveStream(this[STEPS](messages, options), this.name, false);
   }
 }
 
 /** {@link Sequential} for async streaming agents (any other variant may be a member too). */
-export class AsyncStreamingSequential extends AsyncStreamingAgent {
-  readonly #entries: [string, AsyncStreamingAgent | StreamingAgent | AsyncAgent | Agent][];
-  readonly #api;
-
-  constructor(...agents: Members<AsyncStreamingAgent | StreamingAgent | AsyncAgent | Agent>) {
-    super();
-    this.#entries = toEntries('AsyncStreamingSequential', agents);
-    this.#api = sequentialApi(this.#entries);
-  }
-
-  get length(): number {
-    return this.#entries.length;
-  }
-
-  get(key: number | string): AsyncStreamingAgent | StreamingAgent | AsyncAgent | Agent | undefined {
-    return this.#api.get(key);
-  }
-
-  override children(): [string, AgentNode][] {
-    return this.#api.children();
-  }
-
+export class AsyncStreamingSequential extends withMembers<
+  AsyncStreamingAgent | StreamingAgent | AsyncAgent | Agent,
+  AsyncStreamingAgent
+>(AsyncStreamingAgent, 'AsyncStreamingSequential') {
   override forward(
     messages: AgentMessage[],
     options: AsyncForwardOptions & SequentialCallOptions,
   ): AsyncGenerator<AgentMessage, AgentMessage, undefined> {
-    return driveStreamAsync(sequentialSteps(this.name, this.#entries, messages, options), this.name, false);
+    return driveStreamAsync(this[STEPS](messages, options), this.name, false);
   }
 }
