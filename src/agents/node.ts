@@ -17,6 +17,7 @@ export interface MemoryNode extends AgentNode {
   readonly name: string;
 }
 
+/** True for agents and agent containers (anything that can sit in an agent tree). */
 export function isAgentNode(value: unknown): value is AgentNode {
   return value !== null && typeof value === 'object' && AGENT_NODE in value;
 }

@@ -43,6 +43,7 @@ export interface Hook {
   afterAction?(executor: HookExecutor, message: AgentMessage, sessionId: SessionId): HookResult<AgentMessage>;
 }
 
+/** The base class of hooks; subclasses implement (with `override`) the methods they need. */
 // biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the interface declares the optional hook methods
 export abstract class Hook {
   /** Used in error messages; the class name unless overridden. */
