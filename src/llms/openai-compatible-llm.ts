@@ -170,10 +170,7 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
         this.#withKey(async (client) => {
           const attempt = new AttemptSignal(signal, this.timeout);
           try {
-            const response =
-              request.endpoint === 'chat'
-                ? await client.chat.completions.create(request.body as never, { signal: attempt.signal })
-                : await client.completions.create(request.body as never, { signal: attempt.signal });
+            const response = await send(client, request, attempt.signal);
             return this.#readCompletion(response, request.endpoint, where);
           } catch (error) {
             throw attempt.timedOut ? attempt.signal.reason : error;
@@ -210,11 +207,7 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
         this.#withKey(async (client) => {
           const attempt = new AttemptSignal(signal, this.timeout);
           try {
-            const stream = (request.endpoint === 'chat'
-              ? await client.chat.completions.create(request.body as never, { signal: attempt.signal })
-              : await client.completions.create(request.body as never, {
-                  signal: attempt.signal,
-                })) as unknown as AsyncIterable<unknown>;
+            const stream = (await send(client, request, attempt.signal)) as AsyncIterable<unknown>;
             return { stream, attempt };
           } catch (error) {
             attempt.dispose();
@@ -356,4 +349,12 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
     const text = endpoint === 'chat' ? first?.delta?.content : first?.text;
     return typeof text === 'string' ? text : '';
   }
+}
+
+/** One request to the endpoint the request names (a stream when its body asks for one). */
+function send(client: OpenAI, request: CompletionRequest, signal: AbortSignal): Promise<unknown> {
+  const body = request.body as never;
+  return request.endpoint === 'chat'
+    ? client.chat.completions.create(body, { signal })
+    : client.completions.create(body, { signal });
 }
