@@ -1,11 +1,11 @@
+import { driveSync } from '../core/steps';
 import type { ActionReturn } from '../schema/action-return';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
 import { ConfigurationError } from '../schema/errors';
-import { driveSync } from '../utils/steps';
 import type { CallSettings } from './action-steps';
 import { BaseAction } from './base-action';
 import { type ActionExecutorOptions, ExecutorBase } from './executor-base';
-import { executeSteps } from './executor-steps';
+import { executeSteps, FORWARD_STEPS } from './executor-steps';
 import type { ActionCallOptions, ToolContext } from './types';
 
 const DEFAULT_SETTINGS: CallSettings = Object.freeze({
@@ -49,6 +49,6 @@ export class ActionExecutor extends ExecutorBase<BaseAction> {
 
   /** Runs one call by name (`Name` or `Name.api`) without hooks. */
   forward(name: string, parameters?: unknown, options?: ActionCallOptions): ActionReturn {
-    return driveSync(this.forwardSteps(name, parameters, settingsOf(options)));
+    return driveSync(this[FORWARD_STEPS](name, parameters, settingsOf(options)));
   }
 }

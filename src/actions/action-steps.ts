@@ -1,8 +1,8 @@
+import { PromiseInSyncCall, type Steps } from '../core/steps';
 import { ActionReturn } from '../schema/action-return';
 import { TimeoutError } from '../schema/errors';
 import { ActionStatusCode } from '../schema/status';
 import { isThenable } from '../utils/is';
-import { PromiseInSyncCall, type Steps } from '../utils/steps';
 import { type ArgumentRules, checkArguments } from './arguments';
 import type { ApiSchemaInfo } from './describe';
 import { toActionReturn } from './results';
@@ -96,7 +96,7 @@ function withDeadline<T>(promise: PromiseLike<T>, settings: CallSettings, label:
  * and turn its output (or what it threw) into an {@link ActionReturn}. Yields only a promise to await.
  * Nothing the tool throws escapes; only the caller's own abort does.
  */
-export function* callSteps(
+export function* actionCallSteps(
   action: CallableAction,
   parameters: unknown,
   apiName: string,

@@ -1,11 +1,11 @@
+import { driveAsync } from '../core/steps';
 import type { ActionReturn } from '../schema/action-return';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
 import { ConfigurationError } from '../schema/errors';
-import { driveAsync } from '../utils/steps';
 import type { CallSettings } from './action-steps';
 import { ActionBase, callSettings, checkTimeout } from './base-action';
 import { type ActionExecutorOptions, ExecutorBase } from './executor-base';
-import { executeSteps } from './executor-steps';
+import { executeSteps, FORWARD_STEPS } from './executor-steps';
 import type { AsyncActionCallOptions } from './types';
 
 /** Options of {@link AsyncActionExecutor}: also a default per-call timeout for async tools. */
@@ -56,7 +56,7 @@ export class AsyncActionExecutor extends ExecutorBase<ActionBase> {
   /** Runs one call by name (`Name` or `Name.api`) without hooks. */
   forward(name: string, parameters?: unknown, options?: AsyncActionCallOptions): Promise<ActionReturn> {
     try {
-      return driveAsync(this.forwardSteps(name, parameters, this.#settings(options)));
+      return driveAsync(this[FORWARD_STEPS](name, parameters, this.#settings(options)));
     } catch (error) {
       return Promise.reject(error);
     }

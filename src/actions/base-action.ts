@@ -1,8 +1,8 @@
 import { z } from 'zod';
+import { driveAsync, driveSync } from '../core/steps';
 import type { ActionReturn } from '../schema/action-return';
 import { ConfigurationError } from '../schema/errors';
-import { driveAsync, driveSync } from '../utils/steps';
-import { type CallSettings, callSteps, type ResolvedApi } from './action-steps';
+import { actionCallSteps, type CallSettings, type ResolvedApi } from './action-steps';
 import { deepFreeze, describeApi } from './describe';
 import type {
   ActionApi,
@@ -196,7 +196,7 @@ export class BaseAction extends ActionBase {
   /** Runs one API: arguments are checked (a JSON string is parsed first); errors come back as data. */
   call(parameters: unknown, api = 'run', options: ActionCallOptions = {}): ActionReturn {
     const context = options.sessionId === undefined ? DEFAULT_CONTEXT : { sessionId: options.sessionId };
-    return driveSync(callSteps(this, parameters, api, { context }));
+    return driveSync(actionCallSteps(this, parameters, api, { context }));
   }
 }
 
@@ -215,7 +215,7 @@ export class AsyncBaseAction extends ActionBase {
   /** Runs one API; rejects only when the caller's `signal` aborts. */
   call(parameters: unknown, api = 'run', options: AsyncActionCallOptions = {}): Promise<ActionReturn> {
     try {
-      return driveAsync(callSteps(this, parameters, api, callSettings(options)));
+      return driveAsync(actionCallSteps(this, parameters, api, callSettings(options)));
     } catch (error) {
       return Promise.reject(error);
     }

@@ -1,11 +1,12 @@
+import type { Steps } from '../core/steps';
 import { type Hook, HookList, type RemovableHandle } from '../hooks/hook';
 import type { ActionReturn } from '../schema/action-return';
 import { ConfigurationError } from '../schema/errors';
-import type { Steps } from '../utils/steps';
-import { type CallSettings, callSteps } from './action-steps';
+import { actionCallSteps, type CallSettings } from './action-steps';
 import type { ActionBase, OpenAIToolsOptions } from './base-action';
 import { FinishAction, InvalidAction, NoAction } from './builtin-actions';
 import { copyDescription } from './describe';
+import { FORWARD_STEPS, INVALID_CALL_STEPS } from './executor-steps';
 import type { ApiDescription, OpenAITool } from './types';
 
 /** Options of the action executors. */
@@ -148,18 +149,24 @@ export abstract class ExecutorBase<A extends ActionBase> {
   }
 
   /** Dispatch of one call, as steps (internal). */
-  *forwardSteps(name: string, parameters: unknown, settings: CallSettings): Steps<ActionReturn> {
+  *[FORWARD_STEPS](name: string, parameters: unknown, settings: CallSettings): Steps<ActionReturn> {
     const target = typeof name === 'string' ? this.#resolve(name) : null;
-    if (target) return yield* callSteps(target.action, parameters, target.api, settings);
-    if (name === this.noAction.name) return yield* callSteps(this.noAction, parameters, 'run', settings);
+    if (target) return yield* actionCallSteps(target.action, parameters, target.api, settings);
+    if (name === this.noAction.name)
+      return yield* actionCallSteps(this.noAction, parameters, 'run', settings);
     if (name === this.finishAction.name)
-      return yield* callSteps(this.finishAction, parameters, 'run', settings);
+      return yield* actionCallSteps(this.finishAction, parameters, 'run', settings);
     const toolName = typeof name === 'string' ? name : String(name);
-    return yield* callSteps(this.invalidAction, { toolName, availableTools: this.keys() }, 'run', settings);
+    return yield* actionCallSteps(
+      this.invalidAction,
+      { toolName, availableTools: this.keys() },
+      'run',
+      settings,
+    );
   }
 
   /** The answer to a message that holds no tool call (internal). */
-  *invalidCallSteps(errMsg: string, settings: CallSettings): Steps<ActionReturn> {
-    return yield* callSteps(this.invalidAction, { errMsg }, 'run', settings);
+  *[INVALID_CALL_STEPS](errMsg: string, settings: CallSettings): Steps<ActionReturn> {
+    return yield* actionCallSteps(this.invalidAction, { errMsg }, 'run', settings);
   }
 }

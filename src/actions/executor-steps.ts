@@ -1,9 +1,10 @@
-import { type Hook, type HookExecutor, hookStep } from '../hooks/hook';
+import { hookStep } from '../core/hook-step';
+import type { Steps } from '../core/steps';
+import type { Hook, HookExecutor } from '../hooks/hook';
 import { parseLenientJSON } from '../prompts/parsers/json-text';
 import type { ActionReturn } from '../schema/action-return';
 import { AgentMessage, type MessageInput, toAgentMessage } from '../schema/agent-message';
 import { isPlainObject } from '../utils/is';
-import type { Steps } from '../utils/steps';
 import type { CallSettings } from './action-steps';
 
 /** A tool call read from a message's content. */
@@ -12,11 +13,15 @@ export interface ToolCall {
   parameters: unknown;
 }
 
+/** Where executors keep their dispatch steps: symbol-keyed, so they stay out of the public API. */
+export const FORWARD_STEPS: unique symbol = Symbol('lagent-ts.forwardSteps');
+export const INVALID_CALL_STEPS: unique symbol = Symbol('lagent-ts.invalidCallSteps');
+
 /** What the executor steps need from an executor. */
 export interface StepsExecutor extends HookExecutor {
   readonly hooks: readonly Hook[];
-  forwardSteps(name: string, parameters: unknown, settings: CallSettings): Steps<ActionReturn>;
-  invalidCallSteps(errMsg: string, settings: CallSettings): Steps<ActionReturn>;
+  [FORWARD_STEPS](name: string, parameters: unknown, settings: CallSettings): Steps<ActionReturn>;
+  [INVALID_CALL_STEPS](errMsg: string, settings: CallSettings): Steps<ActionReturn>;
 }
 
 /** Reads `{ name, parameters }` (or a `FunctionCall`, or the same as JSON text) from message content. */
@@ -64,8 +69,8 @@ export function* executeSteps(
   }
   const call = readToolCall(message.content);
   const actionReturn = call
-    ? yield* executor.forwardSteps(call.name, call.parameters, settings)
-    : yield* executor.invalidCallSteps(
+    ? yield* executor[FORWARD_STEPS](call.name, call.parameters, settings)
+    : yield* executor[INVALID_CALL_STEPS](
         `${executor.name} expects a tool call {"name": ..., "parameters": ...}, got ${describeContent(message.content)}.`,
         settings,
       );

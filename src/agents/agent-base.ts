@@ -1,15 +1,16 @@
 import { EventEmitter } from 'eventemitter3';
 import { type Hook, HookList, type RemovableHandle } from '../hooks/hook';
-import type { ChatMessage, GenParams } from '../llms/types';
+import type { GenParams } from '../llms/types';
 import { Memory, type MemoryOptions } from '../memory/memory';
 import { MemoryManager, type MemoryManagerOptions } from '../memory/memory-manager';
 import type { OutputParser } from '../prompts/output-parser';
 import { AgentMessage, type AgentMessageJSON } from '../schema/agent-message';
+import type { ChatMessage } from '../schema/chat-message';
 import { ConfigurationError, StateDictError, ValidationError } from '../schema/errors';
 import type { SessionId } from '../schema/session';
 import { isPlainObject } from '../utils/is';
+import { AGENT_NODE, type AgentNode, discoverChildren, type MemoryNode, renderTree } from './agent-tree';
 import { DefaultAggregator, type SystemInstruction } from './aggregator/default-aggregator';
-import { AGENT_NODE, type AgentNode, discoverChildren, type MemoryNode, renderTree } from './node';
 
 /** How an agent gets its per-session memory. */
 export type MemoryConfig = (MemoryOptions & MemoryManagerOptions) | (() => Memory) | null;

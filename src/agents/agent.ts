@@ -1,8 +1,8 @@
+import { driveSync } from '../core/steps';
 import type { BaseLLM } from '../llms/base-llm';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
-import { driveSync } from '../utils/steps';
 import { AgentBase, type AgentOptions, type CallOptions, type ForwardOptions } from './agent-base';
-import { buildPrompt, buildReply, callSteps, requireLLM } from './lifecycle';
+import { agentCallSteps, buildPrompt, buildReply, requireLLM } from './lifecycle';
 
 /**
  * A synchronous agent: `call()` returns the reply directly. Takes only a sync {@link BaseLLM}; use it for
@@ -19,7 +19,7 @@ export class Agent extends AgentBase<BaseLLM> {
 
   /** Runs hooks, memory and `forward` for one turn and returns the reply (a copy the caller owns). */
   call(input?: MessageInput | readonly MessageInput[], options?: CallOptions): AgentMessage {
-    return driveSync(callSteps(this, input, options));
+    return driveSync(agentCallSteps(this, input, options));
   }
 
   /** One turn: aggregate the session's memory, ask the model, parse with `outputFormat`. */

@@ -1,8 +1,8 @@
+import { driveAsync } from '../core/steps';
 import type { AsyncBaseLLM } from '../llms/base-llm';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
-import { driveAsync } from '../utils/steps';
 import { AgentBase, type AgentOptions, type AsyncCallOptions, type AsyncForwardOptions } from './agent-base';
-import { buildPrompt, buildReply, callSteps, requireLLM } from './lifecycle';
+import { agentCallSteps, buildPrompt, buildReply, requireLLM } from './lifecycle';
 
 /**
  * The asynchronous agent: `call()` returns a promise and takes an `AbortSignal`. Takes an
@@ -19,7 +19,7 @@ export class AsyncAgent extends AgentBase<AsyncBaseLLM> {
 
   /** Runs hooks, memory and `forward` for one turn and resolves to the reply (a copy the caller owns). */
   call(input?: MessageInput | readonly MessageInput[], options?: AsyncCallOptions): Promise<AgentMessage> {
-    return driveAsync(callSteps(this, input, options));
+    return driveAsync(agentCallSteps(this, input, options));
   }
 
   /** One turn: aggregate the session's memory, ask the model, parse with `outputFormat`. */

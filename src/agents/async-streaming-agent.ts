@@ -1,3 +1,4 @@
+import { driveStreamAsync } from '../core/stream-drivers';
 import type { AsyncBaseLLM } from '../llms/base-llm';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
 import { ModelStatusCode } from '../schema/status';
@@ -8,8 +9,7 @@ import {
   type AsyncForwardOptions,
   type StreamReturn,
 } from './agent-base';
-import { driveStreamAsync } from './drive';
-import { buildChunk, buildPrompt, buildReply, callSteps, requireLLM } from './lifecycle';
+import { agentCallSteps, buildChunk, buildPrompt, buildReply, requireLLM } from './lifecycle';
 
 /**
  * The asynchronous streaming agent: `call()` returns an async generator of `STREAM_ING` chunks with
@@ -28,7 +28,7 @@ export class AsyncStreamingAgent extends AgentBase<AsyncBaseLLM> {
     input?: MessageInput | readonly MessageInput[],
     options?: AsyncCallOptions,
   ): AsyncGenerator<AgentMessage, AgentMessage, undefined> {
-    return driveStreamAsync(callSteps(this, input, options), this.name, true);
+    return driveStreamAsync(agentCallSteps(this, input, options), this.name, true);
   }
 
   async *forward(

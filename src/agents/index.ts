@@ -12,10 +12,11 @@ export type {
   StreamReturn,
 } from './agent-base';
 export { AgentBase } from './agent-base';
-export { AgentDict, AgentList } from './agent-list';
+export { AgentDict } from './agent-dict';
+export { AgentList } from './agent-list';
+export type { AgentNode } from './agent-tree';
 export { AsyncAgent } from './async-agent';
 export { AsyncStreamingAgent } from './async-streaming-agent';
-export type { AgentNode } from './node';
 export type { SequentialCallOptions, SequentialMembers } from './sequential';
 export { AsyncSequential, AsyncStreamingSequential, Sequential, StreamingSequential } from './sequential';
 export { StreamingAgent } from './streaming-agent';

@@ -1,12 +1,12 @@
-import { hookStep } from '../hooks/hook';
-import type { ChatMessage } from '../llms/types';
+import { hookStep } from '../core/hook-step';
+import type { Steps } from '../core/steps';
 import { Memory } from '../memory/memory';
 import { AgentMessage, type MessageInput, toAgentMessage } from '../schema/agent-message';
+import type { ChatMessage } from '../schema/chat-message';
 import { ConfigurationError, LagentError, ParseError } from '../schema/errors';
 import type { SessionId } from '../schema/session';
 import { AgentStatusCode } from '../schema/status';
 import { isIterator, isThenable } from '../utils/is';
-import type { Steps } from '../utils/steps';
 import { type AgentBase, EMITTER, type ForwardOptions } from './agent-base';
 
 const DEFAULT_OPTIONS: ForwardOptions = Object.freeze({ sessionId: 0 });
@@ -28,7 +28,7 @@ export function toMessages(input: MessageInput | readonly MessageInput[] | undef
  * memory -> `forward` -> the reply to memory -> a copy of it -> `afterAgent` hooks -> returned.
  * If anything fails (or a stream is abandoned), the session's memory is restored to what it was.
  */
-export function* callSteps(
+export function* agentCallSteps(
   agent: AgentBase,
   input: MessageInput | readonly MessageInput[] | undefined,
   options: Record<string, unknown> | undefined,

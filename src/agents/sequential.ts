@@ -1,13 +1,13 @@
+import { driveAsync, driveSync, type Steps } from '../core/steps';
+import { driveStream, driveStreamAsync } from '../core/stream-drivers';
 import type { AgentMessage } from '../schema/agent-message';
 import { ConfigurationError } from '../schema/errors';
-import { driveAsync, driveSync, type Steps } from '../utils/steps';
 import { Agent } from './agent';
 import type { AgentBase, AsyncForwardOptions, ForwardOptions } from './agent-base';
+import { type AgentNode, checkChildKey, isAgentNode } from './agent-tree';
 import { AsyncAgent } from './async-agent';
 import { AsyncStreamingAgent } from './async-streaming-agent';
-import { driveStream, driveStreamAsync } from './drive';
 import { needsDriving } from './lifecycle';
-import { type AgentNode, checkChildKey, isAgentNode } from './node';
 import { StreamingAgent } from './streaming-agent';
 
 /** Options of a sequential `call()`: `exitAt` is the index of the last step (it may exceed the length: steps cycle). */

@@ -1,3 +1,4 @@
+import { driveStream } from '../core/stream-drivers';
 import type { BaseLLM } from '../llms/base-llm';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
 import { ModelStatusCode } from '../schema/status';
@@ -8,8 +9,7 @@ import {
   type ForwardOptions,
   type StreamReturn,
 } from './agent-base';
-import { driveStream } from './drive';
-import { buildChunk, buildPrompt, buildReply, callSteps, requireLLM } from './lifecycle';
+import { agentCallSteps, buildChunk, buildPrompt, buildReply, requireLLM } from './lifecycle';
 
 /**
  * A synchronous streaming agent: `call()` returns a generator of `STREAM_ING` chunks with cumulative
@@ -28,7 +28,7 @@ export class StreamingAgent extends AgentBase<BaseLLM> {
     input?: MessageInput | readonly MessageInput[],
     options?: CallOptions,
   ): Generator<AgentMessage, AgentMessage, undefined> {
-    return driveStream(callSteps(this, input, options), this.name, true);
+    return driveStream(agentCallSteps(this, input, options), this.name, true);
   }
 
   *forward(

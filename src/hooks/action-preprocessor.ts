@@ -1,8 +1,8 @@
-import { actionText, asToolResponse } from '../prompts/parsers/tool-response';
 import { ActionReturn } from '../schema/action-return';
 import { AgentMessage } from '../schema/agent-message';
 import type { SessionId } from '../schema/session';
 import { ActionStatusCode, ToolStatusCode } from '../schema/status';
+import { actionText, asToolResponse } from '../schema/tool-response';
 import { isPlainObject } from '../utils/is';
 import { Hook, type HookExecutor } from './hook';
 

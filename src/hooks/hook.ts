@@ -1,9 +1,17 @@
-import type { AgentBase } from '../agents/agent-base';
-import { AgentMessage } from '../schema/agent-message';
-import { HookError } from '../schema/errors';
+import type { MemoryManager } from '../memory/memory-manager';
+import type { AgentMessage } from '../schema/agent-message';
 import type { SessionId } from '../schema/session';
-import { isThenable } from '../utils/is';
-import { PromiseInSyncCall, type Steps } from '../utils/steps';
+
+export { hookNameOf } from '../core/hook-step';
+
+/**
+ * The agent side of a hook call: what a hook may rely on of the agent it runs in (any agent variant).
+ * Declared here so that hooks do not depend on the agent classes.
+ */
+export interface HookAgent {
+  readonly name: string;
+  readonly memory: MemoryManager | null;
+}
 
 /** What a hook returns: a replacement, or nothing to keep (possibly edited in place) what it was given. */
 // biome-ignore lint/suspicious/noConfusingVoidType: `void` lets hook methods that return nothing type-check
@@ -27,14 +35,14 @@ export interface HookExecutor {
  *
  * @example
  * class Shout extends Hook {
- *   beforeAgent(agent: AgentBase, messages: AgentMessage[]) {
+ *   beforeAgent(agent: HookAgent, messages: AgentMessage[]) {
  *     for (const message of messages) message.content = String(message.content).toUpperCase();
  *   }
  * }
  */
 export interface Hook {
-  beforeAgent?(agent: AgentBase, messages: AgentMessage[], sessionId: SessionId): HookResult<AgentMessage[]>;
-  afterAgent?(agent: AgentBase, message: AgentMessage, sessionId: SessionId): HookResult<AgentMessage>;
+  beforeAgent?(agent: HookAgent, messages: AgentMessage[], sessionId: SessionId): HookResult<AgentMessage[]>;
+  afterAgent?(agent: HookAgent, message: AgentMessage, sessionId: SessionId): HookResult<AgentMessage>;
   beforeAction?(
     executor: HookExecutor,
     message: AgentMessage,
@@ -92,69 +100,4 @@ export class HookList {
       if (index !== -1) this.#hooks = this.#hooks.filter((_, i) => i !== index);
     });
   }
-}
-
-/** The name to show for a hook in errors: `hookName`, else its class name. */
-export function hookNameOf(hook: object): string {
-  const named = (hook as { hookName?: unknown }).hookName;
-  return typeof named === 'string' ? named : (hook.constructor?.name ?? 'hook');
-}
-
-type Stage = HookError['stage'];
-
-function hookError(error: unknown, hook: object, stage: Stage): HookError {
-  const hookName = hookNameOf(hook);
-  const reason =
-    error instanceof PromiseInSyncCall
-      ? 'it returned a Promise, which a synchronous agent or executor cannot wait for (use the Async variant)'
-      : error instanceof Error
-        ? error.message
-        : String(error);
-  return new HookError({
-    hookName,
-    stage,
-    message: `hook ${hookName}.${stage} failed: ${reason}`,
-    cause: error,
-  });
-}
-
-/**
- * Calls one hook method as a lifecycle step (agents and executors share it): a promise it returns is
- * yielded to the driver, a failure becomes a {@link HookError} naming the hook and the stage, and the
- * result must be what the stage allows (messages for `beforeAgent`, one message otherwise) or nothing.
- */
-export function* hookStep<T extends AgentMessage | AgentMessage[]>(
-  hook: Hook,
-  stage: Stage,
-  target: unknown,
-  payload: T,
-  sessionId: SessionId,
-): Steps<T | undefined> {
-  let result: unknown;
-  try {
-    result = (hook[stage] as (target: unknown, payload: T, sessionId: SessionId) => unknown).call(
-      hook,
-      target,
-      payload,
-      sessionId,
-    );
-    if (isThenable(result)) result = yield result;
-  } catch (error) {
-    throw hookError(error, hook, stage);
-  }
-  if (!result) return undefined;
-  const valid =
-    stage === 'beforeAgent'
-      ? Array.isArray(result) && result.every((item) => item instanceof AgentMessage)
-      : result instanceof AgentMessage;
-  if (!valid) {
-    const hookName = hookNameOf(hook);
-    const expected = stage === 'beforeAgent' ? 'AgentMessage[]' : 'an AgentMessage';
-    throw new HookError({
-      hookName,
-      stage,
-      message: `hook ${hookName}.${stage} must return ${expected} or nothing`,
-    });
-  }
-  return result as T;
 }

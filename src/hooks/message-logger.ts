@@ -1,6 +1,6 @@
-import type { AgentBase } from '../agents/agent-base';
 import type { AgentMessage } from '../schema/agent-message';
 import type { SessionId } from '../schema/session';
+import type { HookAgent } from './hook';
 import { Hook, type HookExecutor } from './hook';
 
 /** Where {@link MessageLogger} writes: `process.stdout`, a file stream, or anything with `write(string)`. */
@@ -62,11 +62,11 @@ export class MessageLogger extends Hook {
     this.#name = options.name;
   }
 
-  override beforeAgent(_agent: AgentBase, messages: AgentMessage[], sessionId: SessionId): void {
+  override beforeAgent(_agent: HookAgent, messages: AgentMessage[], sessionId: SessionId): void {
     for (const message of messages) this.#log(message, sessionId);
   }
 
-  override afterAgent(_agent: AgentBase, message: AgentMessage, sessionId: SessionId): void {
+  override afterAgent(_agent: HookAgent, message: AgentMessage, sessionId: SessionId): void {
     this.#log(message, sessionId);
   }
 

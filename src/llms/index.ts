@@ -2,6 +2,8 @@ export type { APIMetaTemplate, APIRoleTemplate } from './api-template-parser';
 export { APITemplateParser, DEFAULT_API_META_TEMPLATE } from './api-template-parser';
 export type { GPTAPIOptions } from './async-gpt-api';
 export { AsyncGPTAPI } from './async-gpt-api';
+export type { RawPromptModelOptions } from './async-raw-prompt-model';
+export { AsyncLMDeployServer, AsyncRawPromptModel, AsyncVllmModel } from './async-raw-prompt-model';
 export { AsyncBaseLLM, BaseLLM } from './base-llm';
 export { BridgedLLM } from './bridged-llm';
 export { DEFAULT_GEN_PARAMS, mergeGenParams, normalizeGenParams } from './gen-params';
@@ -16,9 +18,7 @@ export type {
   OpenAICompatibleOptions,
 } from './openai-compatible-llm';
 export { OpenAICompatibleLLM } from './openai-compatible-llm';
-export type { RawPromptModelOptions } from './raw-prompt-model';
-export { AsyncLMDeployServer, AsyncRawPromptModel, AsyncVllmModel } from './raw-prompt-model';
-export { LMDeployServer, VllmModel } from './raw-prompt-models';
+export { LMDeployServer, VllmModel } from './raw-prompt-model';
 export { StopWordFilter } from './stop-word-filter';
 export { cutAtStopWords } from './stop-words';
 export type { ChatMessage, GenParams, LLMCallParams, ResolvedGenParams, StreamChunk } from './types';

@@ -1,12 +1,7 @@
+export type { ChatMessage } from '../schema/chat-message';
+
 import type { SessionId } from '../schema/session';
 import type { ModelStatusCode } from '../schema/status';
-
-/** One chat turn in OpenAI's shape. `name` carries e.g. the tool name on environment messages. */
-export interface ChatMessage {
-  role: string;
-  content: string;
-  name?: string;
-}
 
 /** Generation parameters, Lagent's names in camelCase. */
 export interface GenParams {

@@ -1,4 +1,4 @@
-import type { ChatMessage } from '../llms/types';
+import type { ChatMessage } from '../schema/chat-message';
 
 /**
  * What an agent's `outputFormat` must provide: `parseResponse` turns model text into the message's

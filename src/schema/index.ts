@@ -2,6 +2,7 @@ export type { ActionResultItem, ActionReturnInit, FunctionCall } from './action-
 export { ActionReturn } from './action-return';
 export type { AgentMessageInit, AgentMessageJSON, MessageInput } from './agent-message';
 export { AgentMessage, toAgentMessage } from './agent-message';
+export type { ChatMessage } from './chat-message';
 export type { LagentErrorOptions } from './errors';
 export {
   ConfigurationError,
@@ -22,3 +23,5 @@ export {
   ModelStatusCode,
   ToolStatusCode,
 } from './status';
+export type { ToolResponse } from './tool-response';
+export { asToolResponse } from './tool-response';

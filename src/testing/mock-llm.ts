@@ -1,6 +1,7 @@
 import { AsyncBaseLLM, BaseLLM } from '../llms/base-llm';
 import { cutAtStopWords } from '../llms/stop-words';
-import type { ChatMessage, GenParams, LLMCallParams, ResolvedGenParams, StreamChunk } from '../llms/types';
+import type { GenParams, LLMCallParams, ResolvedGenParams, StreamChunk } from '../llms/types';
+import type { ChatMessage } from '../schema/chat-message';
 import { ConfigurationError, LagentError } from '../schema/errors';
 import { ModelStatusCode } from '../schema/status';
 

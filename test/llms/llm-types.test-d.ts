@@ -2,10 +2,10 @@ import { describe, expectTypeOf, it } from 'vitest';
 import { Agent } from '../../src/agents/agent';
 import { AsyncAgent } from '../../src/agents/async-agent';
 import type { AsyncGPTAPI } from '../../src/llms/async-gpt-api';
+import type { AsyncVllmModel } from '../../src/llms/async-raw-prompt-model';
 import type { AsyncBaseLLM, BaseLLM } from '../../src/llms/base-llm';
 import type { GPTAPI } from '../../src/llms/gpt-api';
-import type { AsyncVllmModel } from '../../src/llms/raw-prompt-model';
-import type { LMDeployServer, VllmModel } from '../../src/llms/raw-prompt-models';
+import type { LMDeployServer, VllmModel } from '../../src/llms/raw-prompt-model';
 import type { StreamChunk } from '../../src/llms/types';
 
 describe('LLM client types', () => {

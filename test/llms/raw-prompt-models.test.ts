@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AsyncLMDeployServer, AsyncVllmModel } from '../../src/llms/async-raw-prompt-model';
 import { INTERNLM2_META } from '../../src/llms/meta-template';
-import { AsyncLMDeployServer, AsyncVllmModel } from '../../src/llms/raw-prompt-model';
-import { LMDeployServer, VllmModel } from '../../src/llms/raw-prompt-models';
+import { LMDeployServer, VllmModel } from '../../src/llms/raw-prompt-model';
 import type { StreamChunk } from '../../src/llms/types';
 import { ModelStatusCode } from '../../src/schema/status';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../src/testing/fake-openai';

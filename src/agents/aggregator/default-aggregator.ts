@@ -1,6 +1,6 @@
-import type { ChatMessage } from '../../llms/types';
 import type { Memory } from '../../memory/memory';
 import type { OutputParser } from '../../prompts/output-parser';
+import type { ChatMessage } from '../../schema/chat-message';
 import { ConfigurationError } from '../../schema/errors';
 import { contentToText } from './content';
 

@@ -1,10 +1,10 @@
-import type { ChatMessage } from '../../llms/types';
 import type { Memory } from '../../memory/memory';
 import type { OutputParser } from '../../prompts/output-parser';
-import { asToolResponse, type ToolResponse } from '../../prompts/parsers/tool-response';
 import { ActionReturn } from '../../schema/action-return';
+import type { ChatMessage } from '../../schema/chat-message';
 import { ConfigurationError } from '../../schema/errors';
 import { ActionStatusCode, ToolStatusCode } from '../../schema/status';
+import { asToolResponse, type ToolResponse } from '../../schema/tool-response';
 import { contentToText } from './content';
 import { DefaultAggregator, type SystemInstruction } from './default-aggregator';
 

@@ -1,4 +1,6 @@
 export { ToolStatusCode } from '../../schema/status';
+export type { ToolResponse } from '../../schema/tool-response';
+export { asToolResponse } from '../../schema/tool-response';
 export type { InterpreterParserOptions } from './interpreter-parser';
 export { InterpreterParser } from './interpreter-parser';
 export type { JSONParserOptions } from './json-parser';
@@ -11,5 +13,3 @@ export type { StrParserOptions } from './str-parser';
 export { StrParser } from './str-parser';
 export type { ToolParserOptions } from './tool-parser';
 export { ToolParser } from './tool-parser';
-export type { ToolResponse } from './tool-response';
-export { asToolResponse } from './tool-response';

@@ -1,10 +1,10 @@
-import type { ChatMessage } from '../../llms/types';
+import type { ChatMessage } from '../../schema/chat-message';
 import { ConfigurationError, ParseError } from '../../schema/errors';
 import { ToolStatusCode } from '../../schema/status';
+import { actionText, asToolResponse, type ToolResponse } from '../../schema/tool-response';
 import type { OutputParser } from '../output-parser';
 import { StrParser } from './str-parser';
 import type { ToolParser } from './tool-parser';
-import { actionText, asToolResponse, type ToolResponse } from './tool-response';
 
 /** Options of {@link MixedToolParser}. */
 export interface MixedToolParserOptions {

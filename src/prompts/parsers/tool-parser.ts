@@ -1,7 +1,7 @@
 import { ConfigurationError, ParseError } from '../../schema/errors';
 import { ToolStatusCode } from '../../schema/status';
+import { actionText, asToolResponse, type ToolResponse } from '../../schema/tool-response';
 import { StrParser } from './str-parser';
-import { actionText, asToolResponse, type ToolResponse } from './tool-response';
 
 /** Options of {@link ToolParser}. */
 export interface ToolParserOptions {

@@ -1,5 +1,5 @@
-import { ToolStatusCode } from '../../schema/status';
-import { isPlainObject } from '../../utils/is';
+import { isPlainObject } from '../utils/is';
+import { ToolStatusCode } from './status';
 
 /**
  * What a tool parser makes of a model response (the agent message's `formatted`): the tool type when the

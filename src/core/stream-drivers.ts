@@ -2,7 +2,7 @@ import { AgentMessage } from '../schema/agent-message';
 import { ConfigurationError } from '../schema/errors';
 import { AgentStatusCode } from '../schema/status';
 import { isThenable } from '../utils/is';
-import { promiseNotAllowed, type Steps } from '../utils/steps';
+import { promiseNotAllowed, type Steps } from './steps';
 
 /*
  * The streaming drivers: like `driveSync` / `driveAsync` in utils/steps, but a stream that the steps

@@ -1,4 +1,5 @@
 import type { MemoryManager } from '../memory/memory-manager';
+import { ConfigurationError } from '../schema/errors';
 
 /** Marks agents and agent containers, so discovery needs no runtime import of either class. */
 export const AGENT_NODE: unique symbol = Symbol.for('lagent-ts.agentNode');
@@ -45,4 +46,11 @@ export function renderTree(head: string, children: [string, AgentNode][]): strin
   if (children.length === 0) return head;
   const lines = children.map(([key, child]) => `  (${key}): ${child.toString().replace(/\n/g, '\n  ')}`);
   return `${head}(\n${lines.join('\n')}\n)`;
+}
+
+/** The value, checked to be an agent or container (for `AgentList` / `AgentDict` members). */
+export function checkAgent<T>(value: T, where: string): T {
+  if (!isAgentNode(value))
+    throw new ConfigurationError({ message: `${where}: expected an agent, got ${typeof value}` });
+  return value;
 }

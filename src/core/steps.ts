@@ -1,5 +1,5 @@
 import { ConfigurationError } from '../schema/errors';
-import { isThenable } from './is';
+import { isThenable } from '../utils/is';
 
 /**
  * Lifecycles that have a sync and an async variant (agent calls, tool calls, executor calls) are written

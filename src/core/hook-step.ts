@@ -1,0 +1,74 @@
+import { AgentMessage } from '../schema/agent-message';
+import { HookError } from '../schema/errors';
+import type { SessionId } from '../schema/session';
+import { isThenable } from '../utils/is';
+import { PromiseInSyncCall, type Steps } from './steps';
+
+/** The four points where a hook may step in. */
+export type HookStage = HookError['stage'];
+
+/** What the step needs of a hook: an object with (some of) the four stage methods. */
+export type HookLike = { readonly [S in HookStage]?: unknown };
+
+/** The name to show for a hook in errors: `hookName`, else its class name. */
+export function hookNameOf(hook: object): string {
+  const named = (hook as { hookName?: unknown }).hookName;
+  return typeof named === 'string' ? named : (hook.constructor?.name ?? 'hook');
+}
+
+function hookError(error: unknown, hook: object, stage: HookStage): HookError {
+  const hookName = hookNameOf(hook);
+  const reason =
+    error instanceof PromiseInSyncCall
+      ? 'it returned a Promise, which a synchronous agent or executor cannot wait for (use the Async variant)'
+      : error instanceof Error
+        ? error.message
+        : String(error);
+  return new HookError({
+    hookName,
+    stage,
+    message: `hook ${hookName}.${stage} failed: ${reason}`,
+    cause: error,
+  });
+}
+
+/**
+ * Calls one hook method as a lifecycle step (agents and executors share it): a promise it returns is
+ * yielded to the driver, a failure becomes a {@link HookError} naming the hook and the stage, and the
+ * result must be what the stage allows (messages for `beforeAgent`, one message otherwise) or nothing.
+ */
+export function* hookStep<T extends AgentMessage | AgentMessage[]>(
+  hook: HookLike,
+  stage: HookStage,
+  target: unknown,
+  payload: T,
+  sessionId: SessionId,
+): Steps<T | undefined> {
+  let result: unknown;
+  try {
+    result = (hook[stage] as (target: unknown, payload: T, sessionId: SessionId) => unknown).call(
+      hook,
+      target,
+      payload,
+      sessionId,
+    );
+    if (isThenable(result)) result = yield result;
+  } catch (error) {
+    throw hookError(error, hook, stage);
+  }
+  if (!result) return undefined;
+  const valid =
+    stage === 'beforeAgent'
+      ? Array.isArray(result) && result.every((item) => item instanceof AgentMessage)
+      : result instanceof AgentMessage;
+  if (!valid) {
+    const hookName = hookNameOf(hook);
+    const expected = stage === 'beforeAgent' ? 'AgentMessage[]' : 'an AgentMessage';
+    throw new HookError({
+      hookName,
+      stage,
+      message: `hook ${hookName}.${stage} must return ${expected} or nothing`,
+    });
+  }
+  return result as T;
+}
