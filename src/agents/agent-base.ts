@@ -4,13 +4,13 @@ import type { GenParams } from '../llms/types';
 import { Memory, type MemoryOptions } from '../memory/memory';
 import { MemoryManager, type MemoryManagerOptions } from '../memory/memory-manager';
 import type { OutputParser } from '../prompts/output-parser';
-import { AgentMessage, type AgentMessageJSON } from '../schema/agent-message';
+import type { AgentMessage } from '../schema/agent-message';
 import type { ChatMessage } from '../schema/chat-message';
-import { ConfigurationError, StateDictError, ValidationError } from '../schema/errors';
+import { ConfigurationError, StateDictError } from '../schema/errors';
 import type { SessionId } from '../schema/session';
-import { isPlainObject } from '../utils/is';
 import { AGENT_NODE, type AgentNode, discoverChildren, type MemoryNode, renderTree } from './agent-tree';
 import { DefaultAggregator, type SystemInstruction } from './aggregator/default-aggregator';
+import { loadStateDict, type StateDict, saveStateDict } from './state-dict';
 
 /** How an agent gets its per-session memory. */
 export type MemoryConfig = (MemoryOptions & MemoryManagerOptions) | (() => Memory) | null;
@@ -65,9 +65,6 @@ export interface ResetOptions {
   /** Also reset every sub-agent. */
   recursive?: boolean;
 }
-
-/** A state dict: dotted paths (`memory`, `writer.memory`, `list.0.memory`) to saved messages. */
-export type StateDict = Record<string, AgentMessageJSON[]>;
 
 function createMemoryManager(config: MemoryConfig | undefined): MemoryManager | null {
   if (config === null) return null;
@@ -156,11 +153,7 @@ export abstract class AgentBase<L = unknown> implements MemoryNode {
 
   /** Every memory in the tree for one session, keyed `memory`, `writer.memory`, `list.0.memory`, ... */
   stateDict(sessionId: SessionId = 0): StateDict {
-    const dict: StateDict = {};
-    for (const [path, agent] of this.namedAgents()) {
-      if (agent.memory) dict[`${path}memory`] = agent.memory.get(sessionId)?.save() ?? [];
-    }
-    return dict;
+    return saveStateDict(this, sessionId);
   }
 
   /**
@@ -168,49 +161,7 @@ export abstract class AgentBase<L = unknown> implements MemoryNode {
    * {@link StateDictError} before anything changes; unknown keys are reported as a process warning.
    */
   loadStateDict(dict: StateDict, sessionId: SessionId = 0): void {
-    if (!isPlainObject(dict)) {
-      throw new StateDictError({
-        key: '(root)',
-        message: 'loadStateDict expects an object of dotted paths to message lists',
-      });
-    }
-    const plan: [MemoryManager, AgentMessage[]][] = [];
-    const expected = new Set<string>();
-    for (const [path, agent] of this.namedAgents()) {
-      if (!agent.memory) continue;
-      const key = `${path}memory`;
-      expected.add(key);
-      if (!(key in dict)) {
-        throw new StateDictError({
-          key,
-          message: `loadStateDict: missing key "${key}" (the agent tree has it)`,
-        });
-      }
-      const entries = dict[key];
-      if (!Array.isArray(entries)) {
-        throw new StateDictError({ key, message: `loadStateDict: "${key}" must be an array of messages` });
-      }
-      const messages = entries.map((entry, i) => {
-        try {
-          return AgentMessage.from(entry);
-        } catch (error) {
-          const field = error instanceof ValidationError ? error.field : '(root)';
-          throw new StateDictError({
-            key,
-            message: `loadStateDict: "${key}"[${i}] is not a valid message (${field}): ${(error as Error).message}`,
-            cause: error,
-          });
-        }
-      });
-      plan.push([agent.memory, messages]);
-    }
-    const unknown = Object.keys(dict).filter((key) => !expected.has(key));
-    if (unknown.length > 0) {
-      process.emitWarning(`loadStateDict ignored unknown keys: ${unknown.join(', ')}`, {
-        code: 'LAGENT_UNKNOWN_STATE_KEYS',
-      });
-    }
-    for (const [manager, messages] of plan) manager.getOrCreate(sessionId).load(messages);
+    loadStateDict(this, dict, sessionId);
   }
 
   /**
@@ -252,3 +203,5 @@ export abstract class AgentBase<L = unknown> implements MemoryNode {
     return this.toString();
   }
 }
+
+export type { StateDict } from './state-dict';
