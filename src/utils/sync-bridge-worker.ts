@@ -6,13 +6,7 @@
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { isMainThread, type MessagePort, workerData } from 'node:worker_threads';
-import {
-  type BridgeReply,
-  type BridgeRequest,
-  REPLY_COUNTER,
-  serializeError,
-  WORKER_EXITED,
-} from './sync-bridge-protocol';
+import { type BridgeReply, type BridgeRequest, REPLY_COUNTER, serializeError } from './sync-bridge-protocol';
 
 interface WorkerInit {
   port: MessagePort;
@@ -36,17 +30,18 @@ function serve({ port, state }: WorkerInit): void {
   let nextObjectId = 1;
   let nextIteratorId = 1;
 
-  process.on('exit', () => {
-    Atomics.store(state, WORKER_EXITED, 1);
-    Atomics.notify(state, REPLY_COUNTER);
-  });
-
+  /** Posts a reply and wakes the blocked thread. Never throws: a reply that cannot be sent becomes an error reply. */
   function send(reply: BridgeReply): void {
     try {
       port.postMessage(reply);
     } catch (error) {
       // The value could not be cloned (a function, a class instance with private state, ...).
-      port.postMessage({ id: reply.id, ok: false, error: serializeError(error) } satisfies BridgeReply);
+      try {
+        port.postMessage({ id: reply.id, ok: false, error: serializeError(error) } satisfies BridgeReply);
+      } catch {
+        const message = 'sync bridge: the reply could not be sent to the calling thread';
+        port.postMessage({ id: reply.id, ok: false, error: { name: 'Error', message, fields: {} } });
+      }
     }
     Atomics.add(state, REPLY_COUNTER, 1);
     Atomics.notify(state, REPLY_COUNTER);
@@ -118,6 +113,8 @@ function serve({ port, state }: WorkerInit): void {
       case 'release':
         objects.delete(request.objectId);
         return undefined;
+      case 'ping':
+        return { id: request.id, ok: true, value: 'pong' };
     }
   }
 

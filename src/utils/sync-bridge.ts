@@ -1,9 +1,7 @@
-import { pathToFileURL } from 'node:url';
-import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
-import { ConfigurationError, SyncBridgeError } from '../schema/errors';
-import { deserializeError } from './sync-bridge-errors';
+import type { ResourceLimits } from 'node:worker_threads';
+import { ConfigurationError } from '../schema/errors';
+import { assertCanBlock, BridgeHost, MAX_TIMEOUT_MS, sharedHost } from './sync-bridge-host';
 import { locateBridge } from './sync-bridge-location';
-import { type BridgeReply, type BridgeRequest, REPLY_COUNTER, WORKER_EXITED } from './sync-bridge-protocol';
 
 /** Which async object a {@link SyncBridge} hosts: a class exported by a module, and its constructor arguments. */
 export interface SyncBridgeTarget {
@@ -18,160 +16,49 @@ export interface SyncBridgeTarget {
   module?: string | URL;
 }
 
-/** How long a fresh worker may take to load its modules before the first call gives up. */
-const STARTUP_TIMEOUT_MS = 60_000;
-
-/**
- * Loads the TypeScript worker entry from sources: registers tsx in the worker (it is not inherited from the
- * parent thread), then imports the entry. A failure is reported to the blocked thread before the worker dies.
- */
-const TYPESCRIPT_BOOTSTRAP = `
-const { workerData } = require('node:worker_threads');
-const { port, state } = workerData.lagentSyncBridge;
-const { tsxApi, entry } = workerData.lagentBootstrap;
-import(tsxApi)
-  .then(({ register }) => { register(); return import(entry); })
-  .catch((error) => {
-    port.postMessage({ fatal: String(error && error.stack || error) });
-    Atomics.store(state, ${WORKER_EXITED}, 1);
-    Atomics.notify(state, ${REPLY_COUNTER});
-  });
-`;
-
-const BLOCKING_ADVICE =
-  'sync lagent-ts components (GPTAPI, ...) block the calling thread until their worker answers, and this thread may not block';
-
-let probe: Int32Array | undefined;
-
-/** Throws a ConfigurationError where the thread may not block (no SharedArrayBuffer, or Atomics.wait refused). */
-function assertCanBlock(): void {
-  if (typeof SharedArrayBuffer !== 'function' || typeof Atomics?.wait !== 'function') {
-    throw new ConfigurationError({
-      message: `${BLOCKING_ADVICE} (no SharedArrayBuffer / Atomics.wait); use the Async* variant here`,
-    });
-  }
-  probe ??= new Int32Array(new SharedArrayBuffer(4));
-  try {
-    // Returns 'not-equal' at once where blocking is allowed; throws where it is not (e.g. a browser main thread).
-    Atomics.wait(probe, 0, 1, 0);
-  } catch (error) {
-    throw new ConfigurationError({
-      message: `${BLOCKING_ADVICE} (Atomics.wait is not allowed here); use the Async* variant here`,
-      cause: error,
-    });
-  }
+/** Options of a {@link SyncBridge}. */
+export interface SyncBridgeOptions {
+  /**
+   * Milliseconds each call (and each step of an iteration) may block before it throws a `TimeoutError`.
+   * `Infinity` means no deadline; finite values above 2147483647 (about 24.8 days) are a `ConfigurationError`.
+   * A fresh worker gets up to 60 s more to load its modules. @default 300000 (5 minutes)
+   */
+  timeout?: number;
+  /**
+   * Host the object in a worker of its own with these V8 heap limits (see `worker_threads`' `resourceLimits`),
+   * instead of the worker every bridged object of the thread shares. Running out of them fails the waiting call
+   * with a `SyncBridgeError`; the next call starts a new worker.
+   */
+  resourceLimits?: ResourceLimits;
 }
 
-/** One worker per calling thread, shared by every bridged object of that thread. */
-class BridgeHost {
-  readonly #worker: Worker;
-  readonly #port: MessagePort;
-  readonly #state: Int32Array;
-  #nextId = 1;
-  #started = false;
-  #dead: Error | undefined;
-
-  constructor() {
-    const location = locateBridge();
-    const { port1, port2 } = new MessageChannel();
-    this.#state = new Int32Array(new SharedArrayBuffer(8));
-    const lagentSyncBridge = { port: port2, state: this.#state };
-    this.#worker = location.typescript
-      ? new Worker(TYPESCRIPT_BOOTSTRAP, {
-          eval: true,
-          workerData: {
-            lagentSyncBridge,
-            lagentBootstrap: { tsxApi: location.tsxApi, entry: pathToFileURL(location.worker).href },
-          },
-          transferList: [port2],
-        })
-      : new Worker(location.worker, { workerData: { lagentSyncBridge }, transferList: [port2] });
-    // Never keep the process alive for the bridge: a script that used GPTAPI exits when it is done.
-    this.#worker.unref();
-    this.#worker.on('error', (error) => {
-      this.#dead ??= new SyncBridgeError({
-        message: `sync bridge worker failed: ${error.message}`,
-        cause: error,
-      });
-    });
-    this.#worker.on('exit', (code) => {
-      this.#dead ??= new SyncBridgeError({ message: `sync bridge worker exited with code ${code}` });
-      if (host === this) host = undefined;
-    });
-    this.#port = port1;
-    this.#port.unref();
-    this.library = location.library;
-  }
-
-  readonly library: string;
-
-  get isAlive(): boolean {
-    return this.#dead === undefined && Atomics.load(this.#state, WORKER_EXITED) === 0;
-  }
-
-  /** Sends a request and blocks this thread until its reply arrives. */
-  request(request: BridgeRequest & { id: number }): { value: unknown; done: boolean } {
-    if (this.#dead) throw this.#dead;
-    try {
-      this.#port.postMessage(request);
-    } catch (error) {
-      throw new ConfigurationError({
-        message: `arguments for the sync bridge must be structured-cloneable (no functions or class instances): ${(error as Error).message}`,
-        cause: error,
-      });
-    }
-    const deadline = this.#started ? Number.POSITIVE_INFINITY : Date.now() + STARTUP_TIMEOUT_MS;
-    for (;;) {
-      const seen = Atomics.load(this.#state, REPLY_COUNTER);
-      let received = receiveMessageOnPort(this.#port);
-      // The worker posts before it sets the exit flag: read once more before giving up on it.
-      if (received === undefined && Atomics.load(this.#state, WORKER_EXITED) !== 0) {
-        received = receiveMessageOnPort(this.#port);
-        if (received === undefined) this.#fail('sync bridge worker exited while a call was waiting for it');
-      }
-      if (received !== undefined) {
-        const reply = received.message as BridgeReply | { fatal: string };
-        if ('fatal' in reply) this.#fail(`sync bridge worker could not start:\n${reply.fatal}`);
-        if (reply.id !== request.id) continue; // a stale reply to an abandoned request
-        this.#started = true;
-        if (reply.ok) return { value: reply.value, done: reply.done === true };
-        throw deserializeError(reply.error);
-      }
-      const remaining = deadline - Date.now();
-      if (remaining <= 0) {
-        this.#fail(`sync bridge worker did not answer within ${STARTUP_TIMEOUT_MS} ms of starting`);
-      }
-      Atomics.wait(this.#state, REPLY_COUNTER, seen, Math.min(remaining, 1000));
-    }
-  }
-
-  /** Sends a request that has no reply (release, return). */
-  post(request: BridgeRequest): void {
-    if (this.isAlive) this.#port.postMessage(request);
-  }
-
-  nextId(): number {
-    return this.#nextId++;
-  }
-
-  #fail(message: string): never {
-    this.#dead ??= new SyncBridgeError({ message });
-    if (host === this) host = undefined;
-    void this.#worker.terminate();
-    throw this.#dead;
-  }
+/** Per-call options of {@link SyncBridge.call} and {@link SyncBridge.iterate}. */
+export interface SyncBridgeCallOptions {
+  /** Overrides the bridge's `timeout` for this call. */
+  timeout?: number;
 }
 
-let host: BridgeHost | undefined;
+const DEFAULT_TIMEOUT_MS = 300_000;
 
-function currentHost(): BridgeHost {
-  assertCanBlock();
-  if (host === undefined || !host.isAlive) host = new BridgeHost();
-  return host;
+/** Validates a bridge timeout: positive, and either `Infinity` or a delay Node's timers can represent. */
+export function bridgeTimeout(value: unknown, fallback = DEFAULT_TIMEOUT_MS): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || Number.isNaN(value) || value <= 0) {
+    throw new ConfigurationError({
+      message: `timeout must be a positive number of ms, got ${String(value)}`,
+    });
+  }
+  if (value !== Number.POSITIVE_INFINITY && value > MAX_TIMEOUT_MS) {
+    throw new ConfigurationError({
+      message: `timeout must be at most ${MAX_TIMEOUT_MS} ms (about 24.8 days), or Infinity for no timeout; got ${value}`,
+    });
+  }
+  return value;
 }
 
 const released = new FinalizationRegistry<{ host: BridgeHost; objectId: number }>(({ host, objectId }) => {
-  host.post({ op: 'release', objectId });
+  if (host.dedicated) host.stop('its SyncBridge was garbage-collected');
+  else host.post({ op: 'release', objectId });
 });
 
 /**
@@ -184,6 +71,12 @@ const released = new FinalizationRegistry<{ host: BridgeHost; objectId: number }
  * (use the async object directly there). Arguments and results are structured-cloned; errors come back
  * with their class (for lagent-ts and standard errors), message and data fields such as `status`.
  *
+ * A call never blocks forever. Past its `timeout` it throws a `TimeoutError` (and a worker that no longer
+ * answers at all is stopped). If the worker dies (`process.exit`, an uncaught exception, running out of
+ * memory), the waiting call throws a `SyncBridgeError` at once: a small monitor thread owns the worker and
+ * wakes this thread when it exits. The next call on any bridge starts a new worker and rebuilds its object
+ * from the recorded constructor arguments, so state the object held is lost.
+ *
  * @example
  * const bridge = new SyncBridge({ exportName: 'AsyncGPTAPI', args: [{ model: 'gpt-4o-mini' }] });
  * const text = bridge.call<string>('chat', [[{ role: 'user', content: 'hi' }]]);
@@ -191,60 +84,70 @@ const released = new FinalizationRegistry<{ host: BridgeHost; objectId: number }
  * bridge.close();
  */
 export class SyncBridge {
-  readonly #host: BridgeHost;
-  readonly #objectId: number;
+  /** Milliseconds each call may block (`Infinity`: no deadline). */
+  readonly timeout: number;
+  readonly #exportName: string;
+  readonly #module: string | undefined;
+  readonly #args: readonly unknown[];
+  readonly #resourceLimits: ResourceLimits | undefined;
+  #host: BridgeHost | undefined;
+  #objectId = 0;
   #closed = false;
 
-  constructor(target: SyncBridgeTarget) {
+  constructor(target: SyncBridgeTarget, options: SyncBridgeOptions = {}) {
     if (typeof target?.exportName !== 'string' || target.exportName.length === 0) {
       throw new ConfigurationError({ message: 'SyncBridge needs the exportName of the class to host' });
     }
-    const hostForThread = currentHost();
-    const module =
-      target.module === undefined
-        ? hostForThread.library
-        : target.module instanceof URL
-          ? target.module.href
-          : target.module;
-    const id = hostForThread.nextId();
-    const { value } = hostForThread.request({
-      op: 'create',
-      id,
-      module,
-      exportName: target.exportName,
-      args: target.args ?? [],
-    });
-    this.#host = hostForThread;
-    this.#objectId = value as number;
-    released.register(this, { host: hostForThread, objectId: this.#objectId }, this);
-  }
-
-  /** Calls `method(...args)` on the hosted object and returns its (awaited) result, blocking meanwhile. */
-  call<T = unknown>(method: string, args: readonly unknown[] = []): T {
-    this.#assertOpen();
-    const id = this.#host.nextId();
-    return this.#host.request({ op: 'call', id, objectId: this.#objectId, method, args }).value as T;
+    this.timeout = bridgeTimeout(options.timeout);
+    this.#exportName = target.exportName;
+    this.#module = target.module instanceof URL ? target.module.href : target.module;
+    this.#args = target.args ?? [];
+    this.#resourceLimits = options.resourceLimits;
+    this.#attach();
   }
 
   /**
-   * Iterates the (async) iterable that `method(...args)` returns, one blocking step per item. Leaving the
-   * loop early calls the remote iterator's `return()`, which e.g. aborts a streaming HTTP request.
+   * Calls `method(...args)` on the hosted object and returns its (awaited) result, blocking meanwhile. Throws
+   * what the method threw (rebuilt on this side), a `TimeoutError` past the timeout, or a `SyncBridgeError` when
+   * the worker died; the next call then runs on a new worker, on an object rebuilt from the same constructor
+   * arguments (its earlier state is lost).
    */
-  *iterate<T = unknown>(method: string, args: readonly unknown[] = []): Generator<T, void, undefined> {
+  call<T = unknown>(method: string, args: readonly unknown[] = [], options: SyncBridgeCallOptions = {}): T {
     this.#assertOpen();
-    const host = this.#host;
-    const { value } = host.request({
-      op: 'iterate',
-      id: host.nextId(),
-      objectId: this.#objectId,
-      method,
-      args,
-    });
+    const timeout = bridgeTimeout(options.timeout, this.timeout);
+    const host = this.#attach();
+    return host.request(
+      { op: 'call', id: host.nextId(), objectId: this.#objectId, method, args },
+      timeout,
+      `${this.#exportName}.${method}`,
+    ).value as T;
+  }
+
+  /**
+   * Iterates the (async) iterable that `method(...args)` returns, one blocking step per item, each step with
+   * its own deadline. Leaving the loop early calls the remote iterator's `return()`, which e.g. aborts a
+   * streaming HTTP request. A step that times out also asks for `return()`, which an async generator runs
+   * once its pending step settles.
+   */
+  *iterate<T = unknown>(
+    method: string,
+    args: readonly unknown[] = [],
+    options: SyncBridgeCallOptions = {},
+  ): Generator<T, void, undefined> {
+    this.#assertOpen();
+    const timeout = bridgeTimeout(options.timeout, this.timeout);
+    const host = this.#attach();
+    const label = `${this.#exportName}.${method}`;
+    const { value } = host.request(
+      { op: 'iterate', id: host.nextId(), objectId: this.#objectId, method, args },
+      timeout,
+      label,
+    );
     const iteratorId = value as number;
     let finished = false;
     try {
       for (;;) {
-        const step = host.request({ op: 'next', id: host.nextId(), iteratorId });
+        const step = host.request({ op: 'next', id: host.nextId(), iteratorId }, timeout, label);
         if (step.done) {
           finished = true;
           return;
@@ -252,19 +155,52 @@ export class SyncBridge {
         yield step.value as T;
       }
     } catch (error) {
-      finished = true; // the worker drops an iterator that threw
+      finished = true; // the worker drops an iterator that threw; a timed-out one was returned already
       throw error;
     } finally {
       if (!finished) host.post({ op: 'return', iteratorId });
     }
   }
 
-  /** Releases the hosted object; later calls throw. The worker itself stays for other objects. */
+  /** Releases the hosted object; later calls throw. A shared worker stays for other objects. */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
     released.unregister(this);
-    this.#host.post({ op: 'release', objectId: this.#objectId });
+    if (this.#host?.dedicated) this.#host.stop('its SyncBridge was closed');
+    else this.#host?.post({ op: 'release', objectId: this.#objectId });
+  }
+
+  /** The live host of the object: after the worker died, a new worker and a new object built like the first. */
+  #attach(): BridgeHost {
+    if (this.#host?.isAlive) return this.#host;
+    assertCanBlock();
+    const host =
+      this.#resourceLimits === undefined
+        ? sharedHost()
+        : new BridgeHost({ resourceLimits: this.#resourceLimits }, true);
+    let objectId: number;
+    try {
+      objectId = host.request(
+        {
+          op: 'create',
+          id: host.nextId(),
+          module: this.#module ?? locateBridge().library,
+          exportName: this.#exportName,
+          args: this.#args,
+        },
+        this.timeout,
+        `new ${this.#exportName}()`,
+      ).value as number;
+    } catch (error) {
+      if (host.dedicated) host.stop('its object could not be created');
+      throw error;
+    }
+    if (this.#host !== undefined) released.unregister(this);
+    this.#host = host;
+    this.#objectId = objectId;
+    released.register(this, { host, objectId }, this);
+    return host;
   }
 
   #assertOpen(): void {

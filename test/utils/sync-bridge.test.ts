@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it, vi } from 'vitest';
-import { ConfigurationError, LLMRequestError, SyncBridgeError } from '../../src/schema/errors';
+import { ConfigurationError, LLMRequestError, SyncBridgeError, TimeoutError } from '../../src/schema/errors';
 import { SyncBridge } from '../../src/utils/sync-bridge';
 
 const counterModule = fileURLToPath(new URL('./fixtures/async-counter.ts', import.meta.url));
@@ -119,13 +119,123 @@ describe('SyncBridge where blocking is impossible', () => {
   });
 });
 
+/** Wall time, comparable with a worker's `performance.timeOrigin + performance.now()`. */
+const now = () => performance.timeOrigin + performance.now();
+const newClock = () => new Float64Array(new SharedArrayBuffer(8));
+
 describe('SyncBridge when the worker dies', () => {
-  it('throws a SyncBridgeError instead of hanging, and the next bridge starts a new worker', () => {
+  it('throws a SyncBridgeError within 1 s, and existing bridges carry on in a new worker', () => {
     const doomed = counter();
-    const error = catchError(() => doomed.call('crash'));
+    const bystander = counter(10);
+    expect(bystander.call('add', [1])).toBe(11);
+    const clock = newClock();
+    const error = catchError(() => doomed.call('crash', [clock]));
+    const detectedAfter = now() - clock[0]!;
     expect(error).toBeInstanceOf(SyncBridgeError);
-    expect((error as Error).message).toMatch(/exited/);
-    expect(() => doomed.call('add', [1])).toThrow(SyncBridgeError);
+    expect((error as Error).message).toMatch(/exited.*exit code 3/);
+    expect(detectedAfter).toBeLessThan(1_000);
+    // Both objects are rebuilt from their constructor arguments on a fresh worker.
+    expect(doomed.call('add', [1])).toBe(1);
+    expect(bystander.call('add', [1])).toBe(11);
     expect(counter(1).call('add', [1])).toBe(2);
+  });
+
+  it('an uncaught exception in the worker fails the waiting call, and the next call recovers', () => {
+    const bridge = counter(5);
+    const clock = newClock();
+    const error = catchError(() => bridge.call('throwUncaught', [clock]));
+    expect(now() - clock[0]!).toBeLessThan(1_000);
+    expect(error).toBeInstanceOf(SyncBridgeError);
+    expect((error as Error).message).toMatch(/uncaught in the worker/);
+    expect(bridge.call('add', [1])).toBe(6);
+  });
+
+  it('a worker that runs out of memory fails the waiting call instead of hanging', () => {
+    const bridge = new SyncBridge(
+      { module: counterModule, exportName: 'AsyncCounter', args: [{ start: 7 }] },
+      { resourceLimits: { maxOldGenerationSizeMb: 24, maxYoungGenerationSizeMb: 4 } },
+    );
+    const clock = newClock();
+    const error = catchError(() => bridge.call('exhaustMemory', [clock]));
+    expect(error).toBeInstanceOf(SyncBridgeError);
+    expect((error as Error).message).toMatch(/ERR_WORKER_OUT_OF_MEMORY/);
+    expect(now() - clock[0]!).toBeLessThan(1_000);
+    expect(bridge.call('add', [1])).toBe(8);
+    bridge.close();
+  });
+
+  it('odd rejection values come back as errors and leave the worker alive', () => {
+    const bridge = counter(1);
+    for (const kind of ['null-prototype', 'proxy', 'revoked-proxy', 'throwing-getters', 'cycle', 'bigint']) {
+      const error = catchError(() => bridge.call('rejectWith', [kind]));
+      expect(error, kind).toBeInstanceOf(Error);
+      expect(error, kind).not.toBeInstanceOf(SyncBridgeError);
+    }
+    expect((catchError(() => bridge.call('rejectWith', ['bigint'])) as Error).message).toBe(
+      '12345678901234567890n',
+    );
+    expect(catchError(() => bridge.call('rejectWith', ['bigint-field']))).toMatchObject({ amount: 10n });
+    expect((catchError(() => bridge.call('rejectWith', ['cycle'])) as Error).message).toBe('cyclic');
+    // The same worker, with the object's state intact.
+    expect(bridge.call('add', [1])).toBe(2);
+  });
+});
+
+describe('SyncBridge timeouts', () => {
+  it('a call that never settles throws a TimeoutError after the timeout, and the bridge keeps working', () => {
+    const bridge = new SyncBridge(
+      { module: counterModule, exportName: 'AsyncCounter', args: [{ start: 3 }] },
+      { timeout: 200 },
+    );
+    const started = performance.now();
+    const error = catchError(() => bridge.call('hang'));
+    const elapsed = performance.now() - started;
+    expect(error).toBeInstanceOf(TimeoutError);
+    expect(error).toMatchObject({ timeoutMs: 200 });
+    expect((error as Error).message).toMatch(/AsyncCounter\.hang did not answer within 200 ms/);
+    expect(elapsed).toBeGreaterThanOrEqual(195);
+    expect(elapsed).toBeLessThan(1_000);
+    expect(bridge.call('add', [1])).toBe(4); // the same worker and object
+  });
+
+  it('a per-call timeout overrides the bridge timeout', () => {
+    const bridge = counter();
+    expect(catchError(() => bridge.call('hang', [], { timeout: 100 }))).toMatchObject({ timeoutMs: 100 });
+  });
+
+  it('a stalled iteration step times out, and the bridge keeps working', () => {
+    const bridge = counter();
+    const seen: number[] = [];
+    const error = catchError(() => {
+      for (const value of bridge.iterate<number>('stall', [], { timeout: 150 })) seen.push(value);
+    });
+    expect(seen).toEqual([1]);
+    expect(error).toBeInstanceOf(TimeoutError);
+    expect(bridge.call('add', [2])).toBe(2);
+  });
+
+  it('a worker whose event loop is blocked is stopped, and the next call gets a new one', () => {
+    const bridge = counter(2);
+    const started = performance.now();
+    const error = catchError(() => bridge.call('busy', [60_000], { timeout: 200 }));
+    expect(error).toBeInstanceOf(TimeoutError);
+    expect((error as Error).message).toMatch(/event loop is blocked/);
+    expect(performance.now() - started).toBeLessThan(2_500);
+    expect(bridge.call('add', [1])).toBe(3);
+  });
+
+  it('Infinity means no timeout; values Node cannot time, or not positive, are refused', () => {
+    const bridge = new SyncBridge(
+      { module: counterModule, exportName: 'AsyncCounter' },
+      { timeout: Number.POSITIVE_INFINITY },
+    );
+    expect(bridge.timeout).toBe(Number.POSITIVE_INFINITY);
+    expect(bridge.call('add', [1])).toBe(1);
+    for (const timeout of [2 ** 31, Number.MAX_SAFE_INTEGER, 0, -1, Number.NaN]) {
+      expect(
+        () => new SyncBridge({ module: counterModule, exportName: 'AsyncCounter' }, { timeout }),
+      ).toThrow(ConfigurationError);
+    }
+    expect(() => bridge.call('add', [1], { timeout: 2 ** 31 })).toThrow(/Infinity for no timeout/);
   });
 });
