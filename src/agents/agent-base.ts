@@ -1,4 +1,5 @@
 import { EventEmitter } from 'eventemitter3';
+import { SessionLanes } from '../core/session-lanes';
 import { type Hook, HookList, type RemovableHandle } from '../hooks/hook';
 import type { GenParams } from '../llms/types';
 import { Memory, type MemoryOptions } from '../memory/memory';
@@ -34,11 +35,11 @@ export interface AgentOptions<L> {
 }
 
 /** Options of `call()`: the session, generation overrides, and anything else for `llm.chat` and sub-calls. */
-export type CallOptions = { sessionId?: SessionId } & GenParams & Record<string, unknown>;
+export type CallOptions = { sessionId?: SessionId | undefined } & GenParams & Record<string, unknown>;
 /** What `forward()` receives: the call options with the session always set. */
 export type ForwardOptions = CallOptions & { sessionId: SessionId };
 /** Options of an async `call()`: also an `AbortSignal`. */
-export type AsyncCallOptions = CallOptions & { signal?: AbortSignal };
+export type AsyncCallOptions = CallOptions & { signal?: AbortSignal | undefined };
 /** What an async `forward()` receives. */
 export type AsyncForwardOptions = AsyncCallOptions & { sessionId: SessionId };
 
@@ -57,6 +58,9 @@ export interface AgentEvents {
 
 /** Where an agent keeps its emitter; read without creating one on the hot path. */
 export const EMITTER: unique symbol = Symbol('lagent-ts.emitter');
+
+/** Where an agent keeps its per-session queues of calls (internal). */
+export const LANES: unique symbol = Symbol('lagent-ts.lanes');
 
 /** Options of `reset()`. */
 export interface ResetOptions {
@@ -96,6 +100,7 @@ export abstract class AgentBase<L = unknown> implements MemoryNode {
   description: string | undefined;
   readonly #hooks: HookList;
   [EMITTER]: EventEmitter<AgentEvents> | undefined = undefined;
+  readonly [LANES] = new SessionLanes();
 
   constructor(options: AgentOptions<L> = {}) {
     if (typeof options !== 'object' || options === null || Array.isArray(options)) {
@@ -165,8 +170,9 @@ export abstract class AgentBase<L = unknown> implements MemoryNode {
   }
 
   /**
-   * Clears this agent's memory of a session; `recursive` clears every sub-agent's too, and `keypath`
-   * clears exactly one sub-agent's.
+   * Clears this agent's memory of a session (and the token usage its model counted for it); `recursive`
+   * clears every sub-agent's too, and `keypath` clears exactly one sub-agent's, or every agent of a
+   * container (`AgentList` / `AgentDict`) when it names one.
    */
   reset(sessionId: SessionId = 0, options: ResetOptions = {}): void {
     const { keypath, recursive = false } = options;
@@ -181,15 +187,18 @@ export abstract class AgentBase<L = unknown> implements MemoryNode {
           throw new ConfigurationError({ message: `reset: no sub-agent "${key}" in keypath "${keypath}"` });
         node = child;
       }
-      if (!(node instanceof AgentBase)) {
-        throw new ConfigurationError({ message: `reset: "${keypath}" is a container, not an agent` });
-      }
-      node.reset(sessionId);
+      if (node instanceof AgentBase) node.reset(sessionId);
+      else for (const member of containedAgents(node)) member.reset(sessionId);
       return;
     }
     this.memory?.reset(sessionId);
+    forgetUsage(this.llm, sessionId);
     if (recursive) {
-      for (const [path, agent] of this.namedAgents()) if (path !== '') agent.memory?.reset(sessionId);
+      for (const [path, agent] of this.namedAgents()) {
+        if (path === '') continue;
+        agent.memory?.reset(sessionId);
+        forgetUsage((agent as AgentBase).llm, sessionId);
+      }
     }
   }
 

@@ -1,5 +1,15 @@
+import {
+  type CallFrame,
+  combineSignals,
+  currentFrame,
+  isRunningIn,
+  journal,
+  retract,
+  runInFrame,
+  streamInFrame,
+} from '../core/call-context';
 import { hookStep } from '../core/hook-step';
-import type { Steps } from '../core/steps';
+import { PromiseInSyncCall, type Steps } from '../core/steps';
 import { Memory } from '../memory/memory';
 import { AgentMessage, type MessageInput, toAgentMessage } from '../schema/agent-message';
 import type { ChatMessage } from '../schema/chat-message';
@@ -7,7 +17,7 @@ import { ConfigurationError, LagentError, ParseError } from '../schema/errors';
 import type { SessionId } from '../schema/session';
 import { AgentStatusCode } from '../schema/status';
 import { isIterator, isThenable } from '../utils/is';
-import { type AgentBase, EMITTER, type ForwardOptions } from './agent-base';
+import { type AgentBase, type AgentEvents, EMITTER, type ForwardOptions, LANES } from './agent-base';
 
 const DEFAULT_OPTIONS: ForwardOptions = Object.freeze({ sessionId: 0 });
 
@@ -24,55 +34,142 @@ export function toMessages(input: MessageInput | readonly MessageInput[] | undef
 }
 
 /**
- * `call()`, written once for all four variants: inputs become copies -> `beforeAgent` hooks -> inputs to
- * memory -> `forward` -> the reply to memory -> a copy of it -> `afterAgent` hooks -> returned.
- * If anything fails (or a stream is abandoned), the session's memory is restored to what it was.
+ * `call()`, written once for all four variants:
+ *
+ * 1. wait for the session's earlier calls on this agent (one call per session at a time, in call order);
+ * 2. inputs become copies -> `beforeAgent` hooks -> inputs to memory;
+ * 3. `forward`, inside a call frame: calls made in it inherit this call's signal and report their turns;
+ * 4. the reply to memory -> a copy of it -> `afterAgent` hooks -> returned.
+ *
+ * If anything fails (or a stream is abandoned), the call takes back exactly its own messages and every
+ * turn its sub-calls stored; nothing else in any memory moves.
  */
 export function* agentCallSteps(
   agent: AgentBase,
   input: MessageInput | readonly MessageInput[] | undefined,
   options: Record<string, unknown> | undefined,
 ): Steps<AgentMessage> {
-  const forwardOptions: ForwardOptions =
-    options === undefined
-      ? DEFAULT_OPTIONS
-      : options.sessionId === undefined
-        ? { ...options, sessionId: 0 }
-        : (options as ForwardOptions);
+  const parent = currentFrame();
+  const ownSignal = options?.signal as AbortSignal | undefined;
+  const signal = combineSignals(ownSignal, parent?.signal);
+  const forwardOptions = forwardOptionsOf(options, signal, ownSignal);
   const sessionId = forwardOptions.sessionId;
-  (forwardOptions.signal as AbortSignal | undefined)?.throwIfAborted();
+  signal?.throwIfAborted();
+  const sessionKey = String(sessionId);
+  if (isRunningIn(parent, agent, sessionKey)) {
+    throw new ConfigurationError({
+      message: `${agent.name}.call on session ${JSON.stringify(sessionKey)} was made from inside a call of the same agent and session, which it would wait for forever; use another session or agent`,
+    });
+  }
+  const lanes = agent[LANES];
+  const pending = lanes.acquire(sessionKey, signal);
+  if (pending !== undefined) {
+    try {
+      yield pending.ready;
+    } catch (error) {
+      if (!(error instanceof PromiseInSyncCall)) throw error;
+      pending.cancel();
+      throw new ConfigurationError({
+        message: `${agent.name}: session ${JSON.stringify(sessionKey)} has a call in progress (an unfinished stream?); a synchronous agent cannot wait for it: finish that stream or call its return() first`,
+      });
+    }
+  }
+  const frame: CallFrame = { parent, owner: agent, sessionKey, signal, journal: undefined, failed: false };
   const emitter = agent[EMITTER];
-  let messages = toMessages(input);
-  emitter?.emit('callStart', { agent, sessionId, messages });
   let memory: Memory | undefined;
-  let mark = 0;
+  let added: AgentMessage[] | undefined;
   let finished = false;
   try {
+    let messages = toMessages(input);
+    if (emitter) emitSafely(agent, 'callStart', { agent, sessionId, messages });
     for (const hook of agent.hooks) {
       if (hook.beforeAgent)
         messages = (yield* hookStep(hook, 'beforeAgent', agent, messages, sessionId)) ?? messages;
     }
     memory = agent.memory?.getOrCreate(sessionId);
     if (memory) {
-      mark = memory.length;
       memory.add(messages);
+      added = messages.slice();
     }
-    let output: unknown = (agent as unknown as Forwarding).forward(messages, forwardOptions);
-    if (needsDriving(output)) output = yield output;
+    let output: unknown = runInFrame(frame, () =>
+      (agent as unknown as Forwarding).forward(messages, forwardOptions),
+    );
+    if (needsDriving(output)) {
+      if (!isThenable(output)) output = streamInFrame(frame, output as Iterator<unknown>);
+      output = yield output;
+    }
     const result = toReply(agent, output);
-    memory?.add(result);
+    if (memory) {
+      memory.add(result);
+      added!.push(result);
+    }
     let reply = result.clone();
     for (const hook of agent.hooks) {
       if (hook.afterAgent) reply = (yield* hookStep(hook, 'afterAgent', agent, reply, sessionId)) ?? reply;
     }
     finished = true;
-    emitter?.emit('callEnd', { agent, sessionId, message: reply });
+    if (emitter) emitSafely(agent, 'callEnd', { agent, sessionId, message: reply });
     return reply;
   } catch (error) {
-    emitter?.emit('error', { agent, sessionId, error });
+    if (agent[EMITTER]) emitSafely(agent, 'error', { agent, sessionId, error });
     throw error;
   } finally {
-    if (!finished) memory?.truncate(mark);
+    settle(frame, finished, memory, added);
+    lanes.release(sessionKey);
+  }
+}
+
+/**
+ * Closes a call's frame. A failed call takes back its own messages and its sub-calls' turns. A call that
+ * succeeded inside another one hands both to it, so that a later failure out there takes them back too
+ * (or takes them back at once when that call already failed).
+ */
+function settle(
+  frame: CallFrame,
+  finished: boolean,
+  memory: Memory | undefined,
+  added: AgentMessage[] | undefined,
+) {
+  const own = memory && added ? { memory, messages: added } : undefined;
+  const parent = frame.parent;
+  if (!finished || parent?.failed) {
+    frame.failed = true;
+    retract(frame.journal);
+    if (own) own.memory.remove(own.messages);
+    return;
+  }
+  if (parent === undefined) return;
+  if (frame.journal) for (const entry of frame.journal) journal(parent, entry);
+  if (own) journal(parent, own);
+}
+
+/** What `forward` receives: the call options with the session set and the effective signal. */
+function forwardOptionsOf(
+  options: Record<string, unknown> | undefined,
+  signal: AbortSignal | undefined,
+  ownSignal: AbortSignal | undefined,
+): ForwardOptions {
+  if (options === undefined) return signal === undefined ? DEFAULT_OPTIONS : { sessionId: 0, signal };
+  if (options.sessionId !== undefined && signal === ownSignal) return options as ForwardOptions;
+  const copy: ForwardOptions = { ...options, sessionId: (options.sessionId as SessionId | undefined) ?? 0 };
+  if (signal !== undefined) copy.signal = signal;
+  return copy;
+}
+
+/** Emits an agent event; a listener that throws is reported as a process warning and never fails the call. */
+export function emitSafely<E extends keyof AgentEvents>(
+  agent: AgentBase,
+  event: E,
+  payload: AgentEvents[E][0],
+): void {
+  try {
+    (agent[EMITTER]!.emit as (event: E, payload: AgentEvents[E][0]) => boolean)(event, payload);
+  } catch (error) {
+    process.emitWarning(`a listener of ${agent.name}'s "${event}" event threw: ${reasonOf(error)}`, {
+      code: 'LAGENT_LISTENER_ERROR',
+      detail:
+        'Listener errors never fail the call that emitted the event; later listeners of the same event were skipped.',
+    });
   }
 }
 
@@ -112,13 +209,13 @@ export function buildPrompt(agent: AgentBase, messages: AgentMessage[], sessionI
     memory.add(messages);
   }
   const prompt = agent.aggregator.aggregate(memory, agent.name, agent.outputFormat, agent.template);
-  agent[EMITTER]?.emit('llmStart', { agent, sessionId, messages: prompt });
+  if (agent[EMITTER]) emitSafely(agent, 'llmStart', { agent, sessionId, messages: prompt });
   return prompt;
 }
 
 /** The default forward's reply: the raw text, or a message with `formatted` when there is an output format. */
 export function buildReply(agent: AgentBase, raw: string, sessionId: SessionId): AgentMessage | string {
-  agent[EMITTER]?.emit('llmEnd', { agent, sessionId, response: raw });
+  if (agent[EMITTER]) emitSafely(agent, 'llmEnd', { agent, sessionId, response: raw });
   const parser = agent.outputFormat;
   if (!parser) return raw;
   let formatted: unknown;
@@ -152,4 +249,12 @@ export function buildChunk(agent: AgentBase, content: string): AgentMessage {
     formatted,
     streamState: AgentStatusCode.STREAM_ING,
   });
+}
+
+function reasonOf(error: unknown): string {
+  try {
+    return error instanceof Error ? error.message : String(error);
+  } catch {
+    return 'an unprintable value';
+  }
 }

@@ -13,17 +13,61 @@ function isAsyncIterator(value: unknown): value is AsyncIterator<unknown> {
   return typeof value === 'object' && value !== null && Symbol.asyncIterator in value;
 }
 
-/** A streamed value as a chunk: strings become messages from `sender`; every chunk is marked `STREAM_ING`. */
-function toChunk(value: unknown, sender: string): AgentMessage {
-  if (typeof value === 'string')
-    return new AgentMessage({ sender, content: value, streamState: AgentStatusCode.STREAM_ING });
-  if (value instanceof AgentMessage) {
-    value.streamState = AgentStatusCode.STREAM_ING;
-    return value;
+/**
+ * Final replies of agent calls, as their streaming drivers yield them. When a streaming sub-agent's call is
+ * relayed, its final reply is the stream's result, not one more chunk.
+ */
+const finalReplies = new WeakSet<AgentMessage>();
+
+/** Tracks one relayed stream: the previous chunk's text, to give each chunk its `delta`. */
+interface RelayState {
+  readonly sender: string;
+  /** The latest chunk of the stream being relayed, and its text. */
+  last: AgentMessage | undefined;
+  text: string;
+}
+
+/** The text a chunk adds to the previous one: the new tail when it extends it, else all of it. */
+function deltaOf(content: unknown, previous: string): string {
+  if (typeof content !== 'string') return '';
+  return content.startsWith(previous) ? content.slice(previous.length) : content;
+}
+
+/**
+ * A streamed value as a chunk: strings become messages from the stream's sender; messages are marked
+ * `STREAM_ING` (on a copy, unless they already are: a stream's own messages are never changed) and get
+ * their `delta`.
+ */
+function toChunk(value: unknown, state: RelayState): AgentMessage {
+  let chunk: AgentMessage;
+  if (typeof value === 'string') {
+    chunk = new AgentMessage({
+      sender: state.sender,
+      content: value,
+      streamState: AgentStatusCode.STREAM_ING,
+    });
+  } else if (value instanceof AgentMessage) {
+    chunk =
+      value.streamState === AgentStatusCode.STREAM_ING
+        ? value
+        : new AgentMessage({
+            content: value.content,
+            sender: value.sender,
+            formatted: value.formatted,
+            extraInfo: value.extraInfo,
+            type: value.type,
+            receiver: value.receiver,
+            streamState: AgentStatusCode.STREAM_ING,
+          });
+  } else {
+    throw new ConfigurationError({
+      message: `a streaming forward must yield strings or AgentMessages, got ${typeof value}`,
+    });
   }
-  throw new ConfigurationError({
-    message: `a streaming forward must yield strings or AgentMessages, got ${typeof value}`,
-  });
+  chunk.delta ??= deltaOf(chunk.content, state.text);
+  if (typeof chunk.content === 'string') state.text = chunk.content;
+  state.last = chunk;
+  return chunk;
 }
 
 /** The stream's result: its return value, else its last chunk (copied, since the consumer holds that one). */
@@ -34,37 +78,49 @@ function finalOf(returned: unknown, last: AgentMessage | undefined): unknown {
   return final === last ? last.clone() : final;
 }
 
-function* relay(stream: Iterator<unknown>, sender: string): Generator<AgentMessage, unknown, undefined> {
-  let last: AgentMessage | undefined;
+function* relay(stream: Iterator<unknown>, state: RelayState): Generator<AgentMessage, unknown, undefined> {
+  state.last = undefined;
+  state.text = '';
   let result = stream.next();
   try {
     while (!result.done) {
-      last = toChunk(result.value, sender);
-      yield last;
+      const value = result.value;
+      if (value instanceof AgentMessage && finalReplies.has(value)) return value;
+      yield toChunk(value, state);
       result = stream.next();
     }
   } finally {
     if (!result.done) stream.return?.();
   }
-  return finalOf(result.value, last);
+  return finalOf(result.value, state.last);
 }
 
 async function* relayAsync(
   stream: Iterator<unknown> | AsyncIterator<unknown>,
-  sender: string,
+  state: RelayState,
 ): AsyncGenerator<AgentMessage, unknown, undefined> {
-  let last: AgentMessage | undefined;
+  state.last = undefined;
+  state.text = '';
   let result = await stream.next();
   try {
     while (!result.done) {
-      last = toChunk(result.value, sender);
-      yield last;
+      const value = result.value;
+      if (value instanceof AgentMessage && finalReplies.has(value)) return value;
+      yield toChunk(value, state);
       result = await stream.next();
     }
   } finally {
     if (!result.done) await stream.return?.();
   }
-  return finalOf(result.value, last);
+  return finalOf(result.value, state.last);
+}
+
+/** Marks and yields an agent call's final reply; its `delta` is what it adds to the last chunk. */
+function finalReply(value: unknown, lastText: string): AgentMessage {
+  const message = value as AgentMessage;
+  message.delta = deltaOf(message.content, lastText);
+  finalReplies.add(message);
+  return message;
 }
 
 /**
@@ -77,6 +133,7 @@ export function* driveStream<T>(
   sender: string,
   emitFinal: boolean,
 ): Generator<AgentMessage, T, undefined> {
+  const state: RelayState = { sender, last: undefined, text: '' };
   let step = steps.next();
   try {
     while (!step.done) {
@@ -95,7 +152,7 @@ export function* driveStream<T>(
       }
       let final: unknown;
       try {
-        final = yield* relay(value as Iterator<unknown>, sender);
+        final = yield* relay(value as Iterator<unknown>, state);
       } catch (error) {
         step = steps.throw(error);
         continue;
@@ -105,7 +162,7 @@ export function* driveStream<T>(
   } finally {
     if (!step.done) steps.return(undefined as T);
   }
-  if (emitFinal) yield step.value as AgentMessage;
+  if (emitFinal) yield finalReply(step.value, state.text);
   return step.value;
 }
 
@@ -115,13 +172,14 @@ export async function* driveStreamAsync<T>(
   sender: string,
   emitFinal: boolean,
 ): AsyncGenerator<AgentMessage, T, undefined> {
+  const state: RelayState = { sender, last: undefined, text: '' };
   let step = steps.next();
   try {
     while (!step.done) {
       const value = step.value;
       let resolved: unknown;
       try {
-        resolved = isThenable(value) ? await value : yield* relayAsync(value as Iterator<unknown>, sender);
+        resolved = isThenable(value) ? await value : yield* relayAsync(value as Iterator<unknown>, state);
       } catch (error) {
         step = steps.throw(error);
         continue;
@@ -131,6 +189,6 @@ export async function* driveStreamAsync<T>(
   } finally {
     if (!step.done) steps.return(undefined as T);
   }
-  if (emitFinal) yield step.value as AgentMessage;
+  if (emitFinal) yield finalReply(step.value, state.text);
   return step.value;
 }

@@ -26,10 +26,19 @@ export function usageFromAPI(usage: unknown): TokenUsage | undefined {
 /**
  * Token usage per call and per session: `last` is the latest call's usage, `get(sessionId)` the sum over that
  * session's calls, `total()` the sum over all. Calls without a `sessionId` count under session `0`.
+ * Sessions are bounded like memories: past `maxSessions` the least recently used one is forgotten
+ * (`total()` keeps counting it), and `agent.reset(sessionId)` forgets a session's usage.
  */
 export class UsageTracker {
   #last: TokenUsage | undefined;
   readonly #sessions = new Map<string, TokenUsage>();
+  readonly #forgotten = emptyUsage();
+  readonly maxSessions: number;
+
+  /** @param maxSessions sessions kept (least recently used dropped first). @default 10_000 */
+  constructor(maxSessions = 10_000) {
+    this.maxSessions = maxSessions;
+  }
 
   /** The latest call's usage (undefined before the first call, or when the server reported none). */
   get last(): TokenUsage | undefined {
@@ -41,10 +50,14 @@ export class UsageTracker {
     this.#last = usage;
     const key = String(sessionId);
     const sum = this.#sessions.get(key) ?? emptyUsage();
-    sum.promptTokens += usage.promptTokens;
-    sum.completionTokens += usage.completionTokens;
-    sum.totalTokens += usage.totalTokens;
+    add(sum, usage);
+    this.#sessions.delete(key);
     this.#sessions.set(key, sum);
+    if (this.#sessions.size > this.maxSessions) {
+      const [oldest, dropped] = this.#sessions.entries().next().value as [string, TokenUsage];
+      this.#sessions.delete(oldest);
+      add(this.#forgotten, dropped);
+    }
   }
 
   /** The summed usage of one session. */
@@ -55,12 +68,8 @@ export class UsageTracker {
 
   /** The summed usage of every session. */
   total(): TokenUsage {
-    const sum = emptyUsage();
-    for (const usage of this.#sessions.values()) {
-      sum.promptTokens += usage.promptTokens;
-      sum.completionTokens += usage.completionTokens;
-      sum.totalTokens += usage.totalTokens;
-    }
+    const sum = { ...this.#forgotten };
+    for (const usage of this.#sessions.values()) add(sum, usage);
     return sum;
   }
 
@@ -69,6 +78,13 @@ export class UsageTracker {
     if (sessionId === undefined) {
       this.#sessions.clear();
       this.#last = undefined;
+      Object.assign(this.#forgotten, emptyUsage());
     } else this.#sessions.delete(String(sessionId));
   }
+}
+
+function add(sum: TokenUsage, usage: TokenUsage): void {
+  sum.promptTokens += usage.promptTokens;
+  sum.completionTokens += usage.completionTokens;
+  sum.totalTokens += usage.totalTokens;
 }

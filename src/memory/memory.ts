@@ -96,7 +96,21 @@ export class Memory {
     for (const i of [...new Set(indices)].sort((a, b) => b - a)) this.#messages.splice(i, 1);
   }
 
-  /** Drops every message after the first `length` ones (used to roll back a failed call). */
+  /**
+   * Removes exactly these messages (compared by identity; ones no longer here are skipped), leaving every
+   * other message where it is. This is how a failed call takes back its own turn.
+   */
+  remove(messages: readonly AgentMessage[]): void {
+    const stored = this.#messages;
+    for (let i = messages.length - 1; i >= 0; i--) {
+      const at = stored.lastIndexOf(messages[i]!);
+      if (at === -1) continue;
+      if (at === stored.length - 1) stored.pop();
+      else stored.splice(at, 1);
+    }
+  }
+
+  /** Drops every message after the first `length` ones. */
   truncate(length: number): void {
     if (length < this.#messages.length) this.#messages.length = length;
   }

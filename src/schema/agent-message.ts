@@ -56,6 +56,15 @@ export class AgentMessage<C = any, F = any> {
   type: string | null;
   receiver: string | null;
   streamState: number;
+  /**
+   * On streamed chunks only: the text this chunk adds to the previous one of the same stream (its
+   * `content` is cumulative), so printing tokens needs no slicing. `''` on the final message unless it
+   * adds text; never stored or serialised.
+   *
+   * @example
+   * for await (const chunk of agent.call('hi')) process.stdout.write(chunk.delta ?? '');
+   */
+  declare delta?: string;
 
   constructor(init: AgentMessageInit<C, F>) {
     this.content = init.content;

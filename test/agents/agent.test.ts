@@ -359,7 +359,12 @@ describe('sub-agents and state', () => {
     expect(Object.values(team.stateDict(1)).every((messages) => messages.length === 0)).toBe(true);
     expect(team.writer.memory!.getMemory(2)).toHaveLength(2);
     expect(() => team.reset(1, { keypath: 'nobody' })).toThrow(/no sub-agent "nobody"/);
-    expect(() => team.reset(1, { keypath: 'experts' })).toThrow(/container/);
+    team.call('c', { sessionId: 1 });
+    expect(Object.values(team.stateDict(1)).every((messages) => messages.length === 2)).toBe(true);
+    // A keypath naming a container resets its members, nothing else.
+    team.reset(1, { keypath: 'experts' });
+    for (const expert of team.experts) expect((expert as Agent).memory?.getMemory(1) ?? []).toEqual([]);
+    expect(team.writer.memory!.getMemory(1)).toHaveLength(2);
     expect(() => team.reset(1, { keypath: 'writer', recursive: true })).toThrow(ConfigurationError);
   });
 

@@ -61,7 +61,7 @@ describe('AsyncSequential', () => {
 });
 
 describe('StreamingSequential', () => {
-  it("streams every member's chunks as STREAM_ING and ends with one final", () => {
+  it("streams every member's chunks once as STREAM_ING and ends with one final", () => {
     const seq = new StreamingSequential(
       new StreamingAgent({ llm: new MockLLM({ responses: ['ab'], chunkSize: 1 }), name: 'first' }),
       new StreamingAgent({ llm: new MockLLM({ responses: ['xy'], chunkSize: 1 }), name: 'second' }),
@@ -70,13 +70,18 @@ describe('StreamingSequential', () => {
     expect(messages.map((message) => [message.sender, message.content, message.streamState])).toEqual([
       ['first', 'a', 1],
       ['first', 'ab', 1],
-      ['first', 'ab', 1],
       ['second', 'x', 1],
-      ['second', 'xy', 1],
       ['second', 'xy', 1],
       ['second', 'xy', 0],
     ]);
-    expect(seq.stateDict()['1.memory']!.map((message) => message.content)).toEqual(['ab', 'xy']);
+    expect(messages.map((message) => message.delta)).toEqual(['a', 'b', 'x', 'y', '']);
+    // The first member's reply is the second one's input: it is stored as a finished message, not a chunk.
+    const second = seq.stateDict()['1.memory']!;
+    expect(second.map((message) => [message.content, message.streamState])).toEqual([
+      ['ab', 0],
+      ['xy', 0],
+    ]);
+    expect(seq.stateDict()['0.memory']!.map((message) => message.streamState)).toEqual([0, 0]);
   });
 });
 
@@ -88,7 +93,8 @@ describe('AsyncStreamingSequential', () => {
     );
     const messages: AgentMessage[] = [];
     for await (const message of seq.call('go')) messages.push(message);
-    expect(messages.map((message) => message.content)).toEqual(['he', 'hey', 'hey', 'hey>done']);
+    expect(messages.map((message) => message.content)).toEqual(['he', 'hey', 'hey>done']);
+    expect(seq.stateDict()['1.memory']!.map((message) => message.streamState)).toEqual([0, 0]);
     expect(messages.at(-1)!.streamState).toBe(0);
     expect(messages.slice(0, -1).every((message) => message.streamState === 1)).toBe(true);
   });

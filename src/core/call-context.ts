@@ -1,0 +1,113 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+/** A memory that a failed call can take its messages back from (structurally: `Memory`). */
+export interface Retractable<M = unknown> {
+  remove(messages: readonly M[]): void;
+}
+
+/** Messages one call added to one memory. */
+export interface JournalEntry<M = unknown> {
+  memory: Retractable<M>;
+  messages: M[];
+}
+
+/**
+ * One agent call in progress, as seen by the calls made inside it: the abort signal they inherit, and
+ * the journal of memory additions made by the sub-calls that already succeeded, so that a failure of
+ * this call can take them back too.
+ */
+export interface CallFrame {
+  readonly parent: CallFrame | undefined;
+  /** Who is running: the owner object (an agent) and the session key, to refuse self-waiting calls. */
+  readonly owner: object;
+  readonly sessionKey: string;
+  /** The call's effective signal: its own combined with every enclosing call's. */
+  readonly signal: AbortSignal | undefined;
+  /** Additions of finished sub-calls, oldest first; created on first use. */
+  journal: JournalEntry[] | undefined;
+  /** Set when the call failed and took its turns back: sub-calls finishing later take theirs back too. */
+  failed: boolean;
+}
+
+const storage = new AsyncLocalStorage<CallFrame>();
+
+/** The innermost agent call running here (sync code, promise continuations and streams alike). */
+export function currentFrame(): CallFrame | undefined {
+  return storage.getStore();
+}
+
+/** The abort signal that a call made here inherits from the agent calls around it. */
+export function inheritedSignal(): AbortSignal | undefined {
+  return storage.getStore()?.signal;
+}
+
+/** Runs `fn` as part of `frame`: calls made inside it (now or in its continuations) see the frame. */
+export function runInFrame<T>(frame: CallFrame, fn: () => T): T {
+  return storage.run(frame, fn);
+}
+
+/**
+ * `signal` combined with the inherited one: either aborts the result. Returns one of them as it is when
+ * the other is missing or the same, so the common cases allocate nothing.
+ */
+export function combineSignals(
+  own: AbortSignal | undefined,
+  inherited: AbortSignal | undefined,
+): AbortSignal | undefined {
+  if (inherited === undefined || inherited === own) return own;
+  if (own === undefined) return inherited;
+  return AbortSignal.any([own, inherited]);
+}
+
+/** The caller's signal merged with the inherited one: what a tool or sub-call made here should obey. */
+export function effectiveSignal(own: AbortSignal | undefined): AbortSignal | undefined {
+  return combineSignals(own, storage.getStore()?.signal);
+}
+
+/** True when `owner` is already running a call on `sessionKey` in this chain of calls. */
+export function isRunningIn(frame: CallFrame | undefined, owner: object, sessionKey: string): boolean {
+  for (let current = frame; current !== undefined; current = current.parent) {
+    if (current.owner === owner && current.sessionKey === sessionKey) return true;
+  }
+  return false;
+}
+
+/** Records messages a finished call added, in its parent's journal, so the parent can take them back. */
+export function journal(frame: CallFrame, entry: JournalEntry): void {
+  if (frame.journal === undefined) frame.journal = [entry];
+  else frame.journal.push(entry);
+}
+
+/** Takes back every addition in a journal, newest first. */
+export function retract(entries: readonly JournalEntry[] | undefined): void {
+  if (entries === undefined) return;
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const entry = entries[i]!;
+    entry.memory.remove(entry.messages);
+  }
+}
+
+/**
+ * Wraps a stream so that each step of it runs inside `frame`: the code of a streaming `forward` runs when
+ * its consumer pulls, which is outside the call's frame otherwise.
+ */
+export function streamInFrame<T>(
+  frame: CallFrame,
+  stream: Iterator<T> | AsyncIterator<T>,
+): Iterator<T> | AsyncIterator<T> {
+  const wrapped = {
+    next: (value?: unknown) => storage.run(frame, () => stream.next(value as never)),
+    return: (value?: unknown) =>
+      stream.return ? storage.run(frame, () => stream.return!(value as never)) : { done: true, value },
+    throw: (error?: unknown) => {
+      if (!stream.throw) throw error;
+      return storage.run(frame, () => stream.throw!(error));
+    },
+  };
+  const key = Symbol.asyncIterator in stream ? Symbol.asyncIterator : Symbol.iterator;
+  return Object.assign(wrapped, {
+    [key]() {
+      return this;
+    },
+  }) as Iterator<T> | AsyncIterator<T>;
+}

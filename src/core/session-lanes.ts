@@ -1,0 +1,95 @@
+/** A call waiting for its session: resumed by `grant`, or taken out of the queue by an abort. */
+interface Waiter {
+  grant: () => void;
+  cancelled: boolean;
+}
+
+/** The calls of one session: one runs, the others wait in call order. */
+interface Lane {
+  waiters: Waiter[];
+  /** Index of the next waiter to resume (a queue without `shift`, so a long queue stays O(1) a call). */
+  head: number;
+}
+
+/** A place in a session's lane that is not ours yet: await `ready`, or `cancel` it. */
+export interface PendingTurn {
+  readonly ready: Promise<void>;
+  cancel(): void;
+}
+
+/**
+ * One call at a time per session, in call order. `acquire` returns `undefined` when the session was idle
+ * (the common case costs one map lookup and no promise), or a {@link PendingTurn} to wait for. Every
+ * successful acquire must be paired with one `release`. Idle sessions take no memory.
+ */
+export class SessionLanes {
+  readonly #lanes = new Map<string, Lane>();
+
+  /** Number of sessions with a call running. */
+  get busy(): number {
+    return this.#lanes.size;
+  }
+
+  /** Whether a call is running on this session. */
+  isBusy(key: string): boolean {
+    return this.#lanes.has(key);
+  }
+
+  /**
+   * Takes the session, or queues for it. A queued call whose `signal` aborts leaves the queue and its
+   * `ready` rejects with the abort reason.
+   */
+  acquire(key: string, signal?: AbortSignal): PendingTurn | undefined {
+    const lane = this.#lanes.get(key);
+    if (lane === undefined) {
+      this.#lanes.set(key, { waiters: [], head: 0 });
+      return undefined;
+    }
+    let waiter!: Waiter;
+    let onAbort: (() => void) | undefined;
+    const ready = new Promise<void>((resolve, reject) => {
+      waiter = {
+        cancelled: false,
+        grant: () => {
+          if (onAbort) signal!.removeEventListener('abort', onAbort);
+          resolve();
+        },
+      };
+      if (signal) {
+        onAbort = () => {
+          waiter.cancelled = true;
+          reject(signal.reason);
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+      }
+    });
+    lane.waiters.push(waiter);
+    return {
+      ready,
+      cancel: () => {
+        if (onAbort) signal!.removeEventListener('abort', onAbort);
+        waiter.cancelled = true;
+      },
+    };
+  }
+
+  /** Ends the running call of a session: the next waiting call (in call order) runs, else the lane goes. */
+  release(key: string): void {
+    const lane = this.#lanes.get(key);
+    if (lane === undefined) return;
+    const { waiters } = lane;
+    while (lane.head < waiters.length) {
+      const waiter = waiters[lane.head]!;
+      waiters[lane.head++] = undefined as unknown as Waiter;
+      if (lane.head > 1024 && lane.head * 2 > waiters.length) {
+        waiters.splice(0, lane.head);
+        lane.head = 0;
+      }
+      if (!waiter.cancelled) {
+        waiter.grant();
+        return;
+      }
+    }
+    this.#lanes.delete(key);
+  }
+}
