@@ -3,7 +3,8 @@ import { ActionReturn } from '../schema/action-return';
 import { TimeoutError } from '../schema/errors';
 import { ActionStatusCode } from '../schema/status';
 import { isThenable } from '../utils/is';
-import { type ArgumentRules, checkArguments } from './arguments';
+import { thrownText } from '../utils/text';
+import { type ArgumentRules, type CheckedArguments, checkArguments } from './arguments';
 import type { ApiSchemaInfo } from './describe';
 import { toActionReturn } from './results';
 import type { ToolContext } from './types';
@@ -33,14 +34,11 @@ export interface CallSettings {
   controller?: AbortController | undefined;
 }
 
-/** The message of anything thrown, for `errmsg`. */
-export function errorText(error: unknown): string {
-  if (error instanceof Error) return error.message || error.name;
-  if (typeof error === 'string') return error;
+function isPromiseInSyncCall(error: unknown): boolean {
   try {
-    return JSON.stringify(error) ?? String(error);
+    return error instanceof PromiseInSyncCall;
   } catch {
-    return String(error);
+    return false; // a Proxy whose getPrototypeOf trap throws
   }
 }
 
@@ -114,37 +112,56 @@ export function* actionCallSteps(
     });
   }
   const label = apiLabel(action, apiName);
-  let args: Record<string, unknown> | undefined;
-  let output: unknown;
+  let checked: CheckedArguments;
   try {
-    const checked = checkArguments(api, parameters, label);
-    if (!checked.ok) {
-      return new ActionReturn({
-        args: checked.args,
-        type: action.name,
-        errmsg: checked.errmsg,
-        state: ActionStatusCode.ARGS_ERROR,
-      });
-    }
-    args = checked.args;
-    output = api.run(args, settings.context);
-    if (isThenable(output)) {
-      const waiting =
-        settings.timeoutMs !== undefined || settings.signal ? withDeadline(output, settings, label) : output;
-      output = yield waiting;
-    }
+    checked = checkArguments(api, parameters, label);
   } catch (error) {
-    if (settings.signal?.aborted) throw settings.signal.reason;
-    const message =
-      error instanceof PromiseInSyncCall
-        ? `${label} returned a Promise, which a synchronous call cannot wait for; declare it with asyncTool() / AsyncBaseAction and use an AsyncActionExecutor`
-        : errorText(error);
+    checked = {
+      ok: false,
+      errmsg: `Invalid arguments for ${label}: they could not be read (${thrownText(error, 'reading them')}).`,
+    };
+  }
+  if (!checked.ok) {
     return new ActionReturn({
-      args: args ?? { inputs: parameters },
+      args: { inputs: parameters, name: apiName },
+      type: action.name,
+      errmsg: checked.errmsg,
+      state: ActionStatusCode.ARGS_ERROR,
+    });
+  }
+  const failed = (error: unknown): ActionReturn => {
+    if (settings.signal?.aborted) throw settings.signal.reason;
+    const message = isPromiseInSyncCall(error)
+      ? `${label} returned a Promise, which a synchronous call cannot wait for; declare it with asyncTool() / AsyncBaseAction and use an AsyncActionExecutor`
+      : thrownText(error, `the tool ${label}`);
+    return new ActionReturn({
+      args: checked.input,
       type: action.name,
       errmsg: message,
       state: ActionStatusCode.API_ERROR,
     });
+  };
+  let output: unknown;
+  try {
+    output = api.run(checked.args, settings.context);
+  } catch (error) {
+    return failed(error);
   }
-  return toActionReturn(output, args!, action.name);
+  let thenable = false;
+  try {
+    thenable = isThenable(output);
+  } catch {
+    // An output that cannot even be inspected is reported by toActionReturn.
+  }
+  if (thenable) {
+    const promise = output as PromiseLike<unknown>;
+    try {
+      output = yield settings.timeoutMs !== undefined || settings.signal
+        ? withDeadline(promise, settings, label)
+        : promise;
+    } catch (error) {
+      return failed(error);
+    }
+  }
+  return toActionReturn(output, checked.input, action.name, label);
 }

@@ -1,7 +1,9 @@
 import type { z } from 'zod';
 import { parseLenientJSON } from '../prompts/parsers/json-text';
 import { describeIssues } from '../prompts/schema-text';
+import { deepClone } from '../utils/clone';
 import { isPlainObject } from '../utils/is';
+import { kindOf, shorten, thrownText } from '../utils/text';
 
 /** An API as the argument checker needs it. */
 export interface ArgumentRules {
@@ -10,28 +12,50 @@ export interface ArgumentRules {
   readonly fromText?: ((text: string) => Record<string, unknown>) | undefined;
 }
 
-/** Checked arguments, or a sentence for the model saying what is wrong with them. */
+/**
+ * Checked arguments, or a sentence for the model saying what is wrong with them. `args` is what the tool
+ * runs with (zod's output, defaults filled in); `input` is what the model sent, as an object (a JSON
+ * string parsed), for `ActionReturn.args`.
+ */
 export type CheckedArguments =
-  | { ok: true; args: Record<string, unknown> }
-  | { ok: false; args: Record<string, unknown>; errmsg: string };
+  | { ok: true; args: Record<string, unknown>; input: Record<string, unknown> }
+  | { ok: false; errmsg: string };
 
-const EMPTY: Readonly<Record<string, unknown>> = Object.freeze({});
-
-function shorten(text: string): string {
-  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+function fail(label: string, rules: ArgumentRules, problem: string): CheckedArguments {
+  return { ok: false, errmsg: `Invalid arguments for ${label}: ${problem}. It takes ${rules.signature}.` };
 }
 
-function fail(
-  label: string,
+/** Whether the schema keeps keys it does not declare (`z.looseObject`, `.catchall()`), and how to check them. */
+function catchallOf(schema: z.ZodObject): z.ZodType | undefined {
+  const catchall = schema._zod.def.catchall as z.ZodType | undefined;
+  return catchall && catchall._zod.def.type !== 'never' ? catchall : undefined;
+}
+
+const PROTO_KEY = '__proto__';
+
+/**
+ * zod leaves a `"__proto__"` key out of its output (so that it never becomes a prototype). A schema that
+ * keeps unknown keys keeps this one too, as an own data property like any other key.
+ */
+function keepProtoKey(
   rules: ArgumentRules,
-  args: Record<string, unknown>,
-  problem: string,
-): CheckedArguments {
-  return {
-    ok: false,
-    args,
-    errmsg: `Invalid arguments for ${label}: ${problem}. It takes ${rules.signature}.`,
-  };
+  input: Record<string, unknown>,
+  data: Record<string, unknown>,
+): string | undefined {
+  if (!Object.hasOwn(input, '__proto__') || Object.hasOwn(data, '__proto__')) return undefined;
+  const catchall = catchallOf(rules.schema);
+  if (!catchall) return undefined;
+  // An own data property: reading it by key gives the value, not the prototype.
+  const value = input[PROTO_KEY];
+  const checked = catchall.safeParse(value);
+  if (!checked.success) return `argument "__proto__": ${describeIssues(checked.error, value, 'field')}`;
+  Object.defineProperty(data, '__proto__', {
+    value: checked.data,
+    enumerable: true,
+    writable: true,
+    configurable: true,
+  });
+  return undefined;
 }
 
 /**
@@ -40,10 +64,10 @@ function fail(
  */
 export function checkArguments(rules: ArgumentRules, raw: unknown, label: string): CheckedArguments {
   let input: unknown = raw;
-  if (input === undefined || input === null) input = EMPTY;
+  if (input === undefined || input === null) input = {};
   else if (typeof input === 'string') {
     const text = input.trim();
-    if (text === '') input = EMPTY;
+    if (text === '') input = {};
     else {
       try {
         input = parseLenientJSON(text);
@@ -53,8 +77,7 @@ export function checkArguments(rules: ArgumentRules, raw: unknown, label: string
           return fail(
             label,
             rules,
-            { inputs: raw },
-            `the arguments must be a JSON object, but ${JSON.stringify(shorten(text))} is not valid JSON (${(error as Error).message})`,
+            `the arguments must be a JSON object, but ${JSON.stringify(shorten(text))} is not valid JSON (${thrownText(error, 'parsing')})`,
           );
         }
       }
@@ -62,10 +85,13 @@ export function checkArguments(rules: ArgumentRules, raw: unknown, label: string
   }
   if (typeof input === 'string' && rules.fromText) input = rules.fromText(input);
   if (!isPlainObject(input)) {
-    const what = Array.isArray(input) ? 'an array' : typeof input;
-    return fail(label, rules, { inputs: raw }, `the arguments must be a JSON object, got ${what}`);
+    return fail(label, rules, `the arguments must be a JSON object, got ${kindOf(input)}`);
   }
   const result = rules.schema.safeParse(input);
-  if (result.success) return { ok: true, args: result.data as Record<string, unknown> };
-  return fail(label, rules, input, describeIssues(result.error, input, 'argument'));
+  if (!result.success) return fail(label, rules, describeIssues(result.error, input, 'argument'));
+  const args = result.data as Record<string, unknown>;
+  const problem = keepProtoKey(rules, input, args);
+  if (problem) return fail(label, rules, problem);
+  // What the model sent is kept for ActionReturn.args; an object the caller passed in is copied.
+  return { ok: true, args, input: input === raw ? deepClone(input) : input };
 }

@@ -2,6 +2,7 @@ import type { Steps } from '../core/steps';
 import { type Hook, HookList, type RemovableHandle } from '../hooks/hook';
 import type { ActionReturn } from '../schema/action-return';
 import { ConfigurationError } from '../schema/errors';
+import { toText } from '../utils/text';
 import { actionCallSteps, type CallSettings } from './action-steps';
 import type { ActionBase, OpenAIToolsOptions } from './base-action';
 import { FinishAction, InvalidAction, NoAction } from './builtin-actions';
@@ -156,7 +157,7 @@ export abstract class ExecutorBase<A extends ActionBase> {
       return yield* actionCallSteps(this.noAction, parameters, 'run', settings);
     if (name === this.finishAction.name)
       return yield* actionCallSteps(this.finishAction, parameters, 'run', settings);
-    const toolName = typeof name === 'string' ? name : String(name);
+    const toolName = toText(name);
     return yield* actionCallSteps(
       this.invalidAction,
       { toolName, availableTools: this.keys() },

@@ -5,6 +5,7 @@ import { parseLenientJSON } from '../prompts/parsers/json-text';
 import type { ActionReturn } from '../schema/action-return';
 import { AgentMessage, type MessageInput, toAgentMessage } from '../schema/agent-message';
 import { isPlainObject } from '../utils/is';
+import { kindOf, shorten } from '../utils/text';
 import type { CallSettings } from './action-steps';
 
 /** A tool call read from a message's content. */
@@ -24,7 +25,10 @@ export interface StepsExecutor extends HookExecutor {
   [INVALID_CALL_STEPS](errMsg: string, settings: CallSettings): Steps<ActionReturn>;
 }
 
-/** Reads `{ name, parameters }` (or a `FunctionCall`, or the same as JSON text) from message content. */
+/**
+ * Reads `{ name, parameters }` (or a `FunctionCall`, or the same as JSON text) from message content; `null`
+ * when there is no call in it (or it cannot be read).
+ */
 export function readToolCall(content: unknown): ToolCall | null {
   let value = content;
   if (typeof value === 'string') {
@@ -36,17 +40,24 @@ export function readToolCall(content: unknown): ToolCall | null {
       return null;
     }
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return null;
-  const name = (value as { name?: unknown }).name;
-  if (typeof name !== 'string') return null;
-  return { name, parameters: (value as { parameters?: unknown }).parameters };
+  try {
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) return null;
+    const name = (value as { name?: unknown }).name;
+    if (typeof name !== 'string') return null;
+    return { name, parameters: (value as { parameters?: unknown }).parameters };
+  } catch {
+    return null;
+  }
 }
 
 function describeContent(content: unknown): string {
-  if (typeof content === 'string')
-    return JSON.stringify(content.length > 80 ? `${content.slice(0, 80)}…` : content);
-  if (isPlainObject(content)) return `an object with keys ${Object.keys(content).join(', ') || '(none)'}`;
-  return content === null ? 'null' : typeof content;
+  if (typeof content === 'string') return JSON.stringify(shorten(content, 80));
+  try {
+    if (isPlainObject(content)) return `an object with keys ${Object.keys(content).join(', ') || '(none)'}`;
+  } catch {
+    // described by its kind below
+  }
+  return kindOf(content);
 }
 
 /**

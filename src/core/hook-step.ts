@@ -2,6 +2,7 @@ import { AgentMessage } from '../schema/agent-message';
 import { HookError } from '../schema/errors';
 import type { SessionId } from '../schema/session';
 import { isThenable } from '../utils/is';
+import { thrownText } from '../utils/text';
 import { PromiseInSyncCall, type Steps } from './steps';
 
 /** The four points where a hook may step in. */
@@ -16,14 +17,23 @@ export function hookNameOf(hook: object): string {
   return typeof named === 'string' ? named : (hook.constructor?.name ?? 'hook');
 }
 
+/** The HookError for what a hook threw; building it never throws, whatever was thrown. */
 function hookError(error: unknown, hook: object, stage: HookStage): HookError {
-  const hookName = hookNameOf(hook);
-  const reason =
-    error instanceof PromiseInSyncCall
-      ? 'it returned a Promise, which a synchronous agent or executor cannot wait for (use the Async variant)'
-      : error instanceof Error
-        ? error.message
-        : String(error);
+  let hookName: string;
+  try {
+    hookName = hookNameOf(hook);
+  } catch {
+    hookName = 'hook';
+  }
+  let promiseInSync = false;
+  try {
+    promiseInSync = error instanceof PromiseInSyncCall;
+  } catch {
+    // a Proxy whose getPrototypeOf trap throws: not ours
+  }
+  const reason = promiseInSync
+    ? 'it returned a Promise, which a synchronous agent or executor cannot wait for (use the Async variant)'
+    : thrownText(error, 'it');
   return new HookError({
     hookName,
     stage,

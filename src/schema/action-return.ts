@@ -1,4 +1,5 @@
 import { deepClone } from '../utils/clone';
+import { toText } from '../utils/text';
 import { ActionStatusCode, ActionValidCode } from './status';
 
 /** One item of a tool's result: `type` is 'text' for plain text, else e.g. 'image' with a path or URL. */
@@ -49,12 +50,29 @@ export class ActionReturn {
 
   /** The result as text: 'text' items as they are, others as `[type](content)`, one per line. */
   formatResult(): string {
-    if (!this.result) return '';
+    const result = this.result;
+    if (!result) return '';
+    if (!Array.isArray(result)) return toText(result);
     const lines: string[] = [];
-    for (const item of this.result) {
-      lines.push(item.type === 'text' ? item.content : `[${item.type}](${item.content})`);
+    for (const item of result) {
+      const content = toText(item?.content);
+      lines.push(item?.type === 'text' ? content : `[${toText(item?.type)}](${content})`);
     }
     return lines.join('\n');
+  }
+
+  /**
+   * The text the model sees for this call: the result text when the call succeeded, otherwise the error
+   * message (or, when there is none, whatever result there is, or a sentence naming the state).
+   *
+   * @example
+   * new ActionReturn({ result: [{ type: 'text', content: '42' }] }).toText(); // '42'
+   * new ActionReturn({ errmsg: 'city not found', state: ActionStatusCode.API_ERROR }).toText(); // 'city not found'
+   */
+  toText(): string {
+    if (this.state === ActionStatusCode.SUCCESS) return this.formatResult();
+    if (typeof this.errmsg === 'string' && this.errmsg !== '') return this.errmsg;
+    return this.formatResult() || `The tool call failed (state ${this.state}).`;
   }
 
   clone(): ActionReturn {

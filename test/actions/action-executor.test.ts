@@ -175,7 +175,7 @@ describe('ActionExecutor', () => {
     });
     const ex = new ActionExecutor({ actions: [evil] });
     expect(() => ex.call(callOf('evil', {}))).not.toThrow();
-    expect(ex.forward('evil', {}).errmsg).toBe('WeirdError');
+    expect(ex.forward('evil', {}).errmsg).toBe('the tool evil threw a WeirdError without a message');
     expect(ex.forward(undefined as never, {}).valid).toBe(ActionValidCode.INVALID);
   });
 });

@@ -76,7 +76,9 @@ describe('tool()', () => {
     expect(weather.call('{"city": "Rome", "days": 2}').formatResult()).toBe('Rome: sunny for 2 day(s)');
     const fenced = weather.call('```json\n{"city": "Oslo"}\n```');
     expect(fenced.state).toBe(ActionStatusCode.SUCCESS);
-    expect(fenced.args).toEqual({ city: 'Oslo', days: 1 });
+    // args is what the model sent; the tool ran with the default filled in.
+    expect(fenced.args).toEqual({ city: 'Oslo' });
+    expect(fenced.formatResult()).toBe('Oslo: sunny for 1 day(s)');
     expect(fenced.type).toBe('weather');
   });
 
@@ -94,7 +96,9 @@ describe('tool()', () => {
   it('gives ARGS_ERROR for text that is not a JSON object', () => {
     expect(weather.call('Paris').errmsg).toMatch(/must be a JSON object, but "Paris" is not valid JSON/);
     expect(weather.call('[1, 2]').errmsg).toMatch(/must be a JSON object, got an array/);
-    expect(weather.call('Paris').args).toEqual({ inputs: 'Paris' });
+    // Lagent's shape on a validation failure: the raw inputs and the API name.
+    expect(weather.call('Paris').args).toEqual({ inputs: 'Paris', name: 'run' });
+    expect(weather.call({ city: 3 }).args).toEqual({ inputs: { city: 3 }, name: 'run' });
   });
 
   it('maps free text with fromText', () => {
@@ -150,7 +154,7 @@ describe('tool()', () => {
       tool({ name: 'big', run: () => ({ n: 2n ** 70n }) })
         .call({})
         .formatResult(),
-    ).toBe('{"n":"1180591620717411303424"}');
+    ).toBe('{"n":1180591620717411303424}');
     const cyclic: Record<string, unknown> = {};
     cyclic.self = cyclic;
     expect(tool({ name: 'cyclic', run: () => cyclic }).call({}).state).toBe(ActionStatusCode.SUCCESS);
