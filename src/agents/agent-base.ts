@@ -214,3 +214,19 @@ export abstract class AgentBase<L = unknown> implements MemoryNode {
 }
 
 export type { StateDict } from './state-dict';
+
+/** The agents of a container, through nested containers (not the sub-agents of those agents). */
+function containedAgents(node: AgentNode): AgentBase[] {
+  const found: AgentBase[] = [];
+  for (const [, child] of node.children()) {
+    if (child instanceof AgentBase) found.push(child);
+    else found.push(...containedAgents(child));
+  }
+  return found;
+}
+
+/** Frees what a model keeps per session (its token usage), when it keeps anything. */
+function forgetUsage(llm: unknown, sessionId: SessionId): void {
+  const reset = (llm as { resetUsage?: unknown } | null | undefined)?.resetUsage;
+  if (typeof reset === 'function') (reset as (id: SessionId) => void).call(llm, sessionId);
+}
