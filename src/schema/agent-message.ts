@@ -114,7 +114,8 @@ export class AgentMessage<C = any, F = any> {
         message: `AgentMessage.from expects an object, got ${describe(json)}`,
       });
     }
-    const input: Record<string, unknown> = {};
+    // Null prototype: a "__proto__" key in the JSON stays a key (and is dropped as unknown), never a prototype.
+    const input: Record<string, unknown> = Object.create(null);
     for (const key of Object.keys(json)) input[SNAKE_KEYS[key] ?? key] = json[key];
     if (!('content' in input)) {
       throw new ValidationError({ field: 'content', message: 'AgentMessage.from: "content" is required' });

@@ -32,3 +32,46 @@ describe('deepClone', () => {
     expect(copy.self).toBe(copy);
   });
 });
+
+describe('deepClone and "__proto__" keys', () => {
+  const payload = () =>
+    JSON.parse('{"a": 1, "__proto__": {"isAdmin": true}, "list": [{"__proto__": {"x": 1}}]}');
+
+  it('keeps a "__proto__" key as an own data property, never as the prototype', () => {
+    const copy = deepClone(payload());
+    expect(Object.getPrototypeOf(copy)).toBe(Object.prototype);
+    expect(copy.isAdmin).toBeUndefined();
+    expect(Object.keys(copy)).toEqual(['a', '__proto__', 'list']);
+    expect(Object.getOwnPropertyDescriptor(copy, '__proto__')?.value).toEqual(
+      JSON.parse('{"isAdmin": true}'),
+    );
+    expect(Object.getPrototypeOf(copy.list[0])).toBe(Object.prototype);
+    expect(Object.keys(copy.list[0])).toEqual(['__proto__']);
+    expect(JSON.stringify(copy)).toBe(JSON.stringify(payload()));
+  });
+
+  it('does the same for class instances and null-prototype objects', () => {
+    class Box {}
+    const box = Object.defineProperty(new Box(), '__proto__', { value: 1, enumerable: true });
+    const copy = deepClone(box);
+    expect(copy).toBeInstanceOf(Box);
+    expect(Object.getOwnPropertyDescriptor(copy, '__proto__')?.value).toBe(1);
+    const bare = Object.create(null);
+    bare.__proto__ = { y: 1 };
+    const bareCopy = deepClone(bare);
+    expect(Object.getPrototypeOf(bareCopy)).toBeNull();
+    expect(Object.keys(bareCopy)).toEqual(['__proto__']);
+  });
+
+  it('never throws: what cannot be read is kept as it is', () => {
+    const trap = () => {
+      throw new Error('trap');
+    };
+    const hostile = new Proxy({}, { getPrototypeOf: trap, ownKeys: trap, get: trap });
+    const value = { ok: { n: 1 }, hostile };
+    const copy = deepClone(value);
+    expect(copy.ok).toEqual({ n: 1 });
+    expect(copy.ok).not.toBe(value.ok);
+    expect(copy.hostile).toBe(hostile);
+  });
+});
