@@ -11,7 +11,13 @@ import { ConfigurationError, StateDictError } from '../schema/errors';
 import type { SessionId } from '../schema/session';
 import { AGENT_NODE, type AgentNode, discoverChildren, type MemoryNode, renderTree } from './agent-tree';
 import { DefaultAggregator, type SystemInstruction } from './aggregator/default-aggregator';
-import { loadStateDict, type StateDict, saveStateDict } from './state-dict';
+import {
+  type LagentStateDict,
+  loadStateDict,
+  type StateDict,
+  type StateDictOptions,
+  saveStateDict,
+} from './state-dict';
 
 /** How an agent gets its per-session memory. */
 export type MemoryConfig = (MemoryOptions & MemoryManagerOptions) | (() => Memory) | null;
@@ -156,16 +162,26 @@ export abstract class AgentBase<L = unknown> implements MemoryNode {
     }
   }
 
-  /** Every memory in the tree for one session, keyed `memory`, `writer.memory`, `list.0.memory`, ... */
-  stateDict(sessionId: SessionId = 0): StateDict {
-    return saveStateDict(this, sessionId);
+  /**
+   * Every memory in the tree for one session, keyed `memory`, `writer.memory`, `list.0.memory`, ...;
+   * `{ format: 'lagent' }` writes Python Lagent's snake_case shape, which its `load_state_dict` continues from.
+   */
+  stateDict(
+    sessionId: SessionId | undefined,
+    options: StateDictOptions & { format: 'lagent' },
+  ): LagentStateDict;
+  stateDict(sessionId?: SessionId, options?: StateDictOptions & { format?: 'lagent-ts' }): StateDict;
+  stateDict(sessionId?: SessionId, options?: StateDictOptions): StateDict | LagentStateDict;
+  stateDict(sessionId: SessionId = 0, options: StateDictOptions = {}): StateDict | LagentStateDict {
+    return saveStateDict(this, sessionId, options);
   }
 
   /**
-   * Restores every memory in the tree for one session. Missing keys and malformed entries throw a
-   * {@link StateDictError} before anything changes; unknown keys are reported as a process warning.
+   * Restores every memory in the tree for one session, from either shape (camelCase, or Python Lagent's
+   * snake_case). Missing keys and malformed entries throw a {@link StateDictError} before anything
+   * changes; unknown keys are reported as a process warning.
    */
-  loadStateDict(dict: StateDict, sessionId: SessionId = 0): void {
+  loadStateDict(dict: StateDict | LagentStateDict, sessionId: SessionId = 0): void {
     loadStateDict(this, dict, sessionId);
   }
 

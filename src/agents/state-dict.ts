@@ -1,5 +1,11 @@
 import type { MemoryManager } from '../memory/memory-manager';
-import { AgentMessage, type AgentMessageJSON } from '../schema/agent-message';
+import {
+  AgentMessage,
+  type AgentMessageJSON,
+  type LagentMessageJSON,
+  type MessageJSONFormat,
+  toLagentJSON,
+} from '../schema/agent-message';
 import { StateDictError, ValidationError } from '../schema/errors';
 import type { SessionId } from '../schema/session';
 import { isPlainObject } from '../utils/is';
@@ -8,22 +14,78 @@ import type { MemoryNode } from './agent-tree';
 /** A state dict: dotted paths (`memory`, `writer.memory`, `list.0.memory`) to saved messages. */
 export type StateDict = Record<string, AgentMessageJSON[]>;
 
+/** A state dict in Python Lagent's shape (`Agent.state_dict()`): the same keys, snake_case messages. */
+export type LagentStateDict = Record<string, LagentMessageJSON[]>;
+
+/** Options of `agent.stateDict()`. */
+export interface StateDictOptions {
+  /**
+   * `'lagent'` writes every message in Python Lagent's shape, which its `load_state_dict` continues from.
+   * @default 'lagent-ts'
+   */
+  format?: MessageJSONFormat;
+}
+
 /** What the state-dict functions need of an agent: its tree of memories. */
 export interface StateTree {
   namedAgents(): Iterable<[string, MemoryNode]>;
 }
 
-/** Every memory in the tree for one session, keyed by dotted path. */
-export function saveStateDict(tree: StateTree, sessionId: SessionId): StateDict {
-  const dict: StateDict = {};
+/**
+ * Every memory in the tree for one session, keyed by dotted path. A message that has no JSON form (nested
+ * deeper than `MAX_MESSAGE_DEPTH`, or circular) is a {@link StateDictError} naming its key.
+ */
+export function saveStateDict(
+  tree: StateTree,
+  sessionId: SessionId,
+  options: StateDictOptions & { format: 'lagent' },
+): LagentStateDict;
+export function saveStateDict(
+  tree: StateTree,
+  sessionId: SessionId,
+  options?: StateDictOptions & { format?: 'lagent-ts' },
+): StateDict;
+export function saveStateDict(
+  tree: StateTree,
+  sessionId: SessionId,
+  options?: StateDictOptions,
+): StateDict | LagentStateDict;
+export function saveStateDict(
+  tree: StateTree,
+  sessionId: SessionId,
+  options: StateDictOptions = {},
+): StateDict | LagentStateDict {
+  const lagent = options.format === 'lagent';
+  const dict: Record<string, AgentMessageJSON[] | LagentMessageJSON[]> = {};
   for (const [path, agent] of tree.namedAgents()) {
-    if (agent.memory) dict[`${path}memory`] = agent.memory.get(sessionId)?.save() ?? [];
+    if (!agent.memory) continue;
+    const key = `${path}memory`;
+    let saved: AgentMessageJSON[];
+    try {
+      saved = agent.memory.get(sessionId)?.save() ?? [];
+    } catch (error) {
+      if (!(error instanceof ValidationError)) throw error;
+      throw new StateDictError({
+        key,
+        message: `stateDict: "${key}" has a message with no JSON form (${error.field}): ${error.message}`,
+        cause: error,
+      });
+    }
+    dict[key] = lagent ? saved.map((json) => toLagentJSON(json)) : saved;
   }
-  return dict;
+  return dict as StateDict | LagentStateDict;
 }
 
-/** Restores every memory in the tree for one session; everything is checked before anything changes. */
-export function loadStateDict(tree: StateTree, dict: StateDict, sessionId: SessionId): void {
+/**
+ * Restores every memory in the tree for one session; everything is checked before anything changes. Reads
+ * both shapes: lagent-ts's camelCase one and Python Lagent's snake_case one (a `null` list, as Lagent
+ * accepts, is an empty memory).
+ */
+export function loadStateDict(
+  tree: StateTree,
+  dict: StateDict | LagentStateDict,
+  sessionId: SessionId,
+): void {
   if (!isPlainObject(dict)) {
     throw new StateDictError({
       key: '(root)',
@@ -42,7 +104,7 @@ export function loadStateDict(tree: StateTree, dict: StateDict, sessionId: Sessi
         message: `loadStateDict: missing key "${key}" (the agent tree has it)`,
       });
     }
-    const entries = dict[key];
+    const entries = dict[key] ?? [];
     if (!Array.isArray(entries)) {
       throw new StateDictError({ key, message: `loadStateDict: "${key}" must be an array of messages` });
     }

@@ -1,5 +1,7 @@
 import { deepClone } from '../utils/clone';
+import { isPlainObject } from '../utils/is';
 import { toText } from '../utils/text';
+import { ValidationError } from './errors';
 import { ActionStatusCode, ActionValidCode } from './status';
 
 /** One item of a tool's result: `type` is 'text' for plain text, else e.g. 'image' with a path or URL. */
@@ -100,4 +102,85 @@ export class ActionReturn {
       valid: this.valid,
     };
   }
+
+  /**
+   * True when `value` is an ActionReturn's JSON form — what {@link ActionReturn.toJSON} writes and what
+   * Lagent dumps: a plain object with exactly the eight fields, an integer `state`, an integer or null
+   * `valid`, and every other field of its type or null. Messages loaded from JSON get such content back as
+   * an `ActionReturn`.
+   */
+  static isJSON(value: unknown): value is ReturnType<ActionReturn['toJSON']> {
+    if (!isPlainObject(value)) return false;
+    const keys = Object.keys(value);
+    if (keys.length !== FIELDS.length || !FIELDS.every((field) => Object.hasOwn(value, field))) return false;
+    return fieldProblem(value) === null;
+  }
+
+  /**
+   * An ActionReturn from its JSON form (Lagent's dump, or a subset of its fields; missing ones take their
+   * defaults). An ActionReturn is copied. Throws a {@link ValidationError} naming the field that does not fit.
+   */
+  static from(json: unknown): ActionReturn {
+    if (json instanceof ActionReturn) return json.clone();
+    if (!isPlainObject(json)) {
+      throw new ValidationError({ field: '(root)', message: 'ActionReturn.from expects an object' });
+    }
+    const unknown = Object.keys(json).find((key) => !(FIELDS as readonly string[]).includes(key));
+    if (unknown !== undefined) {
+      throw new ValidationError({
+        field: unknown,
+        message: `ActionReturn.from: unknown field "${unknown}" (fields: ${FIELDS.join(', ')})`,
+      });
+    }
+    const problem = fieldProblem(json);
+    if (problem) {
+      throw new ValidationError({
+        field: problem[0],
+        message: `ActionReturn.from: "${problem[0]}" must be ${problem[1]}`,
+      });
+    }
+    const init = json as ActionReturnInit;
+    return new ActionReturn({
+      args: deepClone(init.args),
+      url: init.url,
+      type: init.type,
+      result: init.result?.map((item) => ({ ...item })) ?? null,
+      errmsg: init.errmsg,
+      state: init.state,
+      thought: init.thought,
+      valid: init.valid,
+    });
+  }
+}
+
+const FIELDS = ['args', 'url', 'type', 'result', 'errmsg', 'state', 'thought', 'valid'] as const;
+
+/** The first field of an ActionReturn's JSON form whose value has the wrong type, with what it must be. */
+function fieldProblem(json: Record<string, unknown>): [string, string] | null {
+  for (const field of ['url', 'type', 'errmsg', 'thought'] as const) {
+    const value = json[field];
+    if (value !== undefined && value !== null && typeof value !== 'string')
+      return [field, 'a string or null'];
+  }
+  if (json.args !== undefined && json.args !== null && !isPlainObject(json.args)) {
+    return ['args', 'an object or null'];
+  }
+  const result = json.result;
+  if (
+    result !== undefined &&
+    result !== null &&
+    !(
+      Array.isArray(result) &&
+      result.every(
+        (item) => isPlainObject(item) && typeof item.type === 'string' && typeof item.content === 'string',
+      )
+    )
+  ) {
+    return ['result', 'a list of { type, content } strings, or null'];
+  }
+  if (json.state !== undefined && !Number.isInteger(json.state)) return ['state', 'an integer'];
+  if (json.valid !== undefined && json.valid !== null && !Number.isInteger(json.valid)) {
+    return ['valid', 'an integer or null'];
+  }
+  return null;
 }
