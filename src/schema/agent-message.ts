@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { deepClone } from '../utils/clone';
 import { isPlainObject } from '../utils/is';
+import { ActionReturn } from './action-return';
 import { ValidationError } from './errors';
 import { AgentStatusCode } from './status';
 
@@ -14,6 +15,38 @@ export interface AgentMessageJSON<C = unknown, F = unknown> {
   receiver: string | null;
   streamState: number;
 }
+
+/**
+ * The JSON form of an {@link AgentMessage} in Python Lagent's shape (`AgentMessage.model_dump()`):
+ * snake_case keys, and a tool parser's `formatted` with `tool_type` instead of `toolType`.
+ */
+export interface LagentMessageJSON<C = unknown, F = unknown> {
+  content: C;
+  sender: string;
+  formatted: F | null;
+  extra_info: unknown;
+  type: string | null;
+  receiver: string | null;
+  stream_state: number;
+}
+
+/** Which JSON shape to write: lagent-ts's camelCase one (the default) or Python Lagent's snake_case one. */
+export type MessageJSONFormat = 'lagent-ts' | 'lagent';
+
+/** Options of {@link AgentMessage.toJSON}. */
+export interface MessageJSONOptions {
+  /** @default 'lagent-ts' */
+  format?: MessageJSONFormat;
+}
+
+/**
+ * How deeply arrays and objects may nest inside a message's `content`, `formatted` and `extraInfo` (a
+ * field that is an array or object is level 1). Deeper values — or circular ones, when writing JSON — are a
+ * {@link ValidationError} from `AgentMessage.from` and `toJSON` (a `StateDictError` from `loadStateDict`
+ * and `stateDict`) instead of a stack overflow. 512 keeps a saved state dict readable by Python's `json`,
+ * which stops at about 1,000 levels.
+ */
+export const MAX_MESSAGE_DEPTH = 512;
 
 /** What the {@link AgentMessage} constructor takes; only `content` is required. */
 export interface AgentMessageInit<C = unknown, F = unknown> {
@@ -40,6 +73,9 @@ const messageShape = z.object({
 });
 
 const SNAKE_KEYS: Record<string, string> = { extra_info: 'extraInfo', stream_state: 'streamState' };
+/** Keys of a tool parser's result (`formatted`) that Lagent writes in snake_case. */
+const FORMATTED_SNAKE_KEYS: Record<string, string> = { tool_type: 'toolType' };
+const FORMATTED_CAMEL_KEYS: Record<string, string> = { toolType: 'tool_type' };
 
 /**
  * The one message type that flows between agents, tools and memory.
@@ -89,9 +125,17 @@ export class AgentMessage<C = any, F = any> {
     });
   }
 
-  /** A JSON-ready deep copy with camelCase keys. */
-  toJSON(): AgentMessageJSON<C, F> {
-    return {
+  /**
+   * A JSON-ready deep copy with camelCase keys, or with `{ format: 'lagent' }` in Python Lagent's shape
+   * (see {@link toLagentJSON}). Throws a {@link ValidationError} when a field nests deeper than
+   * {@link MAX_MESSAGE_DEPTH} or is circular.
+   */
+  toJSON(): AgentMessageJSON<C, F>;
+  toJSON(options: MessageJSONOptions & { format: 'lagent' }): LagentMessageJSON<C, F>;
+  toJSON(options?: MessageJSONOptions): AgentMessageJSON<C, F> | LagentMessageJSON<C, F>;
+  toJSON(options?: MessageJSONOptions | string): AgentMessageJSON<C, F> | LagentMessageJSON<C, F> {
+    checkNesting('AgentMessage.toJSON', this, false);
+    const json: AgentMessageJSON<C, F> = {
       content: toJSONValue(this.content) as C,
       sender: this.sender,
       formatted: toJSONValue(this.formatted) as F | null,
@@ -100,11 +144,17 @@ export class AgentMessage<C = any, F = any> {
       receiver: this.receiver,
       streamState: this.streamState,
     };
+    // JSON.stringify passes the property name as the argument.
+    const format = typeof options === 'object' && options !== null ? options.format : undefined;
+    return format === 'lagent' ? toLagentJSON(json) : json;
   }
 
   /**
-   * Builds a message from its JSON form (camelCase, or Lagent's snake_case dumps with `extra_info` and
-   * `stream_state`). Throws a {@link ValidationError} naming the field when the input does not fit.
+   * Builds a message from its JSON form: camelCase, or Lagent's snake_case dumps (`extra_info`,
+   * `stream_state`, and `tool_type` in a tool parser's `formatted`, which comes back as `toolType`).
+   * Content in an ActionReturn's JSON form (itself, or an item of a content list) comes back as an
+   * {@link ActionReturn}. Throws a {@link ValidationError} naming the field when the input does not fit,
+   * gives one key in both shapes, or nests deeper than {@link MAX_MESSAGE_DEPTH}.
    */
   static from(json: unknown): AgentMessage {
     if (json instanceof AgentMessage) return json.clone();
@@ -114,12 +164,21 @@ export class AgentMessage<C = any, F = any> {
         message: `AgentMessage.from expects an object, got ${describe(json)}`,
       });
     }
+    for (const [snake, camel] of Object.entries(SNAKE_KEYS)) {
+      if (Object.hasOwn(json, snake) && Object.hasOwn(json, camel)) {
+        throw new ValidationError({
+          field: camel,
+          message: `AgentMessage.from: both "${snake}" and "${camel}" are given; a message has one of them`,
+        });
+      }
+    }
     // Null prototype: a "__proto__" key in the JSON stays a key (and is dropped as unknown), never a prototype.
     const input: Record<string, unknown> = Object.create(null);
     for (const key of Object.keys(json)) input[SNAKE_KEYS[key] ?? key] = json[key];
     if (!('content' in input)) {
       throw new ValidationError({ field: 'content', message: 'AgentMessage.from: "content" is required' });
     }
+    checkNesting('AgentMessage.from', input, true);
     const parsed = messageShape.safeParse(input);
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
@@ -132,9 +191,9 @@ export class AgentMessage<C = any, F = any> {
     }
     const data = parsed.data;
     return new AgentMessage({
-      content: deepClone(data.content),
+      content: reviveContent(deepClone(data.content)),
       sender: data.sender,
-      formatted: deepClone(data.formatted),
+      formatted: camelFormatted(deepClone(data.formatted)),
       extraInfo: deepClone(data.extraInfo),
       type: data.type,
       receiver: data.receiver,
@@ -154,6 +213,133 @@ export function toAgentMessage(input: MessageInput): AgentMessage {
   if (typeof input === 'string') return new AgentMessage({ content: input });
   if (input instanceof AgentMessage) return input.clone();
   return AgentMessage.from(input);
+}
+
+/**
+ * A message's camelCase JSON form in Python Lagent's shape: `extra_info` and `stream_state`, and a tool
+ * parser's result in `formatted` with `tool_type` (an ActionReturn's JSON form is already Lagent's dump).
+ */
+export function toLagentJSON<C, F>(json: AgentMessageJSON<C, F>): LagentMessageJSON<C, F> {
+  return {
+    content: json.content,
+    sender: json.sender,
+    formatted: renameFormatted(json.formatted, FORMATTED_CAMEL_KEYS, 'toJSON') as F | null,
+    extra_info: json.extraInfo ?? null,
+    type: json.type ?? null,
+    receiver: json.receiver ?? null,
+    stream_state: json.streamState,
+  };
+}
+
+/** A tool parser's result (an object with `thought` and `status`) with its keys renamed; anything else as is. */
+function renameFormatted(formatted: unknown, names: Record<string, string>, where: string): unknown {
+  if (
+    !isPlainObject(formatted) ||
+    !Object.hasOwn(formatted, 'thought') ||
+    !Object.hasOwn(formatted, 'status')
+  ) {
+    return formatted;
+  }
+  const keys = Object.keys(formatted);
+  if (!keys.some((key) => Object.hasOwn(names, key))) return formatted;
+  const out: Record<string, unknown> = {};
+  for (const key of keys) {
+    const renamed = Object.hasOwn(names, key) ? names[key]! : key;
+    if (renamed !== key && Object.hasOwn(formatted, renamed)) {
+      throw new ValidationError({
+        field: `formatted.${key}`,
+        message: `AgentMessage.${where}: "formatted" has both "${key}" and "${renamed}"; it has one of them`,
+      });
+    }
+    out[renamed] = formatted[key];
+  }
+  return out;
+}
+
+function camelFormatted(formatted: unknown): unknown {
+  return renameFormatted(formatted, FORMATTED_SNAKE_KEYS, 'from');
+}
+
+/** Content in an ActionReturn's JSON form, or a list holding some, with those back as ActionReturns. */
+function reviveContent(content: unknown): unknown {
+  if (ActionReturn.isJSON(content)) return ActionReturn.from(content);
+  if (Array.isArray(content)) {
+    for (let i = 0; i < content.length; i++) {
+      if (ActionReturn.isJSON(content[i])) content[i] = ActionReturn.from(content[i]);
+    }
+  }
+  return content;
+}
+
+/** Throws a ValidationError when `content`, `formatted` or `extraInfo` nests too deeply (or, unless allowed, in a circle). */
+function checkNesting(
+  where: string,
+  fields: { content?: unknown; formatted?: unknown; extraInfo?: unknown },
+  allowCycles: boolean,
+): void {
+  for (const field of ['content', 'formatted', 'extraInfo'] as const) {
+    const problem = nestingProblem(fields[field], MAX_MESSAGE_DEPTH, allowCycles);
+    if (problem) {
+      throw new ValidationError({
+        field,
+        message:
+          problem === 'deep'
+            ? `${where}: "${field}" nests arrays or objects more than ${MAX_MESSAGE_DEPTH} levels deep`
+            : `${where}: "${field}" is circular, so it has no JSON form`,
+      });
+    }
+  }
+}
+
+interface NestingFrame {
+  node: object;
+  keys: string[] | null;
+  next: number;
+  height: number;
+}
+
+/**
+ * Whether a value's arrays and objects nest more than `limit` levels deep, or (unless `allowCycles`) contain
+ * a cycle. Iterative, and each object is visited once, so neither depth nor shared references can blow up.
+ */
+function nestingProblem(value: unknown, limit: number, allowCycles: boolean): 'deep' | 'circular' | null {
+  if (value === null || typeof value !== 'object') return null;
+  const heights = new Map<object, number>();
+  const onPath = new Set<object>();
+  const frame = (node: object): NestingFrame => {
+    onPath.add(node);
+    return { node, keys: Array.isArray(node) ? null : Object.keys(node), next: 0, height: 1 };
+  };
+  const stack: NestingFrame[] = [frame(value)];
+  while (stack.length > 0) {
+    const top = stack[stack.length - 1]!;
+    const node = top.node as Record<string, unknown>;
+    const size = top.keys === null ? (node as unknown as unknown[]).length : top.keys.length;
+    if (top.next < size) {
+      const index = top.next++;
+      const child = top.keys === null ? (node as unknown as unknown[])[index] : node[top.keys[index]!];
+      if (child === null || typeof child !== 'object') continue;
+      const known = heights.get(child);
+      if (known !== undefined) {
+        if (stack.length + known > limit) return 'deep';
+        if (known + 1 > top.height) top.height = known + 1;
+        continue;
+      }
+      if (onPath.has(child)) {
+        if (allowCycles) continue;
+        return 'circular';
+      }
+      if (stack.length + 1 > limit) return 'deep';
+      stack.push(frame(child));
+      continue;
+    }
+    stack.pop();
+    onPath.delete(top.node);
+    heights.set(top.node, top.height);
+    const parent = stack[stack.length - 1];
+    if (parent && top.height + 1 > parent.height) parent.height = top.height + 1;
+  }
+  return null;
 }
 
 function toJSONValue(value: unknown): unknown {
