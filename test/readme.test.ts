@@ -1,5 +1,15 @@
-import { ActionExecutor, ActionReturn, Agent, AgentMessage, AsyncGPTAPI, tool } from 'lagent-ts';
-import { MockLLM, startFakeOpenAI } from 'lagent-ts/testing';
+import {
+  ActionExecutor,
+  ActionReturn,
+  Agent,
+  AgentMessage,
+  AsyncAgent,
+  type AsyncForwardOptions,
+  AsyncGPTAPI,
+  AsyncStreamingAgent,
+  tool,
+} from 'lagent-ts';
+import { AsyncMockLLM, MockLLM, startFakeOpenAI } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 
@@ -14,6 +24,36 @@ describe('README', () => {
     expect(agent.stateDict().memory).toHaveLength(2);
     agent.reset();
     expect(agent.memory!.getMemory()).toHaveLength(0);
+  });
+
+  it('Sessions', async () => {
+    let n = 0;
+    const llm = new AsyncMockLLM({ latencyMs: 5, responses: () => `a${++n}` });
+    const agent = new AsyncAgent({ llm });
+    await Promise.all([agent.call('q1', { sessionId: 1 }), agent.call('q2', { sessionId: 1 })]);
+    expect(agent.memory!.getMemory(1).map((m) => m.content)).toEqual(['q1', 'a1', 'q2', 'a2']);
+  });
+
+  it('Cancellation', async () => {
+    const llm = new AsyncMockLLM({ latencyMs: 1_000, responses: () => 'text' });
+    class Blogger extends AsyncAgent {
+      writer = new AsyncAgent({ llm, name: 'writer' });
+      critic = new AsyncAgent({ llm, name: 'critic' });
+      override async forward([message]: AgentMessage[], { sessionId }: AsyncForwardOptions) {
+        const draft = await this.writer.call(message, { sessionId });
+        return this.critic.call(draft, { sessionId });
+      }
+    }
+    const blogger = new Blogger();
+    await expect(blogger.call('topic', { sessionId: 1, signal: AbortSignal.timeout(100) })).rejects.toThrow();
+    expect(blogger.stateDict(1)).toEqual({ memory: [], 'writer.memory': [], 'critic.memory': [] });
+
+    const agent = new AsyncStreamingAgent({
+      llm: new AsyncMockLLM({ responses: ['hello there'], chunkSize: 4 }),
+    });
+    let printed = '';
+    for await (const chunk of agent.call('hello')) printed += chunk.delta ?? '';
+    expect(printed).toBe('hello there');
   });
 
   it('Models', async () => {
