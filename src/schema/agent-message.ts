@@ -251,7 +251,13 @@ function renameFormatted(formatted: unknown, names: Record<string, string>, wher
         message: `AgentMessage.${where}: "formatted" has both "${key}" and "${renamed}"; it has one of them`,
       });
     }
-    out[renamed] = formatted[key];
+    // A "__proto__" key (from JSON.parse) stays a data property instead of setting the prototype.
+    Object.defineProperty(out, renamed, {
+      value: formatted[key],
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   }
   return out;
 }

@@ -160,6 +160,17 @@ describe("AgentMessage JSON in Python Lagent's shape", () => {
     expect(again.toJSON()).toEqual(message.toJSON());
   });
 
+  it('renaming keeps a "__proto__" key of formatted as data', () => {
+    const back = AgentMessage.from(
+      JSON.parse(
+        '{"content": "x", "formatted": {"__proto__": {"polluted": 1}, "tool_type": null, "thought": "", "status": 0}}',
+      ),
+    );
+    expect(Object.getPrototypeOf(back.formatted)).toBe(Object.prototype);
+    expect(back.formatted.polluted).toBeUndefined();
+    expect(Object.keys(back.formatted)).toEqual(['__proto__', 'toolType', 'thought', 'status']);
+  });
+
   it('from() leaves formatted that is not a tool parser result alone', () => {
     expect(AgentMessage.from({ content: 'x', formatted: { tool_type: 'mine' } }).formatted).toEqual({
       tool_type: 'mine',
