@@ -316,7 +316,9 @@ describe('state dicts and nesting deeper than JSON can take', () => {
     const fresh = new Agent({ llm: new MockLLM({ responses: [] }) });
     fresh.loadStateDict(dict);
     expect(fresh.stateDict()).toEqual(dict);
-    expect(() => fresh.loadStateDict({ memory: [{ content: nested(513) }] } as never)).toThrow(StateDictError);
+    expect(() => fresh.loadStateDict({ memory: [{ content: nested(513) }] } as never)).toThrow(
+      StateDictError,
+    );
   });
 
   it('wide and shared (but not circular) values are fine and fast', () => {
