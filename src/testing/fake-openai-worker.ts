@@ -19,7 +19,7 @@ export interface FakeOpenAIWorkerServer {
   readonly baseURL: string;
   /** A copy of every request received so far. */
   requests(): FakeRequest[];
-  /** Replaces the script; the request index keeps counting. */
+  /** Replaces the script and restarts its request index at 0 (`requests()` keeps every request). */
   setScript(script: NonNullable<FakeOpenAIWorkerOptions['script']>): void;
   /** Stops the server. */
   close(): void;

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { registerSameThreadServer } from '../utils/sync-bridge-same-thread';
 
 /** One scripted reply of {@link startFakeOpenAI}. A plain string is `{ content: string }`. */
 export interface FakeReply {
@@ -8,7 +9,7 @@ export interface FakeReply {
   /** HTTP status; 400 and above sends an OpenAI-style error body. @default 200 */
   status?: number;
   /** The error object of an error reply. @default { message: 'fake error <status>', type: 'server_error' } */
-  error?: { message?: string; type?: string; code?: string | null };
+  error?: { message?: string; type?: string; param?: string | null; code?: string | null };
   /** Extra response headers, e.g. `{ 'retry-after-ms': '10' }`. */
   headers?: Record<string, string>;
   /** Wait this long before answering, in ms. @default 0 */
@@ -52,7 +53,8 @@ export interface FakeRequest {
 
 /**
  * What the fake server answers: one reply for every request, a list used in order (a request beyond the
- * list gets a 400 error saying so), or a function of the request and its index (0-based).
+ * list gets a 400 error saying so), or a function of the request and its index (0-based). The index counts
+ * the completion requests received since the script was set.
  */
 export type FakeScript =
   | string
@@ -66,6 +68,11 @@ export interface FakeOpenAIOptions {
   script?: FakeScript;
   /** @default 0 (any free port) */
   port?: number;
+  /**
+   * Largest request body accepted, in bytes; a larger one gets a 413 error as soon as the excess is seen (the
+   * body is never buffered whole) and its connection is closed. @default 33554432 (32 MB)
+   */
+  maxBodyBytes?: number;
 }
 
 /** A running fake server. */
@@ -76,7 +83,7 @@ export interface FakeOpenAIServer {
   readonly baseURL: string;
   /** Every request received, in order. */
   readonly requests: FakeRequest[];
-  /** Replaces the script; the request index keeps counting. */
+  /** Replaces the script and restarts its request index at 0 (`requests` keeps every request). */
   setScript(script: FakeScript): void;
   /** Stops the server and drops open connections. */
   close(): Promise<void>;
@@ -110,20 +117,55 @@ function countTokens(value: unknown): number {
   return Math.ceil(text.length / 4);
 }
 
-function readBody(request: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
+const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+/**
+ * The request body as text, or undefined once it is longer than `limit` (by its content-length, or as soon as
+ * the bytes received pass it: what follows is dropped, never kept).
+ */
+function readBody(request: IncomingMessage, limit: number): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const declared = Number(request.headers['content-length']);
+    if (Number.isFinite(declared) && declared > limit) {
+      resolve(undefined);
+      return;
+    }
     const parts: Buffer[] = [];
-    request.on('data', (part: Buffer) => parts.push(part));
-    request.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
-    request.on('error', reject);
+    let size = 0;
+    let over = false;
+    request.on('data', (part: Buffer) => {
+      if (over) return;
+      size += part.length;
+      if (size > limit) {
+        over = true;
+        parts.length = 0;
+        resolve(undefined);
+      } else parts.push(part);
+    });
+    request.on('end', () => {
+      if (!over) resolve(Buffer.concat(parts).toString('utf8'));
+    });
+    // A client that goes away mid-body: there is nothing left to answer.
+    request.on('error', () => resolve(undefined));
   });
 }
 
-function parseBody(text: string): unknown {
+/** An OpenAI-style error body. */
+function errorBody(message: string, type: string, code: string | null = null, param: string | null = null) {
+  return JSON.stringify({ error: { message, type, param, code } });
+}
+
+type ParsedBody = { ok: true; value: unknown } | { ok: false; reason: string };
+
+function parseBody(text: string): ParsedBody {
   try {
-    return JSON.parse(text);
-  } catch {
-    return text;
+    const value: unknown = JSON.parse(text);
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+      return { ok: false, reason: 'the body must be a JSON object' };
+    }
+    return { ok: true, value };
+  } catch (error) {
+    return { ok: false, reason: (error as Error).message };
   }
 }
 
@@ -146,23 +188,32 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
   let script: FakeScript = options.script ?? echo;
   const requests: FakeRequest[] = [];
   const timers = new Set<NodeJS.Timeout>();
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  if (!(maxBodyBytes > 0)) throw new RangeError(`maxBodyBytes must be positive, got ${maxBodyBytes}`);
+  /** Completion requests since the script was set: the index the script sees. */
+  let scriptIndex = 0;
+  /** Completion requests ever: numbers the reply ids. */
+  let served = 0;
 
+  /** Waits `ms`; false when the client left meanwhile. Leaves no listener behind (streams wait once per event). */
   const wait = (ms: number, response: ServerResponse) =>
     new Promise<boolean>((resolve) => {
       if (ms <= 0) {
         resolve(!response.destroyed);
         return;
       }
-      const timer = setTimeout(() => {
-        timers.delete(timer);
-        resolve(!response.destroyed);
-      }, ms);
-      timers.add(timer);
-      response.once('close', () => {
+      const onClose = () => {
         clearTimeout(timer);
         timers.delete(timer);
         resolve(false);
-      });
+      };
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        response.off('close', onClose);
+        resolve(!response.destroyed);
+      }, ms);
+      timers.add(timer);
+      response.once('close', onClose);
     });
 
   async function replyFor(request: FakeRequest, index: number): Promise<FakeReply> {
@@ -184,9 +235,26 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
   }
 
   async function handle(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
-    const text = await readBody(incoming);
+    const text = await readBody(incoming, maxBodyBytes);
+    if (text === undefined) {
+      if (response.destroyed) return;
+      response.writeHead(413, { 'content-type': 'application/json', connection: 'close' });
+      response.end(
+        errorBody(
+          `fake OpenAI server: the request body is larger than ${maxBodyBytes} bytes (maxBodyBytes)`,
+          'invalid_request_error',
+          'request_too_large',
+        ),
+      );
+      // Stop reading the rest: close the connection once the answer is out.
+      if (response.writableFinished) incoming.socket.destroySoon();
+      else response.once('finish', () => incoming.socket.destroySoon());
+      return;
+    }
     const path = (incoming.url ?? '/').split('?')[0] ?? '/';
-    const body = parseBody(text) as any;
+    const endpoint = endpointOf(path);
+    const parsed = endpoint === 'other' ? undefined : parseBody(text);
+    const body = parsed?.ok ? (parsed.value as any) : text;
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(incoming.headers)) {
       if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
@@ -196,9 +264,20 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       path,
       headers,
       body,
-      endpoint: endpointOf(path),
+      endpoint,
       stream: body?.stream === true,
     };
+    if (parsed !== undefined && !parsed.ok) {
+      requests.push(request);
+      response.writeHead(400, { 'content-type': 'application/json' });
+      response.end(
+        errorBody(
+          `fake OpenAI server: could not parse the JSON body of the request (${parsed.reason})`,
+          'invalid_request_error',
+        ),
+      );
+      return;
+    }
     if (request.endpoint === 'other') {
       if (path.endsWith('/models')) {
         response.writeHead(200, { 'content-type': 'application/json' });
@@ -211,7 +290,8 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       );
       return;
     }
-    const index = requests.length;
+    const index = scriptIndex++;
+    const number = ++served;
     requests.push(request);
     response.once('close', () => {
       if (!response.writableFinished) request.aborted = true;
@@ -225,7 +305,13 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     const status = reply.status ?? 200;
     if (status >= 400) {
       response.writeHead(status, { 'content-type': 'application/json', ...reply.headers });
-      const error = { message: `fake error ${status}`, type: 'server_error', code: null, ...reply.error };
+      const error = {
+        message: `fake error ${status}`,
+        type: 'server_error',
+        param: null,
+        code: null,
+        ...reply.error,
+      };
       response.end(reply.body ?? JSON.stringify({ error }));
       return;
     }
@@ -244,7 +330,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       completion_tokens: countTokens(content),
     };
     const fullUsage = { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
-    const id = `fake-${index + 1}`;
+    const id = `fake-${number}`;
     const model = String(body?.model ?? 'fake-model');
     const created = Math.floor(Date.now() / 1000);
     const finishReason = reply.finishReason ?? 'stop';
@@ -324,14 +410,18 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
   });
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;
+  // A sync client on this thread cannot be answered by this server: its timeout error will say so.
+  const unregister = registerSameThreadServer(port, 'startFakeOpenAI()');
   return {
     url,
     baseURL: `${url}/v1`,
     requests,
     setScript(next: FakeScript) {
       script = next;
+      scriptIndex = 0;
     },
     close() {
+      unregister();
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
       return new Promise<void>((resolve) => {
