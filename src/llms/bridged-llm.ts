@@ -1,6 +1,9 @@
+import { LLMRequestError, TimeoutError } from '../schema/errors';
 import { SyncBridge } from '../utils/sync-bridge';
+import { sameThreadServerHint } from '../utils/sync-bridge-same-thread';
 import { BaseLLM } from './base-llm';
-import type { OpenAICallParams } from './openai-compatible-llm';
+import type { OpenAICallParams, OpenAICompatibleOptions } from './openai-compatible-llm';
+import { bridgedCallBudget, resolveTiming } from './timing';
 import type { ChatMessage, GenParams, StreamChunk } from './types';
 import type { TokenUsage } from './usage';
 
@@ -13,6 +16,18 @@ function bridgeParams(call: OpenAICallParams | undefined, resolved: GenParams): 
   return params;
 }
 
+/** Whether `error` says a request or a bridged call ran out of time. */
+function isTimeout(error: unknown): error is Error {
+  if (error instanceof TimeoutError) return true;
+  if (!(error instanceof LLMRequestError)) return false;
+  const cause = error.cause as { name?: unknown } | undefined;
+  return (
+    cause instanceof TimeoutError ||
+    cause?.name === 'APIConnectionTimeoutError' ||
+    / timed out/.test(error.message)
+  );
+}
+
 /**
  * The sync twin of an OpenAI-compatible async client: the async class (named by `exportName`) runs in the
  * sync bridge's worker thread and this thread blocks until it answers. The hosted class must offer
@@ -21,23 +36,36 @@ function bridgeParams(call: OpenAICallParams | undefined, resolved: GenParams): 
  *
  * The calling thread blocks for the whole request: use the `Async*` class inside servers. An `AbortSignal`
  * cannot fire while the thread is blocked, so `signal` is only checked before the call; use `timeout`.
+ * Every call has a deadline, {@link BridgedLLM.callTimeout}: the worst case of the client's own `timeout`,
+ * retries and retry waits, plus a margin (none when `timeout` is `Infinity`). Errors name this class
+ * (`GPTAPI`, not `AsyncGPTAPI`). A server started on the calling thread can never answer a sync client (the
+ * thread is blocked); a timeout against one says so. If the worker dies, the call throws a `SyncBridgeError`
+ * and the next call rebuilds the client on a new worker (token usage counted so far is lost).
  */
 export abstract class BridgedLLM extends BaseLLM {
   /** The model name sent with every request. */
   readonly model: string;
   /** The server's base URL. */
   readonly baseURL: string;
+  /** Milliseconds one call (or one step of a stream) may block this thread; `Infinity` for no deadline. */
+  readonly callTimeout: number;
   readonly #bridge: SyncBridge;
+  readonly #clientName: string;
 
   /**
    * @param exportName the async class to host, exported by `module`
    * @param options its constructor options (structured-cloneable)
    * @param module absolute path or `file:` URL of the module exporting it. @default lagent-ts itself
    */
-  protected constructor(exportName: string, options: GenParams & object, module?: string | URL) {
+  protected constructor(exportName: string, options: OpenAICompatibleOptions, module?: string | URL) {
     super(options);
+    const clientName = options.clientName ?? new.target.name;
+    this.#clientName = clientName;
+    this.callTimeout = bridgedCallBudget(resolveTiming(options, clientName));
+    const args = [{ ...options, clientName }];
     this.#bridge = new SyncBridge(
-      module === undefined ? { exportName, args: [options] } : { exportName, args: [options], module },
+      module === undefined ? { exportName, args } : { exportName, args, module },
+      { timeout: this.callTimeout },
     );
     const { model, baseURL } = this.#bridge.call<{ model: string; baseURL: string }>('describe');
     this.model = model;
@@ -47,7 +75,11 @@ export abstract class BridgedLLM extends BaseLLM {
   /** Replies to `messages`, blocking this thread until the server answers. */
   chat(messages: ChatMessage[], params?: OpenAICallParams): string {
     params?.signal?.throwIfAborted();
-    return this.#bridge.call<string>('chat', [messages, bridgeParams(params, this.resolveParams(params))]);
+    try {
+      return this.#bridge.call<string>('chat', [messages, bridgeParams(params, this.resolveParams(params))]);
+    } catch (error) {
+      throw this.#explain(error);
+    }
   }
 
   /** Streams the reply; each step blocks until the next chunk arrives. Leaving the loop aborts the request. */
@@ -56,10 +88,14 @@ export abstract class BridgedLLM extends BaseLLM {
     params?: OpenAICallParams,
   ): Generator<StreamChunk, void, undefined> {
     params?.signal?.throwIfAborted();
-    yield* this.#bridge.iterate<StreamChunk>('streamChat', [
-      messages,
-      bridgeParams(params, this.resolveParams(params)),
-    ]);
+    try {
+      yield* this.#bridge.iterate<StreamChunk>('streamChat', [
+        messages,
+        bridgeParams(params, this.resolveParams(params)),
+      ]);
+    } catch (error) {
+      throw this.#explain(error);
+    }
   }
 
   /** Summed token usage of one session (calls without a `sessionId` count under `0`). */
@@ -85,5 +121,19 @@ export abstract class BridgedLLM extends BaseLLM {
   /** Releases the client in the worker; later calls throw. Optional: an unused client is released when collected. */
   close(): void {
     this.#bridge.close();
+  }
+
+  /** Adds to a timeout why a server on this very thread cannot answer, and what to do instead. */
+  #explain(error: unknown): unknown {
+    if (!isTimeout(error)) return error;
+    const hint = sameThreadServerHint(this.baseURL, this.#clientName);
+    if (hint !== undefined) {
+      Object.defineProperty(error, 'message', {
+        value: `${error.message}. ${hint}`,
+        configurable: true,
+        writable: true,
+      });
+    }
+    return error;
   }
 }

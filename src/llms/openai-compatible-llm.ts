@@ -6,6 +6,7 @@ import { AsyncBaseLLM } from './base-llm';
 import { type RetryPolicy, toRequestError, withRetries } from './request-retry';
 import { StopWordFilter } from './stop-word-filter';
 import { cutAtStopWords } from './stop-words';
+import { MAX_TIMER_MS, resolveTiming } from './timing';
 import type { ChatMessage, GenParams, LLMCallParams, ResolvedGenParams, StreamChunk } from './types';
 import { type TokenUsage, UsageTracker, usageFromAPI } from './usage';
 
@@ -19,14 +20,25 @@ export interface OpenAICompatibleOptions extends GenParams {
   baseURL?: string;
   /** OpenAI organization header. */
   organization?: string;
-  /** Milliseconds one attempt may take; for streams, the longest silence between two events. @default 120000 */
+  /**
+   * Milliseconds one attempt may take; for streams, the longest silence between two events. `Infinity` means no
+   * timeout; finite values above 2147483647 (about 24.8 days) are a `ConfigurationError` (Node cannot time them).
+   * The sync twins (`GPTAPI`, ...) also derive their bridge deadline from it. @default 120000
+   */
   timeout?: number;
   /** Retries after the first attempt (429, 408, 5xx, connection failures, timeouts). @default 2 */
   retry?: number;
   /** First retry delay, doubled per retry, unless the server sends `retry-after(-ms)`. @default 1000 */
   retryMinDelayMs?: number;
-  /** Longest retry delay. @default 30000 */
+  /** Longest retry delay of the backoff. At most 2147483647. @default 30000 */
   retryMaxDelayMs?: number;
+  /**
+   * Longest wait a server's `retry-after-ms` / `retry-after` is honoured for, in ms: a longer request is cut to
+   * this, and the final error says what the server asked. `Infinity` honours any. @default 60000
+   */
+  maxRetryAfter?: number;
+  /** The client's name in error messages. @default the class name (`GPTAPI` for the sync twin, not `AsyncGPTAPI`) */
+  clientName?: string;
   /** Extra HTTP headers on every request. */
   headers?: Record<string, string>;
   /** Extra body fields on every request, for parameters OpenAI lacks (e.g. `{ top_k: 20 }` for vLLM). */
@@ -57,23 +69,6 @@ export interface OpenAICompatibleDefaults {
   apiKey?: string;
 }
 
-const DEFAULT_TIMEOUT_MS = 120_000;
-
-function positiveNumber(
-  name: string,
-  value: number | undefined,
-  fallback: number,
-  allowZero = false,
-): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || Number.isNaN(value) || value < 0 || (!allowZero && value === 0)) {
-    throw new ConfigurationError({
-      message: `${name} must be a ${allowZero ? 'non-negative' : 'positive'} number, got ${String(value)}`,
-    });
-  }
-  return value;
-}
-
 function isQuotaError(error: unknown): error is APIError {
   if (!(error instanceof APIError) || error.status !== 429) return false;
   const body = error.error as { code?: unknown; type?: unknown } | undefined;
@@ -99,10 +94,14 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
   readonly model: string;
   /** The server's base URL. */
   readonly baseURL: string;
-  /** Milliseconds per attempt (for streams: between events). */
+  /** Milliseconds per attempt (for streams: between events); `Infinity` for none. */
   readonly timeout: number;
   /** Retries after the first attempt. */
   readonly retry: number;
+  /** The longest `retry-after` honoured, in ms. */
+  readonly maxRetryAfter: number;
+  /** The name errors use (the class name, or the sync twin's). */
+  readonly clientName: string;
   /** Body fields added to every request. */
   readonly extraBody: Readonly<Record<string, unknown>>;
   readonly #keys: readonly string[];
@@ -117,9 +116,11 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
 
   constructor(options: OpenAICompatibleOptions, defaults: OpenAICompatibleDefaults) {
     super(options);
+    const name = options.clientName ?? new.target.name;
+    this.clientName = name;
     const model = options.model ?? defaults.model;
     if (typeof model !== 'string' || model.length === 0) {
-      throw new ConfigurationError({ message: `${new.target.name} needs a model name` });
+      throw new ConfigurationError({ message: `${name} needs a model name` });
     }
     this.model = model;
     this.baseURL = (options.baseURL ?? defaults.baseURL).replace(/\/+$/, '');
@@ -132,18 +133,19 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
     if (keys.length === 0 && defaults.apiKey !== undefined) keys.push(defaults.apiKey);
     if (keys.length === 0 || keys.some((key) => typeof key !== 'string' || key.length === 0)) {
       throw new ConfigurationError({
-        message: `${new.target.name} needs an API key: pass apiKey or set OPENAI_API_KEY (for a local server, set baseURL or OPENAI_BASE_URL)`,
+        message: `${name} needs an API key: pass apiKey or set OPENAI_API_KEY (for a local server, set baseURL or OPENAI_BASE_URL)`,
       });
     }
     this.#keys = keys;
-    this.timeout = positiveNumber('timeout', options.timeout, DEFAULT_TIMEOUT_MS);
-    this.retry = positiveNumber('retry', options.retry, 2, true);
-    if (!Number.isInteger(this.retry))
-      throw new ConfigurationError({ message: `retry must be an integer, got ${this.retry}` });
+    const timing = resolveTiming(options, name);
+    this.timeout = timing.timeout;
+    this.retry = timing.retry;
+    this.maxRetryAfter = timing.maxRetryAfter;
     this.#policy = {
-      retries: this.retry,
-      minDelayMs: positiveNumber('retryMinDelayMs', options.retryMinDelayMs, 1000, true),
-      maxDelayMs: positiveNumber('retryMaxDelayMs', options.retryMaxDelayMs, 30_000, true),
+      retries: timing.retry,
+      minDelayMs: timing.retryMinDelayMs,
+      maxDelayMs: timing.retryMaxDelayMs,
+      maxRetryAfterMs: timing.maxRetryAfter,
     };
     this.#organization = options.organization;
     this.#headers = options.headers;
@@ -274,7 +276,7 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
 
   #where(request: CompletionRequest): string {
     const path = request.endpoint === 'chat' ? '/chat/completions' : '/completions';
-    return `${this.constructor.name} request to ${this.baseURL}${path} (model ${this.model})`;
+    return `${this.clientName} request to ${this.baseURL}${path} (model ${this.model})`;
   }
 
   #client(key: string): OpenAI {
@@ -284,7 +286,9 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
         apiKey: key,
         baseURL: this.baseURL,
         organization: this.#organization ?? null,
-        timeout: this.timeout,
+        // The attempt's own signal enforces `timeout`; the SDK's timer must not fire first (Node runs an
+        // over-long or infinite one after 1 ms).
+        timeout: Math.min(this.timeout, MAX_TIMER_MS),
         maxRetries: 0, // retries happen in one place: withRetries
         defaultHeaders: this.#headers,
         logLevel: 'off',
@@ -304,7 +308,7 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
       }
       if (key === undefined) {
         throw new LLMRequestError({
-          message: `${this.constructor.name}: every API key was rejected for insufficient quota`,
+          message: `${this.clientName}: every API key was rejected for insufficient quota`,
           status: 429,
         });
       }
@@ -315,7 +319,7 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
         this.#exhaustedKeys.add(key);
         if (this.#exhaustedKeys.size >= this.#keys.length) {
           throw new LLMRequestError({
-            message: `${this.constructor.name}: every API key was rejected for insufficient quota (last: ${error.message})`,
+            message: `${this.clientName}: every API key was rejected for insufficient quota (last: ${error.message})`,
             status: 429,
             cause: error,
           });

@@ -10,10 +10,12 @@ export interface RetryPolicy {
   minDelayMs: number;
   /** Upper bound of the backoff delay. */
   maxDelayMs: number;
+  /** The longest `retry-after` waited for; a longer one is cut to this, and the final error says so. */
+  maxRetryAfterMs: number;
 }
 
-/** A server's `retry-after` above this is not waited for; the regular backoff is used instead. */
-const MAX_RETRY_AFTER_MS = 60_000;
+/** The longest delay Node's timers support. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Extra facts about a failed attempt that only the retry loop needs. */
 interface AttemptFacts {
@@ -133,18 +135,22 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
       clearTimeout(timer);
       reject(signal?.reason);
     };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
+    const timer = setTimeout(
+      () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      },
+      Math.min(ms, MAX_TIMER_MS),
+    );
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
 
 /**
  * Runs `attempt` with p-retry: every failure becomes an `LLMRequestError`; retryable ones are retried after an
- * exponential backoff, or after the server's `retry-after-ms` / `retry-after` when it sent one. The final error
- * carries the number of attempts. An abort of `signal` stops the attempt and any backoff wait at once and
+ * exponential backoff, or after the server's `retry-after-ms` / `retry-after` when it sent one (at most
+ * `maxRetryAfterMs`). The final error carries the number of attempts, and says when the server asked for a
+ * longer wait than `maxRetryAfterMs`. An abort of `signal` stops the attempt and any backoff wait at once and
  * rejects with the signal's reason.
  */
 export async function withRetries<T>(
@@ -155,6 +161,8 @@ export async function withRetries<T>(
 ): Promise<T> {
   let attempts = 0;
   let lastError: LLMRequestError | undefined;
+  /** The longest `retry-after` the server asked for beyond the cap. */
+  let overCap: number | undefined;
   try {
     return await pRetry(
       async (attemptNumber) => {
@@ -164,6 +172,10 @@ export async function withRetries<T>(
         } catch (error) {
           if (signal?.aborted) throw signal.reason;
           lastError = toRequestError(error, where, attemptNumber);
+          const asked = facts.get(lastError)?.retryAfterMs;
+          if (lastError.retryable && asked !== undefined && asked > policy.maxRetryAfterMs) {
+            overCap = Math.max(overCap ?? 0, asked);
+          }
           throw lastError;
         }
       },
@@ -174,7 +186,7 @@ export async function withRetries<T>(
           if (signal?.aborted || !(error instanceof LLMRequestError) || !error.retryable) return false;
           const asked = facts.get(error)?.retryAfterMs;
           const delay =
-            asked !== undefined && asked <= MAX_RETRY_AFTER_MS ? asked : backoff(retriesConsumed, policy);
+            asked !== undefined ? Math.min(asked, policy.maxRetryAfterMs) : backoff(retriesConsumed, policy);
           await sleep(delay, signal);
           return true;
         },
@@ -183,9 +195,16 @@ export async function withRetries<T>(
     );
   } catch (error) {
     if (signal?.aborted) throw signal.reason;
-    if (error instanceof LLMRequestError && error === lastError && attempts > 1) {
+    if (error instanceof LLMRequestError && error === lastError && (attempts > 1 || overCap !== undefined)) {
+      const notes: string[] = [];
+      if (attempts > 1) notes.push(`gave up after ${attempts} attempts`);
+      if (overCap !== undefined) {
+        notes.push(
+          `the server asked to wait ${Math.round(overCap)} ms before retrying, more than maxRetryAfter (${policy.maxRetryAfterMs} ms), so the client waited at most ${policy.maxRetryAfterMs} ms; raise maxRetryAfter to wait as long as the server asks`,
+        );
+      }
       throw new LLMRequestError({
-        message: `${error.message} (gave up after ${attempts} attempts)`,
+        message: `${error.message} (${notes.join('; ')})`,
         status: error.status,
         retryable: error.retryable,
         attempts,

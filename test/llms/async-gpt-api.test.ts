@@ -3,7 +3,7 @@ import { AsyncAgent } from '../../src/agents/async-agent';
 import { AsyncStreamingAgent } from '../../src/agents/async-streaming-agent';
 import { AsyncGPTAPI } from '../../src/llms/async-gpt-api';
 import type { StreamChunk } from '../../src/llms/types';
-import { LLMRequestError } from '../../src/schema/errors';
+import { ConfigurationError, LLMRequestError } from '../../src/schema/errors';
 import { ModelStatusCode } from '../../src/schema/status';
 import { type FakeOpenAIServer, type FakeScript, startFakeOpenAI } from '../../src/testing/fake-openai';
 
@@ -232,6 +232,79 @@ describe('AsyncGPTAPI retries', () => {
       .catch((e: unknown) => e);
     expect(error).toMatchObject({ name: 'LLMRequestError', attempts: 2, retryable: true });
     expect((error as Error).message).toMatch(/timed out/);
+  });
+});
+
+describe('AsyncGPTAPI retry-after cap', () => {
+  it('a retry-after longer than maxRetryAfter is honoured up to the cap', async () => {
+    const fake = await serve([{ status: 429, headers: { 'retry-after-ms': '100000' } }, 'ok']);
+    const started = performance.now();
+    expect(await client(fake, { maxRetryAfter: 150, retryMinDelayMs: 1 }).chat(user('x'))).toBe('ok');
+    const elapsed = performance.now() - started;
+    expect(elapsed).toBeGreaterThanOrEqual(140);
+    expect(elapsed).toBeLessThan(2_000);
+  });
+
+  it('when the server asked for more than the cap, the final error says so', async () => {
+    const busy = { status: 429, headers: { 'retry-after': '120' }, error: { message: 'busy' } };
+    const fake = await serve([busy, busy]);
+    const error = await client(fake, { maxRetryAfter: 20, retry: 1 })
+      .chat(user('x'))
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: 'LLMRequestError', status: 429, attempts: 2 });
+    expect((error as Error).message).toMatch(
+      /gave up after 2 attempts; the server asked to wait 120000 ms before retrying, more than maxRetryAfter \(20 ms\)/,
+    );
+    await fake.close();
+    const once = await serve([busy]);
+    const single = await client(once, { retry: 0 })
+      .chat(user('x'))
+      .catch((e: unknown) => e);
+    expect((single as Error).message).toMatch(/asked to wait 120000 ms.*maxRetryAfter \(60000 ms\)/);
+  });
+
+  it('a retry-after within the cap says nothing more', async () => {
+    const fake = await serve([
+      { status: 503, headers: { 'retry-after-ms': '5' } },
+      { status: 503, headers: { 'retry-after-ms': '5' } },
+    ]);
+    const error = await client(fake, { retry: 1 })
+      .chat(user('x'))
+      .catch((e: unknown) => e);
+    expect((error as Error).message).not.toMatch(/maxRetryAfter/);
+  });
+});
+
+describe('AsyncGPTAPI timeouts Node cannot time', () => {
+  it('timeout: Infinity means no timeout (Node would fire such a timer after 1 ms)', async () => {
+    const fake = await serve([
+      { content: 'patient', delayMs: 50 },
+      { content: 'streamed', chunkDelayMs: 20 },
+    ]);
+    const llm = client(fake, { timeout: Number.POSITIVE_INFINITY, retry: 0 });
+    expect(llm.timeout).toBe(Number.POSITIVE_INFINITY);
+    expect(await llm.chat(user('x'))).toBe('patient');
+    expect((await collect(llm.streamChat(user('x')))).at(-1)?.content).toBe('streamed');
+  });
+
+  it('a finite timeout of 2^31 ms or more, or a non-positive one, is a ConfigurationError', async () => {
+    const fake = await serve(['never']);
+    for (const timeout of [2 ** 31, 1e12, 0, -5, Number.NaN]) {
+      expect(() => client(fake, { timeout }), String(timeout)).toThrow(ConfigurationError);
+    }
+    expect(() => client(fake, { retryMaxDelayMs: 2 ** 31 })).toThrow(/retryMaxDelayMs must be at most/);
+    expect(() => client(fake, { maxRetryAfter: -1 })).toThrow(/maxRetryAfter must be/);
+    expect(client(fake, { maxRetryAfter: Number.POSITIVE_INFINITY }).maxRetryAfter).toBe(
+      Number.POSITIVE_INFINITY,
+    );
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  it('clientName names the client in errors', async () => {
+    const fake = await serve([{ status: 400 }]);
+    await expect(client(fake, { clientName: 'Drafts' }).chat(user('x'))).rejects.toThrow(
+      /^Drafts request to/,
+    );
   });
 });
 

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent } from '../../src/agents/agent';
 import { StreamingAgent } from '../../src/agents/streaming-agent';
 import { GPTAPI } from '../../src/llms/gpt-api';
-import { LLMRequestError } from '../../src/schema/errors';
+import { ConfigurationError, LLMRequestError } from '../../src/schema/errors';
 import { ModelStatusCode } from '../../src/schema/status';
 import { startFakeOpenAI } from '../../src/testing/fake-openai';
 import { type FakeOpenAIWorkerServer, startFakeOpenAIWorker } from '../../src/testing/fake-openai-worker';
@@ -110,6 +110,55 @@ describe('GPTAPI (sync, through the bridge)', () => {
     expect(() => client({ timeout: -1 })).toThrow(/timeout must be a positive number/);
   });
 
+  it('errors name GPTAPI, not the AsyncGPTAPI it runs on', () => {
+    server.setScript({ status: 400, error: { message: 'bad request' } });
+    const error = catchError(() => client({ retry: 0 }).chat(user('x')));
+    expect((error as Error).message).toMatch(/^GPTAPI request to /);
+    expect((error as Error).message).not.toContain('AsyncGPTAPI');
+    expect(() => client({ model: '' })).toThrow(/^GPTAPI needs a model name/);
+    expect(() => client({ retry: 0.5 })).toThrow(/^GPTAPI: retry must be/);
+  });
+
+  it('timeout: Infinity means no timeout; a timeout Node cannot time is refused', () => {
+    server.setScript({ content: 'no hurry', delayMs: 30 });
+    const llm = client({ timeout: Number.POSITIVE_INFINITY });
+    expect(llm.chat(user('x'))).toBe('no hurry');
+    expect(llm.callTimeout).toBe(Number.POSITIVE_INFINITY);
+    expect(() => client({ timeout: 2 ** 31 })).toThrow(ConfigurationError);
+    expect(() => client({ timeout: 2 ** 31 })).toThrow(/Infinity for none/);
+  });
+
+  it('every call has a deadline: the client timeout, retries and retry waits, plus a margin', () => {
+    const llm = client({ timeout: 1_000, retry: 2, retryMaxDelayMs: 500, maxRetryAfter: 2_000 });
+    expect(llm.callTimeout).toBe(3 * 1_000 + 2 * 2_000 + 10_000);
+    expect(client().callTimeout).toBe(3 * 120_000 + 2 * 60_000 + 10_000);
+  });
+
+  it('a timeout against a server that is blocked by this very thread says why, and what to do', async () => {
+    const local = await startFakeOpenAI({ script: 'never read' });
+    try {
+      const llm = new GPTAPI({ model: 'm', apiKey: 'k', baseURL: local.baseURL, timeout: 300, retry: 0 });
+      const started = performance.now();
+      const error = catchError(() => llm.chat(user('x')));
+      expect(performance.now() - started).toBeLessThan(5_000);
+      expect(error).toBeInstanceOf(LLMRequestError);
+      expect((error as Error).message).toMatch(/timed out/);
+      expect((error as Error).message).toMatch(
+        /runs on this same thread, which GPTAPI blocks while it waits.*startFakeOpenAIWorker\(\).*separate process/,
+      );
+    } finally {
+      await local.close();
+    }
+  });
+
+  it('a timeout against another local server mentions the possibility', () => {
+    server.setScript({ hang: true });
+    const error = catchError(() => client({ timeout: 200, retry: 0 }).chat(user('x')));
+    expect((error as Error).message).toMatch(
+      /timed out.*If the server at http:\/\/127\.0\.0\.1:\d+ runs on this same thread/,
+    );
+  });
+
   it('a signal that is already aborted throws before calling', () => {
     const controller = new AbortController();
     controller.abort(new Error('stop'));
@@ -159,3 +208,12 @@ describe('GPTAPI in a script', () => {
     }
   });
 });
+
+function catchError(run: () => unknown): unknown {
+  try {
+    run();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected an error');
+}

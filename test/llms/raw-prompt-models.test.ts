@@ -98,4 +98,20 @@ describe('VllmModel / LMDeployServer (sync)', () => {
       fake.close();
     }
   });
+
+  it('name themselves in errors, not the async class they run on', () => {
+    const fake = startFakeOpenAIWorker({ script: { status: 400, error: { message: 'no' } } });
+    try {
+      for (const llm of [
+        new VllmModel({ model: 'm', baseURL: fake.baseURL, retry: 0 }),
+        new LMDeployServer({ model: 'm', baseURL: fake.baseURL, retry: 0 }),
+      ]) {
+        const name = llm.constructor.name;
+        expect(() => llm.chat(dialog)).toThrow(new RegExp(`^${name} request to .* failed with status 400`));
+      }
+      expect(() => new VllmModel({ model: '' })).toThrow(/^VllmModel needs a model name/);
+    } finally {
+      fake.close();
+    }
+  });
 });
