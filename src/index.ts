@@ -51,11 +51,13 @@ export type {
   AsyncForwardOptions,
   CallOptions,
   ForwardOptions,
+  LagentStateDict,
   MemoryConfig,
   ResetOptions,
   SequentialCallOptions,
   SequentialMembers,
   StateDict,
+  StateDictOptions,
   StreamReturn,
 } from './agents/index';
 export {
@@ -149,7 +151,10 @@ export type {
   AgentMessageJSON,
   FunctionCall,
   LagentErrorOptions,
+  LagentMessageJSON,
   MessageInput,
+  MessageJSONFormat,
+  MessageJSONOptions,
   SessionId,
 } from './schema/index';
 export {
@@ -162,12 +167,14 @@ export {
   HookError,
   LagentError,
   LLMRequestError,
+  MAX_MESSAGE_DEPTH,
   ModelOutputError,
   ModelStatusCode,
   ParseError,
   StateDictError,
   TimeoutError,
   ToolStatusCode,
+  toLagentJSON,
   ValidationError,
 } from './schema/index';
 export type { SyncBridgeTarget } from './utils/sync-bridge';

@@ -8,7 +8,6 @@ export type {
   ForwardOptions,
   MemoryConfig,
   ResetOptions,
-  StateDict,
   StreamReturn,
 } from './agent-base';
 export { AgentBase } from './agent-base';
@@ -19,4 +18,5 @@ export { AsyncAgent } from './async-agent';
 export { AsyncStreamingAgent } from './async-streaming-agent';
 export type { SequentialCallOptions, SequentialMembers } from './sequential';
 export { AsyncSequential, AsyncStreamingSequential, Sequential, StreamingSequential } from './sequential';
+export type { LagentStateDict, StateDict, StateDictOptions } from './state-dict';
 export { StreamingAgent } from './streaming-agent';

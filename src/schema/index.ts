@@ -1,7 +1,14 @@
 export type { ActionResultItem, ActionReturnInit, FunctionCall } from './action-return';
 export { ActionReturn } from './action-return';
-export type { AgentMessageInit, AgentMessageJSON, MessageInput } from './agent-message';
-export { AgentMessage, toAgentMessage } from './agent-message';
+export type {
+  AgentMessageInit,
+  AgentMessageJSON,
+  LagentMessageJSON,
+  MessageInput,
+  MessageJSONFormat,
+  MessageJSONOptions,
+} from './agent-message';
+export { AgentMessage, MAX_MESSAGE_DEPTH, toAgentMessage, toLagentJSON } from './agent-message';
 export type { ChatMessage } from './chat-message';
 export type { LagentErrorOptions } from './errors';
 export {
