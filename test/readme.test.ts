@@ -56,6 +56,18 @@ describe('README', () => {
     expect(printed).toBe('hello there');
   });
 
+  it('Interop with Python Lagent', () => {
+    const agent = new Agent({ llm: new MockLLM({ responses: ['one', 'two', 'two'] }) });
+    agent.call('hi', { sessionId: 7 });
+    const dict = agent.stateDict(7, { format: 'lagent' });
+    expect(Object.keys(dict.memory![0]!)).toContain('stream_state');
+    const restored = new Agent({ llm: new MockLLM({ responses: ['two'] }) });
+    restored.loadStateDict(JSON.parse(JSON.stringify(dict)), 7);
+    expect(restored.stateDict(7)).toEqual(agent.stateDict(7));
+    const message = new AgentMessage({ content: 'x', extraInfo: { a: 1 } });
+    expect(message.toJSON({ format: 'lagent' })).toMatchObject({ extra_info: { a: 1 }, stream_state: 0 });
+  });
+
   it('Models', async () => {
     const server = await startFakeOpenAI({ script: ['hello<|im_end|>ignored'] });
     try {
