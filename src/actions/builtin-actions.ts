@@ -76,7 +76,7 @@ export class NoAction extends BaseAction {
 
   constructor(options: BuiltinActionOptions = {}) {
     super({ name: options.name, description: 'Answers a response that did not follow the format.' });
-    this.errMsg = options.errMsg ?? 'Please follow the format.';
+    this.errMsg = options.errMsg ?? 'Please follow the format';
   }
 
   run({ errMsg }: z.output<typeof noArguments>): ActionReturn {

@@ -1,7 +1,7 @@
 import { ActionReturn } from '../schema/action-return';
 import { AgentMessage } from '../schema/agent-message';
 import type { SessionId } from '../schema/session';
-import { ActionStatusCode, ToolStatusCode } from '../schema/status';
+import { ToolStatusCode } from '../schema/status';
 import { actionText, asToolResponse } from '../schema/tool-response';
 import { isPlainObject } from '../utils/is';
 import { Hook, type HookExecutor } from './hook';
@@ -29,10 +29,9 @@ function withContent(message: AgentMessage, content: unknown): AgentMessage {
   });
 }
 
-/** An `ActionReturn` as the text the model sees: the result on success, else the error message. */
+/** An `ActionReturn` as the text the model sees; the same as {@link ActionReturn.toText}. */
 export function actionReturnText(value: ActionReturn): string {
-  if (value.state === ActionStatusCode.SUCCESS) return value.formatResult();
-  return value.errmsg ?? `The tool call failed (state ${value.state}).`;
+  return value.toText();
 }
 
 /**
@@ -58,7 +57,7 @@ export class ActionPreprocessor extends Hook {
 
   override afterAction(_executor: HookExecutor, message: AgentMessage, _sessionId: SessionId): AgentMessage {
     const content = message.content;
-    return withContent(message, content instanceof ActionReturn ? actionReturnText(content) : content);
+    return withContent(message, content instanceof ActionReturn ? content.toText() : content);
   }
 
   /** The call to make for a message, or `null` to leave the message as it is. */

@@ -1,5 +1,7 @@
+import { ActionReturn } from '../schema/action-return';
 import type { AgentMessage } from '../schema/agent-message';
 import type { SessionId } from '../schema/session';
+import { toText } from '../utils/text';
 import type { HookAgent } from './hook';
 import { Hook, type HookExecutor } from './hook';
 
@@ -27,20 +29,9 @@ function colourOf(sender: string): number {
   return PALETTE[hash % PALETTE.length]!;
 }
 
+/** Content as log text: a tool result as the model sees it, other values as indented JSON; never throws. */
 function text(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (
-    content !== null &&
-    typeof content === 'object' &&
-    typeof (content as { formatResult?: unknown }).formatResult === 'function'
-  ) {
-    return (content as { formatResult(): string }).formatResult();
-  }
-  try {
-    return JSON.stringify(content, null, 2) ?? String(content);
-  } catch {
-    return String(content);
-  }
+  return content instanceof ActionReturn ? content.toText() : toText(content, { json: 'pretty' });
 }
 
 /**

@@ -1,4 +1,5 @@
 import { TemplateError } from '../schema/errors';
+import { toText } from '../utils/text';
 
 /**
  * How placeholders are written: `'json'` is Python's `str.format` (`{name}`, with `{{` / `}}` for literal
@@ -105,15 +106,9 @@ export function compileTemplate(template: string, style: TemplateStyle, owner: s
   return { parts, variables };
 }
 
-/** A value as template text: strings as they are, other values as JSON. */
+/** A value as template text: strings as they are, other values as JSON (see `toText`); never throws. */
 export function templateValue(value: unknown): string {
-  if (typeof value === 'string') return value;
-  if (typeof value !== 'object' || value === null) return String(value);
-  try {
-    return JSON.stringify(value) ?? String(value);
-  } catch {
-    return String(value);
-  }
+  return toText(value);
 }
 
 function lookup(variables: Readonly<Record<string, unknown>>, name: string): unknown {

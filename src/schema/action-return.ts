@@ -57,8 +57,9 @@ export class ActionReturn {
     if (!Array.isArray(result)) return toText(result);
     const lines: string[] = [];
     for (const item of result) {
-      const content = toText(item?.content);
-      lines.push(item?.type === 'text' ? content : `[${toText(item?.type)}](${content})`);
+      if (item === null || item === undefined) continue;
+      const content = toText(item.content);
+      lines.push(item.type === 'text' ? content : `[${toText(item.type)}](${content})`);
     }
     return lines.join('\n');
   }

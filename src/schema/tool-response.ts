@@ -1,4 +1,5 @@
 import { isPlainObject } from '../utils/is';
+import { pythonJSON, toText } from '../utils/text';
 import { ToolStatusCode } from './status';
 
 /**
@@ -22,19 +23,17 @@ export function asToolResponse(value: unknown): ToolResponse | null {
   const toolType = value.toolType !== undefined ? value.toolType : value.tool_type;
   return {
     toolType: typeof toolType === 'string' ? toolType : null,
-    thought: typeof value.thought === 'string' ? value.thought : String(value.thought ?? ''),
+    thought: toText(value.thought ?? ''),
     action: value.action ?? null,
     status: typeof value.status === 'number' ? (value.status as ToolStatusCode) : ToolStatusCode.NO_TOOL,
   };
 }
 
-/** A call's action as text: strings as they are, objects as JSON (non-ASCII kept as it is). */
+/**
+ * A call's action as prompt text: strings as they are, anything else as Python's
+ * `json.dumps(action, ensure_ascii=False)` writes it (`{"name": "search", "parameters": {"q": "天气"}}`),
+ * as Lagent renders tool calls. Never throws.
+ */
 export function actionText(action: unknown): string {
-  if (typeof action === 'string') return action;
-  if (typeof action !== 'object' || action === null) return String(action);
-  try {
-    return JSON.stringify(action) ?? String(action);
-  } catch {
-    return String(action);
-  }
+  return typeof action === 'string' ? action : pythonJSON(action);
 }

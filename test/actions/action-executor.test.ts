@@ -116,7 +116,7 @@ describe('ActionExecutor', () => {
       errmsg: 'Follow the format!',
       valid: ActionValidCode.INVALID,
     });
-    expect(ex.forward('NoAction', {}).errmsg).toBe('Please follow the format.');
+    expect(ex.forward('NoAction', {}).errmsg).toBe('Please follow the format');
     expect(ex.forward('FinishAction', { response: '42' })).toMatchObject({
       valid: ActionValidCode.FINISH,
       state: ActionStatusCode.SUCCESS,

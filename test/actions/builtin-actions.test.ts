@@ -24,9 +24,9 @@ describe('builtin actions', () => {
     expect(new InvalidAction({ errMsg: 'custom' }).call('').errmsg).toBe('custom');
   });
 
-  it('NoAction asks to follow the format', () => {
+  it("NoAction asks to follow the format, in Lagent's words", () => {
     expect(new NoAction().call({})).toMatchObject({
-      errmsg: 'Please follow the format.',
+      errmsg: 'Please follow the format',
       valid: ActionValidCode.INVALID,
     });
     expect(new NoAction().call('Use the JSON format.').errmsg).toBe('Use the JSON format.');

@@ -66,7 +66,7 @@ describe('ActionPreprocessor', () => {
       'The plugin call could not be parsed: search(lagent). Please follow the format.',
     );
     const noTool = new PluginParser().parseResponse('just an answer');
-    expect(executor().call(fromAgent(noTool)).content).toBe('Please follow the format.');
+    expect(executor().call(fromAgent(noTool)).content).toBe('Please follow the format');
     expect(executor().call(fromAgent(null, 'hello')).content).toMatch(/No tool call was found/);
     const stringAction = {
       toolType: 'plugin',
@@ -98,6 +98,27 @@ describe('ActionPreprocessor', () => {
     expect(hook.afterAction(executor(), new AgentMessage({ content: failed }), 0).content).toBe(
       'The tool call failed (state -1000).',
     );
+  });
+});
+
+describe('ActionPreprocessor text', () => {
+  it('quotes a malformed action in Python json.dumps form, and uses ActionReturn.toText after the call', () => {
+    const executor = new ActionExecutor({ actions: [search], hooks: [new ActionPreprocessor()] });
+    const parsed = {
+      toolType: 'plugin',
+      thought: '',
+      action: ['搜索', 1],
+      status: ToolStatusCode.VALID_TOOL,
+    };
+    expect(executor.call(fromAgent(parsed)).content).toBe(
+      'The plugin call must be a JSON object {"name": ..., "parameters": ...}, got "[\\"搜索\\", 1]". Please follow the format.',
+    );
+    const streaming = new ActionReturn({
+      state: ActionStatusCode.ING,
+      result: [{ type: 'text', content: 'so far' }],
+    });
+    const after = new ActionPreprocessor().afterAction(executor, new AgentMessage({ content: streaming }), 0);
+    expect(after.content).toBe('so far');
   });
 });
 

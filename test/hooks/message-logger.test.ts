@@ -1,4 +1,12 @@
-import { Agent, MessageLogger } from 'lagent-ts';
+import {
+  ActionExecutor,
+  ActionReturn,
+  ActionStatusCode,
+  Agent,
+  AgentMessage,
+  MessageLogger,
+  tool,
+} from 'lagent-ts';
 import { MockLLM } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
 
@@ -39,5 +47,35 @@ describe('MessageLogger', () => {
     });
     agent.call({ content: { name: 'tool', parameters: { x: 1 } } });
     expect(chunks[0]).toContain('"name": "tool"');
+  });
+
+  it('logs a failed tool call as its error, as the model sees it', () => {
+    const { chunks, stream } = sink();
+    const failing = tool({
+      name: 'failing',
+      run: () => {
+        throw new Error('disk full');
+      },
+    });
+    const executor = new ActionExecutor({ actions: [failing], hooks: [new MessageLogger({ stream })] });
+    executor.call(new AgentMessage({ sender: 'Agent', content: { name: 'failing', parameters: {} } }));
+    expect(chunks[1]).toBe('[session 0] ActionExecutor:\ndisk full\n\n');
+    const logger = new MessageLogger({ stream });
+    logger.afterAction(
+      executor,
+      new AgentMessage({ content: new ActionReturn({ state: ActionStatusCode.API_ERROR, errmsg: 'x' }) }),
+      1,
+    );
+    expect(chunks.at(-1)).toBe('[session 1] user:\nx\n\n');
+  });
+
+  it('never throws on content JSON cannot write', () => {
+    const { chunks, stream } = sink();
+    const logger = new MessageLogger({ stream });
+    const cyclic = Object.create(null);
+    cyclic.self = cyclic;
+    cyclic.n = 1n;
+    logger.afterAction({} as never, new AgentMessage({ content: cyclic }), 0);
+    expect(chunks[0]).toBe('[session 0] user:\n{\n  "self": "[Circular]",\n  "n": 1\n}\n\n');
   });
 });

@@ -14,6 +14,7 @@ import {
 } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { pythonJSON } from '../../src/utils/text';
 
 const parsers = () => [
   new StrParser(),
@@ -87,7 +88,7 @@ describe('parser and aggregator properties', () => {
     );
   });
 
-  it('round-trips plugin calls with compact JSON actions', () => {
+  it('round-trips plugin calls with JSON actions in Python json.dumps form', () => {
     const parser = new PluginParser();
     const action = fc.record({
       name: fc.string({ unit: 'grapheme' }),
@@ -98,7 +99,7 @@ describe('parser and aggregator properties', () => {
         fc.string({ unit: 'grapheme' }).filter((s) => !s.includes('<|')),
         action,
         (thought, call) => {
-          const valid = `${thought}<|action_start|><|plugin|>\n${JSON.stringify(call)}<|action_end|>\n`;
+          const valid = `${thought}<|action_start|><|plugin|>\n${pythonJSON(call)}<|action_end|>\n`;
           expect(parser.formatResponse(parser.parseResponse(valid))).toBe(valid);
         },
       ),

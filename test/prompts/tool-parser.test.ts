@@ -70,7 +70,7 @@ describe('ToolParser', () => {
     });
   });
 
-  it('formats a parsed response back, JSON for object actions', () => {
+  it('formats a parsed response back, Python json.dumps JSON for object actions', () => {
     const parser = python();
     expect(
       parser.formatResponse({ toolType: 'code interpreter', thought: 'T', action: 'x', status: 1 }),
@@ -79,7 +79,7 @@ describe('ToolParser', () => {
       'only text',
     );
     expect(parser.formatResponse({ toolType: 'x', thought: '', action: { q: '数学' }, status: 1 })).toBe(
-      '```python\n{"q":"数学"}\n```\n',
+      '```python\n{"q": "数学"}\n```\n',
     );
   });
 

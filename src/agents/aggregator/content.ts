@@ -1,17 +1,14 @@
-/** Message content as prompt text: strings as they are, tool results formatted, other values as JSON. */
+import { ActionReturn } from '../../schema/action-return';
+import { toText } from '../../utils/text';
+
+/**
+ * Message content as prompt text: strings as they are, `null` / `undefined` as `''`, a tool result as
+ * {@link ActionReturn.toText} (the result, or the error of a failed call), anything else as Python's
+ * `json.dumps(content, ensure_ascii=False)` writes it, as Lagent renders tool calls and results. Never throws.
+ */
 export function contentToText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (content === null || content === undefined) return '';
-  if (
-    typeof content === 'object' &&
-    typeof (content as { formatResult?: unknown }).formatResult === 'function'
-  ) {
-    return (content as { formatResult(): string }).formatResult();
-  }
-  if (typeof content !== 'object') return String(content);
-  try {
-    return JSON.stringify(content) ?? String(content);
-  } catch {
-    return String(content);
-  }
+  if (content instanceof ActionReturn) return content.toText();
+  return toText(content, { json: 'python' });
 }

@@ -1,9 +1,8 @@
 import type { Memory } from '../../memory/memory';
 import type { OutputParser } from '../../prompts/output-parser';
-import { ActionReturn } from '../../schema/action-return';
 import type { ChatMessage } from '../../schema/chat-message';
 import { ConfigurationError } from '../../schema/errors';
-import { ActionStatusCode, ToolStatusCode } from '../../schema/status';
+import { ToolStatusCode } from '../../schema/status';
 import { asToolResponse, type ToolResponse } from '../../schema/tool-response';
 import { contentToText } from './content';
 import { DefaultAggregator, type SystemInstruction } from './default-aggregator';
@@ -80,7 +79,7 @@ export class InternLMToolAggregator extends DefaultAggregator {
                 message: `fewShot[${i}][${j}] has unknown role ${JSON.stringify(role)}; use user, assistant, system, ${this.environmentRole}, thought, language or tool`,
               });
             }
-            return Object.freeze({ ...message, content: String(message.content ?? '') });
+            return Object.freeze({ ...message, content: contentToText(message.content) });
           }),
         );
       }),
@@ -125,7 +124,7 @@ export class InternLMToolAggregator extends DefaultAggregator {
       } else {
         const result: ChatMessage = {
           role: this.environmentRole,
-          content: begin + environmentText(message.content) + end,
+          content: begin + contentToText(message.content) + end,
         };
         if (toolType) result.name = toolType;
         out.push(result);
@@ -202,14 +201,6 @@ function render(parser: OutputParser | undefined, parsed: ToolResponse, content:
     } catch {
       // A turn parsed by a different parser than this one: the model's own text is the faithful fallback.
     }
-  }
-  return contentToText(content);
-}
-
-/** A tool result as text: the result on success, else its error message. */
-function environmentText(content: unknown): string {
-  if (content instanceof ActionReturn && content.state !== ActionStatusCode.SUCCESS) {
-    return content.errmsg ?? content.formatResult();
   }
   return contentToText(content);
 }

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { ConfigurationError, ParseError } from '../../schema/errors';
+import { toText } from '../../utils/text';
 import { describeIssues, type JSONSchemaNode, toJSONSchemaNode, typeNameOf } from '../schema-text';
 import { parseLenientJSON } from './json-text';
 import { StrParser } from './str-parser';
@@ -92,7 +93,7 @@ export class JSONParser<S extends z.ZodType = z.ZodType> extends StrParser {
 
   /** Renders a parsed value as pretty JSON. */
   override formatResponse(parsed: unknown): string {
-    return typeof parsed === 'string' ? parsed : (JSON.stringify(parsed, null, 2) ?? '');
+    return toText(parsed, { json: 'pretty' });
   }
 
   /** A field whose value is the type name copied from the instruction (e.g. `"string"`) was not filled in. */
