@@ -76,11 +76,16 @@ export class LMTemplateParser {
     return entry;
   }
 
-  #begin(entry: LMRoleTemplate, name: string | undefined): string {
+  /**
+   * The opening text of a turn. As in Lagent, only a missing name (`undefined` or `null`) uses
+   * `withoutName`; any string, even `''`, uses `withName` (`''` renders e.g. `<|im_start|>environment name=\n`).
+   */
+  #begin(entry: LMRoleTemplate, name: string | null | undefined): string {
     const begin = entry.begin ?? '';
     if (typeof begin === 'string') return begin;
-    if (name === undefined || name === '') return begin.withoutName ?? '';
-    const shown = begin.name?.[name] ?? name;
+    if (name === undefined || name === null) return begin.withoutName ?? '';
+    const aliases = begin.name;
+    const shown = aliases !== undefined && Object.hasOwn(aliases, name) ? aliases[name]! : String(name);
     return (begin.withName ?? '').replaceAll('{name}', shown);
   }
 

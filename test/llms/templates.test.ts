@@ -129,3 +129,25 @@ describe('APITemplateParser', () => {
     ]);
   });
 });
+
+describe('LMTemplateParser names, as Lagent renders them', () => {
+  const parser = new LMTemplateParser(INTERNLM2_META);
+
+  it('treats name: null as no name (never name=null)', () => {
+    const prompt = parser.parse([{ role: 'environment', content: 'ok', name: null as never }]);
+    expect(prompt).toBe('<|im_start|>environment\nok<|im_end|>\n<|im_start|>assistant\n');
+    expect(prompt).not.toContain('name=null');
+  });
+
+  it("renders name: '' with the named begin, as Lagent's `name is not None` does", () => {
+    expect(parser.parse([{ role: 'environment', content: 'ok', name: '' }])).toBe(
+      '<|im_start|>environment name=\nok<|im_end|>\n<|im_start|>assistant\n',
+    );
+  });
+
+  it('looks aliases up by own key only', () => {
+    expect(parser.parse([{ role: 'environment', content: 'ok', name: 'constructor' }])).toBe(
+      '<|im_start|>environment name=constructor\nok<|im_end|>\n<|im_start|>assistant\n',
+    );
+  });
+});
