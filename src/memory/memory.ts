@@ -14,9 +14,16 @@ export interface MemoryOptions {
 
 /** Options of {@link Memory.getMemory}. */
 export interface GetMemoryOptions {
-  /** Return only the last `recentN` messages (before filtering). */
+  /**
+   * Return only the last `recentN` messages (before filtering); defaults to the memory's own `recentN`.
+   * `0` means none. (Lagent's `memory[-0:]` gives the whole list, and its `recent_n or self.recent_n`
+   * cannot tell 0 from unset; here 0 is simply "the last zero messages".)
+   */
   recentN?: number;
-  /** Keep only messages for which this returns true. */
+  /**
+   * Keep only messages for which this returns true. `index` counts from the start of the window, as in
+   * Lagent: with `recentN: 3` the three messages get 0, 1 and 2.
+   */
   filter?: (message: AgentMessage, index: number) => boolean;
 }
 
@@ -47,15 +54,23 @@ export class Memory {
     return this.#messages.length;
   }
 
-  /** The stored messages, most recent last (optionally only the last `recentN`, optionally filtered). */
+  /**
+   * The stored messages, most recent last: optionally only the last `recentN` (`0` gives none), then
+   * optionally filtered, with indices counted within that window.
+   */
   getMemory(options: GetMemoryOptions = {}): AgentMessage[] {
     const recentN = options.recentN ?? this.recentN;
+    if (recentN !== undefined && !(Number.isInteger(recentN) && recentN >= 0)) {
+      throw new ConfigurationError({
+        message: `getMemory: recentN must be a non-negative integer, got ${recentN}`,
+      });
+    }
     const all = this.#messages;
     const start = recentN === undefined ? 0 : Math.max(0, all.length - recentN);
     const filter = options.filter;
     if (!filter) return all.slice(start);
     const out: AgentMessage[] = [];
-    for (let i = start; i < all.length; i++) if (filter(all[i]!, i)) out.push(all[i]!);
+    for (let i = start; i < all.length; i++) if (filter(all[i]!, i - start)) out.push(all[i]!);
     return out;
   }
 
