@@ -48,7 +48,8 @@ export class InvalidAction extends BaseAction {
       message = `There is no tool named ${JSON.stringify(toolName)}.${available}`;
     }
     return new ActionReturn({
-      args: toolName === undefined ? { text: message } : { name: toolName },
+      // Lagent's args for these calls: the message that was passed in (null when none was).
+      args: toolName === undefined ? { text: errMsg ?? null } : { name: toolName },
       type: this.name,
       errmsg: message,
       state: ActionStatusCode.API_ERROR,
@@ -82,7 +83,7 @@ export class NoAction extends BaseAction {
   run({ errMsg }: z.output<typeof noArguments>): ActionReturn {
     const message = errMsg ?? this.errMsg;
     return new ActionReturn({
-      args: { text: message },
+      args: { text: errMsg ?? null },
       type: this.name,
       errmsg: message,
       state: ActionStatusCode.API_ERROR,

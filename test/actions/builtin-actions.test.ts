@@ -30,6 +30,9 @@ describe('builtin actions', () => {
       valid: ActionValidCode.INVALID,
     });
     expect(new NoAction().call('Use the JSON format.').errmsg).toBe('Use the JSON format.');
+    // Lagent's args: the message passed in, null when there was none.
+    expect(new NoAction().call({}).args).toEqual({ text: null });
+    expect(new NoAction().call({ errMsg: 'x' }).args).toEqual({ text: 'x' });
   });
 
   it('FinishAction returns the response with valid FINISH', () => {
