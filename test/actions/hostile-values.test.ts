@@ -1,12 +1,14 @@
 import fc from 'fast-check';
 import {
   ActionExecutor,
+  ActionPreprocessor,
   ActionReturn,
   ActionStatusCode,
   AgentMessage,
   AsyncActionExecutor,
   asyncTool,
   HookError,
+  MessageLogger,
   tool,
 } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
@@ -219,6 +221,19 @@ describe('executor properties over arbitrary thrown and returned values', () => 
       },
     });
     const executor = new ActionExecutor({ actions: [chaos] });
+    const logged: string[] = [];
+    const withHooks = new ActionExecutor({
+      actions: [chaos],
+      hooks: [
+        new ActionPreprocessor(),
+        new MessageLogger({ stream: { write: (chunk) => logged.push(chunk) } }),
+      ],
+    });
+    const formatted = new AgentMessage({
+      sender: 'Agent',
+      content: 'text',
+      formatted: { name: 'chaos', parameters: {} },
+    });
     fc.assert(
       fc.property(fc.boolean(), anyValue, (throws, drawn) => {
         current = { throws, value: pick(drawn) };
@@ -227,6 +242,7 @@ describe('executor properties over arbitrary thrown and returned values', () => 
           executor.forward('chaos', {}),
           executor.call(call('chaos')).content as ActionReturn,
         ];
+        expect(typeof withHooks.call(formatted).content).toBe('string');
         for (const result of results) {
           expect(result).toBeInstanceOf(ActionReturn);
           expect(typeof result.toText()).toBe('string');
