@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { ConfigurationError, ParseError } from '../../schema/errors';
-import { toText } from '../../utils/text';
+import { kindOf, toText } from '../../utils/text';
 import { describeIssues, type JSONSchemaNode, toJSONSchemaNode, typeNameOf } from '../schema-text';
 import { parseLenientJSON } from './json-text';
 import { StrParser } from './str-parser';
@@ -67,7 +67,7 @@ export class JSONParser<S extends z.ZodType = z.ZodType> extends StrParser {
   /** The validated value; throws a `ParseError` naming what is wrong. */
   override parseResponse(text: string): z.output<S> {
     if (typeof text !== 'string') {
-      throw new ParseError({ text: String(text), message: `JSONParser expects text, got ${typeof text}` });
+      throw new ParseError({ text: toText(text), message: `JSONParser expects text, got ${kindOf(text)}` });
     }
     let data: unknown;
     try {

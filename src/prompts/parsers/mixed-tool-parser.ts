@@ -2,6 +2,7 @@ import type { ChatMessage } from '../../schema/chat-message';
 import { ConfigurationError, ParseError } from '../../schema/errors';
 import { ToolStatusCode } from '../../schema/status';
 import { actionText, asToolResponse, type ToolResponse } from '../../schema/tool-response';
+import { kindOf, toText } from '../../utils/text';
 import type { OutputParser } from '../output-parser';
 import { StrParser } from './str-parser';
 import type { ToolParser } from './tool-parser';
@@ -79,8 +80,8 @@ export class MixedToolParser implements OutputParser<ToolResponse> {
   parseResponse(text: string): ToolResponse {
     if (typeof text !== 'string') {
       throw new ParseError({
-        text: String(text),
-        message: `MixedToolParser expects text, got ${typeof text}`,
+        text: toText(text),
+        message: `MixedToolParser expects text, got ${kindOf(text)}`,
       });
     }
     let chosen: ToolParser | undefined;

@@ -1,6 +1,7 @@
 import { ConfigurationError, ParseError } from '../../schema/errors';
 import { ToolStatusCode } from '../../schema/status';
 import { actionText, asToolResponse, type ToolResponse } from '../../schema/tool-response';
+import { kindOf, toText } from '../../utils/text';
 import { StrParser } from './str-parser';
 
 /** Options of {@link ToolParser}. */
@@ -64,8 +65,8 @@ export class ToolParser extends StrParser {
   override parseResponse(text: string): ToolResponse {
     if (typeof text !== 'string') {
       throw new ParseError({
-        text: String(text),
-        message: `${this.constructor.name} expects text, got ${typeof text}`,
+        text: toText(text),
+        message: `${this.constructor.name} expects text, got ${kindOf(text)}`,
       });
     }
     const { begin, end } = this;
