@@ -170,6 +170,21 @@ describe('executors never throw for what a tool throws or returns', () => {
     }
   });
 
+  it('never throws for hostile arguments', async () => {
+    const { sync, async } = executors(() => 1);
+    for (const [label, parameters] of hostileValues()) {
+      const results = [
+        sync.forward('returner', parameters),
+        await async.forward('asyncReturner', parameters),
+      ];
+      for (const result of results) {
+        expect(result, label).toBeInstanceOf(ActionReturn);
+        if (result.state !== ActionStatusCode.SUCCESS)
+          expect(result.errmsg).toMatch(/^Invalid arguments for/);
+      }
+    }
+  });
+
   it('hooks that throw such values become HookErrors with a readable message', async () => {
     for (const [label, value] of hostileValues()) {
       const hook = {
