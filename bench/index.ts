@@ -1,6 +1,6 @@
 import { readdirSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { BenchRow, Suite } from './report';
+import { type BenchRow, meetsTarget, type Suite } from './report';
 
 /**
  * Runs every suite in bench/ (each file exporting `run`) and prints its figures with the targets the
@@ -20,7 +20,7 @@ function format(row: BenchRow): string {
   const target =
     row.target === undefined
       ? ''
-      : `  target <= ${row.target} ${row.unit}  ${row.value <= row.target ? 'ok' : 'MISSED'}`;
+      : `  target ${row.atLeast ? '>=' : '<='} ${row.target} ${row.unit}  ${meetsTarget(row) ? 'ok' : 'MISSED'}`;
   const note = row.note ? `  (${row.note})` : '';
   return `  ${row.name}: ${value} ${row.unit}${target}${note}`;
 }
@@ -36,7 +36,7 @@ for (const file of files) {
     console.log(format(row));
   });
 }
-const missed = rows.filter((row) => row.target !== undefined && row.value > row.target);
+const missed = rows.filter((row) => !meetsTarget(row));
 console.log(
-  `\n${rows.length} figures, ${missed.length} over target${missed.length ? `: ${missed.map((row) => row.name).join('; ')}` : ''}`,
+  `\n${rows.length} figures, ${missed.length} missing their target${missed.length ? `: ${missed.map((row) => row.name).join('; ')}` : ''}`,
 );

@@ -3,8 +3,10 @@ export interface BenchRow {
   name: string;
   value: number;
   unit: string;
-  /** Upper bound the figure should stay under (same unit). */
+  /** The issue's bound (same unit): an upper bound, or a lower bound when `atLeast` is set. */
   target?: number;
+  /** `target` is a floor the figure must reach (e.g. a speed-up ratio), not a ceiling. */
+  atLeast?: boolean;
   /** Free text shown after the figure, e.g. the baseline it is compared with. */
   note?: string;
 }
@@ -13,3 +15,9 @@ export type Report = (row: BenchRow) => void;
 
 /** A benchmark suite: `bench/<name>.ts` exports `run`. */
 export type Suite = (report: Report) => Promise<void>;
+
+/** Whether a row meets its target (rows without one always do). */
+export function meetsTarget(row: BenchRow): boolean {
+  if (row.target === undefined) return true;
+  return row.atLeast ? row.value >= row.target : row.value <= row.target;
+}
