@@ -11,6 +11,9 @@ interface Lane {
   head: number;
 }
 
+/** A session with a call running and nobody waiting: shared, so the common case allocates nothing. */
+const RUNNING: Lane = Object.freeze({ waiters: Object.freeze([]) as unknown as Waiter[], head: 0 });
+
 /** A place in a session's lane that is not ours yet: await `ready`, or `cancel` it. */
 export interface PendingTurn {
   readonly ready: Promise<void>;
@@ -40,10 +43,14 @@ export class SessionLanes {
    * `ready` rejects with the abort reason.
    */
   acquire(key: string, signal?: AbortSignal): PendingTurn | undefined {
-    const lane = this.#lanes.get(key);
+    let lane = this.#lanes.get(key);
     if (lane === undefined) {
-      this.#lanes.set(key, { waiters: [], head: 0 });
+      this.#lanes.set(key, RUNNING);
       return undefined;
+    }
+    if (lane === RUNNING) {
+      lane = { waiters: [], head: 0 };
+      this.#lanes.set(key, lane);
     }
     let waiter!: Waiter;
     let onAbort: (() => void) | undefined;
