@@ -57,7 +57,7 @@ describe('deepClone and "__proto__" keys', () => {
     expect(copy).toBeInstanceOf(Box);
     expect(Object.getOwnPropertyDescriptor(copy, '__proto__')?.value).toBe(1);
     const bare = Object.create(null);
-    bare.__proto__ = { y: 1 };
+    Reflect.set(bare, '__proto__', { y: 1 }); // on a null-prototype object this makes an own key
     const bareCopy = deepClone(bare);
     expect(Object.getPrototypeOf(bareCopy)).toBeNull();
     expect(Object.keys(bareCopy)).toEqual(['__proto__']);
