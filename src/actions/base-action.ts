@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { effectiveSignal } from '../core/call-context';
 import { driveAsync, driveSync } from '../core/steps';
 import type { ActionReturn } from '../schema/action-return';
 import { ConfigurationError } from '../schema/errors';
@@ -222,9 +223,13 @@ export class AsyncBaseAction extends ActionBase {
   }
 }
 
-/** The call settings for async options: a context, and a controller only when a timeout needs one. */
+/**
+ * The call settings for async options: a context, and a controller only when a timeout needs one. The
+ * signal is the caller's combined with the one inherited from the agent call this runs inside.
+ */
 export function callSettings(options: AsyncActionCallOptions): CallSettings {
-  const { sessionId = 0, signal, timeoutMs } = options;
+  const { sessionId = 0, timeoutMs } = options;
+  const signal = effectiveSignal(options.signal);
   if (signal?.aborted) return { context: { sessionId, signal }, signal };
   if (timeoutMs === undefined) {
     return {

@@ -1,15 +1,19 @@
 import {
+  type ActionReturn,
   Agent,
   AgentMessage,
+  AsyncActionExecutor,
   AsyncAgent,
   type AsyncForwardOptions,
   AsyncStreamingAgent,
+  asyncTool,
   ConfigurationError,
   type ForwardOptions,
   StreamingAgent,
 } from 'lagent-ts';
 import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
 
 const contents = (
   agent: { memory: { getMemory(id: number | string): AgentMessage[] } | null },
@@ -106,7 +110,8 @@ describe('one call per session at a time', () => {
 
   it('a call of an agent on its own session from inside itself fails instead of waiting forever', async () => {
     class Recursive extends AsyncAgent {
-      override async forward(_messages: AgentMessage[], options: AsyncForwardOptions) {
+      // Annotated: call()'s type is read from forward's, so a forward returning its own call needs one.
+      override async forward(_messages: AgentMessage[], options: AsyncForwardOptions): Promise<AgentMessage> {
         return this.call('again', { sessionId: options.sessionId });
       }
     }
@@ -309,5 +314,41 @@ describe('reset frees what a session holds', () => {
     agent.call('hi', { sessionId: 'x' });
     agent.reset('x');
     expect(forgotten).toEqual(['x']);
+  });
+});
+
+describe('cancellation reaches executors and tools', () => {
+  it('a tool run by an executor inside forward sees the outer abort through context.signal', async () => {
+    let toolSignal: AbortSignal | undefined;
+    const slow = asyncTool({
+      name: 'Slow',
+      description: 'takes a second',
+      parameters: z.object({}),
+      run: (_args, { signal }) =>
+        new Promise<string>((resolve, reject) => {
+          toolSignal = signal;
+          const timer = setTimeout(() => resolve('done'), 1_000);
+          signal?.addEventListener('abort', () => {
+            clearTimeout(timer);
+            reject(signal.reason);
+          });
+        }),
+    });
+    class Runner extends AsyncAgent {
+      executor = new AsyncActionExecutor({ actions: [slow] });
+      override async forward(): Promise<AgentMessage> {
+        const reply = await this.executor.call(
+          new AgentMessage({ sender: 'x', content: { name: 'Slow', parameters: {} } }),
+        );
+        return new AgentMessage({
+          sender: this.name,
+          content: String((reply.content as ActionReturn).toText()),
+        });
+      }
+    }
+    const started = performance.now();
+    await expect(new Runner().call('go', { signal: AbortSignal.timeout(50) })).rejects.toThrow();
+    expect(toolSignal?.aborted).toBe(true);
+    expect(performance.now() - started).toBeLessThan(500);
   });
 });
