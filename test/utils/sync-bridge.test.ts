@@ -3,6 +3,7 @@ import { Worker } from 'node:worker_threads';
 import { describe, expect, it, vi } from 'vitest';
 import { ConfigurationError, LLMRequestError, SyncBridgeError, TimeoutError } from '../../src/schema/errors';
 import { SyncBridge } from '../../src/utils/sync-bridge';
+import { serializeError } from '../../src/utils/sync-bridge-protocol';
 
 const counterModule = fileURLToPath(new URL('./fixtures/async-counter.ts', import.meta.url));
 const counter = (start = 0) =>
@@ -237,5 +238,43 @@ describe('SyncBridge timeouts', () => {
       ).toThrow(ConfigurationError);
     }
     expect(() => bridge.call('add', [1], { timeout: 2 ** 31 })).toThrow(/Infinity for no timeout/);
+  });
+});
+
+describe('serializeError', () => {
+  const throwing = () => {
+    throw new Error('trap');
+  };
+  const cyclic: Record<string, unknown> = {};
+  cyclic.self = cyclic;
+  const revocable = Proxy.revocable({}, {});
+  revocable.revoke();
+  const hostileError = new Error('hostile');
+  for (const key of ['name', 'message', 'cause']) {
+    Object.defineProperty(hostileError, key, { get: throwing, enumerable: true });
+  }
+  Object.defineProperty(hostileError, 'field', { get: throwing, enumerable: true });
+  const values: [string, unknown][] = [
+    ['null-prototype object', Object.create(null)],
+    [
+      'proxy with throwing traps',
+      new Proxy({}, { get: throwing, getPrototypeOf: throwing, ownKeys: throwing }),
+    ],
+    ['revoked proxy', revocable.proxy],
+    ['error with throwing getters', hostileError],
+    ['cyclic object', cyclic],
+    ['error caused by itself', Object.assign(new Error('loop'), { cause: undefined as unknown })],
+    ['bigint', 10n],
+    ['symbol', Symbol('odd')],
+    ['undefined', undefined],
+    ['function', () => 1],
+  ];
+  (values[5]![1] as Error).cause = values[5]![1];
+
+  it.each(values.map(([label]) => label))('never throws, and gives cloneable data, for a %s', (label) => {
+    const serialized = serializeError(values.find(([name]) => name === label)?.[1]);
+    expect(typeof serialized.name).toBe('string');
+    expect(typeof serialized.message).toBe('string');
+    expect(() => structuredClone(serialized)).not.toThrow();
   });
 });
