@@ -172,10 +172,13 @@ function parseBody(text: string): ParsedBody {
 /**
  * Starts an OpenAI-compatible server on 127.0.0.1 for integration tests: `/v1/chat/completions` and
  * `/v1/completions`, streaming (SSE) and not, with scriptable replies, errors, headers, latency, malformed
- * bodies and dropped connections. It records every request (headers and body) for assertions.
+ * bodies and dropped connections. It records every request (headers and body) for assertions. Like OpenAI, it
+ * answers a body that is not a JSON object with a 400 `invalid_request_error`, and one over `maxBodyBytes`
+ * with a 413; neither uses up a scripted reply.
  *
  * A sync client (`GPTAPI`) blocks its thread while it waits, so run the server in another process or worker
- * when testing one; async clients can share the test's thread.
+ * when testing one (`startFakeOpenAIWorker()` does the latter); async clients can share the test's thread. The server
+ * registers its port on its thread, so a sync client that times out against it says why.
  *
  * @example
  * const server = await startFakeOpenAI({ script: ['Hello!', { status: 429, headers: { 'retry-after-ms': '5' } }] });
