@@ -15,6 +15,7 @@ export type {
   AsyncActionCallOptions,
   AsyncActionExecutorOptions,
   BuiltinActionOptions,
+  ExecutorReply,
   OpenAITool,
   OpenAIToolsOptions,
   ToolApiSpec,
@@ -47,17 +48,21 @@ export type {
   AgentEvents,
   AgentNode,
   AgentOptions,
+  AgentReply,
   AsyncCallOptions,
   AsyncForwardOptions,
   CallOptions,
   ForwardOptions,
+  ForwardResult,
   LagentStateDict,
   MemoryConfig,
+  ReplyOf,
   ResetOptions,
   SequentialCallOptions,
   SequentialMembers,
   StateDict,
   StateDictOptions,
+  StreamOutput,
   StreamReturn,
 } from './agents/index';
 export {
@@ -75,7 +80,16 @@ export {
 } from './agents/index';
 export type { InternLMActionProcessorOptions } from './hooks/action-preprocessor';
 export { ActionPreprocessor, actionReturnText, InternLMActionProcessor } from './hooks/action-preprocessor';
-export type { HookExecutor, HookResult, MessageLoggerOptions, WritableLike } from './hooks/index';
+export type {
+  AsyncHook,
+  HookAgent,
+  HookExecutor,
+  HookResult,
+  MessageLoggerOptions,
+  SyncHook,
+  SyncHookResult,
+  WritableLike,
+} from './hooks/index';
 export { Hook, MessageLogger, RemovableHandle } from './hooks/index';
 export type {
   APIMetaTemplate,
@@ -177,5 +191,5 @@ export {
   toLagentJSON,
   ValidationError,
 } from './schema/index';
-export type { SyncBridgeTarget } from './utils/sync-bridge';
+export type { SyncBridgeCallOptions, SyncBridgeOptions, SyncBridgeTarget } from './utils/sync-bridge';
 export { SyncBridge } from './utils/sync-bridge';

@@ -1,4 +1,5 @@
 import OpenAI, { APIError } from 'openai';
+import { effectiveSignal } from '../core/call-context';
 import { ConfigurationError, LLMRequestError } from '../schema/errors';
 import { ModelStatusCode } from '../schema/status';
 import { AttemptSignal } from './attempt-signal';
@@ -165,7 +166,8 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
     const call = params ?? {};
     const resolved = this.resolveParams(call);
     const request = this.buildRequest(messages, resolved, call);
-    const signal = call.signal;
+    // A model called inside an agent's forward stops with that call even when not handed its signal.
+    const signal = effectiveSignal(call.signal);
     const where = this.#where(request);
     const { text, usage } = await withRetries(
       () =>
@@ -202,7 +204,8 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
     const request = this.buildRequest(messages, resolved, call);
     request.body.stream = true;
     if (this.#streamUsage) request.body.stream_options = { include_usage: true };
-    const signal = call.signal;
+    // A model called inside an agent's forward stops with that call even when not handed its signal.
+    const signal = effectiveSignal(call.signal);
     const where = this.#where(request);
     const { stream, attempt } = await withRetries(
       () =>

@@ -1,3 +1,8 @@
 export { deepClone } from './clone';
 export { isIterator, isPlainObject, isThenable } from './is';
-export { SyncBridge, type SyncBridgeTarget } from './sync-bridge';
+export {
+  SyncBridge,
+  type SyncBridgeCallOptions,
+  type SyncBridgeOptions,
+  type SyncBridgeTarget,
+} from './sync-bridge';

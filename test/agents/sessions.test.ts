@@ -5,13 +5,14 @@ import {
   AsyncActionExecutor,
   AsyncAgent,
   type AsyncForwardOptions,
+  AsyncGPTAPI,
   AsyncStreamingAgent,
   asyncTool,
   ConfigurationError,
   type ForwardOptions,
   StreamingAgent,
 } from 'lagent-ts';
-import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
+import { AsyncMockLLM, MockLLM, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 
@@ -350,5 +351,24 @@ describe('cancellation reaches executors and tools', () => {
     await expect(new Runner().call('go', { signal: AbortSignal.timeout(50) })).rejects.toThrow();
     expect(toolSignal?.aborted).toBe(true);
     expect(performance.now() - started).toBeLessThan(500);
+  });
+});
+
+describe('cancellation reaches models called by hand inside forward', () => {
+  it('an AsyncGPTAPI request made without passing the signal stops with the outer call', async () => {
+    const server = await startFakeOpenAI({ script: [{ content: 'late', delayMs: 2_000 }] });
+    try {
+      const llm = new AsyncGPTAPI({ model: 'm', baseURL: server.baseURL, apiKey: 'k', retry: 0 });
+      class ByHand extends AsyncAgent {
+        override async forward(messages: AgentMessage[]) {
+          return llm.chat([{ role: 'user', content: String(messages[0]!.content) }]);
+        }
+      }
+      const started = performance.now();
+      await expect(new ByHand().call('go', { signal: AbortSignal.timeout(100) })).rejects.toThrow();
+      expect(performance.now() - started).toBeLessThan(1_000);
+    } finally {
+      await server.close();
+    }
   });
 });
