@@ -8,5 +8,6 @@ import type { ChatMessage } from '../schema/chat-message';
 export interface OutputParser<T = unknown> {
   parseResponse(text: string): T;
   formatInstruction?(): string | ChatMessage[];
-  formatResponse?(parsed: T): string;
+  /** `T` is read from `parseResponse` only (a parser that formats any value is still an `OutputParser<T>`). */
+  formatResponse?(parsed: NoInfer<T>): string;
 }

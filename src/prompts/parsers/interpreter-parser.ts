@@ -1,7 +1,7 @@
 import { ToolParser, type ToolParserOptions } from './tool-parser';
 
 /** Options of {@link InterpreterParser}: those of `ToolParser`, all optional. */
-export type InterpreterParserOptions = Partial<ToolParserOptions>;
+export type InterpreterParserOptions<A = string> = Partial<ToolParserOptions<A>>;
 
 /**
  * InternLM's code-interpreter call format: `<|action_start|><|interpreter|>\n` code `<|action_end|>\n`,
@@ -10,8 +10,8 @@ export type InterpreterParserOptions = Partial<ToolParserOptions>;
  * @example
  * new InterpreterParser().parseResponse('Compute.<|action_start|><|interpreter|>\nprint(2)<|action_end|>\n').action; // 'print(2)'
  */
-export class InterpreterParser extends ToolParser {
-  constructor(options: InterpreterParserOptions = {}) {
+export class InterpreterParser<A = string> extends ToolParser<A> {
+  constructor(options: InterpreterParserOptions<A> = {}) {
     super({
       ...options,
       toolType: options.toolType ?? 'interpreter',

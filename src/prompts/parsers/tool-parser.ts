@@ -4,8 +4,8 @@ import { actionText, asToolResponse, type ToolResponse } from '../../schema/tool
 import { kindOf, toText } from '../../utils/text';
 import { StrParser } from './str-parser';
 
-/** Options of {@link ToolParser}. */
-export interface ToolParserOptions {
+/** Options of {@link ToolParser}; `A` is what `validate` makes of a call's text. */
+export interface ToolParserOptions<A = string> {
   /** The tool type a call is reported as, e.g. `'code interpreter'`. */
   toolType: string;
   /** The format instruction; may use `{begin}`, `{end}` and any extra option. @default '' */
@@ -18,21 +18,22 @@ export interface ToolParserOptions {
    * Checks or converts the call's text (e.g. `JSON.parse`). If it throws, the status is `PARSING_ERROR`
    * and `action` keeps the raw text.
    */
-  validate?: (action: string) => unknown;
+  validate?: (action: string) => A;
   [field: string]: unknown;
 }
 
 /**
  * Finds one tool call between `begin` and `end` in a model response: the text before it is the
  * `thought`. `end` is optional in the response, since a stop word usually cuts it off. Never throws on
- * model output.
+ * model output. The result is a `ToolResponse<A | string>`: `A` is what `validate` returns (a call it
+ * refuses keeps its raw text), `string` without a `validate`.
  *
  * @example
  * const parser = new ToolParser({ toolType: 'code interpreter', begin: '```python\n', end: '\n```\n' });
  * parser.parseResponse('Let me compute.\n```python\nprint(1 + 1)');
  * // { toolType: 'code interpreter', thought: 'Let me compute.\n', action: 'print(1 + 1)', status: 1 }
  */
-export class ToolParser extends StrParser {
+export class ToolParser<A = string> extends StrParser {
   /** Reported as `toolType` when a response calls the tool. */
   readonly toolType: string;
   /** Opens a call. */
@@ -40,9 +41,9 @@ export class ToolParser extends StrParser {
   /** Closes a call (optional in responses). */
   readonly end: string;
   /** Checks or converts a call's text; a throw means `PARSING_ERROR`. */
-  readonly validate: ((action: string) => unknown) | undefined;
+  readonly validate: ((action: string) => A) | undefined;
 
-  constructor(options: ToolParserOptions) {
+  constructor(options: ToolParserOptions<A>) {
     const { toolType, begin = '<tool>\n', end = '</tool>\n', validate, ...rest } = options ?? ({} as never);
     super({ ...rest, begin, end });
     if (typeof toolType !== 'string' || toolType === '') {
@@ -62,7 +63,7 @@ export class ToolParser extends StrParser {
     this.validate = validate;
   }
 
-  override parseResponse(text: string): ToolResponse {
+  override parseResponse(text: string): ToolResponse<A | string> {
     if (typeof text !== 'string') {
       throw new ParseError({
         text: toText(text),
@@ -78,7 +79,7 @@ export class ToolParser extends StrParser {
     const again = text.indexOf(begin, from);
     if (stop === -1 || (again !== -1 && again < stop)) stop = again;
     const raw = stop === -1 ? text.slice(from) : text.slice(from, stop);
-    let action: unknown = raw;
+    let action: A | string = raw;
     let status: ToolStatusCode = ToolStatusCode.VALID_TOOL;
     if (this.validate) {
       try {
