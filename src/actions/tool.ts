@@ -29,12 +29,16 @@ export interface ToolkitOptions<A extends Record<string, z.ZodObject>> {
   apis: { [K in keyof A]: ToolkitApi<A[K], unknown> };
 }
 
-/** Refuses, at compile time, a `run` that returns a promise where a synchronous tool is wanted. */
-type NotAsync<R> = [R] extends [never]
+/**
+ * Refuses, at compile time, a `run` that returns (or may return) a promise where a synchronous tool is
+ * wanted. A `run` typed `any` or `unknown` is accepted (its promises are caught when it runs), and so is
+ * one whose type could not be inferred, so that a typo elsewhere is not reported as this.
+ */
+type NotAsync<R> = 0 extends 1 & R
   ? unknown
-  : [R] extends [PromiseLike<unknown>]
-    ? { run: 'a sync tool cannot return a Promise; use asyncTool()' }
-    : unknown;
+  : [Extract<R, PromiseLike<unknown>>] extends [never]
+    ? unknown
+    : { run: 'a sync tool cannot return a Promise; use asyncTool()' };
 
 /**
  * A synchronous tool from a zod schema and a function.
