@@ -28,11 +28,10 @@ export function main(): void {
 
   const reply = agent.call(new AgentMessage({ sender: 'user', content: QUESTION }));
   console.log(JSON.stringify(reply.toJSON(), null, 4));
-  const status = Object.entries(ToolStatusCode).find(([, code]) => code === reply.formatted.status)?.[0];
-  console.log(`\ntool type: ${reply.formatted.toolType}   status: ${status}`);
-  console.log(
-    `re-rendered for the prompt history (formatResponse):\n${parser.formatResponse(reply.formatted)}`,
-  );
+  const response = reply.formatted!; // a ToolResponse<string>, typed by the parser
+  const status = Object.entries(ToolStatusCode).find(([, code]) => code === response.status)?.[0];
+  console.log(`\ntool type: ${response.toolType}   status: ${status}`);
+  console.log(`re-rendered for the prompt history (formatResponse):\n${parser.formatResponse(response)}`);
 
   heading('Structured output: JSONParser');
   const trip = new JSONParser({

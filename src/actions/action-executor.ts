@@ -1,12 +1,13 @@
 import { driveSync } from '../core/steps';
+import type { SyncHook } from '../hooks/hook';
 import type { ActionReturn } from '../schema/action-return';
-import type { AgentMessage, MessageInput } from '../schema/agent-message';
+import type { MessageInput } from '../schema/agent-message';
 import { ConfigurationError } from '../schema/errors';
 import type { CallSettings } from './action-steps';
 import { BaseAction } from './base-action';
 import { type ActionExecutorOptions, ExecutorBase } from './executor-base';
 import { executeSteps, FORWARD_STEPS } from './executor-steps';
-import type { ActionCallOptions, ToolContext } from './types';
+import type { ActionCallOptions, ExecutorReply, ToolContext } from './types';
 
 const DEFAULT_SETTINGS: CallSettings = Object.freeze({
   context: Object.freeze({ sessionId: 0 }) as ToolContext,
@@ -18,9 +19,10 @@ function settingsOf(options: ActionCallOptions | undefined): CallSettings {
 
 /**
  * Runs synchronous tools for an agent. A message's content names the tool and its arguments
- * (`{ name: 'Calculator.add', parameters: { a: 1, b: 2 } }`, a `FunctionCall`, or that as JSON); hooks may
- * convert messages before and after. The reply is a message from `'ActionExecutor'` whose content is the
- * {@link ActionReturn} (or what the hooks made of it). Nothing a tool throws escapes: errors come back as
+ * (`{ name: 'Calculator.add', parameters: { a: 1, b: 2 } }`, a `FunctionCall`, or that as JSON); sync hooks
+ * may convert messages before and after. The reply is a message from `'ActionExecutor'` whose content is
+ * the {@link ActionReturn} (or what an `afterAction` hook made of it; see {@link ExecutorReply}: the type
+ * follows the hooks given to the constructor). Nothing a tool throws escapes: errors come back as
  * `ARGS_ERROR` / `API_ERROR` results, unknown tools as `InvalidAction` results.
  *
  * @example
@@ -28,8 +30,8 @@ function settingsOf(options: ActionCallOptions | undefined): CallSettings {
  * const reply = executor.call(new AgentMessage({ sender: 'Agent', content: { name: 'Calculator.add', parameters: { a: 1, b: 2 } } }));
  * reply.content.formatResult(); // '3'
  */
-export class ActionExecutor extends ExecutorBase<BaseAction> {
-  constructor(options: ActionExecutorOptions<BaseAction>) {
+export class ActionExecutor<H extends SyncHook = SyncHook> extends ExecutorBase<BaseAction, SyncHook> {
+  constructor(options: ActionExecutorOptions<BaseAction, H>) {
     super(options);
   }
 
@@ -43,8 +45,8 @@ export class ActionExecutor extends ExecutorBase<BaseAction> {
   }
 
   /** Runs the tool call in `message` through the hooks and returns the executor's reply. */
-  call(message: MessageInput, options?: ActionCallOptions): AgentMessage {
-    return driveSync(executeSteps(this, message, settingsOf(options)));
+  call(message: MessageInput, options?: ActionCallOptions): ExecutorReply<H> {
+    return driveSync(executeSteps(this, message, settingsOf(options))) as ExecutorReply<H>;
   }
 
   /** Runs one call by name (`Name` or `Name.api`) without hooks. */

@@ -1,15 +1,17 @@
 import { driveAsync } from '../core/steps';
+import type { AsyncHook } from '../hooks/hook';
 import type { ActionReturn } from '../schema/action-return';
-import type { AgentMessage, MessageInput } from '../schema/agent-message';
+import type { MessageInput } from '../schema/agent-message';
 import { ConfigurationError } from '../schema/errors';
 import type { CallSettings } from './action-steps';
 import { ActionBase, callSettings, checkTimeout } from './base-action';
 import { type ActionExecutorOptions, ExecutorBase } from './executor-base';
 import { executeSteps, FORWARD_STEPS } from './executor-steps';
-import type { AsyncActionCallOptions } from './types';
+import type { AsyncActionCallOptions, ExecutorReply } from './types';
 
 /** Options of {@link AsyncActionExecutor}: also a default per-call timeout for async tools. */
-export interface AsyncActionExecutorOptions extends ActionExecutorOptions<ActionBase> {
+export interface AsyncActionExecutorOptions<H extends AsyncHook = AsyncHook>
+  extends ActionExecutorOptions<ActionBase, H> {
   /** Default `timeoutMs` of every call (a call's own option wins). */
   timeoutMs?: number;
 }
@@ -17,17 +19,21 @@ export interface AsyncActionExecutorOptions extends ActionExecutorOptions<Action
 /**
  * The asynchronous executor: runs sync and async tools and hooks, for many sessions at once. Each call
  * takes `signal` (aborting rejects the call) and `timeoutMs` (an async tool that takes longer gives an
- * `API_ERROR` result; its `context.signal` is aborted so it can stop).
+ * `API_ERROR` result; its `context.signal` is aborted so it can stop). Replies are typed as in
+ * {@link ActionExecutor}.
  *
  * @example
  * const executor = new AsyncActionExecutor({ actions: [search], timeoutMs: 10_000 });
  * const replies = await Promise.all(calls.map((call, i) => executor.call(call, { sessionId: i })));
  */
-export class AsyncActionExecutor extends ExecutorBase<ActionBase> {
+export class AsyncActionExecutor<H extends AsyncHook = AsyncHook> extends ExecutorBase<
+  ActionBase,
+  AsyncHook
+> {
   /** The default per-call timeout, in ms. */
   readonly timeoutMs: number | undefined;
 
-  constructor(options: AsyncActionExecutorOptions) {
+  constructor(options: AsyncActionExecutorOptions<H>) {
     super(options);
     this.timeoutMs = options.timeoutMs;
     if (this.timeoutMs !== undefined) checkTimeout(this.timeoutMs);
@@ -45,9 +51,9 @@ export class AsyncActionExecutor extends ExecutorBase<ActionBase> {
   }
 
   /** Runs the tool call in `message` through the hooks and resolves to the executor's reply. */
-  call(message: MessageInput, options?: AsyncActionCallOptions): Promise<AgentMessage> {
+  call(message: MessageInput, options?: AsyncActionCallOptions): Promise<ExecutorReply<H>> {
     try {
-      return driveAsync(executeSteps(this, message, this.#settings(options)));
+      return driveAsync(executeSteps(this, message, this.#settings(options))) as Promise<ExecutorReply<H>>;
     } catch (error) {
       return Promise.reject(error);
     }

@@ -10,8 +10,8 @@ import { copyDescription } from './describe';
 import { FORWARD_STEPS, INVALID_CALL_STEPS } from './executor-steps';
 import type { ApiDescription, OpenAITool } from './types';
 
-/** Options of the action executors. */
-export interface ActionExecutorOptions<A extends ActionBase> {
+/** Options of the action executors; `H` is the kind of hook the executor runs. */
+export interface ActionExecutorOptions<A extends ActionBase, H extends Hook = Hook> {
   /** The tools, by their names (a single one is fine). */
   actions: A | readonly A[];
   /** Answers calls to unknown tools. @default new InvalidAction() */
@@ -22,7 +22,7 @@ export interface ActionExecutorOptions<A extends ActionBase> {
   finishAction?: ActionBase;
   /** Also list `finishAction` among the tools (in `description()`, `keys()`). @default false */
   finishInAction?: boolean;
-  hooks?: readonly Hook[];
+  hooks?: readonly H[];
   /** The sender of the executor's messages. @default 'ActionExecutor' */
   name?: string;
 }
@@ -36,7 +36,7 @@ interface Target {
  * What both executors share: the tool registry (`has`, `keys`, `get`, `set`, `delete`), descriptions,
  * hooks and dispatch of `Name` / `Name.api` calls. Use {@link ActionExecutor} or {@link AsyncActionExecutor}.
  */
-export abstract class ExecutorBase<A extends ActionBase> {
+export abstract class ExecutorBase<A extends ActionBase, H extends Hook = Hook> {
   /** The sender of the executor's replies. */
   readonly name: string;
   /** Answers calls to tools that do not exist. */
@@ -50,7 +50,7 @@ export abstract class ExecutorBase<A extends ActionBase> {
   readonly #actions = new Map<string, A>();
   readonly #hooks: HookList;
 
-  constructor(options: ActionExecutorOptions<A>) {
+  constructor(options: ActionExecutorOptions<A, H>) {
     if (options === null || typeof options !== 'object' || !('actions' in options)) {
       throw new ConfigurationError({ message: `${new.target.name} expects { actions: [...] }` });
     }
@@ -82,12 +82,12 @@ export abstract class ExecutorBase<A extends ActionBase> {
   }
 
   /** The registered hooks, in the order they run. */
-  get hooks(): readonly Hook[] {
-    return this.#hooks.items;
+  get hooks(): readonly H[] {
+    return this.#hooks.items as readonly H[];
   }
 
   /** Adds a hook after the existing ones; `handle.remove()` takes it out. */
-  registerHook(hook: Hook): RemovableHandle {
+  registerHook(hook: H): RemovableHandle {
     return this.#hooks.add(hook);
   }
 

@@ -18,6 +18,7 @@ export type {
   ActionParameterType,
   ApiDescription,
   AsyncActionCallOptions,
+  ExecutorReply,
   OpenAITool,
   ToolApiSpec,
   ToolContext,

@@ -1,4 +1,6 @@
 import type { z } from 'zod';
+import type { ActionReturn } from '../schema/action-return';
+import type { AgentMessage } from '../schema/agent-message';
 import type { SessionId } from '../schema/session';
 
 /** Lagent's parameter types, derived from the zod schema. */
@@ -79,3 +81,24 @@ export interface AsyncActionCallOptions extends ActionCallOptions {
   /** After this many ms an async tool's result is no longer awaited: the call returns an `API_ERROR`. */
   timeoutMs?: number;
 }
+
+/** What an `afterAction` hook of type `H` gives back when it replaces the reply (`never` when it only watches). */
+type AfterActionReply<H> = H extends { afterAction(...args: never[]): infer R }
+  ? Extract<Awaited<R>, AgentMessage<unknown, unknown>>
+  : never;
+
+/** `unknown` for `any`, so that a hook typed loosely makes the reply open rather than untyped. */
+type Open<T> = 0 extends 1 & T ? unknown : T;
+
+/**
+ * An executor's reply when its hooks are `H`: from `'ActionExecutor'`, with the {@link ActionReturn} as
+ * content and no `formatted`, unless an `afterAction` hook replaces the message, in which case it may
+ * also be what that hook returns (`ActionPreprocessor`'s text: `unknown`, as it declares no more).
+ */
+export type ExecutorReply<H> = AgentMessage<
+  ActionReturn | Open<ContentOf<AfterActionReply<H>>>,
+  null | Open<FormattedOf<AfterActionReply<H>>>
+>;
+
+type ContentOf<M> = M extends AgentMessage<infer C, infer _F> ? C : never;
+type FormattedOf<M> = M extends AgentMessage<infer _C, infer F> ? F : never;

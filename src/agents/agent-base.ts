@@ -22,22 +22,25 @@ import {
 /** How an agent gets its per-session memory. */
 export type MemoryConfig = (MemoryOptions & MemoryManagerOptions) | (() => Memory) | null;
 
-/** Options shared by every agent variant; `L` is the kind of model it accepts. */
-export interface AgentOptions<L> {
+/**
+ * Options shared by every agent variant: `L` is the kind of model it accepts, `F` what its output parser
+ * gives (the reply's `formatted`), `H` the kind of hook it runs.
+ */
+export interface AgentOptions<L, F = unknown, H extends Hook = Hook> {
   /** The model. Composite agents that only orchestrate sub-agents need none. */
   llm?: L;
   /** The system instruction. */
   template?: SystemInstruction;
   /** `{ recentN, maxSessions }`, a factory of `Memory`, or `null` for no memory. @default {} */
   memory?: MemoryConfig;
-  /** Parses the model's text into the reply's `formatted` field. */
-  outputFormat?: OutputParser;
+  /** Parses the model's text into the reply's `formatted` field (and types it). */
+  outputFormat?: OutputParser<F>;
   /** Turns memory into chat messages. @default new DefaultAggregator() */
   aggregator?: DefaultAggregator;
   /** @default the class name */
   name?: string;
   description?: string;
-  hooks?: Hook[];
+  hooks?: H[];
 }
 
 /** Options of `call()`: the session, generation overrides, and anything else for `llm.chat` and sub-calls. */
@@ -49,9 +52,39 @@ export type AsyncCallOptions = CallOptions & { signal?: AbortSignal | undefined 
 /** What an async `forward()` receives. */
 export type AsyncForwardOptions = AsyncCallOptions & { sessionId: SessionId };
 
+/**
+ * What `forward` returns as the base classes declare it: a message (of any content) or text. Overrides
+ * may return anything narrower; `call()` is typed by what the override returns (see {@link ReplyOf}).
+ */
+export type ForwardResult = AgentMessage<unknown, unknown> | string;
+
 /** What a streaming `forward` may return: the reply, or nothing to use its last chunk. */
 // biome-ignore lint/suspicious/noConfusingVoidType: lets a generator that returns nothing type-check
-export type StreamReturn = AgentMessage | string | undefined | void;
+export type StreamReturn = ForwardResult | undefined | void;
+
+/** The message `call()` makes of a forward result `R`: a message as it is, text as a message without `formatted`. */
+export type ReplyOf<R> = AgentMessage<
+  R extends string ? string : R extends AgentMessage<infer C, infer _F> ? C : never,
+  R extends AgentMessage<infer _C, infer F> ? F : null
+>;
+
+/** True when `A` and `B` are the same type (`any` and `unknown` told apart). */
+type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+
+/**
+ * The reply of a call whose forward gives `R` (awaited, or what a stream yields and returns): the default
+ * forward's (whose declared type is exactly {@link ForwardResult}) is the model's text with `formatted`
+ * from the output parser (`F`); an override's is {@link ReplyOf} what it returns.
+ */
+export type AgentReply<R, F> = Same<R, ForwardResult> extends true ? AgentMessage<string, F> : ReplyOf<R>;
+
+/** What a streaming forward (a sync or async generator) yields and returns, as one type. */
+export type StreamOutput<G> =
+  G extends Generator<infer Y, infer R, infer _N>
+    ? Y | Exclude<R, void>
+    : G extends AsyncGenerator<infer Y, infer R, infer _N>
+      ? Y | Exclude<R, void>
+      : never;
 
 /** Events an agent emits to observers (`agent.events.on('callEnd', ...)`). */
 export interface AgentEvents {
@@ -95,12 +128,12 @@ function createMemoryManager(config: MemoryConfig | undefined): MemoryManager | 
  * (`children`, `stateDict`, `loadStateDict`, `reset`, `toString`). Sub-agents are the own properties
  * whose values are agents, `AgentList`s or `AgentDict`s, in property order.
  */
-export abstract class AgentBase<L = unknown> implements MemoryNode {
+export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook> implements MemoryNode {
   readonly [AGENT_NODE] = 'agent' as const;
   llm: L | undefined;
   template: SystemInstruction | undefined;
   memory: MemoryManager | null;
-  outputFormat: OutputParser | undefined;
+  outputFormat: OutputParser<F> | undefined;
   aggregator: DefaultAggregator;
   name: string;
   description: string | undefined;
@@ -108,7 +141,7 @@ export abstract class AgentBase<L = unknown> implements MemoryNode {
   [EMITTER]: EventEmitter<AgentEvents> | undefined = undefined;
   readonly [LANES] = new SessionLanes();
 
-  constructor(options: AgentOptions<L> = {}) {
+  constructor(options: AgentOptions<L, F, H> = {}) {
     if (typeof options !== 'object' || options === null || Array.isArray(options)) {
       throw new ConfigurationError({
         message: `${new.target.name} expects an options object ({ llm, template, ... })`,
@@ -125,8 +158,8 @@ export abstract class AgentBase<L = unknown> implements MemoryNode {
   }
 
   /** The registered hooks, in the order they run. */
-  get hooks(): readonly Hook[] {
-    return this.#hooks.items;
+  get hooks(): readonly H[] {
+    return this.#hooks.items as readonly H[];
   }
 
   /** Typed events for observers; created on first access. */
@@ -136,7 +169,7 @@ export abstract class AgentBase<L = unknown> implements MemoryNode {
   }
 
   /** Adds a hook after the existing ones. */
-  registerHook(hook: Hook): RemovableHandle {
+  registerHook(hook: H): RemovableHandle {
     return this.#hooks.add(hook);
   }
 

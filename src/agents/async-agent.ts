@@ -1,29 +1,43 @@
 import { driveAsync } from '../core/steps';
+import type { AsyncHook } from '../hooks/hook';
 import type { AsyncBaseLLM } from '../llms/base-llm';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
-import { AgentBase, type AgentOptions, type AsyncCallOptions, type AsyncForwardOptions } from './agent-base';
+import {
+  AgentBase,
+  type AgentOptions,
+  type AgentReply,
+  type AsyncCallOptions,
+  type AsyncForwardOptions,
+  type ForwardResult,
+} from './agent-base';
 import { agentCallSteps, buildPrompt, buildReply, requireLLM } from './lifecycle';
 
 /**
  * The asynchronous agent: `call()` returns a promise and takes an `AbortSignal`. Takes an
- * {@link AsyncBaseLLM}; hooks may be sync or async. Use it in servers and for concurrent sessions.
+ * {@link AsyncBaseLLM}; hooks may be sync or async. Use it in servers and for concurrent sessions. The
+ * reply is typed as in {@link Agent}: text with the output parser's `F`, or what an overriding `forward` resolves to.
  *
  * @example
  * const agent = new AsyncAgent({ llm: new AsyncMockLLM({ responses: ['hi'] }) });
  * const reply = await agent.call('hello', { sessionId: 'alice' });
  */
-export class AsyncAgent extends AgentBase<AsyncBaseLLM> {
-  constructor(options: AgentOptions<AsyncBaseLLM> = {}) {
+export class AsyncAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F, AsyncHook> {
+  constructor(options: AgentOptions<AsyncBaseLLM, F, AsyncHook> = {}) {
     super(options);
   }
 
   /** Runs hooks, memory and `forward` for one turn and resolves to the reply (a copy the caller owns). */
-  call(input?: MessageInput | readonly MessageInput[], options?: AsyncCallOptions): Promise<AgentMessage> {
-    return driveAsync(agentCallSteps(this, input, options));
+  call(
+    input?: MessageInput | readonly MessageInput[],
+    options?: AsyncCallOptions,
+  ): Promise<AgentReply<Awaited<ReturnType<this['forward']>>, F>> {
+    return driveAsync(agentCallSteps(this, input, options)) as Promise<
+      AgentReply<Awaited<ReturnType<this['forward']>>, F>
+    >;
   }
 
   /** One turn: aggregate the session's memory, ask the model, parse with `outputFormat`. */
-  async forward(messages: AgentMessage[], options: AsyncForwardOptions): Promise<AgentMessage | string> {
+  async forward(messages: AgentMessage[], options: AsyncForwardOptions): Promise<ForwardResult> {
     const llm = requireLLM(this);
     const prompt = buildPrompt(this, messages, options.sessionId);
     return buildReply(this, await llm.chat(prompt, options), options.sessionId);

@@ -1,12 +1,16 @@
 import { driveStreamAsync } from '../core/stream-drivers';
+import type { AsyncHook } from '../hooks/hook';
 import type { AsyncBaseLLM } from '../llms/base-llm';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
 import { ModelStatusCode } from '../schema/status';
 import {
   AgentBase,
   type AgentOptions,
+  type AgentReply,
   type AsyncCallOptions,
   type AsyncForwardOptions,
+  type ForwardResult,
+  type StreamOutput,
   type StreamReturn,
 } from './agent-base';
 import { agentCallSteps, buildChunk, buildPrompt, buildReply, requireLLM } from './lifecycle';
@@ -14,27 +18,36 @@ import { agentCallSteps, buildChunk, buildPrompt, buildReply, requireLLM } from 
 /**
  * The asynchronous streaming agent: `call()` returns an async generator of `STREAM_ING` chunks with
  * cumulative content, then the final reply once with `streamState: END`. Breaking out of the loop stops
- * the model request and leaves the session's memory as it was.
+ * the model request and leaves the session's memory as it was. Hooks may be sync or async; chunks and
+ * reply are typed as in {@link StreamingAgent}.
  *
  * @example
  * for await (const message of agent.call('hello', { sessionId: 1 })) render(message.content);
  */
-export class AsyncStreamingAgent extends AgentBase<AsyncBaseLLM> {
-  constructor(options: AgentOptions<AsyncBaseLLM> = {}) {
+export class AsyncStreamingAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F, AsyncHook> {
+  constructor(options: AgentOptions<AsyncBaseLLM, F, AsyncHook> = {}) {
     super(options);
   }
 
   call(
     input?: MessageInput | readonly MessageInput[],
     options?: AsyncCallOptions,
-  ): AsyncGenerator<AgentMessage, AgentMessage, undefined> {
-    return driveStreamAsync(agentCallSteps(this, input, options), this.name, true);
+  ): AsyncGenerator<
+    AgentReply<StreamOutput<ReturnType<this['forward']>>, F>,
+    AgentReply<StreamOutput<ReturnType<this['forward']>>, F>,
+    undefined
+  > {
+    return driveStreamAsync(agentCallSteps(this, input, options), this.name, true) as AsyncGenerator<
+      AgentReply<StreamOutput<ReturnType<this['forward']>>, F>,
+      AgentReply<StreamOutput<ReturnType<this['forward']>>, F>,
+      undefined
+    >;
   }
 
   async *forward(
     messages: AgentMessage[],
     options: AsyncForwardOptions,
-  ): AsyncGenerator<AgentMessage | string, StreamReturn, undefined> {
+  ): AsyncGenerator<ForwardResult, StreamReturn, undefined> {
     const llm = requireLLM(this);
     const prompt = buildPrompt(this, messages, options.sessionId);
     let content = '';

@@ -2,12 +2,16 @@ export { Agent } from './agent';
 export type {
   AgentEvents,
   AgentOptions,
+  AgentReply,
   AsyncCallOptions,
   AsyncForwardOptions,
   CallOptions,
   ForwardOptions,
+  ForwardResult,
   MemoryConfig,
+  ReplyOf,
   ResetOptions,
+  StreamOutput,
   StreamReturn,
 } from './agent-base';
 export { AgentBase } from './agent-base';

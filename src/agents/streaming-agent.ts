@@ -1,12 +1,16 @@
 import { driveStream } from '../core/stream-drivers';
+import type { SyncHook } from '../hooks/hook';
 import type { BaseLLM } from '../llms/base-llm';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
 import { ModelStatusCode } from '../schema/status';
 import {
   AgentBase,
   type AgentOptions,
+  type AgentReply,
   type CallOptions,
   type ForwardOptions,
+  type ForwardResult,
+  type StreamOutput,
   type StreamReturn,
 } from './agent-base';
 import { agentCallSteps, buildChunk, buildPrompt, buildReply, requireLLM } from './lifecycle';
@@ -15,26 +19,36 @@ import { agentCallSteps, buildChunk, buildPrompt, buildReply, requireLLM } from 
  * A synchronous streaming agent: `call()` returns a generator of `STREAM_ING` chunks with cumulative
  * content, then the final reply once with `streamState: END` (also the generator's return value).
  * `forward` is a generator: what it yields is streamed, what it returns (else its last chunk) is the reply.
+ * Takes sync hooks only. Chunks and reply are typed as in {@link Agent} (from what an overriding `forward`
+ * yields and returns).
  *
  * @example
  * for (const message of agent.call('hello')) process.stdout.write(`\r${message.content}`);
  */
-export class StreamingAgent extends AgentBase<BaseLLM> {
-  constructor(options: AgentOptions<BaseLLM> = {}) {
+export class StreamingAgent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook> {
+  constructor(options: AgentOptions<BaseLLM, F, SyncHook> = {}) {
     super(options);
   }
 
   call(
     input?: MessageInput | readonly MessageInput[],
     options?: CallOptions,
-  ): Generator<AgentMessage, AgentMessage, undefined> {
-    return driveStream(agentCallSteps(this, input, options), this.name, true);
+  ): Generator<
+    AgentReply<StreamOutput<ReturnType<this['forward']>>, F>,
+    AgentReply<StreamOutput<ReturnType<this['forward']>>, F>,
+    undefined
+  > {
+    return driveStream(agentCallSteps(this, input, options), this.name, true) as Generator<
+      AgentReply<StreamOutput<ReturnType<this['forward']>>, F>,
+      AgentReply<StreamOutput<ReturnType<this['forward']>>, F>,
+      undefined
+    >;
   }
 
   *forward(
     messages: AgentMessage[],
     options: ForwardOptions,
-  ): Generator<AgentMessage | string, StreamReturn, undefined> {
+  ): Generator<ForwardResult, StreamReturn, undefined> {
     const llm = requireLLM(this);
     const prompt = buildPrompt(this, messages, options.sessionId);
     let content = '';

@@ -13,9 +13,12 @@ export interface HookAgent {
   readonly memory: MemoryManager | null;
 }
 
-/** What a hook returns: a replacement, or nothing to keep (possibly edited in place) what it was given. */
+/** What a sync hook returns: a replacement, or nothing to keep (possibly edited in place) what it was given. */
 // biome-ignore lint/suspicious/noConfusingVoidType: `void` lets hook methods that return nothing type-check
-export type HookResult<T> = T | undefined | null | void | PromiseLike<T | undefined | null | void>;
+export type SyncHookResult<T> = T | undefined | null | void;
+
+/** What a hook returns: a replacement or nothing, possibly as a promise (async agents and executors only). */
+export type HookResult<T> = SyncHookResult<T> | PromiseLike<SyncHookResult<T>>;
 
 /** The executor side of a hook call (an `ActionExecutor` or `AsyncActionExecutor`). */
 export interface HookExecutor {
@@ -28,19 +31,57 @@ export interface HookExecutor {
 
 /**
  * Intercepts messages around agents and action executors. Implement any of the four methods; each may
- * return a replacement or nothing. Sync agents need sync hooks; async agents accept both.
+ * return a replacement or nothing ({@link HookResult}). Sync agents and executors take sync hooks only
+ * ({@link SyncHook}: an `async` method there is a compile error); async ones take both ({@link AsyncHook}).
  *
  * - `beforeAgent` sees the (copied) input messages before they are stored: its edits reach memory.
  * - `afterAgent` sees a copy of the stored reply: its edits reach the caller, not memory.
  *
+ * The methods are declared returning `void` so that a subclass may override them with sync or async
+ * methods; what they return is checked where the hook is given to an agent or executor.
+ *
  * @example
  * class Shout extends Hook {
- *   beforeAgent(agent: HookAgent, messages: AgentMessage[]) {
+ *   override beforeAgent(agent: HookAgent, messages: AgentMessage[]) {
  *     for (const message of messages) message.content = String(message.content).toUpperCase();
  *   }
  * }
  */
 export interface Hook {
+  beforeAgent?(agent: HookAgent, messages: AgentMessage[], sessionId: SessionId): void;
+  afterAgent?(agent: HookAgent, message: AgentMessage, sessionId: SessionId): void;
+  beforeAction?(executor: HookExecutor, message: AgentMessage, sessionId: SessionId): void;
+  afterAction?(executor: HookExecutor, message: AgentMessage, sessionId: SessionId): void;
+}
+
+/**
+ * A hook whose methods return no promise: what `Agent`, `StreamingAgent` and `ActionExecutor` accept.
+ * Any `Hook` subclass whose methods are not `async` (and return messages or nothing) is one.
+ */
+export interface SyncHook extends Hook {
+  beforeAgent?(
+    agent: HookAgent,
+    messages: AgentMessage[],
+    sessionId: SessionId,
+  ): SyncHookResult<AgentMessage[]>;
+  afterAgent?(agent: HookAgent, message: AgentMessage, sessionId: SessionId): SyncHookResult<AgentMessage>;
+  beforeAction?(
+    executor: HookExecutor,
+    message: AgentMessage,
+    sessionId: SessionId,
+  ): SyncHookResult<AgentMessage>;
+  afterAction?(
+    executor: HookExecutor,
+    message: AgentMessage,
+    sessionId: SessionId,
+  ): SyncHookResult<AgentMessage>;
+}
+
+/**
+ * A hook whose methods may return promises: what `AsyncAgent`, `AsyncStreamingAgent` and
+ * `AsyncActionExecutor` accept (every {@link SyncHook} is one too).
+ */
+export interface AsyncHook extends Hook {
   beforeAgent?(agent: HookAgent, messages: AgentMessage[], sessionId: SessionId): HookResult<AgentMessage[]>;
   afterAgent?(agent: HookAgent, message: AgentMessage, sessionId: SessionId): HookResult<AgentMessage>;
   beforeAction?(

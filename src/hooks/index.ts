@@ -1,6 +1,6 @@
 export type { InternLMActionProcessorOptions } from './action-preprocessor';
 export { ActionPreprocessor, actionReturnText, InternLMActionProcessor } from './action-preprocessor';
-export type { HookExecutor, HookResult } from './hook';
+export type { AsyncHook, HookAgent, HookExecutor, HookResult, SyncHook, SyncHookResult } from './hook';
 export { Hook, HookList, hookNameOf, RemovableHandle } from './hook';
 export type { MessageLoggerOptions, WritableLike } from './message-logger';
 export { MessageLogger } from './message-logger';

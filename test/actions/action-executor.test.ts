@@ -235,6 +235,7 @@ describe('ActionExecutor hooks', () => {
     }
     const failing = new ActionExecutor({ actions: [echo], hooks: [new Failing()] });
     expect(() => failing.call(callOf('echo', { text: 'x' }))).toThrow(HookError);
+    // @ts-expect-error an async hook in a sync executor is a compile error; this checks the runtime guard
     const asyncHook = new ActionExecutor({ actions: [echo], hooks: [new Async()] });
     expect(() => asyncHook.call(callOf('echo', { text: 'x' }))).toThrow(/returned a Promise/);
   });

@@ -1,9 +1,29 @@
-import { Agent, type AgentMessage, AsyncAgent, AsyncStreamingAgent, StreamingAgent } from 'lagent-ts';
+import {
+  ActionExecutor,
+  type ActionReturn,
+  Agent,
+  type AgentBase,
+  AgentMessage,
+  AsyncAgent,
+  type AsyncForwardOptions,
+  AsyncStreamingAgent,
+  type ForwardOptions,
+  Hook,
+  JSONParser,
+  MessageLogger,
+  StreamingAgent,
+  ToolParser,
+  type ToolResponse,
+  tool,
+} from 'lagent-ts';
 import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
 import { describe, expectTypeOf, it } from 'vitest';
+import { z } from 'zod';
 
 const syncLlm = new MockLLM({ responses: ['x'] });
 const asyncLlm = new AsyncMockLLM({ responses: ['x'] });
+const schema = z.object({ city: z.string(), days: z.number().default(1) });
+type Trip = z.infer<typeof schema>;
 
 describe('agent variants and their models', () => {
   it('Agent refuses an async model; AsyncAgent refuses a sync one', () => {
@@ -19,13 +39,165 @@ describe('agent variants and their models', () => {
   });
 
   it('sync call returns a message, async call a promise, streaming calls generators', () => {
-    expectTypeOf(new Agent({ llm: syncLlm }).call('x')).toEqualTypeOf<AgentMessage>();
-    expectTypeOf(new AsyncAgent({ llm: asyncLlm }).call('x')).toEqualTypeOf<Promise<AgentMessage>>();
+    type Text = AgentMessage<string, unknown>;
+    expectTypeOf(new Agent({ llm: syncLlm }).call('x')).toEqualTypeOf<Text>();
+    expectTypeOf(new AsyncAgent({ llm: asyncLlm }).call('x')).toEqualTypeOf<Promise<Text>>();
     expectTypeOf(new StreamingAgent({ llm: syncLlm }).call('x')).toEqualTypeOf<
-      Generator<AgentMessage, AgentMessage, undefined>
+      Generator<Text, Text, undefined>
     >();
     expectTypeOf(new AsyncStreamingAgent({ llm: asyncLlm }).call('x')).toEqualTypeOf<
-      AsyncGenerator<AgentMessage, AgentMessage, undefined>
+      AsyncGenerator<Text, Text, undefined>
     >();
+  });
+});
+
+describe('formatted follows the output parser', () => {
+  it('a JSONParser types formatted with the schema, in every variant', () => {
+    const reply = new Agent({ llm: syncLlm, outputFormat: new JSONParser({ schema }) }).call('x');
+    expectTypeOf(reply).toEqualTypeOf<AgentMessage<string, Trip>>();
+    const city: string = reply.formatted!.city;
+    // @ts-expect-error the schema says city is a string
+    const wrong: number = reply.formatted!.city;
+    // @ts-expect-error and has no field of that name
+    reply.formatted!.country;
+    void [city, wrong];
+
+    const asyncAgent = new AsyncAgent({ llm: asyncLlm, outputFormat: new JSONParser({ schema }) });
+    expectTypeOf(asyncAgent.call('x')).toEqualTypeOf<Promise<AgentMessage<string, Trip>>>();
+    const streaming = new StreamingAgent({ llm: syncLlm, outputFormat: new JSONParser({ schema }) });
+    expectTypeOf(streaming.call('x')).toEqualTypeOf<
+      Generator<AgentMessage<string, Trip>, AgentMessage<string, Trip>, undefined>
+    >();
+    const asyncStreaming = new AsyncStreamingAgent({
+      llm: asyncLlm,
+      outputFormat: new JSONParser({ schema }),
+    });
+    expectTypeOf(asyncStreaming.call('x')).toEqualTypeOf<
+      AsyncGenerator<AgentMessage<string, Trip>, AgentMessage<string, Trip>, undefined>
+    >();
+  });
+
+  it('a ToolParser types formatted as its ToolResponse', () => {
+    const parser = new ToolParser({ toolType: 'python', begin: '```python\n', end: '\n```\n' });
+    const reply = new Agent({ llm: syncLlm, outputFormat: parser }).call('x');
+    expectTypeOf(reply.formatted).toEqualTypeOf<ToolResponse<string> | null>();
+    // @ts-expect-error toolType is a string or null
+    const toolType: number = reply.formatted!.toolType;
+    void toolType;
+  });
+
+  it('without an output format, formatted is unknown and content is text', () => {
+    const reply = new Agent({ llm: syncLlm }).call('x');
+    expectTypeOf(reply.content).toEqualTypeOf<string>();
+    expectTypeOf(reply.formatted).toEqualTypeOf<unknown>();
+    // @ts-expect-error an unknown formatted must be narrowed before use
+    reply.formatted.city;
+  });
+
+  it('the agent type records the parser', () => {
+    const agent = new Agent({ llm: syncLlm, outputFormat: new JSONParser({ schema }) });
+    expectTypeOf(agent).toEqualTypeOf<Agent<Trip>>();
+    expectTypeOf(agent).toExtend<Agent>();
+    expectTypeOf(agent).toExtend<AgentBase>();
+  });
+});
+
+describe('a subclass that overrides forward', () => {
+  it('returns what its forward returns', () => {
+    const executor = new ActionExecutor({ actions: [tool({ name: 'x', run: () => 1 })] });
+    class Coder extends Agent {
+      override forward([message]: AgentMessage[], options: ForwardOptions) {
+        return executor.call(message!, options);
+      }
+    }
+    expectTypeOf(new Coder().call('x').content).toEqualTypeOf<ActionReturn>();
+
+    class Echo extends Agent {
+      override forward(messages: AgentMessage[]) {
+        return String(messages.length);
+      }
+    }
+    expectTypeOf(new Echo().call('x')).toEqualTypeOf<AgentMessage<string, null>>();
+    expectTypeOf(new Echo().call('x').formatted).toEqualTypeOf<null>();
+
+    class Loose extends Agent {
+      override forward(): AgentMessage {
+        return new AgentMessage({ content: 1 });
+      }
+    }
+    expectTypeOf(new Loose().call('x')).toEqualTypeOf<AgentMessage>();
+  });
+
+  it('in the async and streaming variants too', () => {
+    const writer = new AsyncAgent({ llm: asyncLlm, outputFormat: new JSONParser({ schema }) });
+    class Blogger extends AsyncAgent {
+      override async forward([message]: AgentMessage[], options: AsyncForwardOptions) {
+        return writer.call(message!, options);
+      }
+    }
+    expectTypeOf(new Blogger().call('x')).toEqualTypeOf<Promise<AgentMessage<string, Trip>>>();
+
+    const count = (n: number) => new AgentMessage({ content: n, formatted: { n } });
+    class Counter extends StreamingAgent {
+      override *forward() {
+        yield count(1);
+        return count(2);
+      }
+    }
+    type Count = AgentMessage<number, { n: number }>;
+    expectTypeOf(new Counter().call('x')).toEqualTypeOf<Generator<Count, Count, undefined>>();
+
+    class Words extends AsyncStreamingAgent {
+      override async *forward() {
+        yield 'a';
+        yield 'a b';
+      }
+    }
+    type Text = AgentMessage<string, null>;
+    expectTypeOf(new Words().call('x')).toEqualTypeOf<AsyncGenerator<Text, Text, undefined>>();
+  });
+});
+
+describe('hooks', () => {
+  class SyncHook extends Hook {
+    override beforeAgent(_agent: AgentBase, messages: AgentMessage[]) {
+      return messages;
+    }
+  }
+  class AsyncHook extends Hook {
+    override async afterAgent(_agent: AgentBase, message: AgentMessage) {
+      return message;
+    }
+  }
+
+  it('a sync agent takes sync hooks only', () => {
+    new Agent({ llm: syncLlm, hooks: [new SyncHook(), new MessageLogger()] });
+    new StreamingAgent({ llm: syncLlm, hooks: [new SyncHook()] });
+    // @ts-expect-error an async hook in a sync agent does not compile
+    new Agent({ llm: syncLlm, hooks: [new AsyncHook()] });
+    // @ts-expect-error nor in a sync streaming agent
+    new StreamingAgent({ llm: syncLlm, hooks: [new AsyncHook()] });
+    const agent = new Agent({ llm: syncLlm });
+    agent.registerHook(new SyncHook());
+    // @ts-expect-error registerHook refuses it too
+    agent.registerHook(new AsyncHook());
+  });
+
+  it('an async agent takes both', () => {
+    const agent = new AsyncAgent({ llm: asyncLlm, hooks: [new SyncHook(), new AsyncHook()] });
+    agent.registerHook(new AsyncHook());
+    new AsyncStreamingAgent({ llm: asyncLlm, hooks: [new AsyncHook(), new MessageLogger()] });
+  });
+
+  it('a hook returns messages or nothing', () => {
+    class Wrong extends Hook {
+      override afterAgent() {
+        return 42;
+      }
+    }
+    // @ts-expect-error afterAgent must return a message or nothing
+    new AsyncAgent({ llm: asyncLlm, hooks: [new Wrong()] });
+    // @ts-expect-error in a sync agent too
+    new Agent({ llm: syncLlm, hooks: [new Wrong()] });
   });
 });

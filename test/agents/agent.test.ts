@@ -263,6 +263,7 @@ describe('hooks', () => {
     class AsyncHook extends Hook {
       override async beforeAgent() {}
     }
+    // @ts-expect-error an async hook in a sync agent is a compile error; this checks the runtime guard
     const agent = new Agent({ llm: echo(), hooks: [new AsyncHook()] });
     expect(() => agent.call('x')).toThrow(
       /AsyncHook.beforeAgent failed: it returned a Promise.*use the Async variant/,
