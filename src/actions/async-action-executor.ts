@@ -13,7 +13,7 @@ import type { AsyncActionCallOptions, ExecutorReply } from './types';
 export interface AsyncActionExecutorOptions<H extends AsyncHook = AsyncHook>
   extends ActionExecutorOptions<ActionBase, H> {
   /** Default `timeoutMs` of every call (a call's own option wins). */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 /**

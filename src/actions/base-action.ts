@@ -18,14 +18,14 @@ import type {
 /** Options of an action: its name, description and APIs. */
 export interface ActionOptions {
   /** @default the class name */
-  name?: string;
+  name?: string | undefined;
   /** What the tool does, for the model. @default '' */
-  description?: string;
+  description?: string | undefined;
   /**
    * The APIs, by name; an action whose only API is `run` is a simple tool, otherwise a toolkit called as
    * `Name.api`. Class-based actions leave this out and declare `static toolApis` instead.
    */
-  apis?: Readonly<Record<string, ActionApi<any, unknown>>>;
+  apis?: Readonly<Record<string, ActionApi<any, unknown>>> | undefined;
 }
 
 /** Options of {@link ActionBase.toOpenAITools}. */
@@ -34,7 +34,7 @@ export interface OpenAIToolsOptions {
    * Joins a toolkit's name and API name. OpenAI allows only `[A-Za-z0-9_-]` in function names, hence
    * the default; executors accept both `Name.api` and `Name__api`. @default '__'
    */
-  separator?: string;
+  separator?: string | undefined;
 }
 
 const DEFAULT_CONTEXT: ToolContext = Object.freeze({ sessionId: 0 });
@@ -56,7 +56,7 @@ function strictOf(schema: z.ZodObject): z.ZodObject {
 /** The static side of a class-based action: `static toolApis` maps method names to their declarations. */
 interface ActionClass {
   name: string;
-  toolApis?: Readonly<Record<string, ToolApiSpec>>;
+  toolApis?: Readonly<Record<string, ToolApiSpec>> | undefined;
 }
 
 /**

@@ -6,9 +6,9 @@ import { BaseAction } from './base-action';
 /** Options of {@link InvalidAction} and {@link NoAction}. */
 export interface BuiltinActionOptions {
   /** The message used when a call gives none. */
-  errMsg?: string;
+  errMsg?: string | undefined;
   /** @default the class name */
-  name?: string;
+  name?: string | undefined;
 }
 
 const invalidArguments = z.object({

@@ -15,16 +15,16 @@ export interface ActionExecutorOptions<A extends ActionBase, H extends Hook = Ho
   /** The tools, by their names (a single one is fine). */
   actions: A | readonly A[];
   /** Answers calls to unknown tools. @default new InvalidAction() */
-  invalidAction?: ActionBase;
+  invalidAction?: ActionBase | undefined;
   /** Answers calls that did not follow the format (calls to its name). @default new NoAction() */
-  noAction?: ActionBase;
+  noAction?: ActionBase | undefined;
   /** Ends the task (calls to its name). @default new FinishAction() */
-  finishAction?: ActionBase;
+  finishAction?: ActionBase | undefined;
   /** Also list `finishAction` among the tools (in `description()`, `keys()`). @default false */
-  finishInAction?: boolean;
-  hooks?: readonly H[];
+  finishInAction?: boolean | undefined;
+  hooks?: readonly H[] | undefined;
   /** The sender of the executor's messages. @default 'ActionExecutor' */
-  name?: string;
+  name?: string | undefined;
 }
 
 interface Target {

@@ -6,9 +6,9 @@ import type { ToolContext } from './types';
 export interface ToolOptions<S extends z.ZodObject, R> {
   name: string;
   /** What the tool does, for the model. */
-  description?: string;
+  description?: string | undefined;
   /** The arguments as a zod object (field `.describe()` texts reach the model). @default z.object({}) */
-  parameters?: S;
+  parameters?: S | undefined;
   run: (args: z.output<S>, context: ToolContext) => R;
   /** Maps plain (non-JSON) text to arguments, for tools that take free text. */
   fromText?: (text: string) => Record<string, unknown>;
@@ -16,8 +16,8 @@ export interface ToolOptions<S extends z.ZodObject, R> {
 
 /** One API of {@link toolkit} / {@link asyncToolkit}. */
 export interface ToolkitApi<S extends z.ZodObject, R> {
-  description?: string;
-  parameters?: S;
+  description?: string | undefined;
+  parameters?: S | undefined;
   run: (args: z.output<S>, context: ToolContext) => R;
   fromText?: (text: string) => Record<string, unknown>;
 }
@@ -25,7 +25,7 @@ export interface ToolkitApi<S extends z.ZodObject, R> {
 /** Options of {@link toolkit} / {@link asyncToolkit}; `A` maps each API name to its schema. */
 export interface ToolkitOptions<A extends Record<string, z.ZodObject>> {
   name: string;
-  description?: string;
+  description?: string | undefined;
   apis: { [K in keyof A]: ToolkitApi<A[K], unknown> };
 }
 

@@ -20,7 +20,7 @@ export interface ApiDescription {
   parameters: ActionParameter[];
   required: string[];
   /** How to pass arguments, shown to the model (Lagent's JSON-argument sentence). */
-  parameter_description?: string;
+  parameter_description?: string | undefined;
 }
 
 /**
@@ -30,10 +30,10 @@ export interface ApiDescription {
 export interface ActionDescription {
   name: string;
   description: string;
-  parameters?: ActionParameter[];
-  required?: string[];
-  parameter_description?: string;
-  api_list?: ApiDescription[];
+  parameters?: ActionParameter[] | undefined;
+  required?: string[] | undefined;
+  parameter_description?: string | undefined;
+  api_list?: ApiDescription[] | undefined;
 }
 
 /** An OpenAI function tool (`tools` of the Chat Completions API). */
@@ -47,15 +47,15 @@ export interface ToolContext {
   /** The session the call belongs to, e.g. to keep one interpreter per session. @default 0 */
   sessionId: SessionId;
   /** Aborted when the caller cancels or the call's timeout passes (async executors and actions only). */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /** How one API of a class-based action is declared: the method of the same name runs it. */
 export interface ToolApiSpec<S extends z.ZodObject = z.ZodObject> {
   /** What the API does, for the model. */
-  description?: string;
+  description?: string | undefined;
   /** The arguments, as a zod object; unknown keys are rejected unless the object is `z.looseObject`. */
-  parameters?: S;
+  parameters?: S | undefined;
   /**
    * Maps a plain-text argument (one that is not JSON) to arguments, for APIs that take free text; without
    * it such text is an `ARGS_ERROR`.
@@ -71,15 +71,15 @@ export interface ActionApi<S extends z.ZodObject = z.ZodObject, R = unknown> ext
 /** Call options of an action or executor. */
 export interface ActionCallOptions {
   /** @default 0 */
-  sessionId?: SessionId;
+  sessionId?: SessionId | undefined;
 }
 
 /** Call options of an async action or executor: also a cancellation signal and a per-call timeout. */
 export interface AsyncActionCallOptions extends ActionCallOptions {
   /** Cancels the call: the returned promise rejects with the signal's reason, and the tool sees `context.signal`. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** After this many ms an async tool's result is no longer awaited: the call returns an `API_ERROR`. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 /** What an `afterAction` hook of type `H` gives back when it replaces the reply (`never` when it only watches). */

@@ -28,19 +28,19 @@ export type MemoryConfig = (MemoryOptions & MemoryManagerOptions) | (() => Memor
  */
 export interface AgentOptions<L, F = unknown, H extends Hook = Hook> {
   /** The model. Composite agents that only orchestrate sub-agents need none. */
-  llm?: L;
+  llm?: L | undefined;
   /** The system instruction. */
-  template?: SystemInstruction;
+  template?: SystemInstruction | undefined;
   /** `{ recentN, maxSessions }`, a factory of `Memory`, or `null` for no memory. @default {} */
-  memory?: MemoryConfig;
+  memory?: MemoryConfig | undefined;
   /** Parses the model's text into the reply's `formatted` field (and types it). */
-  outputFormat?: OutputParser<F>;
+  outputFormat?: OutputParser<F> | undefined;
   /** Turns memory into chat messages. @default new DefaultAggregator() */
-  aggregator?: DefaultAggregator;
+  aggregator?: DefaultAggregator | undefined;
   /** @default the class name */
-  name?: string;
-  description?: string;
-  hooks?: H[];
+  name?: string | undefined;
+  description?: string | undefined;
+  hooks?: H[] | undefined;
 }
 
 /** Options of `call()`: the session, generation overrides, and anything else for `llm.chat` and sub-calls. */
@@ -104,9 +104,9 @@ export const LANES: unique symbol = Symbol('lagent-ts.lanes');
 /** Options of `reset()`. */
 export interface ResetOptions {
   /** Dotted path of the one sub-agent to reset, e.g. `'writer'` or `'experts.0'`. */
-  keypath?: string;
+  keypath?: string | undefined;
   /** Also reset every sub-agent. */
-  recursive?: boolean;
+  recursive?: boolean | undefined;
 }
 
 function createMemoryManager(config: MemoryConfig | undefined): MemoryManager | null {

@@ -23,7 +23,7 @@ export interface StateDictOptions {
    * `'lagent'` writes every message in Python Lagent's shape, which its `load_state_dict` continues from.
    * @default 'lagent-ts'
    */
-  format?: MessageJSONFormat;
+  format?: MessageJSONFormat | undefined;
 }
 
 /** What the state-dict functions need of an agent: its tree of memories. */

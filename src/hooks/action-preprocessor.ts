@@ -94,7 +94,7 @@ export class ActionPreprocessor extends Hook {
 /** Options of {@link InternLMActionProcessor}. */
 export interface InternLMActionProcessorOptions {
   /** The argument that receives code when the action is plain text. @default 'command' */
-  codeParameter?: string;
+  codeParameter?: string | undefined;
 }
 
 /**

@@ -8,17 +8,17 @@ import { Hook, type HookExecutor } from './hook';
 /** Where {@link MessageLogger} writes: `process.stdout`, a file stream, or anything with `write(string)`. */
 export interface WritableLike {
   write(chunk: string): unknown;
-  isTTY?: boolean;
+  isTTY?: boolean | undefined;
 }
 
 /** Options of {@link MessageLogger}. */
 export interface MessageLoggerOptions {
   /** @default process.stderr */
-  stream?: WritableLike;
+  stream?: WritableLike | undefined;
   /** Colour each sender; defaults to whether `stream` is a TTY (and `NO_COLOR` is unset). */
-  colors?: boolean;
+  colors?: boolean | undefined;
   /** Shown before each line, e.g. the logger's owner. */
-  name?: string;
+  name?: string | undefined;
 }
 
 const PALETTE = [36, 33, 35, 32, 34, 31, 96, 93, 95, 92, 94, 91];

@@ -7,9 +7,9 @@ export interface APIRoleTemplate {
   /** The role the API understands, e.g. `'system'`. */
   apiRole: string;
   /** Prepended to the content. @default '' */
-  begin?: string;
+  begin?: string | undefined;
   /** Appended to the content. @default '' */
-  end?: string;
+  end?: string | undefined;
 }
 
 /** A chat API's meta template: one entry per role. */

@@ -10,20 +10,20 @@ import type { ChatMessage, ResolvedGenParams } from './types';
 /** Options of {@link AsyncGPTAPI} and `GPTAPI`. */
 export interface GPTAPIOptions extends OpenAICompatibleOptions {
   /** @default 'gpt-4o-mini' */
-  model?: string;
+  model?: string | undefined;
   /** @default process.env.OPENAI_API_KEY (any placeholder when a custom baseURL is set) */
-  apiKey?: string | readonly string[];
+  apiKey?: string | readonly string[] | undefined;
   /** @default process.env.OPENAI_BASE_URL, else 'https://api.openai.com/v1' */
-  baseURL?: string;
+  baseURL?: string | undefined;
   /** Role mapping to the API's roles. @default DEFAULT_API_META_TEMPLATE (environment -> system) */
-  metaTemplate?: APIMetaTemplate;
+  metaTemplate?: APIMetaTemplate | undefined;
   /** Ask for JSON object replies (`response_format: { type: 'json_object' }`). @default false */
-  jsonMode?: boolean;
+  jsonMode?: boolean | undefined;
   /**
    * Which body field carries `maxNewTokens`. @default 'max_completion_tokens' for reasoning models
    * (o1, o3, o4, gpt-5...), else 'max_tokens'
    */
-  maxTokensField?: 'max_tokens' | 'max_completion_tokens';
+  maxTokensField?: 'max_tokens' | 'max_completion_tokens' | undefined;
 }
 
 /** OpenAI's reasoning models take `max_completion_tokens` and reject sampling params and `stop`. */

@@ -16,14 +16,14 @@ export interface RawPromptModelOptions extends OpenAICompatibleOptions {
    * A meta template such as `INTERNLM2_META`: the dialog is rendered into one raw prompt with it and sent to
    * `/completions`. Without it, messages go to `/chat/completions` and the server applies its chat template.
    */
-  metaTemplate?: LMMetaTemplate;
+  metaTemplate?: LMMetaTemplate | undefined;
   /** Role mapping for `/chat/completions`. @default DEFAULT_API_META_TEMPLATE */
-  apiMetaTemplate?: APIMetaTemplate;
+  apiMetaTemplate?: APIMetaTemplate | undefined;
   /**
    * Sent as `skip_special_tokens`. @default false with a `metaTemplate` (keeps tokens like `<|plugin|>` that tool
    * parsers need), else the server's default
    */
-  skipSpecialTokens?: boolean;
+  skipSpecialTokens?: boolean | undefined;
 }
 
 /**

@@ -4,24 +4,24 @@ import type { ChatMessage } from './types';
 /** The text that opens a turn, with or without the message's `name`. */
 export interface LMRoleBegin {
   /** Used when the message has a `name`; `{name}` is replaced by it (or by its alias in `name`). */
-  withName?: string;
+  withName?: string | undefined;
   /** Used when the message has no `name`. */
-  withoutName?: string;
+  withoutName?: string | undefined;
   /** Aliases for names, e.g. `{ interpreter: '<|interpreter|>' }`. */
-  name?: Readonly<Record<string, string>>;
+  name?: Readonly<Record<string, string>> | undefined;
 }
 
 /** How one role is rendered into a raw prompt. */
 export interface LMRoleTemplate {
   role: string;
   /** Opens the turn: a fixed string, or text that depends on the message's `name`. @default '' */
-  begin?: string | LMRoleBegin;
+  begin?: string | LMRoleBegin | undefined;
   /** Closes the turn. @default '' */
-  end?: string;
+  end?: string | undefined;
   /** When the last message has this role, leave its turn open for the model to continue. */
-  generate?: boolean;
+  generate?: boolean | undefined;
   /** Render this role as another role of the template. */
-  fallbackRole?: string;
+  fallbackRole?: string | undefined;
 }
 
 /** A raw-prompt model's meta template: one entry per role; it must include `assistant`. */

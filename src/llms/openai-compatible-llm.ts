@@ -14,46 +14,46 @@ import { type TokenUsage, UsageTracker, usageFromAPI } from './usage';
 /** Options shared by every client of an OpenAI-compatible server. */
 export interface OpenAICompatibleOptions extends GenParams {
   /** The model name the server knows; any name works. */
-  model?: string;
+  model?: string | undefined;
   /** One key, or several used round-robin; a key the server rejects for quota is skipped from then on. */
-  apiKey?: string | readonly string[];
+  apiKey?: string | readonly string[] | undefined;
   /** The server's base URL, e.g. `http://127.0.0.1:8000/v1`. */
-  baseURL?: string;
+  baseURL?: string | undefined;
   /** OpenAI organization header. */
-  organization?: string;
+  organization?: string | undefined;
   /**
    * Milliseconds one attempt may take; for streams, the longest silence between two events. `Infinity` means no
    * timeout; finite values above 2147483647 (about 24.8 days) are a `ConfigurationError` (Node cannot time them).
    * The sync twins (`GPTAPI`, ...) also derive their bridge deadline from it. @default 120000
    */
-  timeout?: number;
+  timeout?: number | undefined;
   /** Retries after the first attempt (429, 408, 5xx, connection failures, timeouts). @default 2 */
-  retry?: number;
+  retry?: number | undefined;
   /** First retry delay, doubled per retry, unless the server sends `retry-after(-ms)`. @default 1000 */
-  retryMinDelayMs?: number;
+  retryMinDelayMs?: number | undefined;
   /** Longest retry delay of the backoff. At most 2147483647. @default 30000 */
-  retryMaxDelayMs?: number;
+  retryMaxDelayMs?: number | undefined;
   /**
    * Longest wait a server's `retry-after-ms` / `retry-after` is honoured for, in ms: a longer request is cut to
    * this, and the final error says what the server asked. `Infinity` honours any. @default 60000
    */
-  maxRetryAfter?: number;
+  maxRetryAfter?: number | undefined;
   /** The client's name in error messages. @default the class name (`GPTAPI` for the sync twin, not `AsyncGPTAPI`) */
-  clientName?: string;
+  clientName?: string | undefined;
   /** Extra HTTP headers on every request. */
-  headers?: Record<string, string>;
+  headers?: Record<string, string> | undefined;
   /** Extra body fields on every request, for parameters OpenAI lacks (e.g. `{ top_k: 20 }` for vLLM). */
-  extraBody?: Record<string, unknown>;
+  extraBody?: Record<string, unknown> | undefined;
   /** Ask streaming servers for token usage (`stream_options.include_usage`). @default true */
-  streamUsage?: boolean;
+  streamUsage?: boolean | undefined;
 }
 
 /** Per-call params of OpenAI-compatible clients. */
 export interface OpenAICallParams extends LLMCallParams {
   /** Extra body fields for this call, merged over the client's `extraBody`. */
-  extraBody?: Record<string, unknown>;
+  extraBody?: Record<string, unknown> | undefined;
   /** Ask for a JSON object reply (`response_format: { type: 'json_object' }`), chat endpoints only. */
-  jsonMode?: boolean;
+  jsonMode?: boolean | undefined;
 }
 
 /** One HTTP request: which endpoint and the JSON body. */
@@ -64,10 +64,10 @@ export interface CompletionRequest {
 
 /** Defaults a subclass gives the shared constructor. */
 export interface OpenAICompatibleDefaults {
-  model?: string;
+  model?: string | undefined;
   baseURL: string;
   /** Key used when none is given (local servers accept any). Undefined: a key is required. */
-  apiKey?: string;
+  apiKey?: string | undefined;
 }
 
 function isQuotaError(error: unknown): error is APIError {

@@ -5,13 +5,13 @@ import type { ModelStatusCode } from '../schema/status';
 
 /** Generation parameters, Lagent's names in camelCase. */
 export interface GenParams {
-  maxNewTokens?: number;
-  temperature?: number;
-  topP?: number;
-  topK?: number;
-  repetitionPenalty?: number;
+  maxNewTokens?: number | undefined;
+  temperature?: number | undefined;
+  topP?: number | undefined;
+  topK?: number | undefined;
+  repetitionPenalty?: number | undefined;
   /** Output is cut before the first stop word. A string means a single stop word. */
-  stopWords?: string[] | string;
+  stopWords?: string[] | string | undefined;
 }
 
 /** Generation parameters after defaults are applied; `stopWords` is always an array. */
@@ -30,8 +30,8 @@ export interface ResolvedGenParams {
  * know them.
  */
 export interface LLMCallParams extends GenParams {
-  sessionId?: SessionId;
-  signal?: AbortSignal;
+  sessionId?: SessionId | undefined;
+  signal?: AbortSignal | undefined;
   [key: string]: unknown;
 }
 

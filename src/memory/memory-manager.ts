@@ -9,7 +9,7 @@ export interface MemoryManagerOptions {
    * Bound on live sessions; when a new session would exceed it, the least recently used one is dropped.
    * Unset means unbounded.
    */
-  maxSessions?: number;
+  maxSessions?: number | undefined;
 }
 
 interface Session {

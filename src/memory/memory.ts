@@ -9,7 +9,7 @@ import { ConfigurationError, ValidationError } from '../schema/errors';
 /** Options of {@link Memory}. */
 export interface MemoryOptions {
   /** Default number of most recent messages `getMemory()` returns; unset returns all. */
-  recentN?: number;
+  recentN?: number | undefined;
 }
 
 /** Options of {@link Memory.getMemory}. */
@@ -19,7 +19,7 @@ export interface GetMemoryOptions {
    * `0` means none. (Lagent's `memory[-0:]` gives the whole list, and its `recent_n or self.recent_n`
    * cannot tell 0 from unset; here 0 is simply "the last zero messages".)
    */
-  recentN?: number;
+  recentN?: number | undefined;
   /**
    * Keep only messages for which this returns true. `index` counts from the start of the window, as in
    * Lagent: with `recentN: 3` the three messages get 0, 1 and 2.

@@ -6,7 +6,7 @@ export interface PromptTemplateOptions {
    * `'json'`: Python `str.format` placeholders (`{topic}`, literal braces doubled as `{{ }}`);
    * `'jinja'`: `{{ topic }}` placeholders. @default 'json'
    */
-  format?: TemplateStyle;
+  format?: TemplateStyle | undefined;
 }
 
 /**

@@ -2,16 +2,16 @@ import { z } from 'zod';
 
 /** A JSON Schema node as zod's `toJSONSchema` emits it (only the keys read here). */
 export interface JSONSchemaNode {
-  type?: string | string[];
-  description?: string;
-  default?: unknown;
-  enum?: unknown[];
-  const?: unknown;
-  anyOf?: JSONSchemaNode[];
-  oneOf?: JSONSchemaNode[];
-  items?: JSONSchemaNode;
-  properties?: Record<string, JSONSchemaNode>;
-  required?: string[];
+  type?: string | string[] | undefined;
+  description?: string | undefined;
+  default?: unknown | undefined;
+  enum?: unknown[] | undefined;
+  const?: unknown | undefined;
+  anyOf?: JSONSchemaNode[] | undefined;
+  oneOf?: JSONSchemaNode[] | undefined;
+  items?: JSONSchemaNode | undefined;
+  properties?: Record<string, JSONSchemaNode> | undefined;
+  required?: string[] | undefined;
   [key: string]: unknown;
 }
 

@@ -125,7 +125,7 @@ function lookup(variables: Readonly<Record<string, unknown>>, name: string): unk
 /** What {@link renderTemplate} checks besides missing variables. */
 export interface RenderOptions {
   /** Throw when a variable is given that the template does not use. */
-  rejectUnknown?: boolean;
+  rejectUnknown?: boolean | undefined;
 }
 
 /**

@@ -18,14 +18,14 @@ export interface FunctionCall {
 
 /** What {@link ActionReturn}'s constructor takes; every field is optional. */
 export interface ActionReturnInit {
-  args?: Record<string, unknown> | null;
-  url?: string | null;
-  type?: string | null;
-  result?: ActionResultItem[] | null;
-  errmsg?: string | null;
-  state?: ActionStatusCode;
-  thought?: string | null;
-  valid?: ActionValidCode;
+  args?: Record<string, unknown> | null | undefined;
+  url?: string | null | undefined;
+  type?: string | null | undefined;
+  result?: ActionResultItem[] | null | undefined;
+  errmsg?: string | null | undefined;
+  state?: ActionStatusCode | undefined;
+  thought?: string | null | undefined;
+  valid?: ActionValidCode | undefined;
 }
 
 /** The outcome of one tool call: its result items or its error, in Lagent's shape. */

@@ -36,7 +36,7 @@ export type MessageJSONFormat = 'lagent-ts' | 'lagent';
 /** Options of {@link AgentMessage.toJSON}. */
 export interface MessageJSONOptions {
   /** @default 'lagent-ts' */
-  format?: MessageJSONFormat;
+  format?: MessageJSONFormat | undefined;
 }
 
 /**
@@ -52,13 +52,13 @@ export const MAX_MESSAGE_DEPTH = 512;
 export interface AgentMessageInit<C = unknown, F = unknown> {
   content: C;
   /** @default 'user' */
-  sender?: string;
-  formatted?: F | null;
-  extraInfo?: unknown;
-  type?: string | null;
-  receiver?: string | null;
+  sender?: string | undefined;
+  formatted?: F | null | undefined;
+  extraInfo?: unknown | undefined;
+  type?: string | null | undefined;
+  receiver?: string | null | undefined;
   /** @default AgentStatusCode.END */
-  streamState?: number;
+  streamState?: number | undefined;
 }
 
 const nullableString = z.string().nullable().optional();

@@ -2,5 +2,5 @@
 export interface ChatMessage {
   role: string;
   content: string;
-  name?: string;
+  name?: string | undefined;
 }

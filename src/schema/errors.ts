@@ -1,7 +1,7 @@
 /** Options every lagent-ts error takes: a message and the standard `cause`. */
 export interface LagentErrorOptions {
   message: string;
-  cause?: unknown;
+  cause?: unknown | undefined;
 }
 
 const MARKER = Symbol.for('lagent-ts.error');
@@ -66,7 +66,13 @@ export class LLMRequestError extends LagentError {
   /** How many attempts were made. */
   readonly attempts: number;
 
-  constructor(options: LagentErrorOptions & { status?: number; retryable?: boolean; attempts?: number }) {
+  constructor(
+    options: LagentErrorOptions & {
+      status?: number | undefined;
+      retryable?: boolean | undefined;
+      attempts?: number | undefined;
+    },
+  ) {
     super(options);
     this.status = options.status;
     this.retryable = options.retryable ?? false;

@@ -10,7 +10,7 @@ import {
 
 /** Options of {@link startFakeOpenAIWorker}: like `startFakeOpenAI`, but the script must be data (no function). */
 export interface FakeOpenAIWorkerOptions extends Omit<FakeOpenAIOptions, 'script'> {
-  script?: string | FakeReply | readonly (string | FakeReply)[];
+  script?: string | FakeReply | readonly (string | FakeReply)[] | undefined;
 }
 
 /** A fake server running in the sync bridge's worker thread; every method is synchronous. */

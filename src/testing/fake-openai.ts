@@ -5,35 +5,35 @@ import { registerSameThreadServer } from '../utils/sync-bridge-same-thread';
 /** One scripted reply of {@link startFakeOpenAI}. A plain string is `{ content: string }`. */
 export interface FakeReply {
   /** The assistant's text (`/chat/completions`) or the completion text (`/completions`). @default '' */
-  content?: string;
+  content?: string | undefined;
   /** HTTP status; 400 and above sends an OpenAI-style error body. @default 200 */
-  status?: number;
+  status?: number | undefined;
   /** The error object of an error reply. @default { message: 'fake error <status>', type: 'server_error' } */
-  error?: { message?: string; type?: string; param?: string | null; code?: string | null };
+  error?: { message?: string; type?: string; param?: string | null; code?: string | null } | undefined;
   /** Extra response headers, e.g. `{ 'retry-after-ms': '10' }`. */
-  headers?: Record<string, string>;
+  headers?: Record<string, string> | undefined;
   /** Wait this long before answering, in ms. @default 0 */
-  delayMs?: number;
+  delayMs?: number | undefined;
   /** Characters per streamed event. @default 4 */
-  chunkSize?: number;
+  chunkSize?: number | undefined;
   /** Wait between streamed events, in ms. @default 0 */
-  chunkDelayMs?: number;
+  chunkDelayMs?: number | undefined;
   /** Ignore the request's `stop` (by default the reply is cut before the first stop word, as OpenAI does). */
-  ignoreStop?: boolean;
+  ignoreStop?: boolean | undefined;
   /** Send this raw body instead of a generated one (non-streaming), e.g. malformed JSON. */
-  body?: string;
+  body?: string | undefined;
   /** Content type of `body`. @default 'application/json' */
-  contentType?: string;
+  contentType?: string | undefined;
   /** Send these raw SSE `data:` payloads instead of generated ones (streaming), e.g. `['{not json']`. */
-  events?: string[];
+  events?: string[] | undefined;
   /** Stream the first events (or send nothing, non-streaming) and then never finish the response. */
-  hang?: boolean;
+  hang?: boolean | undefined;
   /** Close the connection without answering (a connection reset). */
-  destroy?: boolean;
+  destroy?: boolean | undefined;
   /** Token counts to report; by default about one token per 4 characters. */
-  usage?: { prompt_tokens: number; completion_tokens: number };
+  usage?: { prompt_tokens: number; completion_tokens: number } | undefined;
   /** @default 'stop' */
-  finishReason?: string;
+  finishReason?: string | undefined;
 }
 
 /** A request the fake server received. */
@@ -48,7 +48,7 @@ export interface FakeRequest {
   endpoint: 'chat' | 'completions' | 'other';
   stream: boolean;
   /** Set when the client closed the connection before the reply was complete (e.g. an aborted request). */
-  aborted?: boolean;
+  aborted?: boolean | undefined;
 }
 
 /**
@@ -65,14 +65,14 @@ export type FakeScript =
 /** Options of {@link startFakeOpenAI}. */
 export interface FakeOpenAIOptions {
   /** @default the last message's content, echoed back */
-  script?: FakeScript;
+  script?: FakeScript | undefined;
   /** @default 0 (any free port) */
-  port?: number;
+  port?: number | undefined;
   /**
    * Largest request body accepted, in bytes; a larger one gets a 413 error as soon as the excess is seen (the
    * body is never buffered whole) and its connection is closed. @default 33554432 (32 MB)
    */
-  maxBodyBytes?: number;
+  maxBodyBytes?: number | undefined;
 }
 
 /** A running fake server. */

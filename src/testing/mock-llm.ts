@@ -14,15 +14,15 @@ export type MockResponses =
 export interface MockLLMOptions extends GenParams {
   responses: MockResponses;
   /** Characters per streamed chunk. @default 8 */
-  chunkSize?: number;
+  chunkSize?: number | undefined;
   /** Keep every request in `calls`; turn off for long benchmarks so the mock does not grow. @default true */
-  record?: boolean;
+  record?: boolean | undefined;
 }
 
 /** Options of {@link AsyncMockLLM}. */
 export interface AsyncMockLLMOptions extends MockLLMOptions {
   /** Delay before each reply, in ms; honours `signal`. @default 0 */
-  latencyMs?: number;
+  latencyMs?: number | undefined;
 }
 
 /** One recorded request. */

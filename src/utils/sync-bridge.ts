@@ -8,12 +8,12 @@ export interface SyncBridgeTarget {
   /** Name of the exported class, e.g. `'AsyncGPTAPI'`. */
   exportName: string;
   /** Constructor arguments; they are structured-cloned, so no functions or class instances. @default [] */
-  args?: readonly unknown[];
+  args?: readonly unknown[] | undefined;
   /**
    * Absolute path or `file:` URL of the module exporting the class.
    * @default lagent-ts's own entry (the build's `index.js` / `index.cjs`, or `src/index.ts` from sources)
    */
-  module?: string | URL;
+  module?: string | URL | undefined;
 }
 
 /** Options of a {@link SyncBridge}. */
@@ -23,19 +23,19 @@ export interface SyncBridgeOptions {
    * `Infinity` means no deadline; finite values above 2147483647 (about 24.8 days) are a `ConfigurationError`.
    * A fresh worker gets up to 60 s more to load its modules. @default 300000 (5 minutes)
    */
-  timeout?: number;
+  timeout?: number | undefined;
   /**
    * Host the object in a worker of its own with these V8 heap limits (see `worker_threads`' `resourceLimits`),
    * instead of the worker every bridged object of the thread shares. Running out of them fails the waiting call
    * with a `SyncBridgeError`; the next call starts a new worker.
    */
-  resourceLimits?: ResourceLimits;
+  resourceLimits?: ResourceLimits | undefined;
 }
 
 /** Per-call options of {@link SyncBridge.call} and {@link SyncBridge.iterate}. */
 export interface SyncBridgeCallOptions {
   /** Overrides the bridge's `timeout` for this call. */
-  timeout?: number;
+  timeout?: number | undefined;
 }
 
 const DEFAULT_TIMEOUT_MS = 300_000;

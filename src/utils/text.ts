@@ -211,7 +211,7 @@ export function pythonJSON(value: unknown): string {
 /** Options of {@link toText}. */
 export interface TextOptions {
   /** How objects and arrays are written. @default 'compact' */
-  json?: JSONStyle;
+  json?: JSONStyle | undefined;
 }
 
 /**

@@ -201,3 +201,19 @@ describe('hooks', () => {
     new Agent({ llm: syncLlm, hooks: [new Wrong()] });
   });
 });
+
+describe('options under exactOptionalPropertyTypes (on in this project)', () => {
+  it('accept a signal or session that may be undefined, passed on by hand', () => {
+    const agent = new AsyncAgent({ llm: new AsyncMockLLM({ responses: ['x'] }) });
+    const maybeSignal: AbortSignal | undefined = undefined as AbortSignal | undefined;
+    const maybeSession: string | undefined = undefined as string | undefined;
+    expectTypeOf(agent.call).toBeCallableWith('hi', { signal: maybeSignal, sessionId: maybeSession });
+    class Outer extends AsyncAgent {
+      inner = new AsyncAgent({ llm: new AsyncMockLLM({ responses: ['x'] }) });
+      override async forward(messages: AgentMessage[], options: AsyncForwardOptions): Promise<AgentMessage> {
+        return this.inner.call(messages, { sessionId: options.sessionId, signal: options.signal });
+      }
+    }
+    expectTypeOf(new Outer().call).toBeCallableWith('hi', { temperature: undefined, signal: maybeSignal });
+  });
+});

@@ -26,7 +26,7 @@ describe('LLM client types', () => {
   it('agents accept only the matching kind', () => {
     expectTypeOf<GPTAPI>().not.toExtend<AsyncBaseLLM>();
     expectTypeOf<AsyncGPTAPI>().not.toExtend<BaseLLM>();
-    expectTypeOf(Agent).constructorParameters.toExtend<[{ llm?: BaseLLM }?]>();
-    expectTypeOf(AsyncAgent).constructorParameters.toExtend<[{ llm?: AsyncBaseLLM }?]>();
+    expectTypeOf(Agent).constructorParameters.toExtend<[({ llm?: BaseLLM | undefined } | undefined)?]>();
+    expectTypeOf(AsyncAgent).constructorParameters.toExtend<[({ llm?: AsyncBaseLLM | undefined } | undefined)?]>();
   });
 });

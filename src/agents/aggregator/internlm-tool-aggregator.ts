@@ -10,25 +10,25 @@ import { DefaultAggregator, type SystemInstruction } from './default-aggregator'
 /** Options of {@link InternLMToolAggregator}. */
 export interface InternLMToolAggregatorOptions {
   /** The role of tool results. @default 'environment' */
-  environmentRole?: string;
+  environmentRole?: string | undefined;
   /** Put before every tool result. @default '' */
-  environmentBegin?: string;
+  environmentBegin?: string | undefined;
   /** Put after every tool result. @default '' */
-  environmentEnd?: string;
+  environmentEnd?: string | undefined;
   /** Senders whose messages are user turns. @default ['user'] */
-  userNames?: readonly string[];
+  userNames?: readonly string[] | undefined;
   /**
    * Example dialogs shown after the instructions. Roles: `user`, `assistant`, `system`, the environment
    * role, `thought`/`language` (rendered with the parser; a `thought` followed by a `tool` message
    * `{ role: 'tool', content: action, name: toolType }` becomes one assistant turn with that call).
    */
-  fewShot?: readonly (readonly ChatMessage[])[];
+  fewShot?: readonly (readonly ChatMessage[])[] | undefined;
 }
 
 const SHOT_ROLES = new Set(['assistant', 'user', 'system', 'thought', 'language', 'tool']);
 
 interface ToolAwareParser extends OutputParser {
-  toolType?: string | null;
+  toolType?: string | null | undefined;
 }
 
 /**

@@ -14,7 +14,7 @@ export interface JSONParserOptions<S extends z.ZodType> {
    * placeholders by the extra options.
    * @default 'Reply with a JSON object in this format (lines starting with // are comments):\n```json\n{format}\n```'
    */
-  template?: string;
+  template?: string | undefined;
   [field: string]: unknown;
 }
 

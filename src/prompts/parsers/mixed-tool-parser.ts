@@ -10,9 +10,9 @@ import type { ToolParser } from './tool-parser';
 /** Options of {@link MixedToolParser}; `P` is the kind of its tool parsers. */
 export interface MixedToolParserOptions<P extends ToolParser<unknown> = ToolParser<unknown>> {
   /** The `name` of the shared instruction message. */
-  toolType?: string | null;
+  toolType?: string | null | undefined;
   /** A shared instruction shown before the parsers' own (fields as in `StrParser`). @default '' */
-  template?: string;
+  template?: string | undefined;
   /** One parser per tool type. */
   parsers: readonly P[];
   [field: string]: unknown;

@@ -5,7 +5,7 @@ import { type CompiledTemplate, compileTemplate, renderTemplate, templateValue }
 /** Options of {@link StrParser}: a `template` and the fields its `{placeholders}` name. */
 export interface StrParserOptions {
   /** The format instruction, with Python `str.format` placeholders filled from the other fields. @default '' */
-  template?: string;
+  template?: string | undefined;
   [field: string]: unknown;
 }
 

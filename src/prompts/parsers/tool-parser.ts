@@ -9,11 +9,11 @@ export interface ToolParserOptions<A = string> {
   /** The tool type a call is reported as, e.g. `'code interpreter'`. */
   toolType: string;
   /** The format instruction; may use `{begin}`, `{end}` and any extra option. @default '' */
-  template?: string;
+  template?: string | undefined;
   /** Text that opens a tool call. @default '<tool>\n' */
-  begin?: string;
+  begin?: string | undefined;
   /** Text that closes a tool call; a call without it runs to the end of the response. @default '</tool>\n' */
-  end?: string;
+  end?: string | undefined;
   /**
    * Checks or converts the call's text (e.g. `JSON.parse`). If it throws, the status is `PARSING_ERROR`
    * and `action` keeps the raw text.
