@@ -10,7 +10,7 @@ import {
   type ForwardOptions,
   type ForwardResult,
 } from './agent-base';
-import { agentCallSteps, buildPrompt, buildReply, requireLLM } from './lifecycle';
+import { agentCallSteps, buildPrompt, buildReply, registerPlainForward, requireLLM } from './lifecycle';
 
 /**
  * A synchronous agent: `call()` returns the reply directly. Takes only a sync {@link BaseLLM} and sync
@@ -24,6 +24,10 @@ import { agentCallSteps, buildPrompt, buildReply, requireLLM } from './lifecycle
  * agent.call('今天天气情况').content; // '急'
  */
 export class Agent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook> {
+  static {
+    registerPlainForward(this.prototype.forward);
+  }
+
   constructor(options: AgentOptions<BaseLLM, F, SyncHook> = {}) {
     super(options);
   }

@@ -10,7 +10,7 @@ import {
   type AsyncForwardOptions,
   type ForwardResult,
 } from './agent-base';
-import { agentCallSteps, buildPrompt, buildReply, requireLLM } from './lifecycle';
+import { agentCallSteps, buildPrompt, buildReply, registerPlainForward, requireLLM } from './lifecycle';
 
 /**
  * The asynchronous agent: `call()` returns a promise and takes an `AbortSignal`. Takes an
@@ -22,6 +22,10 @@ import { agentCallSteps, buildPrompt, buildReply, requireLLM } from './lifecycle
  * const reply = await agent.call('hello', { sessionId: 'alice' });
  */
 export class AsyncAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F, AsyncHook> {
+  static {
+    registerPlainForward(this.prototype.forward);
+  }
+
   constructor(options: AgentOptions<AsyncBaseLLM, F, AsyncHook> = {}) {
     super(options);
   }
@@ -37,9 +41,13 @@ export class AsyncAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F, AsyncHoo
   }
 
   /** One turn: aggregate the session's memory, ask the model, parse with `outputFormat`. */
-  async forward(messages: AgentMessage[], options: AsyncForwardOptions): Promise<ForwardResult> {
-    const llm = requireLLM(this);
-    const prompt = buildPrompt(this, messages, options.sessionId);
-    return buildReply(this, await llm.chat(prompt, options), options.sessionId);
+  forward(messages: AgentMessage[], options: AsyncForwardOptions): Promise<ForwardResult> {
+    try {
+      const llm = requireLLM(this);
+      const prompt = buildPrompt(this, messages, options.sessionId);
+      return llm.chat(prompt, options).then((raw) => buildReply(this, raw, options.sessionId));
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 }

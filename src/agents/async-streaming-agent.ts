@@ -13,7 +13,14 @@ import {
   type StreamOutput,
   type StreamReturn,
 } from './agent-base';
-import { agentCallSteps, buildChunk, buildPrompt, buildReply, requireLLM } from './lifecycle';
+import {
+  agentCallSteps,
+  buildChunk,
+  buildPrompt,
+  buildReply,
+  registerPlainForward,
+  requireLLM,
+} from './lifecycle';
 
 /**
  * The asynchronous streaming agent: `call()` returns an async generator of `STREAM_ING` chunks with
@@ -25,6 +32,10 @@ import { agentCallSteps, buildChunk, buildPrompt, buildReply, requireLLM } from 
  * for await (const message of agent.call('hello', { sessionId: 1 })) render(message.content);
  */
 export class AsyncStreamingAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F, AsyncHook> {
+  static {
+    registerPlainForward(this.prototype.forward);
+  }
+
   constructor(options: AgentOptions<AsyncBaseLLM, F, AsyncHook> = {}) {
     super(options);
   }

@@ -74,10 +74,12 @@ export function* agentCallSteps(
       });
     }
   }
-  const frame: CallFrame = { parent, owner: agent, sessionKey, signal, journal: undefined, failed: false };
   const emitter = agent[EMITTER];
+  // A frame only for forwards that may make calls of their own (see PLAIN_FORWARDS).
+  let frame: CallFrame | undefined;
   let memory: Memory | undefined;
-  let added: AgentMessage[] | undefined;
+  let inputs: AgentMessage[] | undefined;
+  let result: AgentMessage | undefined;
   let finished = false;
   try {
     let messages = toMessages(input);
@@ -89,20 +91,29 @@ export function* agentCallSteps(
     memory = agent.memory?.getOrCreate(sessionId);
     if (memory) {
       memory.add(messages);
-      added = messages.slice();
+      inputs = messages;
     }
-    let output: unknown = runInFrame(frame, () =>
-      (agent as unknown as Forwarding).forward(messages, forwardOptions),
-    );
-    if (needsDriving(output)) {
-      if (!isThenable(output)) output = streamInFrame(frame, output as Iterator<unknown>);
-      output = yield output;
+    const forward = (agent as unknown as Forwarding).forward;
+    let output: unknown;
+    if (PLAIN_FORWARDS.has(forward)) output = forward.call(agent, messages, forwardOptions);
+    else {
+      if (inputs) inputs = inputs.slice(); // a custom forward may change the array it is given
+      const callFrame: CallFrame = {
+        parent,
+        owner: agent,
+        sessionKey,
+        signal,
+        journal: undefined,
+        failed: false,
+      };
+      frame = callFrame;
+      output = runInFrame(callFrame, () => forward.call(agent, messages, forwardOptions));
+      if (needsDriving(output) && !isThenable(output))
+        output = streamInFrame(callFrame, output as Iterator<unknown>);
     }
-    const result = toReply(agent, output);
-    if (memory) {
-      memory.add(result);
-      added!.push(result);
-    }
+    if (needsDriving(output)) output = yield output;
+    result = toReply(agent, output);
+    memory?.add(result);
     let reply = result.clone();
     for (const hook of agent.hooks) {
       if (hook.afterAgent) reply = (yield* hookStep(hook, 'afterAgent', agent, reply, sessionId)) ?? reply;
@@ -114,33 +125,38 @@ export function* agentCallSteps(
     if (agent[EMITTER]) emitSafely(agent, 'error', { agent, sessionId, error });
     throw error;
   } finally {
-    settle(frame, finished, memory, added);
+    if (parent !== undefined || frame !== undefined || !finished) {
+      settle(parent, frame, finished, memory, inputs, result);
+    }
     lanes.release(sessionKey);
   }
 }
 
 /**
- * Closes a call's frame. A failed call takes back its own messages and its sub-calls' turns. A call that
+ * Closes a call. A failed call takes back its own messages and its sub-calls' turns. A call that
  * succeeded inside another one hands both to it, so that a later failure out there takes them back too
  * (or takes them back at once when that call already failed).
  */
 function settle(
-  frame: CallFrame,
+  parent: CallFrame | undefined,
+  frame: CallFrame | undefined,
   finished: boolean,
   memory: Memory | undefined,
-  added: AgentMessage[] | undefined,
-) {
-  const own = memory && added ? { memory, messages: added } : undefined;
-  const parent = frame.parent;
+  inputs: AgentMessage[] | undefined,
+  result: AgentMessage | undefined,
+): void {
+  const own = memory && inputs ? (result ? [...inputs, result] : inputs) : undefined;
   if (!finished || parent?.failed) {
-    frame.failed = true;
-    retract(frame.journal);
-    if (own) own.memory.remove(own.messages);
+    if (frame) {
+      frame.failed = true;
+      retract(frame.journal);
+    }
+    if (own) memory!.remove(own);
     return;
   }
   if (parent === undefined) return;
-  if (frame.journal) for (const entry of frame.journal) journal(parent, entry);
-  if (own) journal(parent, own);
+  if (frame?.journal) for (const entry of frame.journal) journal(parent, entry);
+  if (own) journal(parent, { memory: memory!, messages: own });
 }
 
 /** What `forward` receives: the call options with the session set and the effective signal. */
@@ -171,6 +187,14 @@ export function emitSafely<E extends keyof AgentEvents>(
         'Listener errors never fail the call that emitted the event; later listeners of the same event were skipped.',
     });
   }
+}
+
+/** The `forward` methods of the four agent classes (registered by each class). */
+const PLAIN_FORWARDS = new WeakSet<object>();
+
+/** Registers a built-in `forward` that makes no sub-calls (see {@link agentCallSteps}). */
+export function registerPlainForward(forward: object): void {
+  PLAIN_FORWARDS.add(forward);
 }
 
 interface Forwarding {

@@ -13,7 +13,14 @@ import {
   type StreamOutput,
   type StreamReturn,
 } from './agent-base';
-import { agentCallSteps, buildChunk, buildPrompt, buildReply, requireLLM } from './lifecycle';
+import {
+  agentCallSteps,
+  buildChunk,
+  buildPrompt,
+  buildReply,
+  registerPlainForward,
+  requireLLM,
+} from './lifecycle';
 
 /**
  * A synchronous streaming agent: `call()` returns a generator of `STREAM_ING` chunks with cumulative
@@ -26,6 +33,10 @@ import { agentCallSteps, buildChunk, buildPrompt, buildReply, requireLLM } from 
  * for (const message of agent.call('hello')) process.stdout.write(`\r${message.content}`);
  */
 export class StreamingAgent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook> {
+  static {
+    registerPlainForward(this.prototype.forward);
+  }
+
   constructor(options: AgentOptions<BaseLLM, F, SyncHook> = {}) {
     super(options);
   }
