@@ -8,6 +8,7 @@ import {
   AsyncAgent,
   type AsyncBaseLLM,
   type AsyncForwardOptions,
+  type ChatMessage,
   Hook,
   type SessionId,
 } from 'lagent-ts';
@@ -65,8 +66,8 @@ export class AsyncBlogger extends AsyncAgent {
 }
 
 /** The mock's script: drafts from the writer, critiques from the critic, told apart by the system prompt. */
-function scriptedReply(messages: { role: string; content: string }[]): string {
-  const isCritic = messages[0]?.content.startsWith('Generate critique');
+function scriptedReply(messages: ChatMessage[]): string {
+  const isCritic = messages[0]?.content?.startsWith('Generate critique') ?? false;
   const topic = /recent updates in ([^.]+)\./.exec(messages[1]?.content ?? '')?.[1] ?? 'the topic';
   const round = messages.filter((message) => message.role === 'assistant').length + 1;
   return isCritic

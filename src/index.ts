@@ -170,6 +170,7 @@ export type {
   MessageJSONFormat,
   MessageJSONOptions,
   SessionId,
+  ToolCall,
 } from './schema/index';
 export {
   ActionReturn,

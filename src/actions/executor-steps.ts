@@ -9,7 +9,7 @@ import { kindOf, shorten } from '../utils/text';
 import type { CallSettings } from './action-steps';
 
 /** A tool call read from a message's content. */
-export interface ToolCall {
+export interface TextToolCall {
   name: string;
   parameters: unknown;
 }
@@ -29,7 +29,7 @@ export interface StepsExecutor extends HookExecutor {
  * Reads `{ name, parameters }` (or a `FunctionCall`, or the same as JSON text) from message content; `null`
  * when there is no call in it (or it cannot be read).
  */
-export function readToolCall(content: unknown): ToolCall | null {
+export function readToolCall(content: unknown): TextToolCall | null {
   let value = content;
   if (typeof value === 'string') {
     const text = value.trim();

@@ -55,7 +55,7 @@ export class LMTemplateParser {
     if (typeof messages === 'string') return messages;
     if (this.#roles === undefined) {
       return messages
-        .map((message) => message.content)
+        .map((message) => message.content ?? '')
         .filter((content) => content.length > 0)
         .join('\n');
     }

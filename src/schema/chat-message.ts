@@ -1,6 +1,25 @@
-/** One chat turn in OpenAI's shape. `name` carries e.g. the tool name on environment messages. */
+/**
+ * One tool call a model asked for (OpenAI's function calling). `arguments` is the parsed JSON object, or the
+ * raw text when the model sent something that is not a JSON object; the executor answers the latter with an
+ * error result the model can read.
+ */
+export interface ToolCall {
+  /** The model's id for the call; its result is sent back with the same `toolCallId`. */
+  id: string;
+  /** The tool's name (a toolkit's API as `Name__api`, or `Name.api` in Lagent's text protocol). */
+  name: string;
+  arguments: Record<string, unknown> | string;
+}
+
+/**
+ * One chat turn in OpenAI's shape. `name` carries e.g. the tool name on environment messages. An
+ * `assistant` turn that calls tools has `toolCalls` (and `content` may be `null`); each result goes back as
+ * a `tool` turn with the call's `toolCallId`.
+ */
 export interface ChatMessage {
   role: string;
-  content: string;
+  content: string | null;
   name?: string | undefined;
+  toolCalls?: ToolCall[] | undefined;
+  toolCallId?: string | undefined;
 }

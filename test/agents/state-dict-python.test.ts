@@ -142,7 +142,7 @@ function runPython(request: Record<string, unknown>): { status: number | null; a
  */
 function comparable(prompt: ChatMessage[]): ChatMessage[] {
   return prompt.map((message) => {
-    let content = message.content.replace(/", "/g, '","').replace(/": /g, '":');
+    let content = (message.content ?? '').replace(/", "/g, '","').replace(/": /g, '":');
     if (message.role === 'environment' && !/^<env>checked/.test(content))
       content = '<env>(tool result)</env>';
     return { ...message, content };

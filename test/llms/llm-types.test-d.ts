@@ -27,6 +27,8 @@ describe('LLM client types', () => {
     expectTypeOf<GPTAPI>().not.toExtend<AsyncBaseLLM>();
     expectTypeOf<AsyncGPTAPI>().not.toExtend<BaseLLM>();
     expectTypeOf(Agent).constructorParameters.toExtend<[({ llm?: BaseLLM | undefined } | undefined)?]>();
-    expectTypeOf(AsyncAgent).constructorParameters.toExtend<[({ llm?: AsyncBaseLLM | undefined } | undefined)?]>();
+    expectTypeOf(AsyncAgent).constructorParameters.toExtend<
+      [({ llm?: AsyncBaseLLM | undefined } | undefined)?]
+    >();
   });
 });

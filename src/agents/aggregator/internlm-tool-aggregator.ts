@@ -155,7 +155,7 @@ export class InternLMToolAggregator extends DefaultAggregator {
       for (let i = 0; i < shot.length; i++) {
         const message = shot[i]!;
         if (message.role === this.environmentRole) {
-          let content = message.content;
+          let content = message.content ?? '';
           if (!content.startsWith(begin)) content = begin + content;
           if (!content.endsWith(end)) content += end;
           out.push({ ...message, content });
@@ -165,13 +165,18 @@ export class InternLMToolAggregator extends DefaultAggregator {
             next?.role === 'tool'
               ? {
                   toolType: next.name ?? null,
-                  thought: message.content,
+                  thought: message.content ?? '',
                   action: next.content,
                   status: ToolStatusCode.VALID_TOOL,
                 }
-              : { toolType: null, thought: message.content, action: null, status: ToolStatusCode.NO_TOOL };
+              : {
+                  toolType: null,
+                  thought: message.content ?? '',
+                  action: null,
+                  status: ToolStatusCode.NO_TOOL,
+                };
           if (next?.role === 'tool') i++;
-          out.push({ role: 'assistant', content: render(parser, response, message.content) });
+          out.push({ role: 'assistant', content: render(parser, response, message.content ?? '') });
         } else if (message.role === 'tool') {
           out.push({
             role: 'assistant',
