@@ -37,10 +37,7 @@ export interface ActionDescription {
 }
 
 /** An OpenAI function tool (`tools` of the Chat Completions API). */
-export interface OpenAITool {
-  type: 'function';
-  function: { name: string; description: string; parameters: Record<string, unknown> };
-}
+export type { OpenAITool } from '../schema/chat-message';
 
 /** What a tool's `run` receives besides its arguments. */
 export interface ToolContext {

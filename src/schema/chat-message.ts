@@ -23,3 +23,9 @@ export interface ChatMessage {
   toolCalls?: ToolCall[] | undefined;
   toolCallId?: string | undefined;
 }
+
+/** One tool in OpenAI's function-tool format (what `action.toOpenAITools()` gives and `llm.chat(..., { tools })` takes). */
+export interface OpenAITool {
+  type: 'function';
+  function: { name: string; description: string; parameters: Record<string, unknown> };
+}

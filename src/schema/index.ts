@@ -9,7 +9,7 @@ export type {
   MessageJSONOptions,
 } from './agent-message';
 export { AgentMessage, MAX_MESSAGE_DEPTH, toAgentMessage, toLagentJSON } from './agent-message';
-export type { ChatMessage, ToolCall } from './chat-message';
+export type { ChatMessage, OpenAITool, ToolCall } from './chat-message';
 export type { LagentErrorOptions } from './errors';
 export {
   ConfigurationError,
