@@ -22,8 +22,10 @@ function settingsOf(options: ActionCallOptions | undefined): CallSettings {
  * (`{ name: 'Calculator.add', parameters: { a: 1, b: 2 } }`, a `FunctionCall`, or that as JSON); sync hooks
  * may convert messages before and after. The reply is a message from `'ActionExecutor'` whose content is
  * the {@link ActionReturn} (or what an `afterAction` hook made of it; see {@link ExecutorReply}: the type
- * follows the hooks given to the constructor). Nothing a tool throws escapes: errors come back as
- * `ARGS_ERROR` / `API_ERROR` results, unknown tools as `InvalidAction` results.
+ * follows the hooks given to the constructor). A model's native tool calls (`formatted: { toolCalls }`)
+ * run one after another and are answered in one message: `content[i]` is the result of
+ * `formatted.toolCalls[i]`. Nothing a tool throws escapes: errors come back as `ARGS_ERROR` / `API_ERROR`
+ * results, unknown tools as `InvalidAction` results.
  *
  * @example
  * const executor = new ActionExecutor({ actions: [calculator] });
@@ -44,9 +46,12 @@ export class ActionExecutor<H extends SyncHook = SyncHook> extends ExecutorBase<
     }
   }
 
-  /** Runs the tool call in `message` through the hooks and returns the executor's reply. */
-  call(message: MessageInput, options?: ActionCallOptions): ExecutorReply<H> {
-    return driveSync(executeSteps(this, message, settingsOf(options))) as ExecutorReply<H>;
+  /**
+   * Runs the tool call in `message` through the hooks and returns the executor's reply. A message with
+   * native tool calls (`formatted.toolCalls`) has each call run in order, and one reply holds all results.
+   */
+  call<M extends MessageInput>(message: M, options?: ActionCallOptions): ExecutorReply<H, M> {
+    return driveSync(executeSteps(this, message, settingsOf(options))) as ExecutorReply<H, M>;
   }
 
   /** Runs one call by name (`Name` or `Name.api`) without hooks. */

@@ -19,8 +19,9 @@ export interface AsyncActionExecutorOptions<H extends AsyncHook = AsyncHook>
 /**
  * The asynchronous executor: runs sync and async tools and hooks, for many sessions at once. Each call
  * takes `signal` (aborting rejects the call) and `timeoutMs` (an async tool that takes longer gives an
- * `API_ERROR` result; its `context.signal` is aborted so it can stop). Replies are typed as in
- * {@link ActionExecutor}.
+ * `API_ERROR` result; its `context.signal` is aborted so it can stop). A model's native tool calls
+ * (`formatted: { toolCalls }`) run in parallel and are answered in one message, results in the calls'
+ * order. Replies are typed as in {@link ActionExecutor}.
  *
  * @example
  * const executor = new AsyncActionExecutor({ actions: [search], timeoutMs: 10_000 });
@@ -50,10 +51,16 @@ export class AsyncActionExecutor<H extends AsyncHook = AsyncHook> extends Execut
     return callSettings({ ...options, timeoutMs: this.timeoutMs });
   }
 
-  /** Runs the tool call in `message` through the hooks and resolves to the executor's reply. */
-  call(message: MessageInput, options?: AsyncActionCallOptions): Promise<ExecutorReply<H>> {
+  /**
+   * Runs the tool call in `message` through the hooks and resolves to the executor's reply. A message with
+   * native tool calls (`formatted.toolCalls`) has all its calls run at once, each with the call's `signal`
+   * and its own `timeoutMs`; one reply holds the results in the calls' order.
+   */
+  call<M extends MessageInput>(message: M, options?: AsyncActionCallOptions): Promise<ExecutorReply<H, M>> {
     try {
-      return driveAsync(executeSteps(this, message, this.#settings(options))) as Promise<ExecutorReply<H>>;
+      return driveAsync(executeSteps(this, message, this.#settings(options), 'parallel')) as Promise<
+        ExecutorReply<H, M>
+      >;
     } catch (error) {
       return Promise.reject(error);
     }

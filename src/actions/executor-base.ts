@@ -1,13 +1,16 @@
 import type { Steps } from '../core/steps';
 import { type Hook, HookList, type RemovableHandle } from '../hooks/hook';
-import type { ActionReturn } from '../schema/action-return';
+import { ActionReturn } from '../schema/action-return';
+import type { ToolCall } from '../schema/chat-message';
 import { ConfigurationError } from '../schema/errors';
+import { ActionStatusCode } from '../schema/status';
 import { toText } from '../utils/text';
 import { actionCallSteps, type CallSettings } from './action-steps';
 import type { ActionBase, OpenAIToolsOptions } from './base-action';
 import { FinishAction, InvalidAction, NoAction } from './builtin-actions';
 import { copyDescription } from './describe';
-import { FORWARD_STEPS, INVALID_CALL_STEPS } from './executor-steps';
+import { FORWARD_STEPS, INVALID_CALL_STEPS, TOOL_CALL_STEPS } from './executor-steps';
+import { readToolCallArguments } from './tool-call-steps';
 import type { ApiDescription, OpenAITool } from './types';
 
 /** Options of the action executors; `H` is the kind of hook the executor runs. */
@@ -164,6 +167,27 @@ export abstract class ExecutorBase<A extends ActionBase, H extends Hook = Hook> 
       'run',
       settings,
     );
+  }
+
+  /**
+   * One native tool call, as steps (internal): its `arguments` must be a JSON object (or JSON text of one);
+   * anything else is answered with an `ARGS_ERROR` naming what the tool takes. Unknown tools and APIs are
+   * answered as in {@link FORWARD_STEPS}.
+   */
+  *[TOOL_CALL_STEPS](call: ToolCall, settings: CallSettings): Steps<ActionReturn> {
+    const read = readToolCallArguments(call.arguments);
+    if (read.ok) return yield* this[FORWARD_STEPS](call.name, read.args, settings);
+    const target = this.#resolve(call.name);
+    const api = target?.action.apis.get(target.api);
+    if (!target || !api) return yield* this[FORWARD_STEPS](call.name, call.arguments, settings);
+    // The name the model used, so that it recognises its own call.
+    const label = call.name;
+    return new ActionReturn({
+      args: { inputs: call.arguments, name: target.api },
+      type: target.action.name,
+      errmsg: `Invalid arguments for ${label}: ${read.problem}. It takes ${api.signature}.`,
+      state: ActionStatusCode.ARGS_ERROR,
+    });
   }
 
   /** The answer to a message that holds no tool call (internal). */

@@ -4,9 +4,12 @@ import type { Hook, HookExecutor } from '../hooks/hook';
 import { parseLenientJSON } from '../prompts/parsers/json-text';
 import type { ActionReturn } from '../schema/action-return';
 import { AgentMessage, type MessageInput, toAgentMessage } from '../schema/agent-message';
+import type { ToolCall } from '../schema/chat-message';
+import { toolCallsOf } from '../schema/tool-calls';
 import { isPlainObject } from '../utils/is';
 import { kindOf, shorten } from '../utils/text';
 import type { CallSettings } from './action-steps';
+import { answeredCall, ownSettings, parallelSteps } from './tool-call-steps';
 
 /** A tool call read from a message's content. */
 export interface TextToolCall {
@@ -17,12 +20,32 @@ export interface TextToolCall {
 /** Where executors keep their dispatch steps: symbol-keyed, so they stay out of the public API. */
 export const FORWARD_STEPS: unique symbol = Symbol('lagent-ts.forwardSteps');
 export const INVALID_CALL_STEPS: unique symbol = Symbol('lagent-ts.invalidCallSteps');
+export const TOOL_CALL_STEPS: unique symbol = Symbol('lagent-ts.toolCallSteps');
 
 /** What the executor steps need from an executor. */
 export interface StepsExecutor extends HookExecutor {
   readonly hooks: readonly Hook[];
   [FORWARD_STEPS](name: string, parameters: unknown, settings: CallSettings): Steps<ActionReturn>;
   [INVALID_CALL_STEPS](errMsg: string, settings: CallSettings): Steps<ActionReturn>;
+  [TOOL_CALL_STEPS](call: ToolCall, settings: CallSettings): Steps<ActionReturn>;
+}
+
+/** How an executor runs the calls of one native tool-call message. */
+export type CallOrder = 'sequential' | 'parallel';
+
+/** Every call of a tool-call message, one result per call in the calls' order. */
+function* toolCallsSteps(
+  executor: StepsExecutor,
+  calls: readonly ToolCall[],
+  settings: CallSettings,
+  order: CallOrder,
+): Steps<ActionReturn[]> {
+  if (order === 'parallel') {
+    return yield* parallelSteps(calls.map((call) => executor[TOOL_CALL_STEPS](call, ownSettings(settings))));
+  }
+  const results: ActionReturn[] = [];
+  for (const call of calls) results.push(yield* executor[TOOL_CALL_STEPS](call, settings));
+  return results;
 }
 
 /**
@@ -63,12 +86,15 @@ function describeContent(content: unknown): string {
 /**
  * `executor.call()`, written once for the sync and async executors: a copy of the message -> each hook's
  * `beforeAction` -> the tool call in its content is dispatched -> the `ActionReturn` in a message from the
- * executor -> each hook's `afterAction`. Yields only promises (async hooks and tools).
+ * executor -> each hook's `afterAction`. A message with native tool calls (`formatted.toolCalls`) has every
+ * call run (`order`) and is answered with one message: the `ActionReturn`s in the calls' order as content,
+ * the calls they answer as `formatted.toolCalls`. Yields only promises (async hooks and tools).
  */
 export function* executeSteps(
   executor: StepsExecutor,
   input: MessageInput,
   settings: CallSettings,
+  order: CallOrder = 'sequential',
 ): Steps<AgentMessage> {
   settings.signal?.throwIfAborted();
   const sessionId = settings.context.sessionId;
@@ -78,14 +104,25 @@ export function* executeSteps(
     if (hook.beforeAction)
       message = (yield* hookStep(hook, 'beforeAction', executor, message, sessionId)) ?? message;
   }
-  const call = readToolCall(message.content);
-  const actionReturn = call
-    ? yield* executor[FORWARD_STEPS](call.name, call.parameters, settings)
-    : yield* executor[INVALID_CALL_STEPS](
-        `${executor.name} expects a tool call {"name": ..., "parameters": ...}, got ${describeContent(message.content)}.`,
-        settings,
-      );
-  let response = new AgentMessage({ sender: executor.name, content: actionReturn });
+  let response: AgentMessage;
+  const toolCalls = toolCallsOf(message.formatted);
+  if (toolCalls) {
+    const results = yield* toolCallsSteps(executor, toolCalls, settings, order);
+    response = new AgentMessage({
+      sender: executor.name,
+      content: results,
+      formatted: { toolCalls: toolCalls.map(answeredCall) },
+    });
+  } else {
+    const call = readToolCall(message.content);
+    const actionReturn = call
+      ? yield* executor[FORWARD_STEPS](call.name, call.parameters, settings)
+      : yield* executor[INVALID_CALL_STEPS](
+          `${executor.name} expects a tool call {"name": ..., "parameters": ...}, got ${describeContent(message.content)}.`,
+          settings,
+        );
+    response = new AgentMessage({ sender: executor.name, content: actionReturn });
+  }
   for (const hook of hooks) {
     if (hook.afterAction)
       response = (yield* hookStep(hook, 'afterAction', executor, response, sessionId)) ?? response;

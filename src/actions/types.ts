@@ -1,7 +1,8 @@
 import type { z } from 'zod';
 import type { ActionReturn } from '../schema/action-return';
-import type { AgentMessage } from '../schema/agent-message';
+import type { AgentMessage, MessageInput } from '../schema/agent-message';
 import type { SessionId } from '../schema/session';
+import type { ToolCallsFormatted, ToolResultsMessage } from '../schema/tool-calls';
 
 /** Lagent's parameter types, derived from the zod schema. */
 export type ActionParameterType = 'STRING' | 'NUMBER' | 'FLOAT' | 'BOOLEAN' | 'Array' | 'Object';
@@ -88,14 +89,53 @@ type AfterActionReply<H> = H extends { afterAction(...args: never[]): infer R }
 type Open<T> = 0 extends 1 & T ? unknown : T;
 
 /**
- * An executor's reply when its hooks are `H`: from `'ActionExecutor'`, with the {@link ActionReturn} as
- * content and no `formatted`, unless an `afterAction` hook replaces the message, in which case it may
- * also be what that hook returns (`ActionPreprocessor`'s text: `unknown`, as it declares no more).
+ * What a message given to an executor asks for, read from its `formatted` type: `'calls'` for native tool
+ * calls (`{ toolCalls }`), `'text'` for a call in the content, both when the type leaves it open
+ * (`unknown`, or a union with `{ toolCalls }`). A loosely typed message (`AgentMessage`, `formatted: any`)
+ * counts as a text call, as before native calls existed.
  */
-export type ExecutorReply<H> = AgentMessage<
-  ActionReturn | Open<ContentOf<AfterActionReply<H>>>,
-  null | Open<FormattedOf<AfterActionReply<H>>>
->;
+type CallKind<M> = M extends string
+  ? 'text'
+  : M extends { formatted: infer F }
+    ? FormattedKind<F>
+    : M extends { formatted?: infer F }
+      ? 'formatted' extends keyof M
+        ? FormattedKind<F>
+        : 'text'
+      : 'text';
+
+type FormattedKind<F> = 0 extends 1 & F
+  ? 'text'
+  : unknown extends F
+    ? 'text' | 'calls'
+    : [Exclude<F, null | undefined>] extends [never]
+      ? 'text'
+      : KindOf<Exclude<F, null | undefined>>;
+
+type KindOf<F> = F extends ToolCallsFormatted ? 'calls' : 'text';
+
+/**
+ * An executor's reply when its hooks are `H` and its input is `M`: from `'ActionExecutor'`, with the
+ * {@link ActionReturn} as content and no `formatted` for a call in the content; for native tool calls the
+ * `ActionReturn`s, one per call in order, with the calls as `formatted` (see `ToolResultsMessage`). An
+ * `afterAction` hook that replaces the message may also give what it returns (`ActionPreprocessor`'s text:
+ * `unknown`, as it declares no more).
+ */
+export type ExecutorReply<H, M = MessageInput> =
+  | ('text' extends CallKind<M>
+      ? AgentMessage<
+          ActionReturn | Open<ContentOf<AfterActionReply<H>>>,
+          null | Open<FormattedOf<AfterActionReply<H>>>
+        >
+      : never)
+  | ('calls' extends CallKind<M>
+      ? [AfterActionReply<H>] extends [never]
+        ? ToolResultsMessage
+        : AgentMessage<
+            ActionReturn[] | Open<ContentOf<AfterActionReply<H>>>,
+            ToolCallsFormatted | Open<FormattedOf<AfterActionReply<H>>>
+          >
+      : never);
 
 type ContentOf<M> = M extends AgentMessage<infer C, infer _F> ? C : never;
 type FormattedOf<M> = M extends AgentMessage<infer _C, infer F> ? F : never;

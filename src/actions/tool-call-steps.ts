@@ -1,0 +1,102 @@
+import { type Steps, streamNotAllowed } from '../core/steps';
+import type { ActionReturn } from '../schema/action-return';
+import type { ToolCall } from '../schema/chat-message';
+import { isPlainObject, isThenable } from '../utils/is';
+import { kindOf, shorten, thrownText } from '../utils/text';
+import type { CallSettings } from './action-steps';
+
+/** A native call's arguments as an object, or a sentence saying why they are not one. */
+export type ToolCallArguments = { ok: true; args: Record<string, unknown> } | { ok: false; problem: string };
+
+/**
+ * Reads a native tool call's `arguments`: a JSON object as it is, or JSON text of one (strict JSON: function
+ * calling sends JSON, so text that is not JSON is a broken call, not free text for the tool). An empty
+ * string or a missing value means no arguments. Anything else is a problem for the model to fix.
+ */
+export function readToolCallArguments(raw: unknown): ToolCallArguments {
+  if (raw === undefined) return { ok: true, args: {} };
+  let value = raw;
+  if (typeof raw === 'string') {
+    const text = raw.trim();
+    if (text === '') return { ok: true, args: {} };
+    try {
+      value = JSON.parse(text);
+    } catch (error) {
+      return {
+        ok: false,
+        problem: `the arguments must be a JSON object, but ${JSON.stringify(shorten(text))} is not valid JSON (${thrownText(error, 'parsing')})`,
+      };
+    }
+  }
+  if (!isPlainObject(value)) {
+    return { ok: false, problem: `the arguments must be a JSON object, got ${kindOf(value)}` };
+  }
+  return { ok: true, args: value };
+}
+
+/** A fresh copy of a call for the executor's answer (its arguments shared: they are already a copy). */
+export function answeredCall(call: ToolCall): ToolCall {
+  return { id: call.id, name: call.name, arguments: call.arguments };
+}
+
+/**
+ * The settings of one call among several run at once: with a timeout, each call gets its own controller (so
+ * one call's timeout aborts only that tool's `context.signal`); the caller's signal stays shared.
+ */
+export function ownSettings(settings: CallSettings): CallSettings {
+  if (!settings.controller) return settings;
+  const controller = new AbortController();
+  return { ...settings, controller, context: { ...settings.context, signal: controller.signal } };
+}
+
+/** Continues steps that have yielded `value`, awaiting what they yield, as `driveAsync` does. */
+async function finishSteps<T>(steps: Steps<T>, value: unknown): Promise<T> {
+  let pending = value;
+  for (;;) {
+    let step: IteratorResult<unknown, T>;
+    if (!isThenable(pending)) step = steps.throw(streamNotAllowed());
+    else {
+      let resolved: unknown;
+      try {
+        resolved = await pending;
+      } catch (error) {
+        step = steps.throw(error);
+        if (step.done) return step.value;
+        pending = step.value;
+        continue;
+      }
+      step = steps.next(resolved);
+    }
+    if (step.done) return step.value;
+    pending = step.value;
+  }
+}
+
+/**
+ * Runs several call steps at once: each starts in turn (sync tools run right away, in order) and those that
+ * wait for a promise go on together. Yields one promise for all of them, or nothing when none waits; the
+ * results are in the order of `steps`. If one rejects (the caller aborted), so does the whole.
+ */
+export function* parallelSteps(steps: readonly Steps<ActionReturn>[]): Steps<ActionReturn[]> {
+  const results = new Array<ActionReturn>(steps.length);
+  const waiting: Promise<void>[] = [];
+  try {
+    for (let i = 0; i < steps.length; i++) {
+      const step = steps[i]!.next();
+      if (step.done) results[i] = step.value;
+      else {
+        waiting.push(
+          finishSteps(steps[i]!, step.value).then((result) => {
+            results[i] = result;
+          }),
+        );
+      }
+    }
+  } catch (error) {
+    // The calls already under way are left to end on their own; nobody waits for them.
+    for (const promise of waiting) promise.catch(() => {});
+    throw error;
+  }
+  if (waiting.length > 0) yield Promise.all(waiting);
+  return results;
+}
