@@ -32,8 +32,24 @@ export interface FakeReply {
   destroy?: boolean | undefined;
   /** Token counts to report; by default about one token per 4 characters. */
   usage?: { prompt_tokens: number; completion_tokens: number } | undefined;
-  /** @default 'stop' */
+  /** @default 'tool_calls' with `toolCalls`, else 'stop' */
   finishReason?: string | undefined;
+  /**
+   * Tool calls to answer with (chat endpoint), after `content` if any: `message.tool_calls`, or streamed as
+   * OpenAI does (a first delta per call with `index`, `id`, `type` and the name, then the arguments text in
+   * `chunkSize` pieces). Object arguments are sent as JSON text, string arguments as they are. ids default to
+   * `call_<n>`, numbered across the server's life.
+   */
+  toolCalls?: FakeToolCall[] | undefined;
+  /** Streaming: alternate the deltas of several tool calls by index instead of sending each call whole. */
+  interleaveToolCalls?: boolean | undefined;
+}
+
+/** One scripted tool call of a {@link FakeReply}. */
+export interface FakeToolCall {
+  id?: string | undefined;
+  name: string;
+  arguments: Record<string, unknown> | string;
 }
 
 /** A request the fake server received. */
@@ -110,6 +126,37 @@ function cutAtStop(text: string, stop: unknown): string {
     if (index !== -1 && index < end) end = index;
   }
   return text.slice(0, end);
+}
+
+/**
+ * OpenAI's streamed tool-call deltas: per call, a first delta with `index`, `id`, `type`, the name and empty
+ * arguments, then the arguments text `size` characters at a time; call after call, or alternating by index.
+ */
+function toolCallDeltas(
+  calls: readonly { id: string; function: { name: string; arguments: string } }[],
+  size: number,
+  interleave: boolean,
+): Record<string, unknown>[] {
+  const perCall = calls.map((call, index) => {
+    const deltas: Record<string, unknown>[] = [
+      { index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } },
+    ];
+    const text = call.function.arguments;
+    for (let start = 0; start < text.length; start += size) {
+      deltas.push({ index, function: { arguments: text.slice(start, start + size) } });
+    }
+    return deltas;
+  });
+  if (!interleave) return perCall.flat();
+  const result: Record<string, unknown>[] = [];
+  const longest = Math.max(...perCall.map((deltas) => deltas.length));
+  for (let step = 0; step < longest; step++) {
+    for (const deltas of perCall) {
+      const delta = deltas[step];
+      if (delta !== undefined) result.push(delta);
+    }
+  }
+  return result;
 }
 
 function countTokens(value: unknown): number {
@@ -197,6 +244,8 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
   let scriptIndex = 0;
   /** Completion requests ever: numbers the reply ids. */
   let served = 0;
+  /** Tool calls ever sent: numbers their default ids. */
+  let toolCallCount = 0;
 
   /** Waits `ms`; false when the client left meanwhile. Leaves no listener behind (streams wait once per event). */
   const wait = (ms: number, response: ServerResponse) =>
@@ -328,20 +377,34 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     }
     if (reply.hang && !request.stream) return; // never answer; close() drops the connection
     const content = reply.ignoreStop ? (reply.content ?? '') : cutAtStop(reply.content ?? '', body?.stop);
+    const isChat = request.endpoint === 'chat';
+    const toolCalls =
+      isChat && reply.toolCalls !== undefined && reply.toolCalls.length > 0
+        ? reply.toolCalls.map((call) => ({
+            id: call.id ?? `call_${++toolCallCount}`,
+            type: 'function' as const,
+            function: {
+              name: call.name,
+              arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments),
+            },
+          }))
+        : undefined;
     const usage = reply.usage ?? {
       prompt_tokens: countTokens(body?.messages ?? body?.prompt),
-      completion_tokens: countTokens(content),
+      completion_tokens: countTokens(content) + (toolCalls ? countTokens(toolCalls) : 0),
     };
     const fullUsage = { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
     const id = `fake-${number}`;
     const model = String(body?.model ?? 'fake-model');
     const created = Math.floor(Date.now() / 1000);
-    const finishReason = reply.finishReason ?? 'stop';
-    const isChat = request.endpoint === 'chat';
+    const finishReason = reply.finishReason ?? (toolCalls ? 'tool_calls' : 'stop');
 
     if (!request.stream) {
+      const message = toolCalls
+        ? { role: 'assistant', content: content === '' ? null : content, tool_calls: toolCalls }
+        : { role: 'assistant', content };
       const choice = isChat
-        ? { index: 0, message: { role: 'assistant', content }, finish_reason: finishReason, logprobs: null }
+        ? { index: 0, message, finish_reason: finishReason, logprobs: null }
         : { index: 0, text: content, finish_reason: finishReason, logprobs: null };
       response.writeHead(status, { 'content-type': 'application/json', ...reply.headers });
       response.end(
@@ -381,6 +444,11 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
               : { index: 0, text: piece, finish_reason: null },
           ]),
         );
+      }
+      if (toolCalls) {
+        for (const delta of toolCallDeltas(toolCalls, size, reply.interleaveToolCalls === true)) {
+          payloads.push(event([{ index: 0, delta: { tool_calls: [delta] }, finish_reason: null }]));
+        }
       }
       payloads.push(
         event([

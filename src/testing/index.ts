@@ -1,4 +1,11 @@
-export type { FakeOpenAIOptions, FakeOpenAIServer, FakeReply, FakeRequest, FakeScript } from './fake-openai';
+export type {
+  FakeOpenAIOptions,
+  FakeOpenAIServer,
+  FakeReply,
+  FakeRequest,
+  FakeScript,
+  FakeToolCall,
+} from './fake-openai';
 export { startFakeOpenAI } from './fake-openai';
 export type { FakeOpenAIWorkerOptions, FakeOpenAIWorkerServer } from './fake-openai-worker';
 export { FakeOpenAIHost, startFakeOpenAIWorker } from './fake-openai-worker';
