@@ -37,7 +37,7 @@ function apiName(name: string | undefined): string | undefined {
  * and the role's `begin`/`end` text, and consecutive messages that end up with the same API role are
  * merged into one, their contents joined by a newline. Roles the template does not list pass through
  * unchanged. `name` is kept, made safe for OpenAI (`[A-Za-z0-9_-]`, at most 64 characters), and dropped
- * when merged messages disagree on it.
+ * when merged messages disagree on it. `toolCalls` and `toolCallId` are kept, and such turns are never merged.
  *
  * @example
  * new APITemplateParser().parse([
@@ -57,22 +57,40 @@ export class APITemplateParser {
   parse(messages: readonly ChatMessage[]): ChatMessage[] {
     const result: ChatMessage[] = [];
     let mergedNames = new Set<string | undefined>();
+    // A tool-calling turn or a tool result is never merged: each is tied to its calls' ids.
+    let previousIsToolTurn = false;
     for (const message of messages) {
       const entry = this.#roles.get(message.role);
       const role = entry?.apiRole ?? message.role;
-      const content = `${entry?.begin ?? ''}${message.content}${entry?.end ?? ''}`;
+      const begin = entry?.begin ?? '';
+      const end = entry?.end ?? '';
+      const content =
+        message.content === null && begin === '' && end === ''
+          ? null
+          : `${begin}${message.content ?? ''}${end}`;
       const name = apiName(message.name);
+      const isToolTurn =
+        message.toolCallId !== undefined || (message.toolCalls !== undefined && message.toolCalls.length > 0);
       const previous = result.at(-1);
-      if (previous !== undefined && previous.role === role) {
-        previous.content += `\n${content}`;
+      if (previous !== undefined && previous.role === role && !isToolTurn && !previousIsToolTurn) {
+        previous.content =
+          previous.content === null
+            ? content
+            : content === null
+              ? previous.content
+              : `${previous.content}\n${content}`;
         mergedNames.add(name);
         if (mergedNames.size > 1) delete previous.name;
         continue;
       }
       const apiMessage: ChatMessage = { role, content };
       if (name !== undefined) apiMessage.name = name;
+      if (message.toolCalls !== undefined && message.toolCalls.length > 0)
+        apiMessage.toolCalls = message.toolCalls;
+      if (message.toolCallId !== undefined) apiMessage.toolCallId = message.toolCallId;
       result.push(apiMessage);
       mergedNames = new Set([name]);
+      previousIsToolTurn = isToolTurn;
     }
     return result;
   }

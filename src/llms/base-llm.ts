@@ -1,6 +1,13 @@
 import { ModelStatusCode } from '../schema/status';
 import { mergeGenParams, normalizeGenParams } from './gen-params';
-import type { ChatMessage, GenParams, LLMCallParams, ResolvedGenParams, StreamChunk } from './types';
+import type {
+  ChatMessage,
+  GenParams,
+  LLMCallParams,
+  ModelReply,
+  ResolvedGenParams,
+  StreamChunk,
+} from './types';
 
 /**
  * A synchronous model: `chat()` returns the reply text. Subclasses implement `chat` (and may override
@@ -18,6 +25,15 @@ export abstract class BaseLLM {
 
   /** Replies to `messages`; text from the first stop word on is never returned. */
   abstract chat(messages: ChatMessage[], params?: LLMCallParams): string;
+
+  /**
+   * The whole reply: text and the tool calls the model asked for (native function calling, with
+   * `params.tools`). By default the text of `chat()` and no tool calls; clients of function-calling APIs
+   * override it.
+   */
+  generate(messages: ChatMessage[], params?: LLMCallParams): ModelReply {
+    return { content: this.chat(messages, params), toolCalls: [] };
+  }
 
   /** Streams the reply: `STREAM_ING` chunks with cumulative `content`, then one `END` chunk. */
   *streamChat(messages: ChatMessage[], params?: LLMCallParams): Generator<StreamChunk, void, undefined> {
@@ -44,6 +60,15 @@ export abstract class AsyncBaseLLM {
 
   /** Replies to `messages`; text from the first stop word on is never returned. */
   abstract chat(messages: ChatMessage[], params?: LLMCallParams): Promise<string>;
+
+  /**
+   * The whole reply: text and the tool calls the model asked for (native function calling, with
+   * `params.tools`). By default the text of `chat()` and no tool calls; clients of function-calling APIs
+   * override it.
+   */
+  async generate(messages: ChatMessage[], params?: LLMCallParams): Promise<ModelReply> {
+    return { content: await this.chat(messages, params), toolCalls: [] };
+  }
 
   /** Streams the reply: `STREAM_ING` chunks with cumulative `content`, then one `END` chunk. */
   async *streamChat(

@@ -4,7 +4,8 @@ import { sameThreadServerHint } from '../utils/sync-bridge-same-thread';
 import { BaseLLM } from './base-llm';
 import type { OpenAICallParams, OpenAICompatibleOptions } from './openai-compatible-llm';
 import { bridgedCallBudget, resolveTiming } from './timing';
-import type { ChatMessage, GenParams, StreamChunk } from './types';
+import { toolsAsJSON } from './tool-calls';
+import type { ChatMessage, GenParams, ModelReply, StreamChunk } from './types';
 import type { TokenUsage } from './usage';
 
 /** The call params that cross the bridge; everything else an agent passes along is dropped. */
@@ -13,6 +14,10 @@ function bridgeParams(call: OpenAICallParams | undefined, resolved: GenParams): 
   if (call?.sessionId !== undefined) params.sessionId = call.sessionId;
   if (call?.jsonMode !== undefined) params.jsonMode = call.jsonMode;
   if (call?.extraBody !== undefined) params.extraBody = call.extraBody;
+  // Actions do not survive a structured clone: send their OpenAI JSON (names as `Name.api`, mapped on the other side).
+  if (call?.tools !== undefined) params.tools = toolsAsJSON(call.tools);
+  if (call?.toolChoice !== undefined) params.toolChoice = call.toolChoice;
+  if (call?.parallelToolCalls !== undefined) params.parallelToolCalls = call.parallelToolCalls;
   return params;
 }
 
@@ -31,7 +36,7 @@ function isTimeout(error: unknown): error is Error {
 /**
  * The sync twin of an OpenAI-compatible async client: the async class (named by `exportName`) runs in the
  * sync bridge's worker thread and this thread blocks until it answers. The hosted class must offer
- * `chat`, `streamChat`, `describe` and the usage methods, as `OpenAICompatibleLLM` does. `genParams` live on this side and are
+ * `chat`, `generate`, `streamChat`, `describe` and the usage methods, as `OpenAICompatibleLLM` does. `genParams` live on this side and are
  * sent with every call, so `llm.genParams.stopWords.push(...)` works as on any model.
  *
  * The calling thread blocks for the whole request: use the `Async*` class inside servers. An `AbortSignal`
@@ -82,7 +87,26 @@ export abstract class BridgedLLM extends BaseLLM {
     }
   }
 
-  /** Streams the reply; each step blocks until the next chunk arrives. Leaving the loop aborts the request. */
+  /**
+   * The whole reply (text and the tool calls the model asked for, `params.tools` offered as OpenAI's
+   * `tools`), blocking this thread until the server answers.
+   */
+  override generate(messages: ChatMessage[], params?: OpenAICallParams): ModelReply {
+    params?.signal?.throwIfAborted();
+    try {
+      return this.#bridge.call<ModelReply>('generate', [
+        messages,
+        bridgeParams(params, this.resolveParams(params)),
+      ]);
+    } catch (error) {
+      throw this.#explain(error);
+    }
+  }
+
+  /**
+   * Streams the reply; each step blocks until the next chunk arrives, and the `END` chunk carries any tool
+   * calls. Leaving the loop aborts the request.
+   */
   override *streamChat(
     messages: ChatMessage[],
     params?: OpenAICallParams,

@@ -21,6 +21,16 @@ export { OpenAICompatibleLLM } from './openai-compatible-llm';
 export { LMDeployServer, VllmModel } from './raw-prompt-model';
 export { StopWordFilter } from './stop-word-filter';
 export { cutAtStopWords } from './stop-words';
-export type { ChatMessage, GenParams, LLMCallParams, ResolvedGenParams, StreamChunk } from './types';
+export { parseToolArguments, ToolCallAssembler, toAPIToolName } from './tool-calls';
+export type {
+  ChatMessage,
+  GenParams,
+  LLMCallParams,
+  ModelReply,
+  ResolvedGenParams,
+  StreamChunk,
+  ToolChoice,
+  ToolSpec,
+} from './types';
 export type { TokenUsage } from './usage';
 export { UsageTracker } from './usage';

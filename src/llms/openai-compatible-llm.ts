@@ -8,7 +8,24 @@ import { type RetryPolicy, toRequestError, withRetries } from './request-retry';
 import { StopWordFilter } from './stop-word-filter';
 import { cutAtStopWords } from './stop-words';
 import { MAX_TIMER_MS, resolveTiming } from './timing';
-import type { ChatMessage, GenParams, LLMCallParams, ResolvedGenParams, StreamChunk } from './types';
+import {
+  addToolFields,
+  hasToolTurns,
+  prepareTools,
+  type RequestTools,
+  readToolCalls,
+  ToolCallAssembler,
+  toAPIMessages,
+  toolCallsError,
+} from './tool-calls';
+import type {
+  ChatMessage,
+  GenParams,
+  LLMCallParams,
+  ModelReply,
+  ResolvedGenParams,
+  StreamChunk,
+} from './types';
 import { type TokenUsage, UsageTracker, usageFromAPI } from './usage';
 
 /** Options shared by every client of an OpenAI-compatible server. */
@@ -88,7 +105,8 @@ function snippet(value: unknown): string {
 /**
  * The engine behind `AsyncGPTAPI`, `AsyncVllmModel` and `AsyncLMDeployServer`: an `openai` client (its own
  * retries off) with key rotation, p-retry retries, timeouts, abortable requests, SSE streaming cut at stop
- * words, and token usage per call and per session. Subclasses only build the request body.
+ * words, native function calling (`tools` in, typed tool calls out, streamed deltas assembled), and token
+ * usage per call and per session. Subclasses only build the request body.
  */
 export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
   /** The model name sent with every request. */
@@ -161,21 +179,35 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
     call: OpenAICallParams,
   ): CompletionRequest;
 
-  /** Replies to `messages`. Throws `LLMRequestError` when the request fails for good, the signal's reason when aborted. */
+  /**
+   * Replies to `messages` with text. Throws `LLMRequestError` when the request fails for good, the signal's
+   * reason when aborted, and a `ModelOutputError` when the model answered with tool calls (use `generate()`).
+   */
   async chat(messages: ChatMessage[], params?: OpenAICallParams): Promise<string> {
+    const reply = await this.generate(messages, params);
+    if (reply.toolCalls.length > 0) throw toolCallsError(this.clientName, reply.toolCalls);
+    return reply.content;
+  }
+
+  /**
+   * The whole reply: text (cut at stop words) and the tool calls the model asked for, with `params.tools`
+   * sent as OpenAI's `tools` (`toolChoice` as `tool_choice`, `parallelToolCalls` as `parallel_tool_calls`).
+   * A toolkit API `Name.api` is sent as `Name__api` and its calls come back named `Name.api`.
+   */
+  override async generate(messages: ChatMessage[], params?: OpenAICallParams): Promise<ModelReply> {
     const call = params ?? {};
     const resolved = this.resolveParams(call);
-    const request = this.buildRequest(messages, resolved, call);
+    const { request, tools } = this.#prepare(messages, resolved, call);
     // A model called inside an agent's forward stops with that call even when not handed its signal.
     const signal = effectiveSignal(call.signal);
     const where = this.#where(request);
-    const { text, usage } = await withRetries(
+    const { text, toolCalls, finishReason, usage } = await withRetries(
       () =>
         this.#withKey(async (client) => {
           const attempt = new AttemptSignal(signal, this.timeout);
           try {
             const response = await send(client, request, attempt.signal);
-            return this.#readCompletion(response, request.endpoint, where);
+            return this.#readCompletion(response, request.endpoint, where, tools);
           } catch (error) {
             throw attempt.timedOut ? attempt.signal.reason : error;
           } finally {
@@ -187,13 +219,16 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
       signal,
     );
     if (usage) this.#usage.record(usage, call.sessionId);
-    return cutAtStopWords(text, resolved.stopWords);
+    const reply: ModelReply = { content: cutAtStopWords(text, resolved.stopWords), toolCalls };
+    if (finishReason !== undefined) reply.finishReason = finishReason;
+    return reply;
   }
 
   /**
    * Streams the reply over SSE: `STREAM_ING` chunks with cumulative `content`, then one `END` chunk. Text from
-   * the first stop word on is never yielded, even when the server ignores `stop`. Leaving the loop early aborts
-   * the request. Retries cover opening the stream, not a stream that already started.
+   * the first stop word on is never yielded, even when the server ignores `stop`. Tool-call deltas are
+   * assembled and the `END` chunk carries the complete `toolCalls`. Leaving the loop early aborts the request.
+   * Retries cover opening the stream, not a stream that already started.
    */
   override async *streamChat(
     messages: ChatMessage[],
@@ -201,7 +236,7 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
   ): AsyncGenerator<StreamChunk, void, undefined> {
     const call = params ?? {};
     const resolved = this.resolveParams(call);
-    const request = this.buildRequest(messages, resolved, call);
+    const { request, tools } = this.#prepare(messages, resolved, call);
     request.body.stream = true;
     if (this.#streamUsage) request.body.stream_options = { include_usage: true };
     // A model called inside an agent's forward stops with that call even when not handed its signal.
@@ -224,13 +259,14 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
       signal,
     );
     const filter = new StopWordFilter(resolved.stopWords);
+    const assembler = new ToolCallAssembler(tools);
     let usage: TokenUsage | undefined;
     try {
       try {
         for await (const event of stream) {
           attempt.touch();
           usage = usageFromAPI((event as { usage?: unknown } | null)?.usage) ?? usage;
-          const released = filter.push(this.#deltaOf(event, request.endpoint, where));
+          const released = filter.push(this.#deltaOf(event, request.endpoint, where, assembler));
           if (released.length > 0) {
             yield { state: ModelStatusCode.STREAM_ING, content: filter.text, delta: released };
           }
@@ -246,7 +282,10 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
       const rest = filter.flush();
       if (rest.length > 0) yield { state: ModelStatusCode.STREAM_ING, content: filter.text, delta: rest };
       if (usage) this.#usage.record(usage, call.sessionId);
-      yield { state: ModelStatusCode.END, content: filter.text, delta: '' };
+      const end: StreamChunk = { state: ModelStatusCode.END, content: filter.text, delta: '' };
+      // Calls cut short by a stop word are incomplete: they are dropped with the rest of the reply.
+      if (!assembler.isEmpty && !filter.stopped) end.toolCalls = assembler.finish();
+      yield end;
     } finally {
       attempt.abort();
     }
@@ -275,6 +314,27 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
   /** The model name and server, for logs. */
   describe(): { model: string; baseURL: string } {
     return { model: this.model, baseURL: this.baseURL };
+  }
+
+  /** The request for one call: the subclass's body, plus tools and tool turns in the wire's shape. */
+  #prepare(
+    messages: ChatMessage[],
+    resolved: ResolvedGenParams,
+    call: OpenAICallParams,
+  ): { request: CompletionRequest; tools: RequestTools | undefined } {
+    const tools = prepareTools(call.tools, this.clientName);
+    const request = this.buildRequest(messages, resolved, call);
+    if (request.endpoint === 'chat') {
+      addToolFields(request.body, tools, call.toolChoice, call.parallelToolCalls);
+      if (hasToolTurns(messages)) {
+        request.body.messages = toAPIMessages(request.body.messages as ChatMessage[]);
+      }
+    } else if (tools !== undefined) {
+      throw new ConfigurationError({
+        message: `${this.clientName}: tools need the chat endpoint (/chat/completions), but this client renders the dialog into one raw prompt for /completions (it has a metaTemplate), which has no function calling. Drop metaTemplate so the server's chat template and tool parser handle tools, or use a text-protocol agent (ReAct, AgentForInternLM)`,
+      });
+    }
+    return { request, tools };
   }
 
   #where(request: CompletionRequest): string {
@@ -331,7 +391,12 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
     }
   }
 
-  #readCompletion(response: unknown, endpoint: CompletionRequest['endpoint'], where: string) {
+  #readCompletion(
+    response: unknown,
+    endpoint: CompletionRequest['endpoint'],
+    where: string,
+    tools: RequestTools | undefined,
+  ) {
     const choice = (response as { choices?: unknown } | null)?.choices;
     const first = Array.isArray(choice) ? (choice[0] as Record<string, any> | undefined) : undefined;
     const text = endpoint === 'chat' ? first?.message?.content : first?.text;
@@ -340,21 +405,31 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
         message: `${where} failed: the server's reply is not a completion: ${snippet(response)}`,
       });
     }
+    const finishReason: unknown = first.finish_reason;
     return {
       text: typeof text === 'string' ? text : '',
+      toolCalls: endpoint === 'chat' ? readToolCalls(first.message?.tool_calls, tools, where) : [],
+      finishReason: typeof finishReason === 'string' ? finishReason : undefined,
       usage: usageFromAPI((response as { usage?: unknown }).usage),
     };
   }
 
-  #deltaOf(event: unknown, endpoint: CompletionRequest['endpoint'], where: string): string {
+  #deltaOf(
+    event: unknown,
+    endpoint: CompletionRequest['endpoint'],
+    where: string,
+    assembler: ToolCallAssembler,
+  ): string {
     const choices = (event as { choices?: unknown } | null)?.choices;
     if (!Array.isArray(choices)) {
       if (event !== null && typeof event === 'object' && 'usage' in event) return '';
       throw new LLMRequestError({ message: `${where} failed: malformed stream event: ${snippet(event)}` });
     }
     const first = choices[0] as Record<string, any> | undefined;
-    const text = endpoint === 'chat' ? first?.delta?.content : first?.text;
-    return typeof text === 'string' ? text : '';
+    if (endpoint !== 'chat') return typeof first?.text === 'string' ? first.text : '';
+    const delta = first?.delta;
+    if (delta?.tool_calls !== undefined) assembler.push(delta.tool_calls);
+    return typeof delta?.content === 'string' ? delta.content : '';
   }
 }
 

@@ -1,5 +1,6 @@
 export type { ChatMessage } from '../schema/chat-message';
 
+import type { OpenAITool, ToolCall } from '../schema/chat-message';
 import type { SessionId } from '../schema/session';
 import type { ModelStatusCode } from '../schema/status';
 
@@ -25,19 +26,53 @@ export interface ResolvedGenParams {
 }
 
 /**
- * What `chat()` / `streamChat()` take per call: generation overrides (never stored), plus the session and,
- * for async models, an `AbortSignal`. Other keys an agent passes along are ignored by models that do not
- * know them.
+ * A tool offered to the model: OpenAI function-tool JSON, or anything that lists its tools that way (an
+ * action, a toolkit, an executor). A toolkit's API `Name.api` is sent as `Name__api` (OpenAI rejects dots) and
+ * the model's calls to it come back named `Name.api`.
+ */
+export type ToolSpec = OpenAITool | { toOpenAITools(): OpenAITool[] };
+
+/**
+ * Whether the model may (`'auto'`), may not (`'none'`) or must (`'required'`) call a tool, or must call the
+ * one named (`Name.api` or `Name__api` for a toolkit API).
+ */
+export type ToolChoice = 'auto' | 'none' | 'required' | { name: string };
+
+/**
+ * What `chat()` / `generate()` / `streamChat()` take per call: generation overrides (never stored), the
+ * session, for async models an `AbortSignal`, and the tools offered for native function calling. Other keys
+ * an agent passes along are ignored by models that do not know them.
  */
 export interface LLMCallParams extends GenParams {
   sessionId?: SessionId | undefined;
   signal?: AbortSignal | undefined;
+  /** Tools the model may call (sent as OpenAI's `tools`; an empty list sends none). */
+  tools?: readonly ToolSpec[] | undefined;
+  /** Sent as `tool_choice` when tools are offered. */
+  toolChoice?: ToolChoice | undefined;
+  /** Sent as `parallel_tool_calls` when tools are offered. */
+  parallelToolCalls?: boolean | undefined;
   [key: string]: unknown;
 }
 
-/** One step of a streamed response: `content` is cumulative, `delta` what this step added. */
+/**
+ * A model's whole reply, as `generate()` returns it: the text (cut at stop words) and the tools it asked to
+ * call (empty when it answered in text).
+ */
+export interface ModelReply {
+  content: string;
+  toolCalls: ToolCall[];
+  /** The server's `finish_reason` (`'stop'`, `'length'`, `'tool_calls'`, ...), when it sent one. */
+  finishReason?: string | undefined;
+}
+
+/**
+ * One step of a streamed response: `content` is cumulative, `delta` what this step added. The `END` chunk
+ * carries the complete `toolCalls` when the model called tools (their arguments parsed).
+ */
 export interface StreamChunk {
   state: ModelStatusCode;
   content: string;
   delta: string;
+  toolCalls?: ToolCall[] | undefined;
 }

@@ -1,0 +1,274 @@
+import type { ChatMessage, OpenAITool, ToolCall } from '../schema/chat-message';
+import { ConfigurationError, LLMRequestError, ModelOutputError } from '../schema/errors';
+import type { ToolChoice, ToolSpec } from './types';
+
+/** The tools of one request: as sent (OpenAI names) and the way back to Lagent's names. */
+export interface RequestTools {
+  tools: OpenAITool[];
+  /** OpenAI name -> Lagent name, for the names that differ (`Name__api` -> `Name.api`). */
+  names: ReadonlyMap<string, string>;
+}
+
+/** An OpenAI function-tool JSON entry, as the wire carries it. */
+interface WireToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+function snippet(value: unknown): string {
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return text === undefined ? String(value) : text.length > 200 ? `${text.slice(0, 200)}...` : text;
+}
+
+function listsTools(
+  spec: unknown,
+): spec is { toOpenAITools(options?: { separator?: string }): OpenAITool[] } {
+  return typeof (spec as { toOpenAITools?: unknown } | null)?.toOpenAITools === 'function';
+}
+
+/** `Name.api` as OpenAI accepts it: `Name__api` (OpenAI rejects dots in function names). */
+export function toAPIToolName(name: string): string {
+  return name.includes('.') ? name.replaceAll('.', '__') : name;
+}
+
+/**
+ * The tools as plain OpenAI JSON with toolkit APIs named `Name.api`: what crosses the sync bridge (actions do
+ * not survive a structured clone) and what {@link prepareTools} starts from.
+ */
+export function toolsAsJSON(tools: readonly ToolSpec[]): OpenAITool[] {
+  const result: OpenAITool[] = [];
+  for (const spec of tools) {
+    // Ask for Lagent's names: the map back from OpenAI's names is built from them.
+    const lister: unknown = spec;
+    if (listsTools(lister)) result.push(...lister.toOpenAITools({ separator: '.' }));
+    else result.push(spec as OpenAITool);
+  }
+  return result;
+}
+
+/**
+ * The `tools` of a request and the map back to Lagent's names; undefined when no tool is offered. Throws a
+ * `ConfigurationError` for an entry that is neither an action nor OpenAI function-tool JSON, or for two tools
+ * with one name.
+ */
+export function prepareTools(
+  specs: readonly ToolSpec[] | undefined,
+  owner: string,
+): RequestTools | undefined {
+  if (specs === undefined || specs.length === 0) return undefined;
+  if (!Array.isArray(specs)) {
+    throw new ConfigurationError({ message: `${owner}: tools must be a list, got ${snippet(specs)}` });
+  }
+  const tools: OpenAITool[] = [];
+  const names = new Map<string, string>();
+  const seen = new Set<string>();
+  for (const tool of toolsAsJSON(specs)) {
+    const name = (tool as Partial<OpenAITool> | null)?.function?.name;
+    if (tool?.type !== 'function' || typeof name !== 'string' || name.length === 0) {
+      throw new ConfigurationError({
+        message: `${owner}: a tool is neither an action nor OpenAI function-tool JSON ({ type: 'function', function: { name, description, parameters } }): ${snippet(tool)}`,
+      });
+    }
+    const apiName = toAPIToolName(name);
+    if (seen.has(apiName)) {
+      throw new ConfigurationError({ message: `${owner}: two tools are named ${apiName}` });
+    }
+    seen.add(apiName);
+    if (apiName === name) tools.push(tool);
+    else {
+      names.set(apiName, name);
+      tools.push({ ...tool, function: { ...tool.function, name: apiName } });
+    }
+  }
+  return { tools, names };
+}
+
+/** Adds `tools`, `tool_choice` and `parallel_tool_calls` to a chat request body (only when tools are offered). */
+export function addToolFields(
+  body: Record<string, unknown>,
+  tools: RequestTools | undefined,
+  toolChoice: ToolChoice | undefined,
+  parallelToolCalls: boolean | undefined,
+): void {
+  if (tools === undefined) return;
+  body.tools = tools.tools;
+  if (toolChoice !== undefined) {
+    body.tool_choice =
+      typeof toolChoice === 'string'
+        ? toolChoice
+        : { type: 'function', function: { name: toAPIToolName(toolChoice.name) } };
+  }
+  if (parallelToolCalls !== undefined) body.parallel_tool_calls = parallelToolCalls;
+}
+
+/** Whether any message is a tool-calling turn or a tool result, which the wire spells differently. */
+export function hasToolTurns(messages: readonly ChatMessage[]): boolean {
+  for (const message of messages) {
+    if (
+      message.toolCallId !== undefined ||
+      (message.toolCalls !== undefined && message.toolCalls.length > 0)
+    ) {
+      return true;
+    }
+  }
+  return false;
+}
+
+function toWireToolCall(call: ToolCall): WireToolCall {
+  return {
+    id: call.id,
+    type: 'function',
+    function: {
+      name: toAPIToolName(call.name),
+      arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments),
+    },
+  };
+}
+
+/**
+ * Chat messages in OpenAI's wire shape: an assistant turn with `toolCalls` gets `tool_calls` (names as OpenAI
+ * accepts them, arguments as JSON text), a turn with `toolCallId` gets `tool_call_id` (its content a string).
+ * Messages without either are returned as they are.
+ */
+export function toAPIMessages(messages: readonly ChatMessage[]): Record<string, unknown>[] {
+  return messages.map((message) => {
+    const hasCalls = message.toolCalls !== undefined && message.toolCalls.length > 0;
+    if (!hasCalls && message.toolCallId === undefined) return message as unknown as Record<string, unknown>;
+    const wire: Record<string, unknown> = { role: message.role, content: message.content };
+    if (message.name !== undefined) wire.name = message.name;
+    if (hasCalls) wire.tool_calls = message.toolCalls?.map(toWireToolCall);
+    if (message.toolCallId !== undefined) {
+      wire.tool_call_id = message.toolCallId;
+      wire.content = message.content ?? '';
+    }
+    return wire;
+  });
+}
+
+/**
+ * A call's arguments: the JSON object, `{}` for empty text, else the raw text (not JSON, or JSON that is not
+ * an object), which the executor answers with an error the model can read.
+ */
+export function parseToolArguments(text: string): Record<string, unknown> | string {
+  if (text.trim() === '') return {};
+  try {
+    const value: unknown = JSON.parse(text);
+    if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+      return value as Record<string, unknown>;
+    }
+  } catch {
+    // Kept as text below.
+  }
+  return text;
+}
+
+function lagentName(name: string, tools: RequestTools | undefined): string {
+  return tools?.names.get(name) ?? name;
+}
+
+/**
+ * The tool calls of a non-streaming chat reply (`message.tool_calls`), typed, names mapped back to Lagent's.
+ * Throws `LLMRequestError` when the list is malformed.
+ */
+export function readToolCalls(raw: unknown, tools: RequestTools | undefined, where: string): ToolCall[] {
+  if (raw === undefined || raw === null) return [];
+  if (!Array.isArray(raw)) {
+    throw new LLMRequestError({ message: `${where} failed: malformed tool_calls: ${snippet(raw)}` });
+  }
+  const calls: ToolCall[] = [];
+  for (const [position, entry] of raw.entries()) {
+    const call = entry as {
+      id?: unknown;
+      type?: unknown;
+      function?: { name?: unknown; arguments?: unknown };
+    };
+    // Other kinds of tool (OpenAI's custom tools) are never offered by this client.
+    if (call?.type !== undefined && call.type !== 'function') continue;
+    const name = call?.function?.name;
+    const text = call?.function?.arguments ?? '';
+    if (typeof name !== 'string' || (typeof text !== 'string' && typeof text !== 'object')) {
+      throw new LLMRequestError({ message: `${where} failed: malformed tool call: ${snippet(entry)}` });
+    }
+    calls.push({
+      id: typeof call.id === 'string' && call.id.length > 0 ? call.id : `call_${position}`,
+      name: lagentName(name, tools),
+      // Some servers send the arguments as an object already.
+      arguments:
+        typeof text === 'string'
+          ? parseToolArguments(text)
+          : text !== null && !Array.isArray(text)
+            ? (text as Record<string, unknown>)
+            : JSON.stringify(text),
+    });
+  }
+  return calls;
+}
+
+interface PartialCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+/**
+ * Assembles streamed tool-call deltas: each delta names its call by `index`; the first carries `id` and the
+ * name, later ones pieces of the arguments text, split anywhere, several calls possibly interleaved.
+ */
+export class ToolCallAssembler {
+  readonly #calls = new Map<number, PartialCall>();
+  readonly #tools: RequestTools | undefined;
+
+  constructor(tools: RequestTools | undefined) {
+    this.#tools = tools;
+  }
+
+  /** Whether any tool-call delta arrived. */
+  get isEmpty(): boolean {
+    return this.#calls.size === 0;
+  }
+
+  /** Adds the `delta.tool_calls` of one stream event (anything else is ignored). */
+  push(deltas: unknown): void {
+    if (!Array.isArray(deltas)) return;
+    for (const [position, entry] of deltas.entries()) {
+      const delta = entry as {
+        index?: unknown;
+        id?: unknown;
+        function?: { name?: unknown; arguments?: unknown };
+      } | null;
+      if (delta === null || typeof delta !== 'object') continue;
+      const index = typeof delta.index === 'number' ? delta.index : position;
+      let call = this.#calls.get(index);
+      if (call === undefined) {
+        call = { id: '', name: '', arguments: '' };
+        this.#calls.set(index, call);
+      }
+      if (typeof delta.id === 'string' && delta.id.length > 0) call.id = delta.id;
+      const name = delta.function?.name;
+      // Servers send the name whole in the first delta; some repeat it, a few split it.
+      if (typeof name === 'string' && name !== call.name) call.name += name;
+      const piece = delta.function?.arguments;
+      if (typeof piece === 'string') call.arguments += piece;
+    }
+  }
+
+  /** The complete calls, in index order, arguments parsed. */
+  finish(): ToolCall[] {
+    return [...this.#calls.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([index, call]) => ({
+        id: call.id.length > 0 ? call.id : `call_${index}`,
+        name: lagentName(call.name, this.#tools),
+        arguments: parseToolArguments(call.arguments),
+      }));
+  }
+}
+
+/** The error `chat()` throws when the model answered with tool calls: they would be lost in a string. */
+export function toolCallsError(owner: string, calls: readonly ToolCall[]): ModelOutputError {
+  const names = calls.map((call) => call.name).join(', ');
+  return new ModelOutputError({
+    message: `${owner}: the model answered with ${calls.length} tool call${calls.length === 1 ? '' : 's'} (${names}), which chat() cannot return as text; use generate() or a function-calling agent (FunctionCallingAgent) to receive tool calls`,
+  });
+}
