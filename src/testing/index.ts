@@ -9,5 +9,12 @@ export type {
 export { startFakeOpenAI } from './fake-openai';
 export type { FakeOpenAIWorkerOptions, FakeOpenAIWorkerServer } from './fake-openai-worker';
 export { FakeOpenAIHost, startFakeOpenAIWorker } from './fake-openai-worker';
-export type { AsyncMockLLMOptions, MockCall, MockLLMOptions, MockResponses } from './mock-llm';
+export type {
+  AsyncMockLLMOptions,
+  MockCall,
+  MockLLMOptions,
+  MockReply,
+  MockResponses,
+  MockToolCall,
+} from './mock-llm';
 export { AsyncMockLLM, MockLLM, MockScriptError } from './mock-llm';

@@ -1,14 +1,38 @@
 import { AsyncBaseLLM, BaseLLM } from '../llms/base-llm';
 import { cutAtStopWords } from '../llms/stop-words';
-import type { GenParams, LLMCallParams, ResolvedGenParams, StreamChunk } from '../llms/types';
-import type { ChatMessage } from '../schema/chat-message';
+import { parseToolArguments, prepareTools, toolCallsError } from '../llms/tool-calls';
+import type {
+  GenParams,
+  LLMCallParams,
+  ModelReply,
+  ResolvedGenParams,
+  StreamChunk,
+  ToolChoice,
+} from '../llms/types';
+import type { ChatMessage, OpenAITool, ToolCall } from '../schema/chat-message';
 import { ConfigurationError, LagentError } from '../schema/errors';
 import { ModelStatusCode } from '../schema/status';
 
+/** One scripted tool call. String arguments are read like a server's (a JSON object is parsed, other text kept). */
+export interface MockToolCall {
+  /** @default `call_<n>`, numbered across the mock's life from 1 */
+  id?: string | undefined;
+  /** `Name.api`, or `Name__api` (mapped back to `Name.api` when that toolkit API was offered), or a tool's name. */
+  name: string;
+  arguments: Record<string, unknown> | string;
+}
+
+/** A scripted reply with tool calls (native function calling); a plain string is `{ content: string }`. */
+export interface MockReply {
+  /** @default '' */
+  content?: string | undefined;
+  toolCalls?: readonly MockToolCall[] | undefined;
+}
+
 /** A scripted reply: a fixed list used in order, or a function of the request. */
 export type MockResponses =
-  | readonly string[]
-  | ((messages: ChatMessage[], params: ResolvedGenParams, callIndex: number) => string);
+  | readonly (string | MockReply)[]
+  | ((messages: ChatMessage[], params: ResolvedGenParams, callIndex: number) => string | MockReply);
 
 /** Options of {@link MockLLM}. */
 export interface MockLLMOptions extends GenParams {
@@ -29,6 +53,10 @@ export interface AsyncMockLLMOptions extends MockLLMOptions {
 export interface MockCall {
   messages: ChatMessage[];
   params: ResolvedGenParams;
+  /** The tools offered, as OpenAI would receive them (toolkit APIs named `Name__api`); absent when none. */
+  tools?: OpenAITool[] | undefined;
+  toolChoice?: ToolChoice | undefined;
+  parallelToolCalls?: boolean | undefined;
 }
 
 /** Thrown when a scripted mock is called more often than it has replies, or `assertComplete` finds unused ones. */
@@ -43,11 +71,14 @@ class Script {
   readonly chunkSize: number;
   readonly #record: boolean;
   #count = 0;
+  #toolCallCount = 0;
 
   constructor(owner: string, options: MockLLMOptions) {
     const { responses, chunkSize = 8, record = true } = options;
     if (typeof responses !== 'function' && !Array.isArray(responses)) {
-      throw new ConfigurationError({ message: `${owner} needs responses: a list of strings or a function` });
+      throw new ConfigurationError({
+        message: `${owner} needs responses: a list of replies (strings or { content, toolCalls }) or a function`,
+      });
     }
     if (!(Number.isInteger(chunkSize) && chunkSize > 0)) {
       throw new ConfigurationError({
@@ -59,34 +90,75 @@ class Script {
     this.#record = record;
   }
 
-  next(owner: string, messages: ChatMessage[], params: ResolvedGenParams): string {
+  next(
+    owner: string,
+    messages: ChatMessage[],
+    params: ResolvedGenParams,
+    call: LLMCallParams | undefined,
+  ): ModelReply {
     const index = this.#count++;
-    if (this.#record) this.calls.push({ messages, params });
+    const tools = call?.tools === undefined ? undefined : prepareTools(call.tools, owner);
+    if (this.#record) {
+      const record: MockCall = { messages, params };
+      if (tools !== undefined) record.tools = tools.tools;
+      if (call?.toolChoice !== undefined) record.toolChoice = call.toolChoice;
+      if (call?.parallelToolCalls !== undefined) record.parallelToolCalls = call.parallelToolCalls;
+      this.calls.push(record);
+    }
     const responses = this.#responses;
-    let text: unknown;
-    if (typeof responses === 'function') text = responses(messages, params, index);
+    let reply: unknown;
+    if (typeof responses === 'function') reply = responses(messages, params, index);
     else {
       if (index >= responses.length) {
         throw new MockScriptError({
           message: `${owner} ran out of scripted responses: call #${index + 1}, but only ${responses.length} were given`,
         });
       }
-      text = responses[index];
+      reply = responses[index];
     }
-    if (typeof text !== 'string') {
+    if (typeof reply === 'string') {
+      return { content: cutAtStopWords(reply, params.stopWords), toolCalls: [], finishReason: 'stop' };
+    }
+    const scripted = reply as MockReply | null;
+    if (
+      scripted === null ||
+      typeof scripted !== 'object' ||
+      (scripted.content !== undefined && typeof scripted.content !== 'string') ||
+      (scripted.toolCalls !== undefined && !Array.isArray(scripted.toolCalls))
+    ) {
       throw new MockScriptError({
-        message: `${owner} response #${index + 1} is not a string (got ${typeof text})`,
+        message: `${owner} response #${index + 1} is not a string nor a { content, toolCalls } reply (got ${typeof reply})`,
       });
     }
-    return cutAtStopWords(text, params.stopWords);
+    const toolCalls = (scripted.toolCalls ?? []).map((scriptedCall): ToolCall => {
+      if (typeof scriptedCall?.name !== 'string' || scriptedCall.name.length === 0) {
+        throw new MockScriptError({
+          message: `${owner} response #${index + 1} has a tool call without a name`,
+        });
+      }
+      const args = scriptedCall.arguments;
+      return {
+        id: scriptedCall.id ?? `call_${++this.#toolCallCount}`,
+        name: tools?.names.get(scriptedCall.name) ?? scriptedCall.name,
+        arguments: typeof args === 'string' ? parseToolArguments(args) : structuredClone(args),
+      };
+    });
+    return {
+      content: cutAtStopWords(scripted.content ?? '', params.stopWords),
+      toolCalls,
+      finishReason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
+    };
   }
 
-  *chunks(text: string): Generator<StreamChunk> {
+  *chunks(reply: ModelReply): Generator<StreamChunk> {
+    const text = reply.content;
     for (let end = this.chunkSize; end - this.chunkSize < text.length; end += this.chunkSize) {
       const delta = text.slice(end - this.chunkSize, end);
       yield { state: ModelStatusCode.STREAM_ING, content: text.slice(0, Math.min(end, text.length)), delta };
     }
-    yield { state: ModelStatusCode.END, content: text, delta: '' };
+    const last: StreamChunk = { state: ModelStatusCode.END, content: text, delta: '' };
+    if (reply.toolCalls.length > 0) last.toolCalls = reply.toolCalls;
+    yield last;
   }
 
   assertComplete(owner: string): void {
@@ -101,13 +173,18 @@ class Script {
 
 /**
  * A scripted synchronous model for unit tests: replies from a list (in order) or a function, records
- * every request in `calls`, cuts replies at stop words like a real server, and streams in chunks.
+ * every request in `calls` (with the tools offered), cuts replies at stop words like a real server, and
+ * streams in chunks. A reply may call tools (`{ content?, toolCalls }`): `generate()` returns them, the `END`
+ * chunk of `streamChat()` carries them, and `chat()` throws a `ModelOutputError` as a real client does.
  *
  * @example
  * const llm = new MockLLM({ responses: ['Hello!'] });
  * new Agent({ llm }).call('hi').content; // 'Hello!'
  * llm.calls[0].messages; // [{ role: 'user', content: 'hi' }]
  * llm.assertComplete();
+ *
+ * const caller = new MockLLM({ responses: [{ toolCalls: [{ name: 'Calculator.add', arguments: { a: 1, b: 2 } }] }, 'It is 3.'] });
+ * caller.generate(messages, { tools: [calculator] }).toolCalls; // [{ id: 'call_1', name: 'Calculator.add', arguments: { a: 1, b: 2 } }]
  */
 export class MockLLM extends BaseLLM {
   readonly #script: Script;
@@ -122,15 +199,23 @@ export class MockLLM extends BaseLLM {
     return this.#script.calls;
   }
 
+  /** The scripted reply's text; throws a `ModelOutputError` when it calls tools (use `generate()`). */
   chat(messages: ChatMessage[], params?: LLMCallParams): string {
-    return this.#script.next('MockLLM', messages, this.resolveParams(params));
+    const reply = this.#script.next('MockLLM', messages, this.resolveParams(params), params);
+    if (reply.toolCalls.length > 0) throw toolCallsError('MockLLM', reply.toolCalls);
+    return reply.content;
+  }
+
+  /** The scripted reply, text and tool calls. */
+  override generate(messages: ChatMessage[], params?: LLMCallParams): ModelReply {
+    return this.#script.next('MockLLM', messages, this.resolveParams(params), params);
   }
 
   override *streamChat(
     messages: ChatMessage[],
     params?: LLMCallParams,
   ): Generator<StreamChunk, void, undefined> {
-    yield* this.#script.chunks(this.chat(messages, params));
+    yield* this.#script.chunks(this.generate(messages, params));
   }
 
   /** Throws a {@link MockScriptError} when scripted responses were left unused. */
@@ -154,12 +239,28 @@ export class AsyncMockLLM extends AsyncBaseLLM {
     return this.#script.calls;
   }
 
+  /** The scripted reply's text; rejects with a `ModelOutputError` when it calls tools (use `generate()`). */
   chat(messages: ChatMessage[], params?: LLMCallParams): Promise<string> {
     try {
-      const text = this.#script.next('AsyncMockLLM', messages, this.resolveParams(params));
+      const reply = this.#script.next('AsyncMockLLM', messages, this.resolveParams(params), params);
+      if (reply.toolCalls.length > 0) throw toolCallsError('AsyncMockLLM', reply.toolCalls);
       const signal = params?.signal;
       signal?.throwIfAborted();
-      return this.latencyMs > 0 ? delay(this.latencyMs, text, signal) : Promise.resolve(text);
+      return this.latencyMs > 0
+        ? delay(this.latencyMs, reply.content, signal)
+        : Promise.resolve(reply.content);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** The scripted reply, text and tool calls, after `latencyMs`. */
+  override generate(messages: ChatMessage[], params?: LLMCallParams): Promise<ModelReply> {
+    try {
+      const reply = this.#script.next('AsyncMockLLM', messages, this.resolveParams(params), params);
+      const signal = params?.signal;
+      signal?.throwIfAborted();
+      return this.latencyMs > 0 ? delay(this.latencyMs, reply, signal) : Promise.resolve(reply);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -169,8 +270,8 @@ export class AsyncMockLLM extends AsyncBaseLLM {
     messages: ChatMessage[],
     params?: LLMCallParams,
   ): AsyncGenerator<StreamChunk, void, undefined> {
-    const text = await this.chat(messages, params);
-    for (const chunk of this.#script.chunks(text)) {
+    const reply = await this.generate(messages, params);
+    for (const chunk of this.#script.chunks(reply)) {
       params?.signal?.throwIfAborted();
       yield chunk;
     }
