@@ -20,6 +20,40 @@ export { AgentList } from './agent-list';
 export type { AgentNode } from './agent-tree';
 export { AsyncAgent } from './async-agent';
 export { AsyncStreamingAgent } from './async-streaming-agent';
+export type {
+  AgentForInternLMOptions,
+  InternLMOutputFormatOptions,
+  InternLMPrompts,
+  MathCoderOptions,
+  MaxTurnInfo,
+  PromptLanguage,
+  ReActAction,
+  ReActFinish,
+  ReActOptions,
+  ReActParseFailure,
+  ReActPrompts,
+  ReActStep,
+} from './prebuilt/index';
+export {
+  AgentForInternLM,
+  AsyncAgentForInternLM,
+  AsyncMathCoder,
+  AsyncReAct,
+  AsyncStreamingAgentForInternLM,
+  callsNoTool,
+  hasConclusion,
+  INTERNLM_PROMPTS,
+  internLMOutputFormat,
+  isReActParseFailure,
+  MATH_CODER_PROMPTS,
+  MathCoder,
+  mathCoderOutputFormat,
+  REACT_PROMPTS,
+  ReAct,
+  ReActOutputParser,
+  reactOutputFormat,
+  StreamingAgentForInternLM,
+} from './prebuilt/index';
 export type { SequentialCallOptions, SequentialMembers } from './sequential';
 export { AsyncSequential, AsyncStreamingSequential, Sequential, StreamingSequential } from './sequential';
 export type { LagentStateDict, StateDict, StateDictOptions } from './state-dict';

@@ -1,0 +1,19 @@
+export type { AgentForInternLMOptions, InternLMOutputFormatOptions } from './internlm-agent';
+export {
+  AgentForInternLM,
+  AsyncAgentForInternLM,
+  callsNoTool,
+  internLMOutputFormat,
+} from './internlm-agent';
+export type { InternLMPrompts, PromptLanguage } from './internlm-prompts';
+export { INTERNLM_PROMPTS, MATH_CODER_PROMPTS } from './internlm-prompts';
+export type { MaxTurnInfo } from './loop-turns';
+export type { MathCoderOptions } from './math-coder';
+export { AsyncMathCoder, MathCoder, mathCoderOutputFormat } from './math-coder';
+export type { ReActOptions } from './react';
+export { AsyncReAct, hasConclusion, ReAct } from './react';
+export type { ReActAction, ReActFinish, ReActParseFailure, ReActStep } from './react-output-format';
+export { isReActParseFailure, ReActOutputParser, reactOutputFormat } from './react-output-format';
+export type { ReActPrompts } from './react-prompts';
+export { REACT_PROMPTS } from './react-prompts';
+export { AsyncStreamingAgentForInternLM, StreamingAgentForInternLM } from './streaming-internlm-agent';

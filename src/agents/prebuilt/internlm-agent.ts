@@ -1,0 +1,295 @@
+import { ActionExecutor } from '../../actions/action-executor';
+import { AsyncActionExecutor } from '../../actions/async-action-executor';
+import type { ActionBase, BaseAction } from '../../actions/base-action';
+import { getPluginPrompt } from '../../actions/plugin-prompt';
+import { driveAsync, driveSync, type Steps } from '../../core/steps';
+import { InternLMActionProcessor } from '../../hooks/action-preprocessor';
+import type { AsyncHook, Hook, SyncHook } from '../../hooks/hook';
+import type { AsyncBaseLLM, BaseLLM } from '../../llms/base-llm';
+import type { OutputParser } from '../../prompts/output-parser';
+import { InterpreterParser } from '../../prompts/parsers/interpreter-parser';
+import { MixedToolParser } from '../../prompts/parsers/mixed-tool-parser';
+import { PluginParser } from '../../prompts/parsers/plugin-parser';
+import type { AgentMessage } from '../../schema/agent-message';
+import { ToolStatusCode } from '../../schema/status';
+import { asToolResponse, type ToolResponse } from '../../schema/tool-response';
+import { Agent } from '../agent';
+import type { AsyncForwardOptions, ForwardOptions, MemoryConfig } from '../agent-base';
+import type { DefaultAggregator, SystemInstruction } from '../aggregator/default-aggregator';
+import { InternLMToolAggregator } from '../aggregator/internlm-tool-aggregator';
+import { AsyncAgent } from '../async-agent';
+import { INTERNLM_PROMPTS, type PromptLanguage } from './internlm-prompts';
+import {
+  builtinTurn,
+  checkMaxTurn,
+  type LoopAgent,
+  type LoopExecutor,
+  maxTurnReply,
+  subCall,
+} from './loop-turns';
+import { markedChunk, toolState } from './stream-states';
+
+/** Options of the `AgentForInternLM` family: `L` the model, `A` the tools, `H` the hooks. */
+export interface AgentForInternLMOptions<L, A extends ActionBase, H extends Hook> {
+  /** The model (InternLM's chat protocol: `<|action_start|><|plugin|>` ... `<|action_end|>`). */
+  llm: L;
+  /** Tools called with JSON (`{"name": ..., "parameters": ...}`). */
+  plugins?: A | readonly A[] | undefined;
+  /** The code interpreter: code goes to the first action's `command` argument. */
+  interpreter?: A | readonly A[] | undefined;
+  /** The system instruction, before the tool instructions. */
+  template?: SystemInstruction | undefined;
+  /** The language of the default instructions. @default 'zh' (Lagent's) */
+  language?: PromptLanguage | undefined;
+  /** Reads tool calls. @default internLMOutputFormat({ plugins, interpreter, language }) */
+  outputFormat?: OutputParser<ToolResponse> | undefined;
+  /** The inner agent's memory. @default {} */
+  memory?: MemoryConfig | undefined;
+  /** @default new InternLMToolAggregator() (tool results in the `environment` role) */
+  aggregator?: DefaultAggregator | undefined;
+  /** The executors' hooks. @default [new InternLMActionProcessor()] */
+  actionHooks?: readonly H[] | undefined;
+  /** Whether a model reply is the answer. @default the reply calls no tool */
+  finishCondition?: ((message: AgentMessage) => boolean) | undefined;
+  /** The most model turns per call. @default 4 */
+  maxTurn?: number | undefined;
+  /** Hooks of this agent itself (the inner agent's are `agent.registerHook`). */
+  hooks?: H[] | undefined;
+  /** @default the class name */
+  name?: string | undefined;
+  description?: string | undefined;
+}
+
+/** What {@link internLMOutputFormat} builds the instructions for. */
+export interface InternLMOutputFormatOptions {
+  plugins?: ActionBase | readonly ActionBase[] | undefined;
+  interpreter?: ActionBase | readonly ActionBase[] | undefined;
+  /** @default 'zh' */
+  language?: PromptLanguage | undefined;
+}
+
+function isPresent(actions: ActionBase | readonly ActionBase[] | undefined): boolean {
+  return Array.isArray(actions) ? actions.length > 0 : actions !== undefined && actions !== null;
+}
+
+/**
+ * The default output format of `AgentForInternLM`: a `MixedToolParser` reading plugin and interpreter calls,
+ * whose instructions (system messages named `plugin` / `interpreter`, as InternLM's chat template expects)
+ * cover the tools that are there: the plugin prompt lists the plugins (`getPluginPrompt`). Both kinds of
+ * call are always read, so a call of a kind the agent lacks is answered rather than taken for an answer.
+ *
+ * @example
+ * internLMOutputFormat({ plugins: [search], language: 'en' }).formatInstruction();
+ * // [{ role: 'system', content: 'When tools ...' }, { role: 'system', content: 'These tools ...', name: 'plugin' }]
+ */
+export function internLMOutputFormat(
+  options: InternLMOutputFormatOptions = {},
+): MixedToolParser<PluginParser | InterpreterParser> {
+  const prompts = INTERNLM_PROMPTS[options.language ?? 'zh'];
+  const plugins = options.plugins;
+  return new MixedToolParser<PluginParser | InterpreterParser>({
+    template: prompts.meta,
+    parsers: [
+      isPresent(plugins)
+        ? new PluginParser({ template: prompts.plugin, prompt: getPluginPrompt(plugins!) })
+        : new PluginParser(),
+      isPresent(options.interpreter)
+        ? new InterpreterParser({ template: prompts.interpreter })
+        : new InterpreterParser(),
+    ],
+  });
+}
+
+/** The default finish condition: the reply calls no tool. */
+export function callsNoTool(message: AgentMessage): boolean {
+  return (asToolResponse(message.formatted)?.status ?? ToolStatusCode.NO_TOOL) === ToolStatusCode.NO_TOOL;
+}
+
+/** InternLM's call markers; one in a reply that reads as no call means the call is malformed. */
+const MARKERS = ['<|action_start|>', '<|plugin|>', '<|interpreter|>', '<|action_end|>'];
+
+function strayMarker(reply: AgentMessage): string | undefined {
+  if (asToolResponse(reply.formatted)?.status !== ToolStatusCode.NO_TOOL) return undefined;
+  const content = typeof reply.content === 'string' ? reply.content : '';
+  return MARKERS.find((marker) => content.includes(marker));
+}
+
+/** Answers the builtin turns of an agent that has neither executor. */
+const NO_TOOLS = new ActionExecutor({ actions: [] });
+
+/** What the InternLM loop needs of its agent. */
+export interface InternLMLoop {
+  readonly name: string;
+  readonly agent: LoopAgent;
+  readonly pluginExecutor: LoopExecutor | undefined;
+  readonly interpreterExecutor: LoopExecutor | undefined;
+  readonly maxTurn: number;
+  readonly finishCondition: (message: AgentMessage) => boolean;
+}
+
+function executorFor(owner: InternLMLoop, toolType: string): LoopExecutor | undefined {
+  if (toolType === 'plugin') return owner.pluginExecutor;
+  if (toolType === 'interpreter') return owner.interpreterExecutor;
+  return undefined;
+}
+
+/**
+ * The InternLM loop, written once for all four variants. With `streaming`, it also emits the finished
+ * tool call (`PLUGIN_END` / `CODE_END`) and its result (`PLUGIN_RETURN` / `CODE_RETURN`) as chunks.
+ */
+export function* internLMSteps(
+  owner: InternLMLoop,
+  messages: AgentMessage[],
+  options: ForwardOptions,
+  streaming: boolean,
+): Steps<AgentMessage> {
+  const { sessionId } = options;
+  let input: AgentMessage | AgentMessage[] = messages;
+  let last: AgentMessage | undefined;
+  for (let turn = 0; turn < owner.maxTurn; turn++) {
+    const reply: AgentMessage = yield* subCall(owner.agent.call(input as AgentMessage, options));
+    const stray = strayMarker(reply);
+    if (stray === undefined && owner.finishCondition(reply)) return reply;
+    const toolType = asToolResponse(reply.formatted)?.toolType ?? null;
+    if (streaming && toolType !== null) yield markedChunk(reply, toolState(toolType, 'end'), '');
+    const executor = toolType === null ? undefined : executorFor(owner, toolType);
+    const fallback = owner.interpreterExecutor ?? owner.pluginExecutor ?? NO_TOOLS;
+    if (stray !== undefined) {
+      const errMsg = `The reply has ${stray} but no complete tool call. Write a call as <|action_start|><|plugin|> or <|action_start|><|interpreter|>, a new line, the call, then <|action_end|>; or answer without the markers.`;
+      last = yield* builtinTurn(fallback, fallback.noAction.name, { errMsg }, sessionId);
+    } else if (toolType === null) {
+      last = yield* builtinTurn(fallback, fallback.noAction.name, {}, sessionId);
+    } else if (executor === undefined) {
+      // No executor for this kind of call: its InvalidAction names the missing tool.
+      last = yield* builtinTurn(NO_TOOLS, toolType, {}, sessionId);
+    } else {
+      last = yield* subCall(executor.call(reply, { sessionId }));
+    }
+    if (streaming) {
+      const text = typeof last.content === 'string' ? last.content : '';
+      yield markedChunk(last, toolState(toolType, 'result'), text);
+    }
+    input = last;
+  }
+  return maxTurnReply(owner.name, owner.maxTurn, last!);
+}
+
+interface Executors<E> {
+  plugins: E | undefined;
+  interpreter: E | undefined;
+}
+
+/** The settings every variant shares, read from the options once. */
+export function internLMParts<H extends Hook, E>(
+  owner: string,
+  options: AgentForInternLMOptions<unknown, ActionBase, H>,
+  createExecutor: (actions: ActionBase | readonly ActionBase[], hooks: readonly H[]) => E,
+) {
+  const hooks = options.actionHooks ?? [new InternLMActionProcessor() as unknown as H];
+  const executors: Executors<E> = {
+    plugins: isPresent(options.plugins) ? createExecutor(options.plugins!, hooks) : undefined,
+    interpreter: isPresent(options.interpreter) ? createExecutor(options.interpreter!, hooks) : undefined,
+  };
+  const outputFormat =
+    options.outputFormat ??
+    internLMOutputFormat({
+      plugins: options.plugins,
+      interpreter: options.interpreter,
+      language: options.language,
+    });
+  return {
+    executors,
+    inner: {
+      llm: options.llm,
+      template: options.template,
+      outputFormat,
+      memory: options.memory,
+      aggregator: options.aggregator ?? new InternLMToolAggregator(),
+    },
+    maxTurn: checkMaxTurn(owner, options.maxTurn ?? 4),
+    finishCondition: options.finishCondition ?? callsNoTool,
+  };
+}
+
+/**
+ * Lagent's `AgentForInternLM`: an inner agent talks InternLM's tool protocol — plugin calls
+ * (`<|action_start|><|plugin|>\n{"name": ..., "parameters": ...}<|action_end|>`) and code
+ * (`<|action_start|><|interpreter|>\n...<|action_end|>`) — read by a `MixedToolParser`; the call goes to the
+ * plugin or interpreter executor (`InternLMActionProcessor`), and its result back to the model in the
+ * `environment` role (`InternLMToolAggregator`), until a reply calls no tool or `maxTurn` turns have run.
+ * Malformed calls (bad JSON, stray markers, a kind of tool the agent lacks, unknown tools) come back to the
+ * model as `NoAction` / `InvalidAction` results. The reply is the model's answer; the tool turns are in
+ * the inner agent's memory (`stateDict()` keys `memory`, `agent.memory`).
+ *
+ * @example
+ * const agent = new AgentForInternLM({ llm, plugins: [search], interpreter: python, language: 'en' });
+ * agent.call('Who won the 2022 World Cup?').content;
+ */
+export class AgentForInternLM extends Agent {
+  /** Talks to the model; its memory holds the tool turns. */
+  agent: Agent<ToolResponse>;
+  /** Runs plugin calls (none without plugins). */
+  pluginExecutor: ActionExecutor | undefined;
+  /** Runs code (none without an interpreter). */
+  interpreterExecutor: ActionExecutor | undefined;
+  /** The most model turns per call. */
+  maxTurn: number;
+  /** Whether a model reply is the answer. */
+  finishCondition: (message: AgentMessage) => boolean;
+
+  constructor(options: AgentForInternLMOptions<BaseLLM, BaseAction, SyncHook>) {
+    super({ name: options.name, description: options.description, hooks: options.hooks });
+    const parts = internLMParts(
+      this.name,
+      options,
+      (actions, hooks) => new ActionExecutor({ actions: actions as BaseAction[], hooks }),
+    );
+    this.agent = new Agent({ ...parts.inner, llm: options.llm });
+    this.pluginExecutor = parts.executors.plugins;
+    this.interpreterExecutor = parts.executors.interpreter;
+    this.maxTurn = parts.maxTurn;
+    this.finishCondition = parts.finishCondition;
+  }
+
+  override forward(
+    messages: AgentMessage[],
+    options: ForwardOptions,
+  ): AgentMessage<string, ToolResponse | null> {
+    return driveSync(internLMSteps(this, messages, options, false));
+  }
+}
+
+/** {@link AgentForInternLM} on an async model and tools (sync tools run too); calls take a `signal`. */
+export class AsyncAgentForInternLM extends AsyncAgent {
+  /** Talks to the model; its memory holds the tool turns. */
+  agent: AsyncAgent<ToolResponse>;
+  /** Runs plugin calls (none without plugins). */
+  pluginExecutor: AsyncActionExecutor | undefined;
+  /** Runs code (none without an interpreter). */
+  interpreterExecutor: AsyncActionExecutor | undefined;
+  /** The most model turns per call. */
+  maxTurn: number;
+  /** Whether a model reply is the answer. */
+  finishCondition: (message: AgentMessage) => boolean;
+
+  constructor(options: AgentForInternLMOptions<AsyncBaseLLM, ActionBase, AsyncHook>) {
+    super({ name: options.name, description: options.description, hooks: options.hooks });
+    const parts = internLMParts(
+      this.name,
+      options,
+      (actions, hooks) => new AsyncActionExecutor({ actions, hooks }),
+    );
+    this.agent = new AsyncAgent({ ...parts.inner, llm: options.llm });
+    this.pluginExecutor = parts.executors.plugins;
+    this.interpreterExecutor = parts.executors.interpreter;
+    this.maxTurn = parts.maxTurn;
+    this.finishCondition = parts.finishCondition;
+  }
+
+  override forward(
+    messages: AgentMessage[],
+    options: AsyncForwardOptions,
+  ): Promise<AgentMessage<string, ToolResponse | null>> {
+    return driveAsync(internLMSteps(this, messages, options, false));
+  }
+}

@@ -1,0 +1,59 @@
+import type { ActionBase, BaseAction } from '../../actions/base-action';
+import type { AsyncHook, Hook, SyncHook } from '../../hooks/hook';
+import type { AsyncBaseLLM, BaseLLM } from '../../llms/base-llm';
+import { InterpreterParser } from '../../prompts/parsers/interpreter-parser';
+import { AgentForInternLM, type AgentForInternLMOptions, AsyncAgentForInternLM } from './internlm-agent';
+import { MATH_CODER_PROMPTS, type PromptLanguage } from './internlm-prompts';
+
+/** Options of {@link MathCoder}: those of `AgentForInternLM` without plugins, with an interpreter. */
+export type MathCoderOptions<L, A extends ActionBase, H extends Hook> = Omit<
+  AgentForInternLMOptions<L, A, H>,
+  'plugins' | 'interpreter' | 'language' | 'maxTurn'
+> & {
+  /** The code interpreter (any action with a `command` argument; code goes there). */
+  interpreter: A | readonly A[];
+  /** The language of the default instruction. @default 'en' (Lagent's) */
+  language?: PromptLanguage | undefined;
+  /** The most model turns per call. @default 6 */
+  maxTurn?: number | undefined;
+};
+
+/**
+ * MathCoder's output format: InternLM's interpreter calls, with Lagent's instruction to reason step by step,
+ * run code, and box the final result.
+ */
+export function mathCoderOutputFormat(language: PromptLanguage = 'en'): InterpreterParser {
+  return new InterpreterParser({ template: MATH_CODER_PROMPTS[language] });
+}
+
+function withMathDefaults<L, A extends ActionBase, H extends Hook>(
+  options: MathCoderOptions<L, A, H>,
+): AgentForInternLMOptions<L, A, H> {
+  const { language = 'en', ...rest } = options;
+  return {
+    ...rest,
+    maxTurn: options.maxTurn ?? 6,
+    outputFormat: options.outputFormat ?? mathCoderOutputFormat(language),
+  };
+}
+
+/**
+ * Lagent's MathCoder: {@link AgentForInternLM} with only the code interpreter, told to solve math problems
+ * with step-by-step reasoning and code and to give the result as `\boxed{...}`; up to 6 turns.
+ *
+ * @example
+ * const coder = new MathCoder({ llm, interpreter: new IPythonInteractive() });
+ * coder.call('What is the sum of the first 100 primes?').content; // '... \\boxed{24133}'
+ */
+export class MathCoder extends AgentForInternLM {
+  constructor(options: MathCoderOptions<BaseLLM, BaseAction, SyncHook>) {
+    super(withMathDefaults(options));
+  }
+}
+
+/** {@link MathCoder} on an async model and interpreter; calls take a `signal`. */
+export class AsyncMathCoder extends AsyncAgentForInternLM {
+  constructor(options: MathCoderOptions<AsyncBaseLLM, ActionBase, AsyncHook>) {
+    super(withMathDefaults(options));
+  }
+}

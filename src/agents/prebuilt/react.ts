@@ -1,0 +1,241 @@
+import { ActionExecutor } from '../../actions/action-executor';
+import { AsyncActionExecutor } from '../../actions/async-action-executor';
+import type { ActionBase, BaseAction } from '../../actions/base-action';
+import type { ExecutorBase } from '../../actions/executor-base';
+import { driveAsync, driveSync, type Steps } from '../../core/steps';
+import { ActionPreprocessor } from '../../hooks/action-preprocessor';
+import type { AsyncHook, Hook, SyncHook } from '../../hooks/hook';
+import type { AsyncBaseLLM, BaseLLM } from '../../llms/base-llm';
+import type { OutputParser } from '../../prompts/output-parser';
+import { PromptTemplate } from '../../prompts/prompt-template';
+import type { AgentMessage } from '../../schema/agent-message';
+import type { ChatMessage } from '../../schema/chat-message';
+import { isPlainObject } from '../../utils/is';
+import { pythonJSON } from '../../utils/text';
+import { Agent } from '../agent';
+import type { AsyncForwardOptions, ForwardOptions, MemoryConfig } from '../agent-base';
+import type { DefaultAggregator } from '../aggregator/default-aggregator';
+import { AsyncAgent } from '../async-agent';
+import type { PromptLanguage } from './internlm-prompts';
+import {
+  builtinTurn,
+  checkMaxTurn,
+  type LoopAgent,
+  type LoopExecutor,
+  maxTurnReply,
+  subCall,
+} from './loop-turns';
+import {
+  isReActParseFailure,
+  ReActOutputParser,
+  type ReActParseFailure,
+  type ReActStep,
+  reactOutputFormat,
+} from './react-output-format';
+import { REACT_PROMPTS } from './react-prompts';
+
+/** Options of {@link ReAct} and {@link AsyncReAct}: `L` the model, `A` the tools, `F` the parsed step, `H` the hooks. */
+export interface ReActOptions<L, A extends ActionBase, F, H extends Hook> {
+  /** The model of the select agent. */
+  llm: L;
+  /** The tools the model may call. */
+  actions: A | readonly A[];
+  /**
+   * The select agent's system instruction; `{action_info}` receives the tools' descriptions (JSON) and
+   * `{output_format}` the output format's instruction. Formatted once, when the agent is built.
+   * @default the prompt of `language` (REACT_PROMPTS)
+   */
+  template?: string | PromptTemplate | undefined;
+  /** Reads each model reply. Output it cannot read becomes a `NoAction` turn. @default reactOutputFormat(language) */
+  outputFormat?: OutputParser<F> | undefined;
+  /** The language of the default prompts. @default 'zh' (Lagent's) */
+  language?: PromptLanguage | undefined;
+  /** The most model turns per call. @default 5 */
+  maxTurn?: number | undefined;
+  /** Whether a model reply is the answer. @default a `formatted` with a `conclusion` field */
+  finishCondition?: ((message: AgentMessage) => boolean) | undefined;
+  /** The select agent's memory. @default {} */
+  memory?: MemoryConfig | undefined;
+  /** The select agent's aggregator. @default new DefaultAggregator() */
+  aggregator?: DefaultAggregator | undefined;
+  /** The executor's hooks. @default [new ActionPreprocessor()] */
+  actionHooks?: readonly H[] | undefined;
+  /** Hooks of the ReAct agent itself. */
+  hooks?: H[] | undefined;
+  /** @default the class name */
+  name?: string | undefined;
+  description?: string | undefined;
+}
+
+/** The default finish condition: the reply's `formatted` has a `conclusion`. */
+export function hasConclusion(message: AgentMessage): boolean {
+  return isPlainObject(message.formatted) && 'conclusion' in message.formatted;
+}
+
+/** What the ReAct loop needs of its agent. */
+interface ReActLoop {
+  readonly name: string;
+  readonly selectAgent: LoopAgent;
+  readonly actions: LoopExecutor;
+  readonly maxTurn: number;
+  readonly finishCondition: (message: AgentMessage) => boolean;
+}
+
+/** The text of an output format's instruction (system messages joined). */
+function instructionText(instruction: string | ChatMessage[]): string {
+  if (typeof instruction === 'string') return instruction;
+  return instruction.map((message) => message.content ?? '').join('\n');
+}
+
+/** The select agent's system instruction: the template with the tools and the formats filled in. */
+function selectInstruction(
+  template: string | PromptTemplate,
+  executor: ExecutorBase<ActionBase>,
+  parser: OutputParser<unknown>,
+): string {
+  const prompt = typeof template === 'string' ? new PromptTemplate(template) : template;
+  const values: Record<string, string> = {
+    action_info: pythonJSON(executor.description()),
+    output_format: instructionText(parser.formatInstruction?.() ?? ''),
+  };
+  const used: Record<string, string> = {};
+  for (const name of prompt.missingVariables) if (name in values) used[name] = values[name]!;
+  return prompt.format(used);
+}
+
+/** The executor's input for a tool step: the `action` of a Lagent-format step is the call. */
+function toCall(reply: AgentMessage): AgentMessage {
+  const formatted = reply.formatted;
+  if (!isPlainObject(formatted) || !isPlainObject(formatted.action)) return reply;
+  if (typeof formatted.action.name !== 'string') return reply;
+  const call = reply.clone();
+  call.formatted = formatted.action;
+  return call;
+}
+
+/** The ReAct loop, written once for the sync and async agents. */
+function* reactSteps(
+  owner: ReActLoop,
+  messages: AgentMessage[],
+  options: ForwardOptions,
+): Steps<AgentMessage> {
+  const { sessionId } = options;
+  let input: AgentMessage | AgentMessage[] = messages;
+  let last: AgentMessage | undefined;
+  for (let turn = 0; turn < owner.maxTurn; turn++) {
+    const reply: AgentMessage = yield* subCall(owner.selectAgent.call(input as AgentMessage, options));
+    if (owner.finishCondition(reply)) return reply;
+    const formatted: unknown = reply.formatted;
+    if (isReActParseFailure(formatted)) {
+      const errMsg: string = `Your reply could not be read (${formatted.parseError}). Reply with one JSON object in one of the formats given.`;
+      last = yield* builtinTurn(owner.actions, owner.actions.noAction.name, { errMsg }, sessionId);
+    } else {
+      last = yield* subCall(owner.actions.call(toCall(reply), { sessionId }));
+    }
+    input = last;
+  }
+  return maxTurnReply(owner.name, owner.maxTurn, last!);
+}
+
+interface Parts<F> {
+  parser: ReActOutputParser<F>;
+  template: string | PromptTemplate;
+  maxTurn: number;
+  finishCondition: (message: AgentMessage) => boolean;
+}
+
+function partsOf<F>(owner: string, options: ReActOptions<unknown, ActionBase, F, Hook>): Parts<F> {
+  const language = options.language ?? 'zh';
+  const format = (options.outputFormat ?? reactOutputFormat(language)) as OutputParser<F>;
+  return {
+    parser: new ReActOutputParser(format),
+    template: options.template ?? REACT_PROMPTS[language].template,
+    maxTurn: checkMaxTurn(owner, options.maxTurn ?? 5),
+    finishCondition: options.finishCondition ?? hasConclusion,
+  };
+}
+
+/**
+ * Lagent's ReAct: a select agent asks the model for the next step (a tool call or a conclusion, as JSON),
+ * an executor runs the call, and the result goes back to the select agent, until the reply has a
+ * `conclusion` (or `finishCondition` says so) or `maxTurn` model turns have run — then the reply says it
+ * stopped there. Output the format cannot read, and calls of unknown tools, come back to the model as
+ * `NoAction` / `InvalidAction` results. The reply is the model's answer; the tool turns are in
+ * `selectAgent`'s memory (`stateDict()` keys `memory`, `selectAgent.memory`).
+ *
+ * @example
+ * const agent = new ReAct({ llm, actions: [calculator], language: 'en' });
+ * agent.call('What is 3 ** 5?').formatted; // { thought_process: '...', conclusion: '243' }
+ */
+export class ReAct<F = ReActStep> extends Agent {
+  /** Chooses the next step; its memory holds the tool turns. */
+  selectAgent: Agent<F | ReActParseFailure>;
+  /** Runs the tool calls. */
+  actions: ActionExecutor;
+  /** The most model turns per call. */
+  maxTurn: number;
+  /** Whether a model reply is the answer. */
+  finishCondition: (message: AgentMessage) => boolean;
+
+  constructor(options: ReActOptions<BaseLLM, BaseAction, F, SyncHook>) {
+    super({ name: options.name, description: options.description, hooks: options.hooks });
+    const parts = partsOf(this.name, options);
+    this.actions = new ActionExecutor({
+      actions: options.actions,
+      hooks: options.actionHooks ?? [new ActionPreprocessor()],
+    });
+    this.selectAgent = new Agent({
+      llm: options.llm,
+      template: selectInstruction(parts.template, this.actions, parts.parser),
+      outputFormat: parts.parser,
+      memory: options.memory,
+      aggregator: options.aggregator,
+    });
+    this.maxTurn = parts.maxTurn;
+    this.finishCondition = parts.finishCondition;
+  }
+
+  override forward(
+    messages: AgentMessage[],
+    options: ForwardOptions,
+  ): AgentMessage<string, F | ReActParseFailure | null> {
+    return driveSync(reactSteps(this, messages, options));
+  }
+}
+
+/** {@link ReAct} on an async model and tools (sync tools run too); calls take a `signal`. */
+export class AsyncReAct<F = ReActStep> extends AsyncAgent {
+  /** Chooses the next step; its memory holds the tool turns. */
+  selectAgent: AsyncAgent<F | ReActParseFailure>;
+  /** Runs the tool calls. */
+  actions: AsyncActionExecutor;
+  /** The most model turns per call. */
+  maxTurn: number;
+  /** Whether a model reply is the answer. */
+  finishCondition: (message: AgentMessage) => boolean;
+
+  constructor(options: ReActOptions<AsyncBaseLLM, ActionBase, F, AsyncHook>) {
+    super({ name: options.name, description: options.description, hooks: options.hooks });
+    const parts = partsOf(this.name, options);
+    this.actions = new AsyncActionExecutor({
+      actions: options.actions,
+      hooks: options.actionHooks ?? [new ActionPreprocessor()],
+    });
+    this.selectAgent = new AsyncAgent({
+      llm: options.llm,
+      template: selectInstruction(parts.template, this.actions, parts.parser),
+      outputFormat: parts.parser,
+      memory: options.memory,
+      aggregator: options.aggregator,
+    });
+    this.maxTurn = parts.maxTurn;
+    this.finishCondition = parts.finishCondition;
+  }
+
+  override forward(
+    messages: AgentMessage[],
+    options: AsyncForwardOptions,
+  ): Promise<AgentMessage<string, F | ReActParseFailure | null>> {
+    return driveAsync(reactSteps(this, messages, options));
+  }
+}
