@@ -1,4 +1,5 @@
 import { describe, expectTypeOf, it } from 'vitest';
+import type { BaseAction } from '../../src/actions/base-action';
 import { Agent } from '../../src/agents/agent';
 import { AsyncAgent } from '../../src/agents/async-agent';
 import type { AsyncGPTAPI } from '../../src/llms/async-gpt-api';
@@ -6,7 +7,8 @@ import type { AsyncVllmModel } from '../../src/llms/async-raw-prompt-model';
 import type { AsyncBaseLLM, BaseLLM } from '../../src/llms/base-llm';
 import type { GPTAPI } from '../../src/llms/gpt-api';
 import type { LMDeployServer, VllmModel } from '../../src/llms/raw-prompt-model';
-import type { StreamChunk } from '../../src/llms/types';
+import type { LLMCallParams, ModelReply, StreamChunk, ToolSpec } from '../../src/llms/types';
+import type { OpenAITool, ToolCall } from '../../src/schema/chat-message';
 
 describe('LLM client types', () => {
   it('sync clients are BaseLLMs that return values', () => {
@@ -30,5 +32,20 @@ describe('LLM client types', () => {
     expectTypeOf(AsyncAgent).constructorParameters.toExtend<
       [({ llm?: AsyncBaseLLM | undefined } | undefined)?]
     >();
+  });
+
+  it('generate() returns a ModelReply, sync or async, and tools take actions or OpenAI JSON', () => {
+    expectTypeOf<GPTAPI['generate']>().returns.toEqualTypeOf<ModelReply>();
+    expectTypeOf<BaseLLM['generate']>().returns.toEqualTypeOf<ModelReply>();
+    expectTypeOf<AsyncGPTAPI['generate']>().returns.toEqualTypeOf<Promise<ModelReply>>();
+    expectTypeOf<AsyncBaseLLM['generate']>().returns.toEqualTypeOf<Promise<ModelReply>>();
+    expectTypeOf<ModelReply['toolCalls']>().toEqualTypeOf<ToolCall[]>();
+    expectTypeOf<BaseAction>().toExtend<ToolSpec>();
+    expectTypeOf<OpenAITool>().toExtend<ToolSpec>();
+    expectTypeOf<{ name: string }>().not.toExtend<ToolSpec>();
+    expectTypeOf<LLMCallParams['toolChoice']>().toEqualTypeOf<
+      'auto' | 'none' | 'required' | { name: string } | undefined
+    >();
+    expectTypeOf<StreamChunk['toolCalls']>().toEqualTypeOf<ToolCall[] | undefined>();
   });
 });
