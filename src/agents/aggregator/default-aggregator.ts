@@ -2,7 +2,9 @@ import type { Memory } from '../../memory/memory';
 import type { OutputParser } from '../../prompts/output-parser';
 import type { ChatMessage } from '../../schema/chat-message';
 import { ConfigurationError } from '../../schema/errors';
+import { toolCallsOf } from '../../schema/tool-calls';
 import { contentToText } from './content';
+import { ToolTurns } from './tool-turns';
 
 /** Something that renders to the system prompt text, such as a `PromptTemplate`. */
 export interface SystemTemplate {
@@ -15,6 +17,14 @@ export type SystemInstruction = string | ChatMessage | readonly ChatMessage[] | 
 /**
  * Turns a session's memory into chat messages: the system instruction first, then the agent's own turns
  * as `assistant` and everything else as `user` (consecutive user turns joined). Never mutates its inputs.
+ *
+ * Native tool calls become OpenAI's shape, and the history is always one the API accepts: the agent's
+ * tool-call reply (`formatted: { toolCalls }`) is an `assistant` message with `toolCalls` (content `null`
+ * when it has no text), and an executor's answer is one `tool` message per call (`toolCallId`, `name`,
+ * the result's text), right after it. A call that got no result (the loop stopped, a call failed, a
+ * message was deleted) is answered with a `tool` message saying it was not run; a second result for the
+ * same id is dropped; a result whose call is not in the agent's last tool-call message becomes user text
+ * (`Result of name: ...`).
  *
  * @example
  * class FewShotAggregator extends DefaultAggregator {
@@ -33,19 +43,33 @@ export class DefaultAggregator {
   ): ChatMessage[] {
     const out = this.aggregateSystemInstruction(systemInstruction, parser);
     if (!memory) return out;
+    let tools: ToolTurns | undefined;
     for (const message of memory.getMemory()) {
+      const calls = toolCallsOf(message.formatted);
+      let text: string;
       if (message.sender === name) {
-        out.push({ role: 'assistant', content: contentToText(message.content) });
-      } else {
-        const text = contentToText(message.content);
-        const last = out[out.length - 1];
-        // `out` holds only fresh objects, so extending the last one in place is safe.
-        if (last !== undefined && last.role === 'user') last.content += text;
-        else {
-          out.push({ role: 'user', content: text });
+        if (calls) {
+          tools ??= new ToolTurns(out);
+          tools.addCalls(message.content, calls);
+          continue;
         }
+        tools?.close();
+        out.push({ role: 'assistant', content: contentToText(message.content) });
+        continue;
       }
+      if (calls) {
+        tools ??= new ToolTurns(out);
+        const orphans = tools.addResults(message.content, calls);
+        if (orphans === '') continue;
+        text = orphans ?? contentToText(message.content);
+      } else text = contentToText(message.content);
+      tools?.close();
+      const last = out[out.length - 1];
+      // `out` holds only fresh objects, so extending the last one in place is safe.
+      if (last !== undefined && last.role === 'user') last.content += text;
+      else out.push({ role: 'user', content: text });
     }
+    tools?.close();
     return out;
   }
 
