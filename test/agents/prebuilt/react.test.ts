@@ -145,7 +145,7 @@ describe('ReAct', () => {
     agent.call('one');
     agent.call('two');
     const systems = llm.calls.map((c) => c.messages[0]);
-    expect(systems[0]!.content.startsWith('Tools: [{"name": "Calculator"')).toBe(true);
+    expect(String(systems[0]!.content).startsWith('Tools: [{"name": "Calculator"')).toBe(true);
     expect(systems[1]).toEqual(systems[0]);
     expect(systems[2]).toEqual(systems[0]);
     expect(template.template).toBe('Tools: {action_info}\n\n{output_format}');
@@ -201,9 +201,9 @@ describe('AsyncReAct', () => {
     const llm = new AsyncMockLLM({
       latencyMs: 5,
       responses: (messages) => {
-        const last = messages.at(-1)!;
-        if (last.content.startsWith('q')) return call(Number(last.content.slice(1)), 100);
-        return finish(last.content);
+        const last = String(messages.at(-1)!.content);
+        if (last.startsWith('q')) return call(Number(last.slice(1)), 100);
+        return finish(last);
       },
     });
     const agent = new AsyncReAct({ llm, actions: [slowAdd] });

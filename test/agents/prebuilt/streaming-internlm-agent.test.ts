@@ -52,13 +52,13 @@ describe('StreamingAgentForInternLM', () => {
       S.END,
     ]);
     const byState = (state: number) => chunks.filter((c) => c.streamState === state);
-    expect(byState(S.PLUGIN_END).map((c) => [c.content, c.formatted.action])).toEqual([
+    expect(byState(S.PLUGIN_END).map((c) => [c.content, c.formatted?.action])).toEqual([
       [pluginCall, { name: 'Search', parameters: { query: 'tea' } }],
     ]);
     expect(byState(S.PLUGIN_RETURN).map((c) => [c.sender, c.content])).toEqual([
       ['ActionExecutor', 'found tea'],
     ]);
-    expect(byState(S.CODE_END).map((c) => c.formatted.action)).toEqual(['print(1)']);
+    expect(byState(S.CODE_END).map((c) => c.formatted?.action)).toEqual(['print(1)']);
     expect(byState(S.CODE_RETURN).map((c) => c.content)).toEqual(['ran print(1)']);
     const finals = byState(S.END);
     expect(finals).toHaveLength(1);
