@@ -4,7 +4,9 @@
  */
 import { main as blogger } from './blogger';
 import { main as customAggregator } from './custom-aggregator';
+import { main as internLMAgent } from './internlm-agent';
 import { main as quickstart } from './quickstart';
+import { main as react } from './react';
 import { main as responseFormatting } from './response-formatting';
 import { main as toolCalling } from './tool-calling';
 
@@ -13,4 +15,6 @@ customAggregator();
 responseFormatting();
 toolCalling();
 await blogger();
+await react();
+internLMAgent();
 console.log('\nAll examples ran. Each file in examples/ also runs on its own: npx tsx examples/<name>.ts');
