@@ -1,4 +1,4 @@
-import OpenAI, { APIError } from 'openai';
+import OpenAI, { APIConnectionError, APIError } from 'openai';
 import { effectiveSignal } from '../core/call-context';
 import { ConfigurationError, LLMRequestError } from '../schema/errors';
 import { ModelStatusCode } from '../schema/status';
@@ -126,6 +126,7 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
   readonly #keys: readonly string[];
   readonly #exhaustedKeys = new Set<string>();
   readonly #clients = new Map<string, OpenAI>();
+  readonly #requestHeaders = new Map<string, Record<string, string>>();
   readonly #usage = new UsageTracker();
   readonly #policy: RetryPolicy;
   readonly #organization: string | undefined;
@@ -203,10 +204,10 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
     const where = this.#where(request);
     const { text, toolCalls, finishReason, usage } = await withRetries(
       () =>
-        this.#withKey(async (client) => {
+        this.#withKey(async (_client, key) => {
           const attempt = new AttemptSignal(signal, this.timeout);
           try {
-            const response = await send(client, request, attempt.signal);
+            const response = await this.#post(key, request, attempt.signal);
             return this.#readCompletion(response, request.endpoint, where, tools);
           } catch (error) {
             throw attempt.timedOut ? attempt.signal.reason : error;
@@ -361,8 +362,57 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
     return client;
   }
 
+  /**
+   * One non-streaming request, sent with `fetch` itself (Node's global dispatcher keeps connections alive):
+   * the SDK's per-request work (header merging, logging, response wrappers) costs more CPU than the request
+   * under load. Failures take the SDK's error classes, so retries and messages are those of the streaming path.
+   */
+  async #post(key: string, request: CompletionRequest, signal: AbortSignal): Promise<unknown> {
+    let headers = this.#requestHeaders.get(key);
+    if (headers === undefined) {
+      headers = {
+        accept: 'application/json',
+        'content-type': 'application/json',
+        authorization: `Bearer ${key}`,
+        ...(this.#organization === undefined ? {} : { 'openai-organization': this.#organization }),
+        ...this.#headers,
+      };
+      this.#requestHeaders.set(key, headers);
+    }
+    const path = request.endpoint === 'chat' ? '/chat/completions' : '/completions';
+    let response: Response;
+    try {
+      response = await fetch(`${this.baseURL}${path}`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(request.body),
+        signal,
+      });
+    } catch (error) {
+      if (signal.aborted) throw signal.reason;
+      throw new APIConnectionError({ cause: error as Error });
+    }
+    if (!response.ok) {
+      const text = await response.text().catch(() => '');
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = undefined;
+      }
+      throw APIError.generate(
+        response.status,
+        body as object | undefined,
+        body === undefined ? text : undefined,
+        response.headers,
+      );
+    }
+    const type = response.headers.get('content-type') ?? '';
+    return type.includes('json') ? await response.json() : await response.text();
+  }
+
   /** Runs `send` with the next usable key, moving on to another key when one is rejected for quota. */
-  async #withKey<T>(send: (client: OpenAI) => Promise<T>): Promise<T> {
+  async #withKey<T>(send: (client: OpenAI, key: string) => Promise<T>): Promise<T> {
     for (;;) {
       let key: string | undefined;
       for (let tried = 0; tried < this.#keys.length && key === undefined; tried++) {
@@ -376,7 +426,7 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
         });
       }
       try {
-        return await send(this.#client(key));
+        return await send(this.#client(key), key);
       } catch (error) {
         if (!isQuotaError(error)) throw error;
         this.#exhaustedKeys.add(key);
