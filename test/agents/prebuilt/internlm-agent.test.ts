@@ -1,9 +1,13 @@
 import {
   AgentForInternLM,
+  type AgentMessage,
   AsyncAgentForInternLM,
   asyncTool,
   getPluginPrompt,
+  Hook,
+  type HookAgent,
   INTERNLM_PROMPTS,
+  InternLMActionProcessor,
   InternLMToolAggregator,
   internLMOutputFormat,
   tool,
@@ -178,6 +182,55 @@ describe('AgentForInternLM', () => {
     expect(template).toEqual([{ role: 'system', content: 'Be kind.' }]);
     expect(JSON.stringify(outputFormat.formatInstruction())).toBe(instruction);
     expect(aggregator.fewShot[0]).toHaveLength(2);
+  });
+});
+
+describe('AgentForInternLM as an ordinary agent', () => {
+  it('has its inner agent as a sub-agent, and runs its own hooks and the action hooks', () => {
+    const seen: string[] = [];
+    class Watch extends Hook {
+      override beforeAgent(agent: HookAgent) {
+        seen.push(`before ${agent.name}`);
+      }
+      override afterAgent(agent: HookAgent, message: AgentMessage) {
+        seen.push(`after ${agent.name}: ${message.content}`);
+      }
+    }
+    class Upper extends InternLMActionProcessor {
+      override afterAction(...args: Parameters<InternLMActionProcessor['afterAction']>) {
+        const message = super.afterAction(...args);
+        message.content = String(message.content).toUpperCase();
+        return message;
+      }
+    }
+    const llm = new MockLLM({ responses: [code('x'), 'done'] });
+    const agent = new AgentForInternLM({
+      llm,
+      interpreter: python,
+      hooks: [new Watch()],
+      actionHooks: [new Upper()],
+    });
+    expect(agent.children().map(([name]) => name)).toEqual(['agent']);
+    expect(String(agent)).toBe(
+      "AgentForInternLM(name='AgentForInternLM')(\n  (agent): Agent(name='Agent')\n)",
+    );
+    agent.call('go');
+    expect(seen).toEqual(['before AgentForInternLM', 'after AgentForInternLM: done']);
+    expect(llm.calls[1]!.messages.at(-1)!.content).toBe('RAN X');
+  });
+
+  it('asks the model to follow the format when a reply calls no tool but finishCondition wants more', () => {
+    const llm = new MockLLM({ responses: ['maybe 5', 'The answer is \\boxed{5}'] });
+    const agent = new AgentForInternLM({
+      llm,
+      interpreter: python,
+      finishCondition: (message) => String(message.content).includes('\\boxed'),
+    });
+    expect(agent.call('go').content).toBe('The answer is \\boxed{5}');
+    expect(llm.calls[1]!.messages.at(-1)).toEqual({
+      role: 'environment',
+      content: 'Please follow the format',
+    });
   });
 });
 

@@ -178,6 +178,17 @@ describe('ReAct', () => {
     expect(seen).toEqual(['action', 'ReAct:3']);
   });
 
+  it('has the select agent as a sub-agent and gives it the memory and aggregator options', () => {
+    const llm = new MockLLM({ responses: [call(1, 2), finish('3')] });
+    const agent = new ReAct({ llm, actions: [calculator], memory: { recentN: 2 } });
+    expect(agent.children().map(([name]) => name)).toEqual(['selectAgent']);
+    agent.call('go');
+    expect(llm.calls[1]!.messages.slice(1)).toEqual([
+      { role: 'assistant', content: call(1, 2) },
+      { role: 'user', content: '3' },
+    ]);
+  });
+
   it('takes back every turn of a failed call', () => {
     const llm = new MockLLM({ responses: [call(1, 2)] });
     const agent = new ReAct({ llm, actions: [calculator] });
