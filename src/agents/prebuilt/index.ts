@@ -4,6 +4,7 @@ export {
   AsyncAgentForInternLM,
   callsNoTool,
   internLMOutputFormat,
+  toolSteps,
 } from './internlm-agent';
 export type { InternLMPrompts, PromptLanguage } from './internlm-prompts';
 export { INTERNLM_PROMPTS, MATH_CODER_PROMPTS } from './internlm-prompts';

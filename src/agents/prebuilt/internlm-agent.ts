@@ -11,10 +11,13 @@ import { InterpreterParser } from '../../prompts/parsers/interpreter-parser';
 import { MixedToolParser } from '../../prompts/parsers/mixed-tool-parser';
 import { PluginParser } from '../../prompts/parsers/plugin-parser';
 import type { AgentMessage } from '../../schema/agent-message';
+import type { ChatMessage } from '../../schema/chat-message';
+import type { SessionId } from '../../schema/session';
 import { ToolStatusCode } from '../../schema/status';
-import { asToolResponse, type ToolResponse } from '../../schema/tool-response';
+import { actionText, asToolResponse, type ToolResponse } from '../../schema/tool-response';
 import { Agent } from '../agent';
-import type { AsyncForwardOptions, ForwardOptions, MemoryConfig } from '../agent-base';
+import type { AgentBase, AsyncForwardOptions, ForwardOptions, MemoryConfig } from '../agent-base';
+import { contentToText } from '../aggregator/content';
 import type { DefaultAggregator, SystemInstruction } from '../aggregator/default-aggregator';
 import { InternLMToolAggregator } from '../aggregator/internlm-tool-aggregator';
 import { AsyncAgent } from '../async-agent';
@@ -100,6 +103,31 @@ export function internLMOutputFormat(
   });
 }
 
+/**
+ * The tool turns of a session as a few-shot dialog (Lagent's `get_steps`): each model turn as a `thought`
+ * (and its call as a `tool` message named by tool type), each result as an `environment` message named by
+ * the last tool type. User messages are left out. Feed it to `InternLMToolAggregator({ fewShot })`.
+ */
+export function toolSteps(agent: AgentBase, sessionId: SessionId = 0): ChatMessage[] {
+  const steps: ChatMessage[] = [];
+  let toolType: string | null = null;
+  for (const message of agent.memory?.getMemory(sessionId) ?? []) {
+    if (message.sender === agent.name) {
+      const response = asToolResponse(message.formatted);
+      steps.push({ role: 'thought', content: response ? response.thought : contentToText(message.content) });
+      if (response?.toolType) {
+        toolType = response.toolType;
+        steps.push({ role: 'tool', content: actionText(response.action), name: toolType });
+      }
+    } else if (message.sender !== 'user') {
+      const feedback: ChatMessage = { role: 'environment', content: contentToText(message.content) };
+      if (toolType) feedback.name = toolType;
+      steps.push(feedback);
+    }
+  }
+  return steps;
+}
+
 /** The default finish condition: the reply calls no tool. */
 export function callsNoTool(message: AgentMessage): boolean {
   return (asToolResponse(message.formatted)?.status ?? ToolStatusCode.NO_TOOL) === ToolStatusCode.NO_TOOL;
@@ -137,7 +165,7 @@ function executorFor(owner: InternLMLoop, toolType: string): LoopExecutor | unde
  * The InternLM loop, written once for all four variants. With `streaming`, it also emits the finished
  * tool call (`PLUGIN_END` / `CODE_END`) and its result (`PLUGIN_RETURN` / `CODE_RETURN`) as chunks.
  */
-export function* internLMSteps(
+export function* internLMLoop(
   owner: InternLMLoop,
   messages: AgentMessage[],
   options: ForwardOptions,
@@ -251,11 +279,16 @@ export class AgentForInternLM extends Agent {
     this.finishCondition = parts.finishCondition;
   }
 
+  /** The tool turns of a session as a few-shot dialog (see {@link toolSteps}). */
+  getSteps(sessionId: SessionId = 0): ChatMessage[] {
+    return toolSteps(this.agent, sessionId);
+  }
+
   override forward(
     messages: AgentMessage[],
     options: ForwardOptions,
   ): AgentMessage<string, ToolResponse | null> {
-    return driveSync(internLMSteps(this, messages, options, false));
+    return driveSync(internLMLoop(this, messages, options, false));
   }
 }
 
@@ -286,10 +319,15 @@ export class AsyncAgentForInternLM extends AsyncAgent {
     this.finishCondition = parts.finishCondition;
   }
 
+  /** The tool turns of a session as a few-shot dialog (see {@link toolSteps}). */
+  getSteps(sessionId: SessionId = 0): ChatMessage[] {
+    return toolSteps(this.agent, sessionId);
+  }
+
   override forward(
     messages: AgentMessage[],
     options: AsyncForwardOptions,
   ): Promise<AgentMessage<string, ToolResponse | null>> {
-    return driveAsync(internLMSteps(this, messages, options, false));
+    return driveAsync(internLMLoop(this, messages, options, false));
   }
 }

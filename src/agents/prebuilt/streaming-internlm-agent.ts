@@ -5,6 +5,8 @@ import { driveStream, driveStreamAsync } from '../../core/stream-drivers';
 import type { AsyncHook, SyncHook } from '../../hooks/hook';
 import type { AsyncBaseLLM, BaseLLM } from '../../llms/base-llm';
 import type { AgentMessage, MessageInput } from '../../schema/agent-message';
+import type { ChatMessage } from '../../schema/chat-message';
+import type { SessionId } from '../../schema/session';
 import type { ToolResponse } from '../../schema/tool-response';
 import type {
   AgentReply,
@@ -16,7 +18,7 @@ import type {
 } from '../agent-base';
 import { AsyncStreamingAgent } from '../async-streaming-agent';
 import { StreamingAgent } from '../streaming-agent';
-import { type AgentForInternLMOptions, internLMParts, internLMSteps } from './internlm-agent';
+import { type AgentForInternLMOptions, internLMLoop, internLMParts, toolSteps } from './internlm-agent';
 import { withStreamStates, withStreamStatesAsync } from './stream-states';
 
 /** A chunk or the reply of a streaming InternLM agent. */
@@ -65,6 +67,11 @@ export class StreamingAgentForInternLM extends StreamingAgent {
     this.finishCondition = parts.finishCondition;
   }
 
+  /** The tool turns of a session as a few-shot dialog (see {@link toolSteps}). */
+  getSteps(sessionId: SessionId = 0): ChatMessage[] {
+    return toolSteps(this.agent, sessionId);
+  }
+
   override call(
     input?: MessageInput | readonly MessageInput[],
     options?: CallOptions,
@@ -76,7 +83,7 @@ export class StreamingAgentForInternLM extends StreamingAgent {
     messages: AgentMessage[],
     options: ForwardOptions,
   ): Generator<InternLMChunk, InternLMChunk, undefined> {
-    return driveStream(internLMSteps(this, messages, options, true), this.name, false);
+    return driveStream(internLMLoop(this, messages, options, true), this.name, false);
   }
 }
 
@@ -107,6 +114,11 @@ export class AsyncStreamingAgentForInternLM extends AsyncStreamingAgent {
     this.finishCondition = parts.finishCondition;
   }
 
+  /** The tool turns of a session as a few-shot dialog (see {@link toolSteps}). */
+  getSteps(sessionId: SessionId = 0): ChatMessage[] {
+    return toolSteps(this.agent, sessionId);
+  }
+
   override call(
     input?: MessageInput | readonly MessageInput[],
     options?: AsyncCallOptions,
@@ -118,6 +130,6 @@ export class AsyncStreamingAgentForInternLM extends AsyncStreamingAgent {
     messages: AgentMessage[],
     options: AsyncForwardOptions,
   ): AsyncGenerator<InternLMChunk, InternLMChunk, undefined> {
-    return driveStreamAsync(internLMSteps(this, messages, options, true), this.name, false);
+    return driveStreamAsync(internLMLoop(this, messages, options, true), this.name, false);
   }
 }

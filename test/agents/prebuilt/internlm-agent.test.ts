@@ -219,6 +219,36 @@ describe('AgentForInternLM as an ordinary agent', () => {
     expect(llm.calls[1]!.messages.at(-1)!.content).toBe('RAN X');
   });
 
+  it("gives a session's tool turns as a few-shot dialog (getSteps), which an aggregator renders back", () => {
+    const llm = new MockLLM({ responses: [plugin('Calculator.add', { a: 2, b: 3 }), 'It is 5.', 'ok'] });
+    const agent = new AgentForInternLM({ llm, plugins: [calculator] });
+    agent.call('2 + 3?');
+    const steps = agent.getSteps();
+    expect(steps).toEqual([
+      { role: 'thought', content: 'Let me use a tool.' },
+      { role: 'tool', content: '{"name": "Calculator.add", "parameters": {"a": 2, "b": 3}}', name: 'plugin' },
+      { role: 'environment', content: '5', name: 'plugin' },
+      { role: 'thought', content: 'It is 5.' },
+    ]);
+    const student = new AgentForInternLM({
+      llm,
+      plugins: [calculator],
+      aggregator: new InternLMToolAggregator({ fewShot: [[{ role: 'user', content: '2 + 3?' }, ...steps]] }),
+    });
+    student.call('4 + 4?');
+    expect(llm.calls[2]!.messages.slice(2)).toEqual([
+      { role: 'user', content: '2 + 3?' },
+      {
+        role: 'assistant',
+        content:
+          'Let me use a tool.<|action_start|><|plugin|>\n{"name": "Calculator.add", "parameters": {"a": 2, "b": 3}}<|action_end|>\n',
+      },
+      { role: 'environment', content: '5', name: 'plugin' },
+      { role: 'assistant', content: 'It is 5.' },
+      { role: 'user', content: '4 + 4?' },
+    ]);
+  });
+
   it('asks the model to follow the format when a reply calls no tool but finishCondition wants more', () => {
     const llm = new MockLLM({ responses: ['maybe 5', 'The answer is \\boxed{5}'] });
     const agent = new AgentForInternLM({
