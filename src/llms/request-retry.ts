@@ -159,6 +159,31 @@ export async function withRetries<T>(
   where: string,
   signal: AbortSignal | undefined,
 ): Promise<T> {
+  if (signal?.aborted) throw signal.reason;
+  // The first attempt runs on its own: most calls succeed at once, and under load p-retry's set-up per call
+  // costs more than the call's own work. A failure goes through p-retry exactly as before.
+  let firstFailure: unknown;
+  try {
+    return await attempt(1);
+  } catch (error) {
+    if (signal?.aborted) throw signal.reason;
+    firstFailure = error;
+  }
+  return retryAfterFirstFailure(
+    (attemptNumber) => (attemptNumber === 1 ? Promise.reject(firstFailure) : attempt(attemptNumber)),
+    policy,
+    where,
+    signal,
+  );
+}
+
+/** p-retry over `attempt`, whose first call replays the first attempt's failure. */
+async function retryAfterFirstFailure<T>(
+  attempt: (attemptNumber: number) => Promise<T>,
+  policy: RetryPolicy,
+  where: string,
+  signal: AbortSignal | undefined,
+): Promise<T> {
   let attempts = 0;
   let lastError: LLMRequestError | undefined;
   /** The longest `retry-after` the server asked for beyond the cap. */
