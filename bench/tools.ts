@@ -47,6 +47,33 @@ function longMemory(parser: ToolParser): Memory {
   return memory;
 }
 
+/**
+ * A 1,000-message session with native tool calls: user question, agent tool-call reply (two calls), the
+ * executor's results, agent answer, repeated.
+ */
+function toolCallMemory(executor: ActionExecutor): Memory {
+  const memory = new Memory();
+  for (let i = 0; i < 250; i++) {
+    const calls = new AgentMessage({
+      sender: 'Agent',
+      content: '',
+      formatted: {
+        toolCalls: [
+          { id: `call_${i}_a`, name: 'echo', arguments: { text: `a${i}` } },
+          { id: `call_${i}_b`, name: 'echo', arguments: `{"text": "b${i}"}` },
+        ],
+      },
+    });
+    memory.add([
+      new AgentMessage({ sender: 'user', content: `question ${i}` }),
+      calls,
+      executor.call(calls),
+      new AgentMessage({ sender: 'Agent', content: `answer ${i}` }),
+    ]);
+  }
+  return memory;
+}
+
 export const run: Suite = async (report) => {
   const parser = new ToolParser({ toolType: 'code interpreter', begin: '```python\n', end: '\n```\n' });
   const response = longResponse();
@@ -60,6 +87,7 @@ export const run: Suite = async (report) => {
   const asyncExecutor = new AsyncActionExecutor({ actions: [asyncEcho] });
   const call = new AgentMessage({ sender: 'Agent', content: { name: 'echo', parameters: { text: 'hi' } } });
   const memory = longMemory(parser);
+  const toolMemory = toolCallMemory(executor);
   const internlm = new InternLMToolAggregator();
   const plain = new DefaultAggregator();
   const system = 'Solve the problem step by step with Python.';
@@ -84,6 +112,9 @@ export const run: Suite = async (report) => {
     })
     .add('default', () => {
       for (let i = 0; i < large; i++) sink += plain.aggregate(memory, 'Agent', parser, system).length;
+    })
+    .add('default-tools', () => {
+      for (let i = 0; i < large; i++) sink += plain.aggregate(toolMemory, 'Agent', parser, system).length;
     });
   await bench.run();
   if (sink < 0) console.log(sink);
@@ -114,6 +145,12 @@ export const run: Suite = async (report) => {
   report({
     name: 'DefaultAggregator.aggregate, 1,000 messages',
     value: perCall(bench, 'default', large),
+    unit: 'µs',
+    target: 100,
+  });
+  report({
+    name: 'DefaultAggregator.aggregate, 1,000 messages with native tool calls (250 turns of 2 calls)',
+    value: perCall(bench, 'default-tools', large),
     unit: 'µs',
     target: 100,
   });

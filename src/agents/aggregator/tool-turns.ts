@@ -1,5 +1,6 @@
 import { ActionReturn } from '../../schema/action-return';
 import type { ChatMessage, ToolCall } from '../../schema/chat-message';
+import { ActionStatusCode } from '../../schema/status';
 import { deepClone } from '../../utils/clone';
 import { isPlainObject } from '../../utils/is';
 import { toText } from '../../utils/text';
@@ -8,17 +9,28 @@ import { contentToText } from './content';
 /** The content of the `tool` message that stands in for a call that got no result. */
 export const NOT_RUN_TEXT = 'This tool call was not run, so it has no result.';
 
-/** A call's arguments as a chat message carries them: a JSON object, or text. */
+/** A call's arguments as a chat message carries them: a fresh JSON object, or text. */
 function chatArguments(value: unknown): Record<string, unknown> | string {
   if (typeof value === 'string') return value;
   if (value === undefined || value === null) return {};
-  if (isPlainObject(value)) return deepClone(value);
-  return toText(value);
+  if (!isPlainObject(value)) return toText(value);
+  // Most arguments are flat: a spread copies them at a fraction of a deep copy's cost.
+  for (const key in value) {
+    const item = value[key];
+    if (item !== null && typeof item === 'object') return deepClone(value);
+  }
+  return { ...value };
 }
 
-/** A result as the text a `tool` message carries. */
+/** A result as the text a `tool` message carries ({@link ActionReturn.toText}, one text item read directly). */
 function resultText(result: unknown): string {
-  return result instanceof ActionReturn ? result.toText() : contentToText(result);
+  if (!(result instanceof ActionReturn)) return contentToText(result);
+  const items = result.result;
+  if (result.state === ActionStatusCode.SUCCESS && items?.length === 1) {
+    const item = items[0];
+    if (item?.type === 'text' && typeof item.content === 'string') return item.content;
+  }
+  return result.toText();
 }
 
 /**
@@ -33,33 +45,33 @@ function resultText(result: unknown): string {
  */
 export class ToolTurns {
   readonly #out: ChatMessage[];
-  /** The calls of the last assistant tool-call message still waiting for a result: id -> name. */
-  #waiting: Map<string, string> | null = null;
-  /** Every id answered so far (or given up on), so that later results for it are dropped. */
+  /** The calls of the last assistant tool-call message, while some still wait for a result. */
+  #calls: ToolCall[] | null = null;
+  /** Which of them are answered: bit `i` for call `i` (calls past the 30th in `#answeredBeyond`). */
+  #answeredMask = 0;
+  #answeredBeyond: boolean[] | null = null;
+  #waitingCount = 0;
+  /** Ids answered (or given up on) so far; built only once a result nothing waits for shows up. */
   #answered: Set<string> | null = null;
 
   constructor(out: ChatMessage[]) {
     this.#out = out;
   }
 
-  /** Whether calls are waiting for results (so any other message must close them first). */
-  get isWaiting(): boolean {
-    return this.#waiting !== null;
-  }
-
   /** The agent's own tool-call message: an assistant message with the calls (one per id). */
   addCalls(content: unknown, calls: readonly ToolCall[]): void {
     this.close();
-    const waiting = new Map<string, string>();
     const toolCalls: ToolCall[] = [];
     for (const call of calls) {
-      if (waiting.has(call.id)) continue;
-      waiting.set(call.id, call.name);
+      if (indexOfCall(toolCalls, call.id) !== -1) continue;
       toolCalls.push({ id: call.id, name: call.name, arguments: chatArguments(call.arguments) });
     }
     const text = contentToText(content);
     this.#out.push({ role: 'assistant', content: text === '' ? null : text, toolCalls });
-    this.#waiting = waiting;
+    this.#calls = toolCalls;
+    this.#answeredMask = 0;
+    this.#answeredBeyond = null;
+    this.#waitingCount = toolCalls.length;
   }
 
   /**
@@ -69,44 +81,80 @@ export class ToolTurns {
    * at all and is an ordinary message.
    */
   addResults(content: unknown, calls: readonly ToolCall[]): string | null {
-    const results: readonly unknown[] | null = Array.isArray(content)
-      ? content
-      : calls.length === 1
-        ? [content]
-        : null;
-    if (!results) return null;
-    const waiting = this.#waiting;
-    if (!Array.isArray(content) && !waiting?.has(calls[0]!.id)) return null;
+    if (!Array.isArray(content)) {
+      const at = calls.length === 1 ? this.#waitingIndex(calls[0]!.id) : -1;
+      if (at === -1) return null;
+      this.#answer(at, content);
+      return '';
+    }
     let orphans = '';
-    const count = Math.min(results.length, calls.length);
+    const count = Math.min(content.length, calls.length);
     for (let i = 0; i < count; i++) {
-      const { id, name } = calls[i]!;
-      const calledAs = waiting?.get(id);
-      if (calledAs !== undefined) {
-        waiting!.delete(id);
-        this.#markAnswered(id);
-        this.#out.push({ role: 'tool', toolCallId: id, name: calledAs, content: resultText(results[i]) });
-      } else if (!this.#answered?.has(id)) {
-        orphans += `${orphans ? '\n' : ''}Result of ${name}: ${resultText(results[i])}`;
+      const call = calls[i]!;
+      const at = this.#waitingIndex(call.id);
+      if (at !== -1) this.#answer(at, content[i]);
+      else if (!this.#wasAnswered(call.id)) {
+        orphans += `${orphans ? '\n' : ''}Result of ${call.name}: ${resultText(content[i])}`;
       }
     }
-    if (waiting?.size === 0) this.#waiting = null;
     return orphans;
-  }
-
-  #markAnswered(id: string): void {
-    if (this.#answered === null) this.#answered = new Set();
-    this.#answered.add(id);
   }
 
   /** Ends the waiting calls: each one without a result gets a `tool` message saying it was not run. */
   close(): void {
-    const waiting = this.#waiting;
-    if (waiting === null) return;
-    this.#waiting = null;
-    for (const [id, name] of waiting) {
-      this.#markAnswered(id);
-      this.#out.push({ role: 'tool', toolCallId: id, name, content: NOT_RUN_TEXT });
+    const calls = this.#calls;
+    if (calls === null) return;
+    for (let at = 0; at < calls.length; at++) {
+      if (!this.#isAnswered(at)) this.#answer(at, undefined);
     }
+    this.#calls = null;
   }
+
+  /** Where the call `id` is among the waiting calls, or -1 when it is not waiting. */
+  #waitingIndex(id: string): number {
+    const calls = this.#calls;
+    if (calls === null) return -1;
+    const at = indexOfCall(calls, id);
+    return at === -1 || this.#isAnswered(at) ? -1 : at;
+  }
+
+  #isAnswered(at: number): boolean {
+    return at < 30 ? (this.#answeredMask & (1 << at)) !== 0 : this.#answeredBeyond?.[at] === true;
+  }
+
+  /** Writes the `tool` message of call `at` (`undefined`: it was not run); the turn ends when none is left. */
+  #answer(at: number, result: unknown): void {
+    const call = this.#calls![at]!;
+    this.#out.push({
+      role: 'tool',
+      toolCallId: call.id,
+      name: call.name,
+      content: result === undefined ? NOT_RUN_TEXT : resultText(result),
+    });
+    this.#answered?.add(call.id);
+    if (at < 30) this.#answeredMask |= 1 << at;
+    else {
+      this.#answeredBeyond ??= [];
+      this.#answeredBeyond[at] = true;
+    }
+    this.#waitingCount--;
+    if (this.#waitingCount === 0) this.#calls = null;
+  }
+
+  /** Whether a tool message for `id` was already written (a later result for it is a duplicate). */
+  #wasAnswered(id: string): boolean {
+    if (this.#answered === null) {
+      this.#answered = new Set();
+      for (const message of this.#out) {
+        if (message.role === 'tool' && message.toolCallId !== undefined)
+          this.#answered.add(message.toolCallId);
+      }
+    }
+    return this.#answered.has(id);
+  }
+}
+
+function indexOfCall(calls: readonly ToolCall[], id: string): number {
+  for (let at = 0; at < calls.length; at++) if (calls[at]!.id === id) return at;
+  return -1;
 }
