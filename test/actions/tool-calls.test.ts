@@ -1,5 +1,6 @@
 import {
   ActionExecutor,
+  ActionPreprocessor,
   ActionReturn,
   ActionStatusCode,
   AgentMessage,
@@ -182,6 +183,12 @@ describe('ActionExecutor with native tool calls', () => {
       callsOf({ id: 'a', name: 'add', arguments: { a: 1, b: 1 } }, { id: 'b', name: 'add', arguments: {} }),
     );
     expect(seen).toEqual(['before 2', 'after 2']);
+  });
+
+  it('still runs the calls behind an ActionPreprocessor hook', () => {
+    const executor = new ActionExecutor({ actions: [add], hooks: [new ActionPreprocessor()] });
+    const reply = executor.call(callsOf({ id: 'a', name: 'add', arguments: { a: 2, b: 5 } }));
+    expect((reply.content as ActionReturn[]).map((result) => result.toText())).toEqual(['7']);
   });
 
   it('keeps the text protocol: a call in the content, a FunctionCall, JSON text', () => {

@@ -174,6 +174,25 @@ describe('DefaultAggregator with native tool calls', () => {
     expect(out.map((message) => message.content)).toEqual([null, 'call_0', null, 'later']);
   });
 
+  it('pairs results by id, whatever their order or grouping, for many calls at once', () => {
+    const calls = Array.from({ length: 40 }, (_, i) => call(`c${i}`));
+    const message = callsMessage(calls);
+    const reversed = executor.call(callsMessage([...calls].reverse().slice(0, 20)));
+    const rest = calls
+      .slice(0, 20)
+      .filter((_, i) => i % 2 === 0)
+      .map((one) => executor.call(callsMessage([one])));
+    const out = aggregator.aggregate(memoryWith(message, reversed, ...rest), 'Agent');
+    expect(isValidOpenAIHistory(out)).toEqual({ valid: true });
+    const tools = out.filter((item) => item.role === 'tool');
+    expect(tools).toHaveLength(40);
+    for (const item of tools) {
+      const index = Number(item.toolCallId!.slice(1));
+      const expected = index >= 20 || index % 2 === 0 ? item.toolCallId : NOT_RUN_TEXT;
+      expect(item.content).toBe(expected);
+    }
+  });
+
   it('results stay paired after a save / load round trip', () => {
     const calls = callsMessage([call('a'), call('b')]);
     const memory = memoryWith(calls, executor.call(calls));
