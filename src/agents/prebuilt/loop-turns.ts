@@ -25,9 +25,9 @@ export interface LoopAgent {
   call(input: AgentMessage, options: Record<string, unknown>): unknown;
 }
 
-/** `maxTurn` checked: a positive integer (or `Infinity`, for callers who really want no bound). */
+/** `maxTurn` checked: a positive integer (every loop is bounded). */
 export function checkMaxTurn(owner: string, value: number): number {
-  if (!(Number.isInteger(value) && value > 0) && value !== Number.POSITIVE_INFINITY) {
+  if (!(Number.isInteger(value) && value > 0)) {
     throw new ConfigurationError({
       message: `${owner}: maxTurn must be a positive integer, got ${String(value)}`,
     });

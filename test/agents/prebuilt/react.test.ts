@@ -122,7 +122,11 @@ describe('ReAct', () => {
     expect(agent.maxTurn).toBe(5);
     expect(agent.call('loop').extraInfo).toEqual({ maxTurnReached: true, maxTurn: 5 });
     expect(llm.calls).toHaveLength(5);
-    expect(() => new ReAct({ llm, actions: [calculator], maxTurn: 0 })).toThrow(/maxTurn/);
+    for (const maxTurn of [0, 1.5, Number.POSITIVE_INFINITY, Number.NaN]) {
+      expect(() => new ReAct({ llm, actions: [calculator], maxTurn })).toThrow(
+        /maxTurn must be a positive integer/,
+      );
+    }
   });
 
   it('finishes when finishCondition says so', () => {
