@@ -227,3 +227,10 @@ export {
 } from './schema/index';
 export type { SyncBridgeCallOptions, SyncBridgeOptions, SyncBridgeTarget } from './utils/sync-bridge';
 export { SyncBridge } from './utils/sync-bridge';
+export type { FunctionCallingAgentOptions } from './agents/index';
+export {
+  AsyncFunctionCallingAgent,
+  AsyncStreamingFunctionCallingAgent,
+  FunctionCallingAgent,
+  StreamingFunctionCallingAgent,
+} from './agents/index';

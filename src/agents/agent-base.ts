@@ -1,7 +1,7 @@
 import { EventEmitter } from 'eventemitter3';
 import { SessionLanes } from '../core/session-lanes';
 import { type Hook, HookList, type RemovableHandle } from '../hooks/hook';
-import type { GenParams } from '../llms/types';
+import type { GenParams, ToolSpec } from '../llms/types';
 import { Memory, type MemoryOptions } from '../memory/memory';
 import { MemoryManager, type MemoryManagerOptions } from '../memory/memory-manager';
 import type { OutputParser } from '../prompts/output-parser';
@@ -33,6 +33,13 @@ export interface AgentOptions<L, F = unknown, H extends Hook = Hook> {
   template?: SystemInstruction | undefined;
   /** `{ recentN, maxSessions }`, a factory of `Memory`, or `null` for no memory. @default {} */
   memory?: MemoryConfig | undefined;
+  /**
+   * Tools the model may call natively (OpenAI function calling): actions, toolkits, executors or OpenAI
+   * function-tool JSON. With tools, the built-in `forward` asks the model through `generate()`, and a reply
+   * that calls tools has `formatted: { toolCalls }` (run them with an executor; `FunctionCallingAgent`
+   * does the whole loop).
+   */
+  tools?: readonly ToolSpec[] | undefined;
   /** Parses the model's text into the reply's `formatted` field (and types it). */
   outputFormat?: OutputParser<F> | undefined;
   /** Turns memory into chat messages. @default new DefaultAggregator() */
@@ -133,6 +140,8 @@ export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook>
   llm: L | undefined;
   template: SystemInstruction | undefined;
   memory: MemoryManager | null;
+  /** Tools offered to the model natively (see {@link AgentOptions.tools}). */
+  tools: readonly ToolSpec[] | undefined;
   outputFormat: OutputParser<F> | undefined;
   aggregator: DefaultAggregator;
   name: string;
@@ -150,6 +159,7 @@ export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook>
     this.llm = options.llm;
     this.template = options.template;
     this.memory = createMemoryManager(options.memory);
+    this.tools = options.tools;
     this.outputFormat = options.outputFormat;
     this.aggregator = options.aggregator ?? new DefaultAggregator();
     this.name = options.name ?? new.target.name;

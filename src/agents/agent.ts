@@ -10,7 +10,14 @@ import {
   type ForwardOptions,
   type ForwardResult,
 } from './agent-base';
-import { agentCallSteps, buildPrompt, buildReply, registerPlainForward, requireLLM } from './lifecycle';
+import {
+  agentCallSteps,
+  buildPrompt,
+  buildReply,
+  modelParams,
+  registerPlainForward,
+  requireLLM,
+} from './lifecycle';
 
 /**
  * A synchronous agent: `call()` returns the reply directly. Takes only a sync {@link BaseLLM} and sync
@@ -44,6 +51,8 @@ export class Agent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook> {
   forward(messages: AgentMessage[], options: ForwardOptions): ForwardResult {
     const llm = requireLLM(this);
     const prompt = buildPrompt(this, messages, options.sessionId);
-    return buildReply(this, llm.chat(prompt, options), options.sessionId);
+    if (this.tools === undefined) return buildReply(this, llm.chat(prompt, options), options.sessionId);
+    const reply = llm.generate(prompt, modelParams(this, options));
+    return buildReply(this, reply.content, options.sessionId, reply.toolCalls);
   }
 }

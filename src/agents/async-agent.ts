@@ -10,7 +10,14 @@ import {
   type AsyncForwardOptions,
   type ForwardResult,
 } from './agent-base';
-import { agentCallSteps, buildPrompt, buildReply, registerPlainForward, requireLLM } from './lifecycle';
+import {
+  agentCallSteps,
+  buildPrompt,
+  buildReply,
+  modelParams,
+  registerPlainForward,
+  requireLLM,
+} from './lifecycle';
 
 /**
  * The asynchronous agent: `call()` returns a promise and takes an `AbortSignal`. Takes an
@@ -45,7 +52,12 @@ export class AsyncAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F, AsyncHoo
     try {
       const llm = requireLLM(this);
       const prompt = buildPrompt(this, messages, options.sessionId);
-      return llm.chat(prompt, options).then((raw) => buildReply(this, raw, options.sessionId));
+      if (this.tools === undefined) {
+        return llm.chat(prompt, options).then((raw) => buildReply(this, raw, options.sessionId));
+      }
+      return llm
+        .generate(prompt, modelParams(this, options))
+        .then((reply) => buildReply(this, reply.content, options.sessionId, reply.toolCalls));
     } catch (error) {
       return Promise.reject(error);
     }

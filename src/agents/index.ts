@@ -58,3 +58,10 @@ export type { SequentialCallOptions, SequentialMembers } from './sequential';
 export { AsyncSequential, AsyncStreamingSequential, Sequential, StreamingSequential } from './sequential';
 export type { LagentStateDict, StateDict, StateDictOptions } from './state-dict';
 export { StreamingAgent } from './streaming-agent';
+export type { FunctionCallingAgentOptions } from './prebuilt/function-calling-agent';
+export {
+  AsyncFunctionCallingAgent,
+  AsyncStreamingFunctionCallingAgent,
+  FunctionCallingAgent,
+  StreamingFunctionCallingAgent,
+} from './prebuilt/function-calling-agent';

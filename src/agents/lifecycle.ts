@@ -12,7 +12,7 @@ import { hookStep } from '../core/hook-step';
 import { PromiseInSyncCall, type Steps } from '../core/steps';
 import { Memory } from '../memory/memory';
 import { AgentMessage, type MessageInput, toAgentMessage } from '../schema/agent-message';
-import type { ChatMessage } from '../schema/chat-message';
+import type { ChatMessage, ToolCall } from '../schema/chat-message';
 import { ConfigurationError, LagentError, ParseError } from '../schema/errors';
 import type { SessionId } from '../schema/session';
 import { AgentStatusCode } from '../schema/status';
@@ -237,9 +237,21 @@ export function buildPrompt(agent: AgentBase, messages: AgentMessage[], sessionI
   return prompt;
 }
 
-/** The default forward's reply: the raw text, or a message with `formatted` when there is an output format. */
-export function buildReply(agent: AgentBase, raw: string, sessionId: SessionId): AgentMessage | string {
+/**
+ * The default forward's reply: the raw text, a message with `formatted` when there is an output format,
+ * or a message with `formatted: { toolCalls }` when the model called tools.
+ */
+export function buildReply(
+  agent: AgentBase,
+  raw: string,
+  sessionId: SessionId,
+  toolCalls?: ToolCall[] | undefined,
+): AgentMessage | string {
   if (agent[EMITTER]) emitSafely(agent, 'llmEnd', { agent, sessionId, response: raw });
+  // A reply that calls tools is not parsed: its `formatted` is the calls, for an executor to run.
+  if (toolCalls !== undefined && toolCalls.length > 0) {
+    return new AgentMessage({ sender: agent.name, content: raw, formatted: { toolCalls } });
+  }
   const parser = agent.outputFormat;
   if (!parser) return raw;
   let formatted: unknown;
@@ -281,4 +293,9 @@ function reasonOf(error: unknown): string {
   } catch {
     return 'an unprintable value';
   }
+}
+
+/** The call params for the model: the call's options, with the agent's native tools when it has any. */
+export function modelParams<O extends object>(agent: AgentBase, options: O): O {
+  return agent.tools === undefined ? options : { ...options, tools: agent.tools };
 }

@@ -2,6 +2,7 @@ import { driveStream } from '../core/stream-drivers';
 import type { SyncHook } from '../hooks/hook';
 import type { BaseLLM } from '../llms/base-llm';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
+import type { ToolCall } from '../schema/chat-message';
 import { ModelStatusCode } from '../schema/status';
 import {
   AgentBase,
@@ -18,6 +19,7 @@ import {
   buildChunk,
   buildPrompt,
   buildReply,
+  modelParams,
   registerPlainForward,
   requireLLM,
 } from './lifecycle';
@@ -63,11 +65,15 @@ export class StreamingAgent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook>
     const llm = requireLLM(this);
     const prompt = buildPrompt(this, messages, options.sessionId);
     let content = '';
-    for (const chunk of llm.streamChat(prompt, options)) {
+    let toolCalls: ToolCall[] | undefined;
+    for (const chunk of llm.streamChat(prompt, modelParams(this, options))) {
       content = chunk.content;
-      if (chunk.state !== ModelStatusCode.STREAM_ING) break;
+      if (chunk.state !== ModelStatusCode.STREAM_ING) {
+        toolCalls = chunk.toolCalls;
+        break;
+      }
       yield buildChunk(this, content);
     }
-    return buildReply(this, content, options.sessionId);
+    return buildReply(this, content, options.sessionId, toolCalls);
   }
 }

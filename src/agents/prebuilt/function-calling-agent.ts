@@ -1,0 +1,191 @@
+import { ActionExecutor } from '../../actions/action-executor';
+import { AsyncActionExecutor } from '../../actions/async-action-executor';
+import type { ActionBase, BaseAction } from '../../actions/base-action';
+import { driveAsync, driveSync, type Steps } from '../../core/steps';
+import { driveStream, driveStreamAsync } from '../../core/stream-drivers';
+import type { AsyncHook, SyncHook } from '../../hooks/hook';
+import type { AsyncBaseLLM, BaseLLM } from '../../llms/base-llm';
+import { AgentMessage } from '../../schema/agent-message';
+import type { ToolCall } from '../../schema/chat-message';
+import type { SessionId } from '../../schema/session';
+import { toolCallsOf } from '../../schema/tool-calls';
+import { Agent } from '../agent';
+import type { AsyncForwardOptions, ForwardOptions, MemoryConfig } from '../agent-base';
+import type { SystemInstruction } from '../aggregator/default-aggregator';
+import { AsyncAgent } from '../async-agent';
+import { AsyncStreamingAgent } from '../async-streaming-agent';
+import { StreamingAgent } from '../streaming-agent';
+import { checkMaxTurn, type MaxTurnInfo, subCall } from './loop-turns';
+
+/** Options of the function-calling agents; `L` is the kind of model, `H` the kind of hooks. */
+export interface FunctionCallingAgentOptions<L, H, A extends ActionBase = ActionBase> {
+  /** A model that supports native tool calls (`GPTAPI` / `AsyncGPTAPI`, or a mock scripting them). */
+  llm: L;
+  /** The tools, offered to the model as OpenAI functions (toolkit APIs as `Name__api`). */
+  actions: A | readonly A[];
+  /** The system instruction. */
+  template?: SystemInstruction | undefined;
+  /** Model turns per call; the reply says so when the model still wanted tools after the last. @default 10 */
+  maxTurn?: number | undefined;
+  /** @default the class name */
+  name?: string | undefined;
+  description?: string | undefined;
+  /** Hooks of this agent (around the whole loop). */
+  hooks?: H[] | undefined;
+  /** Memory of the model-facing sub-agent, which keeps the tool turns. @default {} */
+  memory?: MemoryConfig | undefined;
+  /** Per tool call, in ms (async variants). */
+  timeoutMs?: number | undefined;
+}
+
+/** What the loop needs of its owner. */
+interface Loop {
+  readonly name: string;
+  readonly maxTurn: number;
+  readonly agent: { call(input: AgentMessage | AgentMessage[], options: { sessionId: SessionId }): unknown };
+  readonly executor: { call(message: AgentMessage, options: { sessionId: SessionId }): unknown };
+}
+
+/**
+ * The function-calling loop, written once for the four variants: the model-facing sub-agent answers (with
+ * the tools offered natively); while its reply calls tools, the executor runs them (the async one in
+ * parallel) and its results go back to the model. The tool turns are in the sub-agent's memory.
+ */
+function* functionCallingSteps(
+  loop: Loop,
+  messages: AgentMessage[],
+  sessionId: SessionId,
+): Steps<AgentMessage> {
+  let input: AgentMessage | AgentMessage[] = messages;
+  for (let turn = 1; ; turn++) {
+    const reply: AgentMessage = yield* subCall(loop.agent.call(input, { sessionId }));
+    const calls = toolCallsOf(reply.formatted);
+    if (calls === null) return reply;
+    if (turn >= loop.maxTurn) return stoppedReply(loop, calls);
+    input = yield* subCall(loop.executor.call(reply, { sessionId }));
+  }
+}
+
+/**
+ * The reply when the model still asked for tools after `maxTurn` turns. Those calls are not run: the
+ * history shows them as not run, and the next call of the session starts from there.
+ */
+function stoppedReply(loop: Loop, calls: readonly ToolCall[]): AgentMessage<string, null> {
+  const info: MaxTurnInfo = { maxTurnReached: true, maxTurn: loop.maxTurn };
+  const names = [...new Set(calls.map((call) => call.name))].join(', ');
+  return new AgentMessage({
+    sender: loop.name,
+    content: `${loop.name} stopped after ${loop.maxTurn} model turn${loop.maxTurn === 1 ? '' : 's'} (maxTurn) without a final answer; the model still asked for: ${names}.`,
+    formatted: null,
+    extraInfo: info,
+  });
+}
+
+function parts<L, H, A extends ActionBase>(owner: string, options: FunctionCallingAgentOptions<L, H, A>) {
+  if (options === null || typeof options !== 'object' || !('actions' in options)) {
+    throw new TypeError(`${owner} expects { llm, actions, ... }`);
+  }
+  return {
+    outer: {
+      name: options.name,
+      description: options.description,
+      hooks: options.hooks,
+      memory: options.memory,
+    },
+    inner: { llm: options.llm, template: options.template, memory: options.memory },
+    maxTurn: checkMaxTurn(owner, options.maxTurn ?? 10),
+  };
+}
+
+/**
+ * An agent that uses the model's native function calling: it offers `actions` as tools, runs the calls
+ * the model makes and sends the results back, until the model answers without tools (or `maxTurn`). The
+ * reply is the model's answer; the tool turns are in the `agent` sub-agent's memory (`agent.memory` in
+ * `stateDict`), rendered back to the model as OpenAI tool messages.
+ *
+ * @example
+ * const agent = new FunctionCallingAgent({ llm: new GPTAPI({ model: 'gpt-4o-mini' }), actions: [weather, calculator] });
+ * agent.call('What is the weather in Paris?').content;
+ */
+export class FunctionCallingAgent extends Agent {
+  readonly maxTurn: number;
+  /** The model-facing sub-agent; its memory keeps the tool turns. */
+  agent: Agent;
+  /** Runs the tool calls. */
+  executor: ActionExecutor;
+
+  constructor(options: FunctionCallingAgentOptions<BaseLLM, SyncHook, BaseAction>) {
+    const { outer, inner, maxTurn } = parts('FunctionCallingAgent', options);
+    super(outer);
+    this.maxTurn = maxTurn;
+    this.executor = new ActionExecutor({ actions: options.actions });
+    this.agent = new Agent({ ...inner, name: this.name, tools: [this.executor] });
+  }
+
+  override forward(messages: AgentMessage[], options: ForwardOptions): AgentMessage {
+    return driveSync(functionCallingSteps(this, messages, options.sessionId));
+  }
+}
+
+/** {@link FunctionCallingAgent} for async models: tool calls of one turn run in parallel; abort stops them. */
+export class AsyncFunctionCallingAgent extends AsyncAgent {
+  readonly maxTurn: number;
+  agent: AsyncAgent;
+  executor: AsyncActionExecutor;
+
+  constructor(options: FunctionCallingAgentOptions<AsyncBaseLLM, AsyncHook>) {
+    const { outer, inner, maxTurn } = parts('AsyncFunctionCallingAgent', options);
+    super(outer);
+    this.maxTurn = maxTurn;
+    this.executor = new AsyncActionExecutor({ actions: options.actions, timeoutMs: options.timeoutMs });
+    this.agent = new AsyncAgent({ ...inner, name: this.name, tools: [this.executor] });
+  }
+
+  override forward(messages: AgentMessage[], options: AsyncForwardOptions): Promise<AgentMessage> {
+    return driveAsync(functionCallingSteps(this, messages, options.sessionId));
+  }
+}
+
+/** {@link FunctionCallingAgent} that streams the model's text as it arrives, then the final reply once. */
+export class StreamingFunctionCallingAgent extends StreamingAgent {
+  readonly maxTurn: number;
+  agent: StreamingAgent;
+  executor: ActionExecutor;
+
+  constructor(options: FunctionCallingAgentOptions<BaseLLM, SyncHook, BaseAction>) {
+    const { outer, inner, maxTurn } = parts('StreamingFunctionCallingAgent', options);
+    super(outer);
+    this.maxTurn = maxTurn;
+    this.executor = new ActionExecutor({ actions: options.actions });
+    this.agent = new StreamingAgent({ ...inner, name: this.name, tools: [this.executor] });
+  }
+
+  override forward(
+    messages: AgentMessage[],
+    options: ForwardOptions,
+  ): Generator<AgentMessage, AgentMessage, undefined> {
+    return driveStream(functionCallingSteps(this, messages, options.sessionId), this.name, false);
+  }
+}
+
+/** {@link AsyncFunctionCallingAgent} that streams the model's text as it arrives, then the final reply once. */
+export class AsyncStreamingFunctionCallingAgent extends AsyncStreamingAgent {
+  readonly maxTurn: number;
+  agent: AsyncStreamingAgent;
+  executor: AsyncActionExecutor;
+
+  constructor(options: FunctionCallingAgentOptions<AsyncBaseLLM, AsyncHook>) {
+    const { outer, inner, maxTurn } = parts('AsyncStreamingFunctionCallingAgent', options);
+    super(outer);
+    this.maxTurn = maxTurn;
+    this.executor = new AsyncActionExecutor({ actions: options.actions, timeoutMs: options.timeoutMs });
+    this.agent = new AsyncStreamingAgent({ ...inner, name: this.name, tools: [this.executor] });
+  }
+
+  override forward(
+    messages: AgentMessage[],
+    options: AsyncForwardOptions,
+  ): AsyncGenerator<AgentMessage, AgentMessage, undefined> {
+    return driveStreamAsync(functionCallingSteps(this, messages, options.sessionId), this.name, false);
+  }
+}
