@@ -89,10 +89,12 @@ type AfterActionReply<H> = H extends { afterAction(...args: never[]): infer R }
 type Open<T> = 0 extends 1 & T ? unknown : T;
 
 /**
- * What a message given to an executor asks for, read from its `formatted` type: `'calls'` for native tool
- * calls (`{ toolCalls }`), `'text'` for a call in the content, both when the type leaves it open
- * (`unknown`, or a union with `{ toolCalls }`). A loosely typed message (`AgentMessage`, `formatted: any`)
- * counts as a text call, as before native calls existed.
+ * What a message given to an executor asks for, read from the type of its `formatted` field: `'calls'` for
+ * native tool calls (`{ toolCalls }`), `'text'` for a call in the content, both when the type leaves it
+ * open (`unknown`, `{ toolCalls } | null` as any `AgentMessage<C, { toolCalls }>` has). Only a message whose
+ * `formatted` is surely the calls (narrowed by `hasToolCalls`, a `ToolCallsMessage`) gets the results type
+ * alone. A loosely typed message (`AgentMessage`, `formatted: any`) counts as a text call, as before native
+ * calls existed.
  */
 type CallKind<M> = M extends string
   ? 'text'
@@ -100,17 +102,11 @@ type CallKind<M> = M extends string
     ? FormattedKind<F>
     : M extends { formatted?: infer F }
       ? 'formatted' extends keyof M
-        ? FormattedKind<F>
+        ? FormattedKind<F | undefined>
         : 'text'
       : 'text';
 
-type FormattedKind<F> = 0 extends 1 & F
-  ? 'text'
-  : unknown extends F
-    ? 'text' | 'calls'
-    : [Exclude<F, null | undefined>] extends [never]
-      ? 'text'
-      : KindOf<Exclude<F, null | undefined>>;
+type FormattedKind<F> = 0 extends 1 & F ? 'text' : unknown extends F ? 'text' | 'calls' : KindOf<F>;
 
 type KindOf<F> = F extends ToolCallsFormatted ? 'calls' : 'text';
 

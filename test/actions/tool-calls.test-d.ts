@@ -19,10 +19,14 @@ const asyncExecutor = new AsyncActionExecutor({ actions: [], hooks: [new Message
 
 describe('executor replies to native tool calls', () => {
   it('a tool-call message gets the results, a text call one ActionReturn', () => {
-    const calls = new AgentMessage<string, ToolCallsFormatted>({
+    const message = new AgentMessage<string, ToolCallsFormatted>({
       content: '',
       formatted: { toolCalls: [{ id: 'a', name: 'x', arguments: {} }] },
     });
+    // Its formatted may still be null: either reply, until hasToolCalls says which.
+    expectTypeOf(executor.call(message).content).toEqualTypeOf<ActionReturn | ActionReturn[]>();
+    if (!hasToolCalls(message)) return;
+    const calls = message;
     expectTypeOf(executor.call(calls)).toEqualTypeOf<ToolResultsMessage>();
     expectTypeOf(executor.call(calls).content).toEqualTypeOf<ActionReturn[]>();
     expectTypeOf(executor.call(calls).formatted).toEqualTypeOf<ToolCallsFormatted>();
@@ -42,6 +46,10 @@ describe('executor replies to native tool calls', () => {
     expectTypeOf(executor.call(open).content).toEqualTypeOf<ActionReturn | ActionReturn[]>();
     const either = new AgentMessage<string, ToolCallsFormatted | { thought: string }>({ content: '' });
     expectTypeOf(executor.call(either).content).toEqualTypeOf<ActionReturn | ActionReturn[]>();
+    const text = new AgentMessage<string, { thought: string }>({ content: '' });
+    expectTypeOf(executor.call(text).content).toEqualTypeOf<ActionReturn>();
+    const plain = { content: '', formatted: { toolCalls: [{ id: 'a', name: 'x', arguments: {} }] } };
+    expectTypeOf(executor.call(plain).content).toEqualTypeOf<ActionReturn[]>();
   });
 
   it('hasToolCalls narrows formatted to the calls', () => {

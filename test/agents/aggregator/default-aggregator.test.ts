@@ -13,6 +13,7 @@ import {
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { NOT_RUN_TEXT } from '../../../src/agents/aggregator/tool-turns';
+import type { ToolCallsMessage } from '../../../src/schema/tool-calls';
 
 const aggregator = new DefaultAggregator();
 
@@ -76,7 +77,7 @@ const echo = tool({ name: 'echo', parameters: z.object({ text: z.string() }), ru
 const executor = new ActionExecutor({ actions: [echo] });
 
 const callsMessage = (calls: ToolCall[], content = '') =>
-  new AgentMessage({ sender: 'Agent', content, formatted: { toolCalls: calls } });
+  new AgentMessage({ sender: 'Agent', content, formatted: { toolCalls: calls } }) as ToolCallsMessage<string>;
 const call = (id: string, text = id): ToolCall => ({ id, name: 'echo', arguments: { text } });
 
 function memoryWith(...messages: AgentMessage[]): Memory {
