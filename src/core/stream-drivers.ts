@@ -34,9 +34,9 @@ function deltaOf(content: unknown, previous: string): string {
 }
 
 /**
- * A streamed value as a chunk: strings become messages from the stream's sender; messages are marked
- * `STREAM_ING` (on a copy, unless they already are: a stream's own messages are never changed) and get
- * their `delta`.
+ * A streamed value as a chunk: strings become messages from the stream's sender; finished messages (`END`)
+ * are marked `STREAM_ING` on a copy (a stream's own messages are never changed), other chunk states
+ * (Lagent's `PLUGIN_START`, `CODING`, ...) pass as they are; every chunk gets its `delta`.
  */
 function toChunk(value: unknown, state: RelayState): AgentMessage {
   let chunk: AgentMessage;
@@ -47,8 +47,10 @@ function toChunk(value: unknown, state: RelayState): AgentMessage {
       streamState: AgentStatusCode.STREAM_ING,
     });
   } else if (value instanceof AgentMessage) {
+    // A chunk state other than END (STREAM_ING, or Lagent's PLUGIN_START, CODING, ...) is kept as it is:
+    // only a finished message (END) is turned into a chunk, on a copy.
     chunk =
-      value.streamState === AgentStatusCode.STREAM_ING
+      value.streamState !== AgentStatusCode.END
         ? value
         : new AgentMessage({
             content: value.content,

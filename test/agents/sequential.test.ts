@@ -1,6 +1,7 @@
 import {
   Agent,
-  type AgentMessage,
+  AgentMessage,
+  AgentStatusCode,
   AsyncAgent,
   AsyncSequential,
   AsyncStreamingAgent,
@@ -97,5 +98,24 @@ describe('AsyncStreamingSequential', () => {
     expect(seq.stateDict()['1.memory']!.map((message) => message.streamState)).toEqual([0, 0]);
     expect(messages.at(-1)!.streamState).toBe(0);
     expect(messages.slice(0, -1).every((message) => message.streamState === 1)).toBe(true);
+  });
+});
+
+describe('stream states through nested relays', () => {
+  it("keeps a member's own chunk states (Lagent's CODING, PLUGIN_START, ...) and marks only finished messages", () => {
+    class Coding extends StreamingAgent {
+      override *forward(): Generator<AgentMessage, AgentMessage, undefined> {
+        yield new AgentMessage({ sender: 'coder', content: 'print(1)', streamState: AgentStatusCode.CODING });
+        yield new AgentMessage({ sender: 'coder', content: 'print(1)' });
+        return new AgentMessage({ sender: 'coder', content: 'done' });
+      }
+    }
+    const seq = new StreamingSequential(new Coding({ name: 'coder' }));
+    const chunks = [...seq.call('go')];
+    expect(chunks.map((chunk) => chunk.streamState)).toEqual([
+      AgentStatusCode.CODING,
+      AgentStatusCode.STREAM_ING,
+      AgentStatusCode.END,
+    ]);
   });
 });
