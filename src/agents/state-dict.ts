@@ -32,7 +32,8 @@ export interface StateTree {
 }
 
 /**
- * Every memory in the tree for one session, keyed by dotted path. A message that has no JSON form (nested
+ * Every memory in the tree for one session, keyed by dotted path (in `'lagent'` format the path's
+ * camelCase segments are written in snake_case, as Python names attributes). A message that has no JSON form (nested
  * deeper than `MAX_MESSAGE_DEPTH`, or circular) is a {@link StateDictError} naming its key.
  */
 export function saveStateDict(
@@ -59,7 +60,7 @@ export function saveStateDict(
   const dict: Record<string, AgentMessageJSON[] | LagentMessageJSON[]> = {};
   for (const [path, agent] of tree.namedAgents()) {
     if (!agent.memory) continue;
-    const key = `${path}memory`;
+    const key = lagent ? snakePath(`${path}memory`) : `${path}memory`;
     let saved: AgentMessageJSON[];
     try {
       saved = agent.memory.get(sessionId)?.save() ?? [];
@@ -96,7 +97,10 @@ export function loadStateDict(
   const expected = new Set<string>();
   for (const [path, agent] of tree.namedAgents()) {
     if (!agent.memory) continue;
-    const key = `${path}memory`;
+    let key = `${path}memory`;
+    // Python Lagent names sub-agents in snake_case (`select_agent.memory` for `selectAgent.memory`).
+    const snake = snakePath(key);
+    if (!Object.hasOwn(dict, key) && snake !== key && Object.hasOwn(dict, snake)) key = snake;
     expected.add(key);
     if (!(key in dict)) {
       throw new StateDictError({
@@ -129,4 +133,9 @@ export function loadStateDict(
     });
   }
   for (const [manager, messages] of plan) manager.getOrCreate(sessionId).load(messages);
+}
+
+/** A dotted state-dict path in Python's naming: each camelCase segment in snake_case (`selectAgent` -> `select_agent`). */
+function snakePath(path: string): string {
+  return path.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase();
 }

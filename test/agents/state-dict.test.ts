@@ -4,6 +4,7 @@ import {
   Agent,
   AgentMessage,
   type ChatMessage,
+  type ForwardOptions,
   InternLMToolAggregator,
   InterpreterParser,
   MixedToolParser,
@@ -331,5 +332,27 @@ describe('state dicts and nesting deeper than JSON can take', () => {
     const dict = agent.stateDict();
     expect(dict.memory![0]!.content).toHaveLength(100_000);
     expect(performance.now() - started).toBeLessThan(5_000);
+  });
+});
+
+describe('sub-agent names in Python Lagent state dicts', () => {
+  it('writes camelCase sub-agent paths in snake_case for Lagent and reads both back', () => {
+    class Pair extends Agent {
+      selectAgent = new Agent({ llm: new MockLLM({ responses: () => 'picked' }) });
+      override forward(messages: AgentMessage[], { sessionId }: ForwardOptions): AgentMessage {
+        return this.selectAgent.call(messages, { sessionId });
+      }
+    }
+    const pair = new Pair();
+    pair.call('hi');
+    const lagent = pair.stateDict(0, { format: 'lagent' });
+    expect(Object.keys(lagent)).toEqual(['memory', 'select_agent.memory']);
+    const restored = new Pair();
+    restored.loadStateDict(JSON.parse(JSON.stringify(lagent)));
+    expect(restored.stateDict()).toEqual(pair.stateDict());
+    const again = new Pair();
+    again.loadStateDict(pair.stateDict());
+    expect(Object.keys(pair.stateDict())).toEqual(['memory', 'selectAgent.memory']);
+    expect(again.stateDict()).toEqual(pair.stateDict());
   });
 });
