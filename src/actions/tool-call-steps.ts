@@ -14,6 +14,15 @@ export type ToolCallArguments = { ok: true; args: Record<string, unknown> } | { 
  * string or a missing value means no arguments. Anything else is a problem for the model to fix.
  */
 export function readToolCallArguments(raw: unknown): ToolCallArguments {
+  try {
+    return readArguments(raw);
+  } catch (error) {
+    // A value whose traps or getters throw (a Proxy): the model is told, nothing escapes.
+    return { ok: false, problem: `the arguments could not be read (${thrownText(error, 'reading them')})` };
+  }
+}
+
+function readArguments(raw: unknown): ToolCallArguments {
   if (raw === undefined) return { ok: true, args: {} };
   let value = raw;
   if (typeof raw === 'string') {

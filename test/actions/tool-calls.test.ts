@@ -149,6 +149,23 @@ describe('ActionExecutor with native tool calls', () => {
     ]);
   });
 
+  it('answers arguments that cannot even be read with an error result', () => {
+    const hostile = new Proxy(
+      {},
+      {
+        getPrototypeOf() {
+          throw new Error('no prototype for you');
+        },
+      },
+    );
+    const executor = new ActionExecutor({ actions: [add] });
+    const reply = executor.call(
+      callsOf({ id: 'a', name: 'add', arguments: hostile as Record<string, unknown> }),
+    );
+    expect(reply.content[0]!.state).toBe(ActionStatusCode.ARGS_ERROR);
+    expect(reply.content[0]!.errmsg).toContain('could not be read');
+  });
+
   it('does not hand raw text to a tool that takes free text (fromText): native arguments are JSON', () => {
     let ran = false;
     const shell = tool({
