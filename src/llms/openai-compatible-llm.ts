@@ -1,9 +1,10 @@
-import OpenAI, { APIConnectionError, APIError } from 'openai';
+import OpenAI, { APIError } from 'openai';
 import { effectiveSignal } from '../core/call-context';
 import { ConfigurationError, LLMRequestError } from '../schema/errors';
 import { ModelStatusCode } from '../schema/status';
 import { AttemptSignal } from './attempt-signal';
 import { AsyncBaseLLM } from './base-llm';
+import { postJSON } from './post-json';
 import { type RetryPolicy, toRequestError, withRetries } from './request-retry';
 import { StopWordFilter } from './stop-word-filter';
 import { cutAtStopWords } from './stop-words';
@@ -127,6 +128,8 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
   readonly #exhaustedKeys = new Set<string>();
   readonly #clients = new Map<string, OpenAI>();
   readonly #requestHeaders = new Map<string, Record<string, string>>();
+  readonly #chatURL: URL;
+  readonly #completionsURL: URL;
   readonly #usage = new UsageTracker();
   readonly #policy: RetryPolicy;
   readonly #organization: string | undefined;
@@ -144,6 +147,12 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
     }
     this.model = model;
     this.baseURL = (options.baseURL ?? defaults.baseURL).replace(/\/+$/, '');
+    try {
+      this.#chatURL = new URL(`${this.baseURL}/chat/completions`);
+      this.#completionsURL = new URL(`${this.baseURL}/completions`);
+    } catch {
+      throw new ConfigurationError({ message: `${name}: baseURL is not a URL: ${this.baseURL}` });
+    }
     const keys =
       options.apiKey === undefined
         ? []
@@ -363,11 +372,11 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
   }
 
   /**
-   * One non-streaming request, sent with `fetch` itself (Node's global dispatcher keeps connections alive):
-   * the SDK's per-request work (header merging, logging, response wrappers) costs more CPU than the request
+   * One non-streaming request, sent with `node:http` rather than through the SDK: the SDK's per-request work
+   * (header merging, logging, response wrappers) and fetch's signal bookkeeping cost more CPU than the request
    * under load. Failures take the SDK's error classes, so retries and messages are those of the streaming path.
    */
-  async #post(key: string, request: CompletionRequest, signal: AbortSignal): Promise<unknown> {
+  #post(key: string, request: CompletionRequest, signal: AbortSignal): Promise<unknown> {
     let headers = this.#requestHeaders.get(key);
     if (headers === undefined) {
       headers = {
@@ -379,36 +388,8 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
       };
       this.#requestHeaders.set(key, headers);
     }
-    const path = request.endpoint === 'chat' ? '/chat/completions' : '/completions';
-    let response: Response;
-    try {
-      response = await fetch(`${this.baseURL}${path}`, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify(request.body),
-        signal,
-      });
-    } catch (error) {
-      if (signal.aborted) throw signal.reason;
-      throw new APIConnectionError({ cause: error as Error });
-    }
-    if (!response.ok) {
-      const text = await response.text().catch(() => '');
-      let body: unknown;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        body = undefined;
-      }
-      throw APIError.generate(
-        response.status,
-        body as object | undefined,
-        body === undefined ? text : undefined,
-        response.headers,
-      );
-    }
-    const type = response.headers.get('content-type') ?? '';
-    return type.includes('json') ? await response.json() : await response.text();
+    const url = request.endpoint === 'chat' ? this.#chatURL : this.#completionsURL;
+    return postJSON(url, headers, JSON.stringify(request.body), signal);
   }
 
   /** Runs `send` with the next usable key, moving on to another key when one is rejected for quota. */
