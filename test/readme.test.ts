@@ -5,6 +5,7 @@ import {
   AgentMessage,
   AsyncAgent,
   type AsyncForwardOptions,
+  AsyncFunctionCallingAgent,
   AsyncGPTAPI,
   AsyncStreamingAgent,
   tool,
@@ -82,6 +83,28 @@ describe('README', () => {
       const text = await llm.chat([{ role: 'user', content: 'hi' }], { temperature: 0, signal });
       expect(text).toBe('hello');
       expect(server.requests[0]!.body).toMatchObject({ model: 'gpt-4o-mini', temperature: 0 });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('Tools: function calling', async () => {
+    const server = await startFakeOpenAI({
+      script: [{ toolCalls: [{ name: 'Weather', arguments: { city: 'Paris' } }] }, 'Sunny in Paris.'],
+    });
+    try {
+      const weather = tool({
+        name: 'Weather',
+        description: 'Current weather of a city',
+        parameters: z.object({ city: z.string().describe('City name') }),
+        run: ({ city }) => `Sunny in ${city}`,
+      });
+      const llm = new AsyncGPTAPI({ model: 'gpt-4o-mini', baseURL: server.baseURL, apiKey: 'k' });
+      const agent = new AsyncFunctionCallingAgent({ llm, actions: [weather] });
+      const reply = await agent.call('Weather in Paris?');
+      expect(reply.content).toBe('Sunny in Paris.');
+      expect(agent.agent.memory!.getMemory()).toHaveLength(4);
+      expect((server.requests[0]!.body as { tools: unknown[] }).tools).toHaveLength(1);
     } finally {
       await server.close();
     }
