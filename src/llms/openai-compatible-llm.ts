@@ -104,8 +104,8 @@ function snippet(value: unknown): string {
 }
 
 /**
- * The engine behind `AsyncGPTAPI`, `AsyncVllmModel` and `AsyncLMDeployServer`: an `openai` client (its own
- * retries off) with key rotation, p-retry retries, timeouts, abortable requests, SSE streaming cut at stop
+ * The engine behind `AsyncGPTAPI`, `AsyncVllmModel` and `AsyncLMDeployServer`: non-streaming requests over
+ * `node:http` (keep-alive), streams through an `openai` client (its own retries off), with key rotation, p-retry retries, timeouts, abortable requests, SSE streaming cut at stop
  * words, native function calling (`tools` in, typed tool calls out, streamed deltas assembled), and token
  * usage per call and per session. Subclasses only build the request body.
  */
