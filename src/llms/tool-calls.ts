@@ -128,7 +128,8 @@ function toWireToolCall(call: ToolCall): WireToolCall {
 
 /**
  * Chat messages in OpenAI's wire shape: an assistant turn with `toolCalls` gets `tool_calls` (names as OpenAI
- * accepts them, arguments as JSON text), a turn with `toolCallId` gets `tool_call_id` (its content a string).
+ * accepts them, arguments as JSON text), a turn with `toolCallId` gets `tool_call_id` (its content a string,
+ * no `name`, which OpenAI's tool messages do not take).
  * Messages without either are returned as they are.
  */
 export function toAPIMessages(messages: readonly ChatMessage[]): Record<string, unknown>[] {
@@ -136,7 +137,8 @@ export function toAPIMessages(messages: readonly ChatMessage[]): Record<string, 
     const hasCalls = message.toolCalls !== undefined && message.toolCalls.length > 0;
     if (!hasCalls && message.toolCallId === undefined) return message as unknown as Record<string, unknown>;
     const wire: Record<string, unknown> = { role: message.role, content: message.content };
-    if (message.name !== undefined) wire.name = message.name;
+    // OpenAI's tool messages have no `name`: the id ties the result to its call.
+    if (message.name !== undefined && message.toolCallId === undefined) wire.name = message.name;
     if (hasCalls) wire.tool_calls = message.toolCalls?.map(toWireToolCall);
     if (message.toolCallId !== undefined) {
       wire.tool_call_id = message.toolCallId;

@@ -340,7 +340,7 @@ describe('history with tool turns', () => {
           { id: 'call_2', type: 'function', function: { name: 'search', arguments: 'bad {json' } },
         ],
       },
-      { role: 'tool', content: '3', name: 'Calculator_add', tool_call_id: 'call_1' },
+      { role: 'tool', content: '3', tool_call_id: 'call_1' },
       { role: 'tool', content: 'no results', tool_call_id: 'call_2' },
     ]);
     expect(history[3]).not.toHaveProperty('tool_calls');
