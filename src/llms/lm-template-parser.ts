@@ -92,8 +92,8 @@ export class LMTemplateParser {
   #render(message: ChatMessage, isLast: boolean): string {
     const entry = this.#roleTemplate(message.role);
     const begin = this.#begin(entry, message.name);
-    if (isLast && entry.generate) return begin + message.content;
-    let text = begin + message.content + (entry.end ?? '');
+    if (isLast && entry.generate) return begin + (message.content ?? '');
+    let text = begin + (message.content ?? '') + (entry.end ?? '');
     if (isLast && entry.role !== 'assistant') text += this.#begin(this.#roleTemplate('assistant'), undefined);
     return text;
   }
