@@ -4,6 +4,7 @@
  */
 import { main as blogger } from './blogger';
 import { main as customAggregator } from './custom-aggregator';
+import { main as functionCalling } from './function-calling';
 import { main as internLMAgent } from './internlm-agent';
 import { main as quickstart } from './quickstart';
 import { main as react } from './react';
@@ -15,6 +16,7 @@ customAggregator();
 responseFormatting();
 toolCalling();
 await blogger();
+await functionCalling();
 await react();
 internLMAgent();
 console.log('\nAll examples ran. Each file in examples/ also runs on its own: npx tsx examples/<name>.ts');

@@ -55,6 +55,7 @@ export type {
   CallOptions,
   ForwardOptions,
   ForwardResult,
+  FunctionCallingAgentOptions,
   InternLMOutputFormatOptions,
   InternLMPrompts,
   LagentStateDict,
@@ -85,13 +86,16 @@ export {
   AgentList,
   AsyncAgent,
   AsyncAgentForInternLM,
+  AsyncFunctionCallingAgent,
   AsyncMathCoder,
   AsyncReAct,
   AsyncSequential,
   AsyncStreamingAgent,
   AsyncStreamingAgentForInternLM,
+  AsyncStreamingFunctionCallingAgent,
   AsyncStreamingSequential,
   callsNoTool,
+  FunctionCallingAgent,
   hasConclusion,
   INTERNLM_PROMPTS,
   internLMOutputFormat,
@@ -106,6 +110,7 @@ export {
   Sequential,
   StreamingAgent,
   StreamingAgentForInternLM,
+  StreamingFunctionCallingAgent,
   StreamingSequential,
 } from './agents/index';
 export type { InternLMActionProcessorOptions } from './hooks/action-preprocessor';
@@ -204,6 +209,9 @@ export type {
   MessageJSONOptions,
   SessionId,
   ToolCall,
+  ToolCallsFormatted,
+  ToolCallsMessage,
+  ToolResultsMessage,
 } from './schema/index';
 export {
   ActionReturn,
@@ -213,6 +221,7 @@ export {
   AgentStatusCode,
   ConfigurationError,
   HookError,
+  hasToolCalls,
   LagentError,
   LLMRequestError,
   MAX_MESSAGE_DEPTH,
@@ -223,14 +232,8 @@ export {
   TimeoutError,
   ToolStatusCode,
   toLagentJSON,
+  toolCallsOf,
   ValidationError,
 } from './schema/index';
 export type { SyncBridgeCallOptions, SyncBridgeOptions, SyncBridgeTarget } from './utils/sync-bridge';
 export { SyncBridge } from './utils/sync-bridge';
-export type { FunctionCallingAgentOptions } from './agents/index';
-export {
-  AsyncFunctionCallingAgent,
-  AsyncStreamingFunctionCallingAgent,
-  FunctionCallingAgent,
-  StreamingFunctionCallingAgent,
-} from './agents/index';

@@ -30,5 +30,7 @@ export {
   ModelStatusCode,
   ToolStatusCode,
 } from './status';
+export type { ToolCallsFormatted, ToolCallsMessage, ToolResultsMessage } from './tool-calls';
+export { hasToolCalls, toolCallsOf } from './tool-calls';
 export type { ToolResponse } from './tool-response';
 export { asToolResponse } from './tool-response';
