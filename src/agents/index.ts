@@ -20,6 +20,13 @@ export { AgentList } from './agent-list';
 export type { AgentNode } from './agent-tree';
 export { AsyncAgent } from './async-agent';
 export { AsyncStreamingAgent } from './async-streaming-agent';
+export type { FunctionCallingAgentOptions } from './prebuilt/function-calling-agent';
+export {
+  AsyncFunctionCallingAgent,
+  AsyncStreamingFunctionCallingAgent,
+  FunctionCallingAgent,
+  StreamingFunctionCallingAgent,
+} from './prebuilt/function-calling-agent';
 export type {
   AgentForInternLMOptions,
   InternLMOutputFormatOptions,
@@ -58,10 +65,3 @@ export type { SequentialCallOptions, SequentialMembers } from './sequential';
 export { AsyncSequential, AsyncStreamingSequential, Sequential, StreamingSequential } from './sequential';
 export type { LagentStateDict, StateDict, StateDictOptions } from './state-dict';
 export { StreamingAgent } from './streaming-agent';
-export type { FunctionCallingAgentOptions } from './prebuilt/function-calling-agent';
-export {
-  AsyncFunctionCallingAgent,
-  AsyncStreamingFunctionCallingAgent,
-  FunctionCallingAgent,
-  StreamingFunctionCallingAgent,
-} from './prebuilt/function-calling-agent';
