@@ -32,7 +32,7 @@ import {
  */
 export class Agent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook> {
   static {
-    registerPlainForward(this.prototype.forward);
+    registerPlainForward(Agent.prototype.forward);
   }
 
   constructor(options: AgentOptions<BaseLLM, F, SyncHook> = {}) {

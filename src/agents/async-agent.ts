@@ -30,7 +30,7 @@ import {
  */
 export class AsyncAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F, AsyncHook> {
   static {
-    registerPlainForward(this.prototype.forward);
+    registerPlainForward(AsyncAgent.prototype.forward);
   }
 
   constructor(options: AgentOptions<AsyncBaseLLM, F, AsyncHook> = {}) {

@@ -35,7 +35,7 @@ import {
  */
 export class AsyncStreamingAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F, AsyncHook> {
   static {
-    registerPlainForward(this.prototype.forward);
+    registerPlainForward(AsyncStreamingAgent.prototype.forward);
   }
 
   constructor(options: AgentOptions<AsyncBaseLLM, F, AsyncHook> = {}) {

@@ -36,7 +36,7 @@ import {
  */
 export class StreamingAgent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook> {
   static {
-    registerPlainForward(this.prototype.forward);
+    registerPlainForward(StreamingAgent.prototype.forward);
   }
 
   constructor(options: AgentOptions<BaseLLM, F, SyncHook> = {}) {
