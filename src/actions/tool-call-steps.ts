@@ -1,4 +1,4 @@
-import { type Steps, streamNotAllowed } from '../core/steps';
+import { driveAsync, type Steps } from '../core/steps';
 import type { ActionReturn } from '../schema/action-return';
 import type { ToolCall } from '../schema/chat-message';
 import { isPlainObject, isThenable } from '../utils/is';
@@ -58,29 +58,6 @@ export function ownSettings(settings: CallSettings): CallSettings {
   return { ...settings, controller, context: { ...settings.context, signal: controller.signal } };
 }
 
-/** Continues steps that have yielded `value`, awaiting what they yield, as `driveAsync` does. */
-async function finishSteps<T>(steps: Steps<T>, value: unknown): Promise<T> {
-  let pending = value;
-  for (;;) {
-    let step: IteratorResult<unknown, T>;
-    if (!isThenable(pending)) step = steps.throw(streamNotAllowed());
-    else {
-      let resolved: unknown;
-      try {
-        resolved = await pending;
-      } catch (error) {
-        step = steps.throw(error);
-        if (step.done) return step.value;
-        pending = step.value;
-        continue;
-      }
-      step = steps.next(resolved);
-    }
-    if (step.done) return step.value;
-    pending = step.value;
-  }
-}
-
 /**
  * Runs several call steps at once: each starts in turn (sync tools run right away, in order) and those that
  * wait for a promise go on together. Yields one promise for all of them, or nothing when none waits; the
@@ -95,7 +72,7 @@ export function* parallelSteps(steps: readonly Steps<ActionReturn>[]): Steps<Act
       if (step.done) results[i] = step.value;
       else {
         waiting.push(
-          finishSteps(steps[i]!, step.value).then((result) => {
+          driveAsync(steps[i]!, step).then((result) => {
             results[i] = result;
           }),
         );

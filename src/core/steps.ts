@@ -43,9 +43,12 @@ export function driveSync<T>(steps: Steps<T>): T {
   return step.value;
 }
 
-/** Runs steps, awaiting the promises they yield. */
-export async function driveAsync<T>(steps: Steps<T>): Promise<T> {
-  let step = steps.next();
+/**
+ * Runs steps, awaiting the promises they yield. `started` continues steps whose first step was already
+ * taken (e.g. several tool calls started in turn, then awaited together).
+ */
+export async function driveAsync<T>(steps: Steps<T>, started?: IteratorResult<unknown, T>): Promise<T> {
+  let step = started ?? steps.next();
   while (!step.done) {
     const value = step.value;
     if (!isThenable(value)) {
