@@ -1,7 +1,7 @@
 import { driveAsync, type Steps } from '../core/steps';
 import type { ActionReturn } from '../schema/action-return';
 import type { ToolCall } from '../schema/chat-message';
-import { isPlainObject, isThenable } from '../utils/is';
+import { isPlainObject } from '../utils/is';
 import { kindOf, shorten, thrownText } from '../utils/text';
 import type { CallSettings } from './action-steps';
 
