@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { Framework } from './contenders';
+import type { ToolFramework } from './tool-contenders';
 
 /**
  * Starting benchmark processes and reading their figures. Each side-by-side scenario runs every
@@ -13,7 +14,7 @@ import type { Framework } from './contenders';
 /** The line a runner prints its figures on: this prefix, then JSON. */
 export const RESULT_PREFIX = 'bench-result ';
 
-export const SCENARIOS = ['per-call', 'concurrent', 'queue'] as const;
+export const SCENARIOS = ['per-call', 'concurrent', 'queue', 'tool-turn'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 /** Per-call time against a 0 ms model, a new session each call. */
@@ -52,6 +53,8 @@ export interface ScenarioResult {
   'per-call': PerCallResult;
   concurrent: ConcurrentResult;
   queue: QueueResult;
+  /** The per-call scenario with one tool call per turn (`tool-contenders.ts`). */
+  'tool-turn': PerCallResult;
 }
 
 export function median(values: number[]): number {
@@ -64,7 +67,7 @@ const run = promisify(execFile);
 
 /** Runs `scenario` for `framework` in a fresh Node process and resolves to its figures. */
 export async function inOwnProcess<S extends Scenario>(
-  framework: Framework,
+  framework: Framework | ToolFramework,
   scenario: S,
 ): Promise<ScenarioResult[S]> {
   const { stdout } = await run(
@@ -84,7 +87,7 @@ export async function inOwnProcess<S extends Scenario>(
  * Runs `scenario` in `processes` fresh processes per framework, taking turns (a, b, c, a, b, c, ...) so
  * that machine noise hits every framework alike. Resolves to each framework's results, in process order.
  */
-export async function alternating<S extends Scenario, F extends Framework>(
+export async function alternating<S extends Scenario, F extends Framework | ToolFramework>(
   frameworks: readonly F[],
   scenario: S,
   processes: number,

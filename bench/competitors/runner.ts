@@ -5,6 +5,7 @@ import {
   type Framework,
   isFramework,
   loadContender,
+  REPLY,
 } from './contenders';
 import {
   type ConcurrentResult,
@@ -14,6 +15,7 @@ import {
   RESULT_PREFIX,
   SCENARIOS,
 } from './processes';
+import { isToolFramework, loadToolContender, type ToolFramework } from './tool-contenders';
 
 /**
  * One benchmark scenario for one framework, run as its own process so that the framework measured is
@@ -32,6 +34,8 @@ const PER_CALL_BATCH: Record<Framework, number> = { model: 1_000, lagent: 1_000,
  * their pace (JIT, heap sizing), lagent-ts a few hundred.
  */
 const PER_CALL_WARM_UP_MS = 1_500;
+/** Calls per round in the tool-turn scenario (two model turns and a tool run each): a few ms per round. */
+const TOOL_TURN_BATCH: Record<ToolFramework, number> = { lagent: 500, ai: 50, agents: 25 };
 const PER_CALL_ROUNDS = 60;
 /** Every framework drops its kept sessions after this many calls, so memory use stays flat alike. */
 const PER_CALL_RESET = 10_000;
@@ -145,13 +149,27 @@ async function queue(): Promise<QueueResult> {
   };
 }
 
+/** One tool turn before measuring: it must come back with the scripted answer and keep one session. */
+async function checkToolTurn(kind: ContenderKind): Promise<void> {
+  const contender = kind.create(0);
+  const text = await contender.call(1, 'hi');
+  if (text !== REPLY || contender.sessions() !== 1) {
+    throw new Error(`${kind.name}: the tool turn answered ${JSON.stringify(text)}`);
+  }
+}
+
 async function main(): Promise<void> {
   const [framework, scenario] = process.argv.slice(2);
   if (!isFramework(framework) || !(SCENARIOS as readonly (string | undefined)[]).includes(scenario)) {
     throw new Error(`usage: runner.ts <${FRAMEWORKS.join('|')}> <${SCENARIOS.join('|')}>`);
   }
   let result: PerCallResult | ConcurrentResult | QueueResult;
-  if (scenario === 'queue') {
+  if (scenario === 'tool-turn') {
+    if (!isToolFramework(framework)) throw new Error(`the tool-turn scenario has no ${framework} contender`);
+    const kind = await loadToolContender(framework);
+    await checkToolTurn(kind);
+    result = await perCall(kind, TOOL_TURN_BATCH[framework]);
+  } else if (scenario === 'queue') {
     if (framework !== 'lagent') throw new Error('the queue scenario measures lagent-ts only');
     result = await queue();
   } else {
