@@ -48,7 +48,9 @@ export class AsyncActionExecutor<H extends AsyncHook = AsyncHook> extends Execut
 
   #settings(options: AsyncActionCallOptions | undefined): CallSettings {
     if (this.timeoutMs === undefined || options?.timeoutMs !== undefined) return callSettings(options ?? {});
-    return callSettings({ ...options, timeoutMs: this.timeoutMs });
+    const withTimeout = Object.assign({}, options); // not a spread: slower on Node 20 when keys follow
+    withTimeout.timeoutMs = this.timeoutMs;
+    return callSettings(withTimeout);
   }
 
   /**

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { effectiveSignal } from '../core/call-context';
 import { driveAsync, driveSync } from '../core/steps';
 import type { ActionReturn } from '../schema/action-return';
+import { FROZEN_OPENAI_TOOLS } from '../schema/chat-message';
 import { ConfigurationError } from '../schema/errors';
 import { actionCallSteps, type CallSettings, type ResolvedApi } from './action-steps';
 import { deepFreeze, describeApi } from './describe';
@@ -157,7 +158,11 @@ export abstract class ActionBase {
 
   /** The APIs in OpenAI's function-tool format (JSON Schema from zod), one per API. */
   toOpenAITools(options: OpenAIToolsOptions = {}): OpenAITool[] {
-    const separator = options.separator ?? '__';
+    return structuredClone(this[FROZEN_OPENAI_TOOLS](options.separator ?? '__') as OpenAITool[]);
+  }
+
+  /** The tools of {@link toOpenAITools}, frozen and uncopied: what a model client reads on every call. */
+  [FROZEN_OPENAI_TOOLS](separator: string): readonly OpenAITool[] {
     if (!this.#openAI || this.#openAISeparator !== separator) {
       this.#openAI = [...this.apis.values()].map((api) =>
         deepFreeze({
@@ -171,7 +176,7 @@ export abstract class ActionBase {
       );
       this.#openAISeparator = separator;
     }
-    return structuredClone(this.#openAI);
+    return this.#openAI;
   }
 
   /** `Name(api, ...)` — the name and its APIs. */

@@ -2,6 +2,7 @@ import type { Steps } from '../core/steps';
 import { type Hook, HookList, type RemovableHandle } from '../hooks/hook';
 import { ActionReturn } from '../schema/action-return';
 import type { ToolCall } from '../schema/chat-message';
+import { FROZEN_OPENAI_TOOLS } from '../schema/chat-message';
 import { ConfigurationError } from '../schema/errors';
 import { ActionStatusCode } from '../schema/status';
 import { toText } from '../utils/text';
@@ -137,6 +138,13 @@ export abstract class ExecutorBase<A extends ActionBase, H extends Hook = Hook> 
   /** Every API in OpenAI's function-tool format. */
   toOpenAITools(options?: OpenAIToolsOptions): OpenAITool[] {
     return [...this.#actions.values()].flatMap((action) => action.toOpenAITools(options));
+  }
+
+  /** The tools of {@link toOpenAITools}, frozen and uncopied: what a model client reads on every call. */
+  [FROZEN_OPENAI_TOOLS](separator: string): readonly OpenAITool[] {
+    const tools: OpenAITool[] = [];
+    for (const action of this.#actions.values()) tools.push(...action[FROZEN_OPENAI_TOOLS](separator));
+    return tools;
   }
 
   /** Which action and API a name means: `Name`, `Name.api`, or OpenAI-safe `Name__api`. */

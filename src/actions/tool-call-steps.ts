@@ -55,7 +55,13 @@ export function answeredCall(call: ToolCall): ToolCall {
 export function ownSettings(settings: CallSettings): CallSettings {
   if (!settings.controller) return settings;
   const controller = new AbortController();
-  return { ...settings, controller, context: { ...settings.context, signal: controller.signal } };
+  // Object.assign, not spreads: a spread copy that then gains keys is many times slower on Node 20.
+  const context = Object.assign({}, settings.context);
+  context.signal = controller.signal;
+  const own = Object.assign({}, settings);
+  own.controller = controller;
+  own.context = context;
+  return own;
 }
 
 /**

@@ -167,7 +167,9 @@ function forwardOptionsOf(
 ): ForwardOptions {
   if (options === undefined) return signal === undefined ? DEFAULT_OPTIONS : { sessionId: 0, signal };
   if (options.sessionId !== undefined && signal === ownSignal) return options as ForwardOptions;
-  const copy: ForwardOptions = { ...options, sessionId: (options.sessionId as SessionId | undefined) ?? 0 };
+  // Object.assign, then assignments: a spread copy that then gains keys is many times slower on Node 20.
+  const copy = Object.assign({}, options) as ForwardOptions;
+  copy.sessionId = (options.sessionId as SessionId | undefined) ?? 0;
   if (signal !== undefined) copy.signal = signal;
   return copy;
 }
@@ -297,5 +299,8 @@ function reasonOf(error: unknown): string {
 
 /** The call params for the model: the call's options, with the agent's native tools when it has any. */
 export function modelParams<O extends object>(agent: AgentBase, options: O): O {
-  return agent.tools === undefined ? options : { ...options, tools: agent.tools };
+  if (agent.tools === undefined) return options;
+  const params = Object.assign({}, options) as O & { tools: unknown }; // not a spread: see forwardOptionsOf
+  params.tools = agent.tools;
+  return params;
 }

@@ -44,54 +44,52 @@ export function postJSON(
       request.destroy();
     };
     const transport = url.protocol === 'https:' ? https : http;
-    const request = transport.request(
-      url,
-      { method: 'POST', headers: { ...headers, 'content-length': Buffer.byteLength(body) } },
-      (response) => {
-        const parts: Buffer[] = [];
-        response.on('data', (part: Buffer) => parts.push(part));
-        response.on('error', (error) => settle(() => reject(error)));
-        response.on('end', () => {
-          if (!response.complete) return; // the 'error' / 'close' of a cut connection says why
-          const text = Buffer.concat(parts).toString('utf8');
-          const status = response.statusCode ?? 0;
-          if (status < 200 || status >= 300) {
-            let json: object | undefined;
-            try {
-              json = JSON.parse(text) as object;
-            } catch {
-              json = undefined;
-            }
-            const error = APIError.generate(
-              status,
-              json,
-              json === undefined ? text : undefined,
-              toHeaders(response.headers),
-            );
-            settle(() => reject(error));
-            return;
-          }
-          if (!(response.headers['content-type'] ?? '').includes('json')) {
-            settle(() => resolve(text));
-            return;
-          }
+    const requestHeaders: Record<string, string | number> = Object.assign({}, headers);
+    requestHeaders['content-length'] = Buffer.byteLength(body);
+    const request = transport.request(url, { method: 'POST', headers: requestHeaders }, (response) => {
+      const parts: Buffer[] = [];
+      response.on('data', (part: Buffer) => parts.push(part));
+      response.on('error', (error) => settle(() => reject(error)));
+      response.on('end', () => {
+        if (!response.complete) return; // the 'error' / 'close' of a cut connection says why
+        const text = Buffer.concat(parts).toString('utf8');
+        const status = response.statusCode ?? 0;
+        if (status < 200 || status >= 300) {
+          let json: object | undefined;
           try {
-            const value: unknown = JSON.parse(text);
-            settle(() => resolve(value));
-          } catch (error) {
-            settle(() => reject(error));
+            json = JSON.parse(text) as object;
+          } catch {
+            json = undefined;
           }
-        });
-        response.on('close', () => {
-          if (!response.complete) {
-            const error = Object.assign(new Error('the connection closed before the reply was complete'), {
-              code: 'ECONNRESET',
-            });
-            settle(() => reject(error));
-          }
-        });
-      },
-    );
+          const error = APIError.generate(
+            status,
+            json,
+            json === undefined ? text : undefined,
+            toHeaders(response.headers),
+          );
+          settle(() => reject(error));
+          return;
+        }
+        if (!(response.headers['content-type'] ?? '').includes('json')) {
+          settle(() => resolve(text));
+          return;
+        }
+        try {
+          const value: unknown = JSON.parse(text);
+          settle(() => resolve(value));
+        } catch (error) {
+          settle(() => reject(error));
+        }
+      });
+      response.on('close', () => {
+        if (!response.complete) {
+          const error = Object.assign(new Error('the connection closed before the reply was complete'), {
+            code: 'ECONNRESET',
+          });
+          settle(() => reject(error));
+        }
+      });
+    });
     request.on('error', (error) => {
       settle(() => reject(new APIConnectionError({ cause: error })));
     });

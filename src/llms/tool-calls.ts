@@ -1,4 +1,5 @@
 import type { ChatMessage, OpenAITool, ToolCall } from '../schema/chat-message';
+import { FROZEN_OPENAI_TOOLS, type ListsFrozenTools } from '../schema/chat-message';
 import { ConfigurationError, LLMRequestError, ModelOutputError } from '../schema/errors';
 import type { ToolChoice, ToolSpec } from './types';
 
@@ -21,6 +22,10 @@ function snippet(value: unknown): string {
   return text === undefined ? String(value) : text.length > 200 ? `${text.slice(0, 200)}...` : text;
 }
 
+function listsFrozenTools(spec: unknown): spec is ListsFrozenTools {
+  return typeof (spec as Partial<ListsFrozenTools> | null)?.[FROZEN_OPENAI_TOOLS] === 'function';
+}
+
 function listsTools(
   spec: unknown,
 ): spec is { toOpenAITools(options?: { separator?: string }): OpenAITool[] } {
@@ -41,7 +46,8 @@ export function toolsAsJSON(tools: readonly ToolSpec[]): OpenAITool[] {
   for (const spec of tools) {
     // Ask for Lagent's names: the map back from OpenAI's names is built from them.
     const lister: unknown = spec;
-    if (listsTools(lister)) result.push(...lister.toOpenAITools({ separator: '.' }));
+    if (listsFrozenTools(lister)) result.push(...lister[FROZEN_OPENAI_TOOLS]('.'));
+    else if (listsTools(lister)) result.push(...lister.toOpenAITools({ separator: '.' }));
     else result.push(spec as OpenAITool);
   }
   return result;

@@ -29,3 +29,14 @@ export interface OpenAITool {
   type: 'function';
   function: { name: string; description: string; parameters: Record<string, unknown> };
 }
+
+/**
+ * Where actions and executors give their OpenAI tools without a defensive copy (the objects are frozen):
+ * what model clients read on every call. `toOpenAITools()` stays the public, copying way.
+ */
+export const FROZEN_OPENAI_TOOLS: unique symbol = Symbol.for('lagent-ts.frozenOpenAITools');
+
+/** Something that lists its tools in OpenAI's format, frozen and uncopied (actions, executors). */
+export interface ListsFrozenTools {
+  [FROZEN_OPENAI_TOOLS](separator: string): readonly OpenAITool[];
+}
