@@ -31,10 +31,6 @@ import {
  * agent.call('今天天气情况').content; // '急'
  */
 export class Agent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook> {
-  static {
-    registerPlainForward(Agent.prototype.forward);
-  }
-
   constructor(options: AgentOptions<BaseLLM, F, SyncHook> = {}) {
     super(options);
   }
@@ -56,3 +52,6 @@ export class Agent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook> {
     return buildReply(this, reply.content, options.sessionId, reply.toolCalls);
   }
 }
+
+// Its built-in forward makes no sub-calls, so calls run it without a call frame (see agentCallSteps).
+registerPlainForward(Agent.prototype.forward);

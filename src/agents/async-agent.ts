@@ -29,10 +29,6 @@ import {
  * const reply = await agent.call('hello', { sessionId: 'alice' });
  */
 export class AsyncAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F, AsyncHook> {
-  static {
-    registerPlainForward(AsyncAgent.prototype.forward);
-  }
-
   constructor(options: AgentOptions<AsyncBaseLLM, F, AsyncHook> = {}) {
     super(options);
   }
@@ -63,3 +59,6 @@ export class AsyncAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F, AsyncHoo
     }
   }
 }
+
+// Its built-in forward makes no sub-calls, so calls run it without a call frame (see agentCallSteps).
+registerPlainForward(AsyncAgent.prototype.forward);

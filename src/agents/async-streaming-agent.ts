@@ -34,10 +34,6 @@ import {
  * for await (const message of agent.call('hello', { sessionId: 1 })) render(message.content);
  */
 export class AsyncStreamingAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F, AsyncHook> {
-  static {
-    registerPlainForward(AsyncStreamingAgent.prototype.forward);
-  }
-
   constructor(options: AgentOptions<AsyncBaseLLM, F, AsyncHook> = {}) {
     super(options);
   }
@@ -76,3 +72,6 @@ export class AsyncStreamingAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F,
     return buildReply(this, content, options.sessionId, toolCalls);
   }
 }
+
+// Its built-in forward makes no sub-calls, so calls run it without a call frame (see agentCallSteps).
+registerPlainForward(AsyncStreamingAgent.prototype.forward);

@@ -35,10 +35,6 @@ import {
  * for (const message of agent.call('hello')) process.stdout.write(`\r${message.content}`);
  */
 export class StreamingAgent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook> {
-  static {
-    registerPlainForward(StreamingAgent.prototype.forward);
-  }
-
   constructor(options: AgentOptions<BaseLLM, F, SyncHook> = {}) {
     super(options);
   }
@@ -77,3 +73,6 @@ export class StreamingAgent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook>
     return buildReply(this, content, options.sessionId, toolCalls);
   }
 }
+
+// Its built-in forward makes no sub-calls, so calls run it without a call frame (see agentCallSteps).
+registerPlainForward(StreamingAgent.prototype.forward);
