@@ -12,6 +12,8 @@ export default defineConfig({
   },
   test: {
     include: ['test/**/*.test.ts'],
+    // When the suite is done, no process a test started may still run.
+    globalSetup: ['test/leftover-processes.ts'],
     typecheck: {
       enabled: true,
       include: ['test/**/*.test-d.ts'],
