@@ -53,6 +53,8 @@ export abstract class ExecutorBase<A extends ActionBase, H extends Hook = Hook> 
   readonly finishInAction: boolean;
   readonly #actions = new Map<string, A>();
   readonly #hooks: HookList;
+  /** The tools' OpenAI JSON for model clients, until the registry changes. */
+  #frozenTools: { separator: string; tools: readonly OpenAITool[] } | undefined;
 
   constructor(options: ActionExecutorOptions<A, H>) {
     if (options === null || typeof options !== 'object' || !('actions' in options)) {
@@ -112,6 +114,7 @@ export abstract class ExecutorBase<A extends ActionBase, H extends Hook = Hook> 
 
   /** Registers a tool, replacing one of the same name. */
   set(action: A): this {
+    this.#frozenTools = undefined;
     this.checkAction(action);
     this.#actions.set(action.name, action);
     return this;
@@ -119,6 +122,7 @@ export abstract class ExecutorBase<A extends ActionBase, H extends Hook = Hook> 
 
   /** Removes a tool; false when there was none. */
   delete(name: string): boolean {
+    this.#frozenTools = undefined;
     return this.#actions.delete(name);
   }
 
@@ -142,8 +146,12 @@ export abstract class ExecutorBase<A extends ActionBase, H extends Hook = Hook> 
 
   /** The tools of {@link toOpenAITools}, frozen and uncopied: what a model client reads on every call. */
   [FROZEN_OPENAI_TOOLS](separator: string): readonly OpenAITool[] {
+    const cached = this.#frozenTools;
+    if (cached?.separator === separator) return cached.tools;
     const tools: OpenAITool[] = [];
     for (const action of this.#actions.values()) tools.push(...action[FROZEN_OPENAI_TOOLS](separator));
+    Object.freeze(tools);
+    this.#frozenTools = { separator, tools };
     return tools;
   }
 

@@ -66,6 +66,33 @@ export function prepareTools(
   if (!Array.isArray(specs)) {
     throw new ConfigurationError({ message: `${owner}: tools must be a list, got ${snippet(specs)}` });
   }
+  // An agent offers the same tools on every call: reuse the request tools while every entry lists the
+  // same (frozen) tools as last time.
+  const cached = preparedTools.get(specs);
+  if (cached !== undefined && sameParts(specs, cached.parts)) return cached.result;
+  const result = buildRequestTools(specs, owner);
+  preparedTools.set(specs, { parts: specs.map(partOf), result });
+  return result;
+}
+
+/** What one entry of `tools` lists now: an action's or executor's frozen tools, else the entry itself. */
+function partOf(spec: ToolSpec): unknown {
+  return listsFrozenTools(spec) ? spec[FROZEN_OPENAI_TOOLS]('.') : spec;
+}
+
+function sameParts(specs: readonly ToolSpec[], parts: readonly unknown[]): boolean {
+  if (specs.length !== parts.length) return false;
+  for (let i = 0; i < specs.length; i++) {
+    const spec = specs[i]!;
+    // Entries that list tools without a frozen list (or plain JSON, which may be edited) are not reused.
+    if (!listsFrozenTools(spec) || spec[FROZEN_OPENAI_TOOLS]('.') !== parts[i]) return false;
+  }
+  return true;
+}
+
+const preparedTools = new WeakMap<readonly ToolSpec[], { parts: readonly unknown[]; result: RequestTools }>();
+
+function buildRequestTools(specs: readonly ToolSpec[], owner: string): RequestTools {
   const tools: OpenAITool[] = [];
   const names = new Map<string, string>();
   const seen = new Set<string>();

@@ -82,6 +82,21 @@ describe('FunctionCallingAgent on a scripted model', () => {
     expect(agent.agent.memory!.getMemory()).toHaveLength(4);
   });
 
+  it('offers the tools the executor has at each call, also after one is added or removed', () => {
+    const llm = new MockLLM({ responses: () => 'ok' });
+    const agent = new FunctionCallingAgent({ llm, actions: [weather] });
+    agent.call('one');
+    agent.executor.set(calculator);
+    agent.call('two');
+    agent.executor.delete('Weather');
+    agent.call('three');
+    expect(llm.calls.map((call) => call.tools?.map((t) => t.function.name))).toEqual([
+      ['Weather'],
+      ['Weather', 'Calculator__add'],
+      ['Calculator__add'],
+    ]);
+  });
+
   it('answers invalid arguments and unknown tools as error results the model reads, never a throw', () => {
     const llm = new MockLLM({
       responses: [
