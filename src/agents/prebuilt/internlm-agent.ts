@@ -30,7 +30,7 @@ import {
   maxTurnReply,
   subCall,
 } from './loop-turns';
-import { markedChunk, toolState } from './stream-states';
+import { markedChunk, toolState, withToolStates } from './stream-states';
 
 /** Options of the `AgentForInternLM` family: `L` the model, `A` the tools, `H` the hooks. */
 export interface AgentForInternLMOptions<L, A extends ActionBase, H extends Hook> {
@@ -175,7 +175,8 @@ export function* internLMLoop(
   let input: AgentMessage | AgentMessage[] = messages;
   let last: AgentMessage | undefined;
   for (let turn = 0; turn < owner.maxTurn; turn++) {
-    const reply: AgentMessage = yield* subCall(owner.agent.call(input as AgentMessage, options));
+    const call = owner.agent.call(input as AgentMessage, options);
+    const reply: AgentMessage = yield* subCall(streaming ? withToolStates(call) : call);
     const stray = strayMarker(reply);
     if (stray === undefined && owner.finishCondition(reply)) return reply;
     const toolType = asToolResponse(reply.formatted)?.toolType ?? null;

@@ -1,14 +1,13 @@
-import type { AgentMessage } from '../../schema/agent-message';
+import { AgentMessage } from '../../schema/agent-message';
 import { AgentStatusCode } from '../../schema/status';
 import { asToolResponse } from '../../schema/tool-response';
+import { isIterator } from '../../utils/is';
 
 /*
- * Lagent's stream states on the chunks of the streaming InternLM agents. The core relays chunks as
- * `STREAM_ING`; the agent marks the ones it emits itself (a finished tool call, a tool result) here, and
- * its `call` stamps each chunk's state on the way out.
+ * Lagent's stream states on the chunks of the streaming InternLM agents. The core relays a chunk's own
+ * state (only finished messages become `STREAM_ING`), so the loop sets them where it makes the chunks: on
+ * the model's stream (writing a tool call) and on the chunks it emits itself (the finished call, its result).
  */
-
-const marks = new WeakMap<AgentMessage, AgentStatusCode>();
 
 /** The states of one tool type: while the call is written, when it is complete, when its result is back. */
 interface ToolStates {
@@ -36,8 +35,8 @@ export function toolState(toolType: string | null, phase: keyof ToolStates): Age
 }
 
 /**
- * A stream of one chunk (a copy of `message`) that will carry `state`; `delta` is what it adds for a
- * consumer that prints deltas.
+ * A stream of one chunk, a copy of `message` in `state`; `delta` is what it adds for a consumer that prints
+ * deltas.
  */
 export function* markedChunk(
   message: AgentMessage,
@@ -45,53 +44,53 @@ export function* markedChunk(
   delta: string,
 ): Generator<AgentMessage, AgentMessage, undefined> {
   const chunk = message.clone();
-  chunk.streamState = AgentStatusCode.STREAM_ING;
+  chunk.streamState = state;
   chunk.delta = delta;
-  marks.set(chunk, state);
   yield chunk;
   return chunk;
 }
 
-/** A chunk's state: its mark, else, for the model's own chunks, whether a tool call is being written. */
-export function stampState(chunk: AgentMessage, modelSender: string): AgentMessage {
-  const marked = marks.get(chunk);
-  if (marked !== undefined) chunk.streamState = marked;
-  else if (chunk.streamState === AgentStatusCode.STREAM_ING && chunk.sender === modelSender) {
-    chunk.streamState = toolState(asToolResponse(chunk.formatted)?.toolType ?? null, 'start');
+/** A model chunk in the state of what it is writing: `PLUGIN_START` / `CODING` inside a tool call. */
+function withToolState(value: unknown): unknown {
+  if (value instanceof AgentMessage && value.streamState === AgentStatusCode.STREAM_ING) {
+    value.streamState = toolState(asToolResponse(value.formatted)?.toolType ?? null, 'start');
   }
-  return chunk;
+  return value;
 }
 
-/** `stream` with every chunk's state stamped; leaving early closes it. */
-export function* withStreamStates<T, R>(
-  stream: Generator<T, R, undefined>,
-  modelSender: () => string,
-): Generator<T, R, undefined> {
+function* toolStatesSync<R>(stream: Iterator<unknown, R>): Generator<unknown, R, undefined> {
   let step = stream.next();
   try {
     while (!step.done) {
-      yield stampState(step.value as AgentMessage, modelSender()) as T;
+      yield withToolState(step.value);
       step = stream.next();
     }
   } finally {
-    if (!step.done) stream.return(undefined as R);
+    if (!step.done) stream.return?.();
   }
   return step.value;
 }
 
-/** The async twin of {@link withStreamStates}. */
-export async function* withStreamStatesAsync<T, R>(
-  stream: AsyncGenerator<T, R, undefined>,
-  modelSender: () => string,
-): AsyncGenerator<T, R, undefined> {
+async function* toolStatesAsync<R>(stream: AsyncIterator<unknown, R>): AsyncGenerator<unknown, R, undefined> {
   let step = await stream.next();
   try {
     while (!step.done) {
-      yield stampState(step.value as AgentMessage, modelSender()) as T;
+      yield withToolState(step.value);
       step = await stream.next();
     }
   } finally {
-    if (!step.done) await stream.return(undefined as R);
+    if (!step.done) await stream.return?.();
   }
   return step.value;
+}
+
+/**
+ * The model's stream (a sync or async stream of chunks, from the sub-agent's call) with each chunk in the
+ * state of what it is writing; anything else (a promise, a message) passes as it is.
+ */
+export function withToolStates(call: unknown): unknown {
+  if (!isIterator(call) || call instanceof AgentMessage) return call;
+  return Symbol.asyncIterator in call
+    ? toolStatesAsync(call as AsyncIterator<unknown>)
+    : toolStatesSync(call as Iterator<unknown>);
 }

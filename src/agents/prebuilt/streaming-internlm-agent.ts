@@ -4,31 +4,17 @@ import type { ActionBase, BaseAction } from '../../actions/base-action';
 import { driveStream, driveStreamAsync } from '../../core/stream-drivers';
 import type { AsyncHook, SyncHook } from '../../hooks/hook';
 import type { AsyncBaseLLM, BaseLLM } from '../../llms/base-llm';
-import type { AgentMessage, MessageInput } from '../../schema/agent-message';
+import type { AgentMessage } from '../../schema/agent-message';
 import type { ChatMessage } from '../../schema/chat-message';
 import type { SessionId } from '../../schema/session';
 import type { ToolResponse } from '../../schema/tool-response';
-import type {
-  AgentReply,
-  AsyncCallOptions,
-  AsyncForwardOptions,
-  CallOptions,
-  ForwardOptions,
-  StreamOutput,
-} from '../agent-base';
+import type { AsyncForwardOptions, ForwardOptions } from '../agent-base';
 import { AsyncStreamingAgent } from '../async-streaming-agent';
 import { StreamingAgent } from '../streaming-agent';
 import { type AgentForInternLMOptions, internLMLoop, internLMParts, toolSteps } from './internlm-agent';
-import { withStreamStates, withStreamStatesAsync } from './stream-states';
 
 /** A chunk or the reply of a streaming InternLM agent. */
 type InternLMChunk = AgentMessage<unknown, ToolResponse | null>;
-
-/** What a streaming agent's `call` yields, as the base classes type it. */
-type StreamReply<A extends { forward(...args: never[]): unknown }> = AgentReply<
-  StreamOutput<ReturnType<A['forward']>>,
-  unknown
->;
 
 /**
  * {@link AgentForInternLM} that streams, with Lagent's stream states: the model's text as `STREAM_ING`
@@ -72,13 +58,6 @@ export class StreamingAgentForInternLM extends StreamingAgent {
     return toolSteps(this.agent, sessionId);
   }
 
-  override call(
-    input?: MessageInput | readonly MessageInput[],
-    options?: CallOptions,
-  ): Generator<StreamReply<this>, StreamReply<this>, undefined> {
-    return withStreamStates(super.call(input, options), () => this.agent.name);
-  }
-
   override forward(
     messages: AgentMessage[],
     options: ForwardOptions,
@@ -117,13 +96,6 @@ export class AsyncStreamingAgentForInternLM extends AsyncStreamingAgent {
   /** The tool turns of a session as a few-shot dialog (see {@link toolSteps}). */
   getSteps(sessionId: SessionId = 0): ChatMessage[] {
     return toolSteps(this.agent, sessionId);
-  }
-
-  override call(
-    input?: MessageInput | readonly MessageInput[],
-    options?: AsyncCallOptions,
-  ): AsyncGenerator<StreamReply<this>, StreamReply<this>, undefined> {
-    return withStreamStatesAsync(super.call(input, options), () => this.agent.name);
   }
 
   override forward(
