@@ -28,16 +28,6 @@ export interface PendingTurn {
 export class SessionLanes {
   readonly #lanes = new Map<string, Lane>();
 
-  /** Number of sessions with a call running. */
-  get busy(): number {
-    return this.#lanes.size;
-  }
-
-  /** Whether a call is running on this session. */
-  isBusy(key: string): boolean {
-    return this.#lanes.has(key);
-  }
-
   /**
    * Takes the session, or queues for it. A queued call whose `signal` aborts leaves the queue and its
    * `ready` rejects with the abort reason.

@@ -125,11 +125,6 @@ export class Memory {
     }
   }
 
-  /** Drops every message after the first `length` ones. */
-  truncate(length: number): void {
-    if (length < this.#messages.length) this.#messages.length = length;
-  }
-
   /** Removes every message. */
   clear(): void {
     this.#messages.length = 0;
