@@ -4,6 +4,7 @@ const shared: Options = {
   entry: {
     index: 'src/index.ts',
     'testing/index': 'src/testing/index.ts',
+    'tools/index': 'src/tools/index.ts',
     // The sync bridge starts a worker thread from this file; it must stay a separate file next to index.*.
     'sync-bridge-worker': 'src/utils/sync-bridge-worker.ts',
   },

@@ -12,6 +12,8 @@ export interface BridgeLocation {
   library: string;
   /** Absolute path of lagent-ts's `testing` entry. */
   testing: string;
+  /** Absolute path of lagent-ts's `tools` entry (the sync tools host their async twins from it). */
+  tools: string;
   /** Running from TypeScript sources: the worker must register tsx before loading `worker`. */
   typescript: boolean;
   /** file: URL of tsx's ESM register API, when `typescript`. */
@@ -70,6 +72,7 @@ export function locateBridge(): BridgeLocation {
       worker,
       library,
       testing: join(folder, '..', 'testing', 'index.ts'),
+      tools: join(folder, '..', 'tools', 'index.ts'),
       typescript: true,
       tsxApi,
     };
@@ -83,6 +86,7 @@ export function locateBridge(): BridgeLocation {
         worker,
         library,
         testing: join(candidate, 'testing', `index${extension}`),
+        tools: join(candidate, 'tools', `index${extension}`),
         typescript: false,
       };
       return cached;
