@@ -1,0 +1,2 @@
+// Office tools (issue 10): PPT
+export {};

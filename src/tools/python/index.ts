@@ -1,0 +1,2 @@
+// Python interpreters (issue 9)
+export {};

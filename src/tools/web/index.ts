@@ -1,0 +1,2 @@
+// Web and search tools (issue 10): WebBrowser and its searchers, ArxivSearch, GoogleSearch, GoogleScholar, BINGMap
+export {};
