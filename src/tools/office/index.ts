@@ -1,2 +1,2 @@
 // Office tools (issue 10): PPT
-export {};
+export { AsyncPPT, PPT, type PPTLayout, type PPTOptions, type PPTTheme } from './ppt';
