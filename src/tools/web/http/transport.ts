@@ -1,0 +1,152 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { request as httpRequest, type IncomingHttpHeaders, type RequestOptions } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { LookupFunction } from 'node:net';
+import type { Readable } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import { blockedAddressReason } from './address';
+
+/** One HTTP exchange's answer: status, headers and (up to the byte cap) the decoded body. */
+export interface RawResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+  /** The body was longer than the cap and was cut there. */
+  truncated: boolean;
+}
+
+/** What {@link sendRequest} sends. */
+export interface RawRequest {
+  method: string;
+  headers: Record<string, string>;
+  body?: Buffer | undefined;
+  /** Aborts the exchange (the socket is destroyed); the promise rejects with the signal's reason. */
+  signal: AbortSignal;
+  /** Bytes of (decompressed) body kept; the rest is not read. */
+  maxBytes: number;
+  /** Resolves host names (and may refuse them); Node's default when absent. */
+  lookup?: LookupFunction | undefined;
+}
+
+/** A host name that resolved to an address the fetch may not reach. */
+export class BlockedAddressError extends Error {
+  override readonly name = 'BlockedAddressError' as const;
+  readonly address: string;
+  readonly reason: string;
+
+  constructor(host: string, address: string, reason: string) {
+    super(`${host} resolves to ${address}, ${reason}`);
+    this.address = address;
+    this.reason = reason;
+  }
+}
+
+/**
+ * A `lookup` for `http.request` that resolves every address of the name and refuses the connection when any
+ * of them is not public. Because the socket connects to the address this function hands back, a DNS answer
+ * that changes between the check and the connect (DNS rebinding) cannot slip through.
+ */
+export const publicOnlyLookup: LookupFunction = (hostname, options, callback) => {
+  dnsLookup(hostname, { family: options.family ?? 0, all: true }, (error, addresses: LookupAddress[]) => {
+    if (error) return callback(error, '', 0);
+    const list = addresses ?? [];
+    for (const entry of list) {
+      const reason = blockedAddressReason(entry.address);
+      if (reason !== undefined) {
+        return callback(new BlockedAddressError(hostname, entry.address, reason), '', 0);
+      }
+    }
+    const first = list[0];
+    if (!first) {
+      const empty = Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' });
+      return callback(empty, '', 0);
+    }
+    // Node ≥ 20 may ask for every address (autoSelectFamily); answer in the shape it asked for.
+    if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, list);
+    callback(null, first.address, first.family);
+  });
+};
+
+function decoded(response: Readable, encoding: string | undefined): Readable {
+  switch (encoding?.trim().toLowerCase()) {
+    case 'gzip':
+    case 'x-gzip':
+      return response.pipe(createGunzip());
+    case 'deflate':
+      return response.pipe(createInflate());
+    case 'br':
+      return response.pipe(createBrotliDecompress());
+    default:
+      return response;
+  }
+}
+
+/**
+ * Sends one request with `node:http` / `node:https` (no redirects followed, no proxy) and reads at most
+ * `maxBytes` of the decompressed body. Rejects on network errors, on a refused address (a
+ * {@link BlockedAddressError}), and with the signal's reason on abort.
+ */
+export function sendRequest(url: URL, request: RawRequest): Promise<RawResponse> {
+  return new Promise<RawResponse>((resolve, reject) => {
+    const { signal } = request;
+    if (signal.aborted) return reject(signal.reason);
+    const options: RequestOptions = {
+      method: request.method,
+      headers: request.headers,
+      ...(request.lookup ? { lookup: request.lookup } : {}),
+    };
+    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    let settled = false;
+    let incoming: Readable | undefined;
+    const onAbort = () => {
+      fail(signal.reason);
+      outgoing.destroy();
+      incoming?.destroy();
+    };
+    const fail = (error: unknown) => {
+      if (settled) return;
+      settled = true;
+      signal.removeEventListener('abort', onAbort);
+      reject(signal.aborted ? signal.reason : error);
+    };
+    const outgoing = send(url, options, (response) => {
+      incoming = response;
+      const chunks: Buffer[] = [];
+      let size = 0;
+      let truncated = false;
+      const body = decoded(response, response.headers['content-encoding']);
+      const finish = () => {
+        if (settled) return;
+        settled = true;
+        signal.removeEventListener('abort', onAbort);
+        resolve({
+          status: response.statusCode ?? 0,
+          headers: response.headers,
+          body: Buffer.concat(chunks),
+          truncated,
+        });
+      };
+      body.on('data', (chunk: Buffer) => {
+        if (settled) return;
+        const room = request.maxBytes - size;
+        if (chunk.length >= room) {
+          chunks.push(chunk.subarray(0, room));
+          size += room;
+          truncated = chunk.length > room || !response.complete;
+          finish();
+          // The rest is not wanted: drop the connection instead of reading it.
+          response.destroy();
+          return;
+        }
+        chunks.push(chunk);
+        size += chunk.length;
+      });
+      body.on('end', finish);
+      body.on('error', fail);
+      response.on('error', fail);
+    });
+    outgoing.on('error', fail);
+    signal.addEventListener('abort', onAbort, { once: true });
+    outgoing.end(request.body);
+  });
+}

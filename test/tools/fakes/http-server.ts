@@ -1,0 +1,92 @@
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** A request a fake server received. */
+export interface RecordedRequest {
+  method: string;
+  /** The path without the query, e.g. `/v7.0/search`. */
+  path: string;
+  query: Record<string, string>;
+  headers: IncomingHttpHeaders;
+  body: string;
+  /** `Date.now()` when the request arrived. */
+  at: number;
+}
+
+/** Answers one request; `index` counts requests to this server from 0. */
+export type FakeHandler = (request: RecordedRequest, response: ServerResponse, index: number) => unknown;
+
+/** A real HTTP server on 127.0.0.1 that records what it receives. */
+export interface FakeHttpServer {
+  /** `http://127.0.0.1:<port>` */
+  readonly url: string;
+  readonly port: number;
+  readonly requests: RecordedRequest[];
+  /** Replaces the handler (the request count goes on). */
+  setHandler(handler: FakeHandler): void;
+  /** Stops listening and drops every open connection (including hanging ones). */
+  close(): Promise<void>;
+}
+
+/** Sends a JSON answer. */
+export function sendJson(
+  response: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers });
+  response.end(text);
+}
+
+/**
+ * Starts a fake server on 127.0.0.1 (a free port) answering with `handler`.
+ *
+ * @example
+ * const server = await startFakeHttp((request, response) => sendJson(response, 200, { ok: true }));
+ * await server.close();
+ */
+export async function startFakeHttp(handler: FakeHandler): Promise<FakeHttpServer> {
+  let current = handler;
+  const requests: RecordedRequest[] = [];
+  const server = createServer((incoming: IncomingMessage, response: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+    incoming.on('end', () => {
+      const url = new URL(incoming.url ?? '/', 'http://127.0.0.1');
+      const recorded: RecordedRequest = {
+        method: incoming.method ?? 'GET',
+        path: url.pathname,
+        query: Object.fromEntries(url.searchParams),
+        headers: incoming.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+        at: Date.now(),
+      };
+      const index = requests.length;
+      requests.push(recorded);
+      Promise.resolve()
+        .then(() => current(recorded, response, index))
+        .catch((error: unknown) => {
+          if (!response.headersSent) sendJson(response, 599, { error: String(error) });
+          else response.destroy();
+        });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    requests,
+    setHandler(next) {
+      current = next;
+    },
+    close() {
+      return new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}
