@@ -1,2 +1,12 @@
-// Python interpreters (issue 9)
-export {};
+// Python interpreters: one sandboxed process per session.
+export type { IPythonInteractiveOptions, PythonInterpreterOptions } from './interpreters';
+export {
+  AsyncIPythonInteractive,
+  AsyncIPythonInterpreter,
+  AsyncPythonInterpreter,
+  extractCode,
+  IPythonInteractive,
+  IPythonInterpreter,
+  PythonInterpreter,
+} from './interpreters';
+export type { PythonToolOptions, SandboxMode } from './python-sessions';

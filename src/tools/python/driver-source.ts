@@ -1,0 +1,325 @@
+/**
+ * The Python side of an interpreter session, run as `python3 -E -u -c DRIVER_SOURCE CONFIG_JSON`. It ships
+ * inside the package as this string so that no file has to be found at run time, in any build layout.
+ *
+ * Protocol (see `python-process.ts`): requests arrive on fd 3 and replies leave on fd 4, each frame a 4-byte
+ * big-endian length and UTF-8 JSON. Both fds are moved to high, close-on-exec numbers at start, so user code
+ * printing, closing stdout or starting subprocesses cannot touch them. Everything the user code writes —
+ * Python's `print`, C-level writes, subprocesses, stderr — goes in order to fd 1, read by Node; a run ends
+ * by writing the request's random end marker to fd 1, so Node knows which output belongs to it. Python-level
+ * output beyond the request's byte cap is counted, not written, so endless printing costs the pipe nothing.
+ *
+ * Before any user code runs the driver sets its resource limits, drops root to the configured uid/gid, and
+ * arranges to die with its parent (PR_SET_PDEATHSIG; bubblewrap adds --die-with-parent).
+ */
+export const DRIVER_SOURCE = String.raw`
+import ast, codecs, fcntl, json, linecache, math, os, resource, signal, struct, sys, traceback, warnings
+
+CONFIG = json.loads(sys.argv[1])
+REQ = fcntl.fcntl(3, fcntl.F_DUPFD_CLOEXEC, 200)
+RES = fcntl.fcntl(4, fcntl.F_DUPFD_CLOEXEC, 200)
+OUT = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 200)
+os.close(3)
+os.close(4)
+os.dup2(OUT, 2)
+sys.argv = ['']
+
+
+def die_with_parent():
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+    if CONFIG.get('parentPid') and os.getppid() != CONFIG['parentPid']:
+        os._exit(70)
+
+
+def read_exact(n):
+    chunks = []
+    while n > 0:
+        chunk = os.read(REQ, n)
+        if not chunk:
+            os._exit(0)
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b''.join(chunks)
+
+
+def receive():
+    (size,) = struct.unpack('>I', read_exact(4))
+    return json.loads(read_exact(size).decode('utf-8'))
+
+
+def send(message):
+    data = json.dumps(message, ensure_ascii=False).encode('utf-8', 'replace')
+    data = struct.pack('>I', len(data)) + data
+    while data:
+        data = data[os.write(RES, data):]
+
+
+class Capture:
+    """sys.stdout and sys.stderr during a run: writes to fd 1 up to a byte cap, then only counts."""
+
+    encoding = 'utf-8'
+    errors = 'replace'
+
+    def __init__(self, cap):
+        self.cap = cap
+        self.written = 0
+        self.dropped = 0
+        self.encoder = codecs.getincrementalencoder('utf-8')('replace')
+        self.is_closed = False
+
+    def write(self, text):
+        if self.is_closed:
+            raise ValueError('I/O operation on closed file.')
+        if not isinstance(text, str):
+            raise TypeError('write() argument must be str, not ' + type(text).__name__)
+        data = self.encoder.encode(text)
+        room = self.cap - self.written
+        if len(data) > room:
+            self.dropped += len(data) - max(room, 0)
+            data = data[:max(room, 0)]
+        self.written += len(data)
+        try:
+            while data:
+                data = data[os.write(1, data):]
+        except OSError:
+            pass
+        return len(text)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
+
+    def fileno(self):
+        return 1
+
+    def readable(self):
+        return False
+
+    def writable(self):
+        return True
+
+    def close(self):
+        self.is_closed = True
+
+    @property
+    def closed(self):
+        return self.is_closed
+
+
+def user_frames(tb, filename):
+    while tb is not None and tb.tb_frame.f_code.co_filename != filename:
+        tb = tb.tb_next
+    return tb
+
+
+def format_error(error, filename):
+    if isinstance(error, SyntaxError):
+        return ''.join(traceback.format_exception_only(type(error), error))
+    tb = user_frames(error.__traceback__, filename)
+    return ''.join(traceback.format_exception(type(error), error, tb))
+
+
+counter = [0]
+
+
+def cell_name(code):
+    counter[0] += 1
+    name = '<cell-%d>' % counter[0]
+    linecache.cache[name] = (len(code), None, code.splitlines(True), name)
+    return name
+
+
+def run_plain_interactive(code, namespace):
+    """Runs a cell like IPython does: the value of a final expression is shown. Returns an error text or None."""
+    name = cell_name(code)
+    try:
+        tree = ast.parse(code, name)
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        exec(compile(tree, name, 'exec'), namespace)
+        if last is not None:
+            value = eval(compile(last, name, 'eval'), namespace)
+            if value is not None:
+                namespace['_'] = value
+                print(repr(value))
+    except BaseException as error:  # noqa: B036 - SystemExit and KeyboardInterrupt are the user's errors too
+        text = format_error(error, name)
+        sys.stdout.write(text)
+        return text
+    return None
+
+
+def run_script(code, request):
+    """Lagent's PythonInterpreter: fresh globals, then the answer from an expression or a variable."""
+    name = cell_name(code)
+    namespace = {'__name__': '__main__'}
+    try:
+        if request.get('answerFromStdout'):
+            exec(compile(code, name, 'exec'), namespace)
+            return None, None
+        if request.get('answerSymbol'):
+            exec(compile(code, name, 'exec'), namespace)
+            return str(namespace[request['answerSymbol']]), None
+        if request.get('answerExpr'):
+            exec(compile(code, name, 'exec'), namespace)
+            return str(eval(request['answerExpr'], namespace)), None
+        lines = code.rstrip().split('\n')
+        exec(compile('\n'.join(lines[:-1]), name, 'exec'), namespace)
+        return str(eval(lines[-1], namespace)), None
+    except BaseException as error:  # noqa: B036
+        return None, format_error(error, name)
+
+
+class Shell:
+    """IPython's InteractiveShell when it can be imported (and is wanted), else the plain runner."""
+
+    def __init__(self, want_ipython):
+        self.ipython = None
+        self.namespace = {'__name__': '__main__', '__builtins__': __builtins__}
+        if want_ipython:
+            try:
+                from IPython.core.interactiveshell import InteractiveShell
+                from traitlets.config import Config
+                config = Config()
+                config.HistoryManager.enabled = False
+                config.HistoryManager.hist_file = ':memory:'
+                shell = InteractiveShell.instance(config=config)
+                for colors in ('NoColor', 'nocolor'):
+                    try:
+                        shell.colors = colors
+                        break
+                    except Exception:
+                        pass
+                try:
+                    shell.InteractiveTB.set_mode('Plain')
+                except Exception:
+                    pass
+                shell.displayhook.write_output_prompt = lambda: None
+                self.ipython = shell
+            except Exception:
+                self.ipython = None
+
+    def run(self, code):
+        if self.ipython is None:
+            return run_plain_interactive(code, self.namespace)
+        result = self.ipython.run_cell(code, store_history=True)
+        error = result.error_before_exec or result.error_in_exec
+        if error is None:
+            return None
+        return '%s: %s' % (type(error).__name__, error)
+
+
+def save_figures(directory, request):
+    if 'matplotlib.pyplot' not in sys.modules:
+        return []
+    import matplotlib.pyplot as plt
+    paths = []
+    for number in plt.get_fignums():
+        counter[0] += 1
+        path = os.path.join(directory, 'figure-%d-%03d.png' % (request['id'], counter[0]))
+        try:
+            plt.figure(number).savefig(path)
+            paths.append(path)
+        except Exception as error:
+            sys.stdout.write('could not save figure %d: %s\n' % (number, error))
+    plt.close('all')
+    return paths
+
+
+def limit(kind, value):
+    if value is None:
+        return
+    try:
+        resource.setrlimit(kind, (value, value))
+    except (ValueError, OSError):
+        pass
+
+
+def cpu_used():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def set_cpu_limit(seconds):
+    if not seconds:
+        return
+    soft = int(math.ceil(cpu_used())) + int(seconds)
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    if hard != resource.RLIM_INFINITY and soft > hard:
+        soft = hard
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    except (ValueError, OSError):
+        pass
+
+
+def drop_privileges():
+    user = CONFIG.get('runAs')
+    if not user or os.geteuid() != 0:
+        return None
+    try:
+        os.setgroups([])
+        os.setgid(user['gid'])
+        os.setuid(user['uid'])
+    except OSError as error:
+        return 'could not switch to uid %s: %s' % (user['uid'], error)
+    if not os.access(os.path.join(sys.base_prefix, 'lib'), os.R_OK | os.X_OK):
+        return ('the Python installation at %s cannot be read by uid %s, which the interpreter runs as when '
+                'lagent-ts runs as root' % (sys.base_prefix, user['uid']))
+    return None
+
+
+def main():
+    die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    warnings.filterwarnings('ignore', message='.*non-interactive.*')
+    work_dir = CONFIG['workDir']
+    shell = Shell(CONFIG.get('ipython', True)) if CONFIG['mode'] == 'interactive' else None
+    problem = drop_privileges()
+    limit(resource.RLIMIT_CORE, 0)
+    limit(resource.RLIMIT_AS, CONFIG.get('memoryBytes'))
+    limit(resource.RLIMIT_FSIZE, CONFIG.get('fileSizeBytes'))
+    limit(resource.RLIMIT_NPROC, CONFIG.get('maxProcesses'))
+    send({'ready': problem is None, 'error': problem, 'ipython': bool(shell and shell.ipython),
+          'python': sys.version.split()[0]})
+    if problem is not None:
+        os._exit(71)
+    while True:
+        request = receive()
+        os.dup2(OUT, 1)
+        os.dup2(OUT, 2)
+        capture = Capture(request['maxBytes'])
+        sys.stdout = sys.stderr = capture
+        set_cpu_limit(request.get('cpuSeconds'))
+        value = error = None
+        images = []
+        try:
+            if shell is not None:
+                error = shell.run(request['code'])
+            else:
+                value, error = run_script(request['code'], request)
+            if request.get('figures'):
+                images = save_figures(work_dir, request)
+        except BaseException as failure:  # noqa: B036 - a failure of the driver itself, reported as the run's
+            error = '%s: %s' % (type(failure).__name__, failure)
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+        os.dup2(OUT, 1)
+        marker = request['marker'].encode('ascii')
+        while marker:
+            marker = marker[os.write(1, marker):]
+        send({'id': request['id'], 'value': value, 'error': error, 'images': images, 'dropped': capture.dropped})
+
+
+main()
+`;

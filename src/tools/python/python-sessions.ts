@@ -1,0 +1,397 @@
+import { chownSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigurationError } from '../../schema/errors';
+import type { SessionId } from '../../schema/session';
+import {
+  type PythonInfo,
+  probePython,
+  processesOf,
+  pythonMissing,
+  sandboxArgs,
+  sandboxAvailable,
+  UNPRIVILEGED,
+} from './python-host';
+import {
+  type DriverSpawn,
+  PythonProcess,
+  type RunFailure,
+  type RunOutcome,
+  type RunRequest,
+} from './python-process';
+
+/** Where the interpreter's code runs: under bubblewrap, directly, or bubblewrap where it works. */
+export type SandboxMode = 'auto' | 'bwrap' | 'none';
+
+/** Options every Python interpreter tool shares (all times in ms). */
+export interface PythonToolOptions {
+  /** The tool's name. */
+  name?: string | undefined;
+  /** The tool's description for the model. @default a sentence per tool */
+  description?: string | undefined;
+  /** Milliseconds one run may take; past it the session's processes are killed and it starts afresh. @default 30000 */
+  timeout?: number | undefined;
+  /** Output (stdout and stderr, in order) kept per run, in characters; the rest is cut with a note. @default 8192 */
+  maxOutputChars?: number | undefined;
+  /** Live sessions (one Python process each); past it the least recently used idle one is ended. @default 32 */
+  maxSessions?: number | undefined;
+  /** Milliseconds a session may stay unused before its process ends (its state is lost). @default 600000 */
+  idleTimeout?: number | undefined;
+  /** `'bwrap'`: run under bubblewrap (no network, read-only system); `'auto'`: where it works. @default 'auto' */
+  sandbox?: SandboxMode | undefined;
+  /** Address-space limit of each process, in MiB. @default 2048 */
+  memoryLimitMB?: number | undefined;
+  /** CPU time one run may use, in ms (a guard besides the wall-clock `timeout`). @default the timeout */
+  cpuTimeLimit?: number | undefined;
+  /** Largest file a session may write, in MiB. @default 256 */
+  fileSizeLimitMB?: number | undefined;
+  /** Processes a session may start (besides those its user already runs). @default 64 */
+  maxProcesses?: number | undefined;
+  /** Python to run. @default process.env.LAGENT_PYTHON, else 'python3' */
+  python?: string | undefined;
+  /**
+   * The directory under which each session gets its own working directory. When given, session directories
+   * (and the figures in them) are kept after `close()`; by default they are temporary and removed.
+   */
+  workDir?: string | undefined;
+  /**
+   * Extra environment variables for the interpreter. It gets none of this process's environment besides an
+   * allowlist (`PATH`, `LANG`, `LC_ALL`, `TZ`), plus `HOME` set to the session directory.
+   */
+  env?: Record<string, string> | undefined;
+  /**
+   * When this process runs as root, the interpreter switches to this unprivileged user before running any
+   * code (`false` keeps root). @default { uid: 65534, gid: 65534 } (nobody)
+   */
+  runAs?: { uid: number; gid: number } | false | undefined;
+}
+
+/** The options after defaults. */
+export interface ResolvedPythonOptions {
+  timeout: number;
+  maxOutputChars: number;
+  maxSessions: number;
+  idleTimeout: number;
+  sandbox: SandboxMode;
+  memoryLimitMB: number;
+  cpuTimeLimit: number;
+  fileSizeLimitMB: number;
+  maxProcesses: number;
+  python: string;
+  workDir: string | undefined;
+  env: Record<string, string>;
+  runAs: { uid: number; gid: number } | false;
+}
+
+function positive(name: string, value: unknown, fallback: number, allowInfinity = false): number {
+  if (value === undefined) return fallback;
+  if (
+    typeof value !== 'number' ||
+    Number.isNaN(value) ||
+    value <= 0 ||
+    (!allowInfinity && !Number.isFinite(value))
+  ) {
+    throw new ConfigurationError({ message: `${name} must be a positive number, got ${String(value)}` });
+  }
+  return value;
+}
+
+/** Checks and completes the options shared by the interpreter tools. */
+export function resolvePythonOptions(options: PythonToolOptions): ResolvedPythonOptions {
+  const sandbox = options.sandbox ?? 'auto';
+  if (sandbox !== 'auto' && sandbox !== 'bwrap' && sandbox !== 'none') {
+    throw new ConfigurationError({
+      message: `sandbox must be 'auto', 'bwrap' or 'none', got ${JSON.stringify(sandbox)}`,
+    });
+  }
+  const timeout = positive('timeout', options.timeout, 30_000, true);
+  return {
+    timeout,
+    maxOutputChars: Math.floor(positive('maxOutputChars', options.maxOutputChars, 8192)),
+    maxSessions: Math.floor(positive('maxSessions', options.maxSessions, 32)),
+    idleTimeout: positive('idleTimeout', options.idleTimeout, 600_000, true),
+    sandbox,
+    memoryLimitMB: positive('memoryLimitMB', options.memoryLimitMB, 2048),
+    cpuTimeLimit: positive(
+      'cpuTimeLimit',
+      options.cpuTimeLimit,
+      Number.isFinite(timeout) ? timeout : 3_600_000,
+    ),
+    fileSizeLimitMB: positive('fileSizeLimitMB', options.fileSizeLimitMB, 256),
+    maxProcesses: Math.floor(positive('maxProcesses', options.maxProcesses, 64)),
+    python: options.python ?? process.env.LAGENT_PYTHON ?? 'python3',
+    workDir: options.workDir,
+    env: { ...(options.env ?? {}) },
+    runAs: options.runAs === false ? false : (options.runAs ?? UNPRIVILEGED),
+  };
+}
+
+const ALLOWED_ENV = ['PATH', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ'];
+
+let warnedNoSandbox = false;
+
+/** One session: its directory, its live process (if any), and the queue its calls wait in. */
+interface Session {
+  key: string;
+  dir: string;
+  process: PythonProcess | undefined;
+  starting: Promise<PythonProcess> | undefined;
+  queue: Promise<unknown>;
+  busy: number;
+  idleTimer: NodeJS.Timeout | undefined;
+}
+
+/** What one run of a session gave, or why it gave nothing. */
+export type SessionRun =
+  | (RunOutcome & { ipython: boolean })
+  | (RunFailure & { restarted: boolean })
+  | { kind: 'error'; message: string };
+
+/**
+ * The processes of one interpreter tool: one per session, started lazily, at most `maxSessions` (least
+ * recently used idle sessions are ended first), each ended after `idleTimeout` unused. Calls on one session
+ * run one at a time, in call order; different sessions run in parallel. `close()` ends every process and
+ * removes the temporary session directories.
+ */
+export class PythonSessions {
+  readonly options: ResolvedPythonOptions;
+  readonly #mode: 'interactive' | 'script';
+  readonly #ipython: boolean;
+  readonly #label: string;
+  readonly #sessions = new Map<string, Session>();
+  #closed = false;
+
+  constructor(
+    label: string,
+    options: ResolvedPythonOptions,
+    mode: 'interactive' | 'script',
+    ipython: boolean,
+  ) {
+    this.#label = label;
+    this.options = options;
+    this.#mode = mode;
+    this.#ipython = ipython;
+  }
+
+  /** Number of live sessions. */
+  get size(): number {
+    return this.#sessions.size;
+  }
+
+  /** The keys of the live sessions. */
+  keys(): string[] {
+    return [...this.#sessions.keys()];
+  }
+
+  /** The pids of the live session processes (for tests and monitoring). */
+  pids(): number[] {
+    const pids: number[] = [];
+    for (const session of this.#sessions.values()) if (session.process?.alive) pids.push(session.process.pid);
+    return pids;
+  }
+
+  /** Runs `request` in the session's process (started if needed), after the session's earlier calls. */
+  run(sessionId: SessionId, request: RunRequest, signal?: AbortSignal): Promise<SessionRun> {
+    if (this.#closed) return Promise.resolve({ kind: 'error', message: `${this.#label} was closed` });
+    const session = this.#session(String(sessionId));
+    session.busy++;
+    clearTimeout(session.idleTimer);
+    const result = session.queue.then(() => this.#runNow(session, request, signal));
+    session.queue = result.catch(() => {});
+    return result.finally(() => {
+      session.busy--;
+      if (session.busy === 0 && this.#sessions.get(session.key) === session) this.#armIdle(session);
+    });
+  }
+
+  /** Ends one session: its process and (when temporary) its directory. */
+  end(sessionId: SessionId): void {
+    const session = this.#sessions.get(String(sessionId));
+    if (session) this.#end(session);
+  }
+
+  /** Ends every session; later calls say the tool was closed. */
+  close(): void {
+    this.#closed = true;
+    for (const session of [...this.#sessions.values()]) this.#end(session);
+  }
+
+  #session(key: string): Session {
+    let session = this.#sessions.get(key);
+    if (session) {
+      this.#sessions.delete(key); // most recently used last
+      this.#sessions.set(key, session);
+      return session;
+    }
+    session = {
+      key,
+      dir: '',
+      process: undefined,
+      starting: undefined,
+      queue: Promise.resolve(),
+      busy: 0,
+      idleTimer: undefined,
+    };
+    this.#sessions.set(key, session);
+    if (this.#sessions.size > this.options.maxSessions) {
+      for (const other of this.#sessions.values()) {
+        if (other !== session && other.busy === 0) {
+          this.#end(other);
+          break;
+        }
+      }
+    }
+    return session;
+  }
+
+  async #runNow(session: Session, request: RunRequest, signal: AbortSignal | undefined): Promise<SessionRun> {
+    signal?.throwIfAborted();
+    let child: PythonProcess;
+    try {
+      child = await this.#processOf(session);
+    } catch (error) {
+      return { kind: 'error', message: error instanceof Error ? error.message : String(error) };
+    }
+    signal?.throwIfAborted();
+    const onAbort = () => child.kill();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const outcome = await child.run(request, this.options.timeout);
+      if (outcome.kind === 'done') return { ...outcome, ipython: child.ipython };
+      session.process = undefined;
+      signal?.throwIfAborted();
+      return { ...outcome, restarted: true };
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  #processOf(session: Session): Promise<PythonProcess> {
+    if (session.process?.alive) return Promise.resolve(session.process);
+    session.process = undefined;
+    session.starting ??= this.#start(session).finally(() => {
+      session.starting = undefined;
+    });
+    return session.starting;
+  }
+
+  async #start(session: Session): Promise<PythonProcess> {
+    const options = this.options;
+    const asRoot = process.getuid?.() === 0;
+    let runAs = asRoot && options.runAs ? options.runAs : undefined;
+    const python = await probePython(options.python, runAs !== undefined);
+    if (runAs && python.readableByUnprivileged === false) {
+      throw new ConfigurationError({
+        message:
+          `${options.python} (${python.executable}) cannot be run by uid ${runAs.uid}, the unprivileged user the ` +
+          'interpreter switches to when lagent-ts runs as root. Use a Python installed system-wide (e.g. ' +
+          'apt-get install python3, then python: "/usr/bin/python3"), or pass runAs: false to keep root.',
+      });
+    }
+    const sandboxed = await this.#sandboxed();
+    if (!session.dir) session.dir = this.#makeDir(session.key, runAs);
+    const env = this.#environment(session.dir, sandboxed);
+    const limit = options.maxProcesses + (runAs ? 0 : processesOf(process.getuid?.() ?? -1));
+    if (!asRoot) runAs = undefined;
+    const spec: DriverSpawn = {
+      command: sandboxed ? 'bwrap' : python.executable,
+      args: sandboxed ? [...sandboxArgs(python, session.dir, asRoot), python.executable] : [],
+      env,
+      cwd: session.dir,
+      config: {
+        mode: this.#mode,
+        ipython: this.#ipython,
+        workDir: session.dir,
+        parentPid: sandboxed ? undefined : process.pid,
+        runAs,
+        memoryBytes: Math.floor(options.memoryLimitMB * 1024 * 1024),
+        fileSizeBytes: Math.floor(options.fileSizeLimitMB * 1024 * 1024),
+        maxProcesses: asRoot && !runAs ? undefined : limit,
+      },
+    };
+    if (this.#closed) throw new ConfigurationError({ message: `${this.#label} was closed` });
+    const child = await PythonProcess.start(spec, 60_000).catch((error: Error) => {
+      throw (error as NodeJS.ErrnoException).code === 'ENOENT'
+        ? pythonMissing(spec.command, 'not found')
+        : error;
+    });
+    if (this.#closed || this.#sessions.get(session.key) !== session) {
+      child.kill();
+      throw new ConfigurationError({ message: `${this.#label} was closed` });
+    }
+    session.process = child;
+    return child;
+  }
+
+  async #sandboxed(): Promise<boolean> {
+    const mode = this.options.sandbox;
+    if (mode === 'none') return false;
+    const works = await sandboxAvailable();
+    if (mode === 'bwrap' && !works) {
+      throw new ConfigurationError({
+        message:
+          "sandbox: 'bwrap' was asked for, but bubblewrap does not run here. Install it (apt-get install " +
+          "bubblewrap, dnf install bubblewrap) and allow user namespaces, or pass sandbox: 'none'.",
+      });
+    }
+    if (!works && !warnedNoSandbox) {
+      warnedNoSandbox = true;
+      process.emitWarning(
+        'bubblewrap does not run here, so Python interpreter tools run without a sandbox (network and the ' +
+          "file system reachable). Install bubblewrap (apt-get install bubblewrap) to enable it, or pass sandbox: 'none' to silence this.",
+        { code: 'LAGENT_NO_SANDBOX' },
+      );
+    }
+    return works;
+  }
+
+  #makeDir(key: string, runAs: { uid: number; gid: number } | undefined): string {
+    let dir: string;
+    if (this.options.workDir !== undefined) {
+      dir = join(this.options.workDir, `session-${key.replace(/[^\w.-]/g, '_')}`);
+      mkdirSync(dir, { recursive: true });
+    } else {
+      dir = mkdtempSync(join(tmpdir(), 'lagent-python-'));
+    }
+    if (runAs) chownSync(dir, runAs.uid, runAs.gid);
+    return dir;
+  }
+
+  #environment(dir: string, sandboxed: boolean): Record<string, string> {
+    const env: Record<string, string> = {};
+    for (const name of ALLOWED_ENV) {
+      const value = process.env[name];
+      if (value !== undefined) env[name] = value;
+    }
+    env.PATH ??= '/usr/local/bin:/usr/bin:/bin';
+    env.LANG ??= 'C.UTF-8';
+    env.HOME = dir;
+    env.TMPDIR = sandboxed ? '/tmp' : dir;
+    env.MPLBACKEND = 'Agg';
+    env.MPLCONFIGDIR = join(dir, '.matplotlib');
+    env.OPENBLAS_NUM_THREADS = '1';
+    env.OMP_NUM_THREADS = '1';
+    return Object.assign(env, this.options.env);
+  }
+
+  #armIdle(session: Session): void {
+    if (!Number.isFinite(this.options.idleTimeout)) return;
+    clearTimeout(session.idleTimer);
+    session.idleTimer = setTimeout(() => {
+      if (session.busy === 0) this.#end(session);
+    }, this.options.idleTimeout);
+    session.idleTimer.unref();
+  }
+
+  #end(session: Session): void {
+    clearTimeout(session.idleTimer);
+    session.process?.kill();
+    session.process = undefined;
+    if (this.#sessions.get(session.key) === session) this.#sessions.delete(session.key);
+    if (session.dir && this.options.workDir === undefined) {
+      rmSync(session.dir, { recursive: true, force: true });
+    }
+  }
+}
+
+export type { PythonInfo };
