@@ -1,0 +1,10 @@
+// Search-service tools of issue 10 (Lagent's GoogleSearch, GoogleScholar, BINGMap), each with its async twin.
+export { AsyncBINGMap, BINGMap, type BINGMapOptions } from './bing-map';
+export { AsyncGoogleScholar, GoogleScholar, type GoogleScholarOptions } from './google-scholar';
+export {
+  AsyncGoogleSearch,
+  GoogleSearch,
+  type GoogleSearchOptions,
+  parseSerperResults,
+} from './google-search';
+export type { ServiceToolOptions } from './service-tool';
