@@ -285,8 +285,8 @@ def main():
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     warnings.filterwarnings('ignore', message='.*non-interactive.*')
     work_dir = CONFIG['workDir']
-    shell = Shell(CONFIG.get('ipython', True)) if CONFIG['mode'] == 'interactive' else None
     problem = drop_privileges()
+    shell = Shell(CONFIG.get('ipython', True)) if CONFIG['mode'] == 'interactive' and problem is None else None
     limit(resource.RLIMIT_CORE, 0)
     limit(resource.RLIMIT_AS, CONFIG.get('memoryBytes'))
     limit(resource.RLIMIT_FSIZE, CONFIG.get('fileSizeBytes'))

@@ -112,7 +112,13 @@ export function sandboxArgs(python: PythonInfo, sessionDir: string, asRoot: bool
   for (const prefix of python.prefixes) {
     if (!prefix.startsWith('/usr/') && prefix !== '/usr') args.push('--ro-bind-try', prefix, prefix);
   }
-  args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp');
+  args.push('--proc', '/proc', '--dev', '/dev', '--perms', '1777', '--tmpfs', '/tmp');
+  // The session directory's ancestors are made traversable (bubblewrap would copy the host's modes, and a
+  // 0700 parent would shut the unprivileged uid out of the absolute paths it is given).
+  const ancestors: string[] = [];
+  for (let dir = dirname(sessionDir); dir !== '/' && dir !== '/tmp'; dir = dirname(dir))
+    ancestors.unshift(dir);
+  for (const dir of ancestors) args.push('--perms', '0755', '--dir', dir);
   args.push('--bind', sessionDir, sessionDir, '--chdir', sessionDir, '--setenv', 'TMPDIR', '/tmp');
   return args;
 }

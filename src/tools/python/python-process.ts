@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { DRIVER_SOURCE } from './driver-source';
 
@@ -11,6 +12,8 @@ export interface DriverSpawn {
   /** The whole environment of the process (an allowlist, never the parent's). */
   env: Record<string, string>;
   cwd: string;
+  /** Whether `command` is bubblewrap, whose init reports a signal N that ended the driver as exit code 128 + N. */
+  sandboxed: boolean;
   /** What the driver reads from its command line. */
   config: DriverConfig;
 }
@@ -81,6 +84,15 @@ function installExitHook(): void {
   });
 }
 
+/** How a driver ended: `exit code N`, or the signal's name when bubblewrap reported one as 128 + N. */
+function exitName(code: number | null, sandboxed: boolean): string {
+  if (sandboxed && code !== null && code > 128) {
+    const signal = Object.entries(constants.signals).find(([, number]) => number === code - 128)?.[0];
+    if (signal) return signal;
+  }
+  return `exit code ${code}`;
+}
+
 /** Collects a run's share of fd 1: bytes up to a cap, the rest counted, until the run's end marker. */
 class OutputCollector {
   readonly #cap: number;
@@ -131,7 +143,7 @@ export class PythonProcess {
   #stderr = '';
   #alive = true;
 
-  private constructor(child: ChildProcess) {
+  private constructor(child: ChildProcess, sandboxed: boolean) {
     this.#child = child;
     this.pid = child.pid!;
     this.#requests = child.stdio[3] as Writable;
@@ -145,7 +157,7 @@ export class PythonProcess {
     for (const stream of [child.stdin, child.stdout, child.stderr, child.stdio[3], child.stdio[4]]) {
       (stream as Writable | Readable | null)?.on('error', () => {});
     }
-    child.on('exit', (code, signal) => this.#onExit(signal ?? `exit code ${code}`));
+    child.on('exit', (code, signal) => this.#onExit(signal ?? exitName(code, sandboxed)));
     child.on('error', (error) => this.#onExit(error.message));
   }
 
@@ -169,7 +181,7 @@ export class PythonProcess {
         child.once('error', (error) => reject(error));
       });
     }
-    const process_ = new PythonProcess(child);
+    const process_ = new PythonProcess(child, spec.sandboxed);
     return new Promise<PythonProcess>((resolve, reject) => {
       const timer = setTimeout(() => {
         process_.kill();

@@ -47,7 +47,10 @@ export interface PythonToolOptions {
   fileSizeLimitMB?: number | undefined;
   /** Processes a session may start (besides those its user already runs). @default 64 */
   maxProcesses?: number | undefined;
-  /** Python to run. @default process.env.LAGENT_PYTHON, else 'python3' */
+  /**
+   * Python to run. @default process.env.LAGENT_PYTHON, else the first of `python3` (from PATH),
+   * `/usr/bin/python3` and `/usr/local/bin/python3` that runs (as the unprivileged user, when running as root)
+   */
   python?: string | undefined;
   /**
    * The directory under which each session gets its own working directory. When given, session directories
@@ -77,7 +80,8 @@ export interface ResolvedPythonOptions {
   cpuTimeLimit: number;
   fileSizeLimitMB: number;
   maxProcesses: number;
-  python: string;
+  /** The Python asked for; undefined: the first of {@link DEFAULT_PYTHONS} that works. */
+  python: string | undefined;
   workDir: string | undefined;
   env: Record<string, string>;
   runAs: { uid: number; gid: number } | false;
@@ -119,11 +123,42 @@ export function resolvePythonOptions(options: PythonToolOptions): ResolvedPython
     ),
     fileSizeLimitMB: positive('fileSizeLimitMB', options.fileSizeLimitMB, 256),
     maxProcesses: Math.floor(positive('maxProcesses', options.maxProcesses, 64)),
-    python: options.python ?? process.env.LAGENT_PYTHON ?? 'python3',
+    python: options.python ?? process.env.LAGENT_PYTHON,
     workDir: options.workDir,
     env: { ...(options.env ?? {}) },
     runAs: options.runAs === false ? false : (options.runAs ?? UNPRIVILEGED),
   };
+}
+
+/** The Pythons tried, in order, when no `python` option or `LAGENT_PYTHON` names one. */
+export const DEFAULT_PYTHONS = ['python3', '/usr/bin/python3', '/usr/local/bin/python3'];
+
+/**
+ * The Python to run: the one asked for, or the first default that runs (and, when the interpreter will drop
+ * root, that the unprivileged uid can run: a Python installed under root's home cannot be). Rejects with a
+ * `ConfigurationError` that says what to do.
+ */
+async function findPython(
+  asked: string | undefined,
+  runAs: { uid: number } | undefined,
+): Promise<PythonInfo> {
+  const candidates = asked === undefined ? DEFAULT_PYTHONS : [asked];
+  let first: unknown;
+  for (const candidate of candidates) {
+    try {
+      const info = await probePython(candidate, runAs !== undefined);
+      if (!runAs || info.readableByUnprivileged !== false) return info;
+      first ??= new ConfigurationError({
+        message:
+          `${candidate} (${info.executable}) cannot be run by uid ${runAs.uid}, the unprivileged user the ` +
+          'interpreter switches to when lagent-ts runs as root. Use a Python installed system-wide (e.g. ' +
+          'apt-get install python3, then python: "/usr/bin/python3"), or pass runAs: false to keep root.',
+      });
+    } catch (error) {
+      first ??= error;
+    }
+  }
+  throw first;
 }
 
 const ALLOWED_ENV = ['PATH', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ'];
@@ -279,15 +314,7 @@ export class PythonSessions {
     const options = this.options;
     const asRoot = process.getuid?.() === 0;
     let runAs = asRoot && options.runAs ? options.runAs : undefined;
-    const python = await probePython(options.python, runAs !== undefined);
-    if (runAs && python.readableByUnprivileged === false) {
-      throw new ConfigurationError({
-        message:
-          `${options.python} (${python.executable}) cannot be run by uid ${runAs.uid}, the unprivileged user the ` +
-          'interpreter switches to when lagent-ts runs as root. Use a Python installed system-wide (e.g. ' +
-          'apt-get install python3, then python: "/usr/bin/python3"), or pass runAs: false to keep root.',
-      });
-    }
+    const python = await findPython(options.python, runAs);
     const sandboxed = await this.#sandboxed();
     if (!session.dir) session.dir = this.#makeDir(session.key, runAs);
     const env = this.#environment(session.dir, sandboxed);
@@ -298,6 +325,7 @@ export class PythonSessions {
       args: sandboxed ? [...sandboxArgs(python, session.dir, asRoot), python.executable] : [],
       env,
       cwd: session.dir,
+      sandboxed,
       config: {
         mode: this.#mode,
         ipython: this.#ipython,
