@@ -21,7 +21,7 @@ import { type FakeHttpServer, type RecordedRequest, sendJson, startFakeHttp } fr
  * raw body, or no answer at all.
  */
 
-/** One hit of the fake index; `{origin}` in `url` becomes the fake's own origin. */
+/** One hit of the fake index; `{origin}` in `url` becomes the fake's own origin (and `{port}` its port). */
 export interface FakeHit {
   url: string;
   title: string;
@@ -208,7 +208,8 @@ export async function startFakeSearch(options: FakeSearchOptions = {}): Promise<
   const secretKey = options.secretKey ?? 'test-secret';
   const faults: FakeFault[] = [];
   let origin = '';
-  const withOrigin = (text: string) => text.replaceAll('{origin}', origin);
+  let port = 0;
+  const withOrigin = (text: string) => text.replaceAll('{origin}', origin).replaceAll('{port}', String(port));
   const hitsFor = (query: string | undefined) =>
     (options.index?.[query ?? ''] ?? []).map((hit) => ({ ...hit, url: withOrigin(hit.url) }));
 
@@ -319,6 +320,7 @@ export async function startFakeSearch(options: FakeSearchOptions = {}): Promise<
     response.end(fault.body ?? '');
   });
   origin = server.url;
+  port = server.port;
   return Object.assign(server, {
     fault(...next: FakeFault[]) {
       faults.push(...next);
