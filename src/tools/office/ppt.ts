@@ -141,6 +141,14 @@ function isInside(folder: string, path: string): boolean {
   return part === '' || (!part.startsWith(`..${sep}`) && part !== '..' && !isAbsolute(part));
 }
 
+/** The options with `outputDir` made absolute (here, not in the bridge's worker); refuses a missing one. */
+function checkedOptions(options: PPTOptions): PPTOptions {
+  if (typeof options?.outputDir !== 'string' || options.outputDir === '') {
+    throw new ConfigurationError({ message: 'PPT needs outputDir, the folder presentations are written to' });
+  }
+  return { ...options, outputDir: resolve(options.outputDir) };
+}
+
 function checkColor(value: string, field: string, theme: string): string {
   if (!HEX_COLOR.test(value)) {
     throw new ConfigurationError({
@@ -539,7 +547,7 @@ export class PPT extends BridgedTool {
     super({
       exportName: 'AsyncPPT',
       apis: AsyncPPT.toolApis,
-      options: { ...options },
+      options: { ...checkedOptions(options) },
       callTimeout: 60_000,
       name: options?.name ?? 'PPT',
       description: options?.description ?? DEFAULT_DESCRIPTION,

@@ -245,6 +245,7 @@ describe('AsyncPPT', () => {
 
   it('refuses bad configuration when built', () => {
     expect(() => new AsyncPPT({} as never)).toThrow(ConfigurationError);
+    expect(() => new PPT({ outputDir: '' })).toThrow(/PPT needs outputDir/);
     expect(() => new AsyncPPT({ outputDir, themes: { Bad: { background: 'red' } } })).toThrow(
       /six-digit hex/,
     );
