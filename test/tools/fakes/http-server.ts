@@ -11,6 +11,8 @@ export interface RecordedRequest {
   body: string;
   /** `Date.now()` when the request arrived. */
   at: number;
+  /** Set when the client went away before the answer was complete (e.g. an aborted request). */
+  clientLeft: boolean;
 }
 
 /** Answers one request; `index` counts requests to this server from 0. */
@@ -62,7 +64,11 @@ export async function startFakeHttp(handler: FakeHandler): Promise<FakeHttpServe
         headers: incoming.headers,
         body: Buffer.concat(chunks).toString('utf8'),
         at: Date.now(),
+        clientLeft: false,
       };
+      response.on('close', () => {
+        if (!response.writableFinished) recorded.clientLeft = true;
+      });
       const index = requests.length;
       requests.push(recorded);
       Promise.resolve()

@@ -233,6 +233,18 @@ describe('HttpClient', () => {
     expect(!outcome.ok && outcome.failure.kind).toBe('aborted');
     expect(server.requests).toHaveLength(1);
   });
+
+  it('drops the connection of a request the caller aborts', async () => {
+    const server = await serve(() => {
+      // never answers
+    });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error('stop')), 100);
+    const outcome = await client(server).json({ signal: controller.signal });
+    expect(!outcome.ok && outcome.failure.kind).toBe('aborted');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(server.requests[0]?.clientLeft).toBe(true);
+  });
 });
 
 describe('safeFetch', () => {

@@ -154,6 +154,17 @@ describe('AsyncWebBrowser.search', () => {
     expect(malformed.state).toBe(ActionStatusCode.API_ERROR);
   });
 
+  it('stops the search request when the caller aborts', async () => {
+    fake.fault({ hang: true });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error('user cancelled')), 100);
+    await expect(browser().call({ query: 'cats' }, 'search', { signal: controller.signal })).rejects.toThrow(
+      'user cancelled',
+    );
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(fake.requests[0]?.clientLeft).toBe(true);
+  });
+
   it('refuses an unknown searcherType at construction', () => {
     expect(() => new AsyncWebBrowser({ searcherType: 'AskJeeves' as never })).toThrow(ConfigurationError);
   });

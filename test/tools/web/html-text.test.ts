@@ -1,0 +1,53 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ConfigurationError } from '../../../src/schema/errors';
+import { htmlToText, tidy } from '../../../src/tools/web/html-text';
+
+describe('htmlToText', () => {
+  it('keeps the article of a page, one line per block, without scripts, styles or navigation', async () => {
+    const paragraphs = Array.from(
+      { length: 4 },
+      (_, n) =>
+        `<p>Paragraph ${n} says something long enough to count as content for a reader view, really.</p>`,
+    ).join('');
+    const page = await htmlToText(
+      `<html><head><title>News</title><script>var leak = 1</script></head><body><nav>Menu Home</nav>
+       <article><h1>Headline</h1>${paragraphs}</article><footer>Footer text</footer></body></html>`,
+    );
+    expect(page.title).toBe('News');
+    const lines = page.text.split('\n');
+    expect(lines.filter((line) => line.startsWith('Paragraph '))).toHaveLength(4);
+    expect(page.text).not.toMatch(/leak|Menu Home|Footer text|<p>/);
+  });
+
+  it('falls back to the page text when there is no article', async () => {
+    const page = await htmlToText(
+      '<html><head><title>T</title><style>p{}</style></head><body><header>Top</header><div>A short <b>note</b> &amp; more</div><script>x()</script></body></html>',
+    );
+    expect(page).toEqual({ title: 'T', text: 'A short note & more' });
+  });
+
+  it('tidies whitespace and drops blank lines', () => {
+    expect(tidy('  a \t b \n\n\n c\u00a0 d \n')).toBe('a b\nc d');
+  });
+});
+
+describe('a missing optional peer', () => {
+  afterEach(() => {
+    vi.doUnmock('linkedom');
+    vi.resetModules();
+  });
+
+  it('is a ConfigurationError saying what to install', async () => {
+    vi.resetModules();
+    vi.doMock('linkedom', () => {
+      throw new Error("Cannot find package 'linkedom'");
+    });
+    const fresh = await import('../../../src/tools/web/html-text');
+    const failure = fresh.htmlToText('<p>x</p>');
+    // A fresh module graph has its own ConfigurationError class: compare by name.
+    await expect(failure).rejects.toMatchObject({ name: ConfigurationError.name });
+    await expect(failure).rejects.toThrow(
+      'install @mozilla/readability and linkedom to use WebBrowser.select',
+    );
+  });
+});
