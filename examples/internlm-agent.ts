@@ -2,7 +2,8 @@
  * The InternLM agents: the model calls plugins (`<|action_start|><|plugin|>` + JSON) and a code interpreter
  * (`<|action_start|><|interpreter|>` + code), each ended by `<|action_end|>`; results come back in the
  * `environment` role. The streaming variant marks its chunks with Lagent's stream states, and MathCoder is
- * the interpreter-only variant for math. The interpreter here is a stand-in, so nothing needs installing.
+ * the interpreter-only variant for math. Code runs in a real sandboxed Python session (`IPythonInteractive`)
+ * when Python 3 is installed, else in a stand-in that says how to get it.
  * Runs on the built-in mock model, or on a real endpoint when OPENAI_API_KEY / OPENAI_BASE_URL is set.
  */
 import {
@@ -17,6 +18,7 @@ import type { MockResponses } from 'lagent-ts/testing';
 import { z } from 'zod';
 import { describeModel, pickLLM, usesRealModel } from './shared/model';
 import { heading, isMain } from './shared/print';
+import { pythonInterpreter } from './shared/python';
 
 const weather = tool({
   name: 'Weather',
@@ -25,19 +27,8 @@ const weather = tool({
   run: ({ city }) => `${city}: sunny, 21°C`,
 });
 
-/** A stand-in for IPythonInteractive: prints the value of a last line `print(<arithmetic>)`. */
-const interpreter = tool({
-  name: 'IPythonInteractive',
-  description: 'Runs Python code in a Jupyter-like session and returns what it prints.',
-  parameters: z.object({ command: z.string().describe('The Python code to run') }),
-  run: ({ command }) => {
-    const last = command.trim().split('\n').at(-1) ?? '';
-    const expression = /^print\(([\d\s+\-*/().]+)\)$/.exec(last)?.[1];
-    if (!expression)
-      throw new Error('NameError: this stand-in interpreter only evaluates print(<arithmetic>)');
-    return String(Function(`"use strict"; return (${expression});`)());
-  },
-});
+/** The real IPythonInteractive when Python runs here, else a stand-in that says how to get Python. */
+let interpreter: ReturnType<typeof pythonInterpreter>;
 
 /**
  * InternLM models know the call format from training; other models are told it. The model stops at
@@ -103,9 +94,14 @@ function mathCoder(): void {
 }
 
 export function main(): void {
-  pluginsAndCode();
-  streaming();
-  mathCoder();
+  interpreter = pythonInterpreter();
+  try {
+    pluginsAndCode();
+    streaming();
+    mathCoder();
+  } finally {
+    interpreter.close();
+  }
 }
 
 if (isMain(import.meta.url)) main();

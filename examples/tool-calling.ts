@@ -1,7 +1,8 @@
 /**
  * Consistency of Tool Calling: an ActionExecutor speaks AgentMessage like an agent. Its input's content is
  * `{ name, parameters }`; hooks convert messages before and after (the seed's CodeProcessor). Then the
- * seed's Coder: an agent that writes Python, an executor that runs it, until the agent answers.
+ * seed's Coder: an agent that writes Python, an executor that runs it for real (`IPythonInteractive`, one
+ * sandboxed Python process per session; a stand-in when Python is not installed), until the agent answers.
  * Runs on the built-in mock model, or on a real endpoint when OPENAI_API_KEY / OPENAI_BASE_URL is set.
  */
 import {
@@ -17,30 +18,15 @@ import {
   type HookExecutor,
   InternLMToolAggregator,
   ToolParser,
-  tool,
   toolkit,
 } from 'lagent-ts';
 import { z } from 'zod';
 import { describeModel, pickLLM } from './shared/model';
 import { heading, isMain } from './shared/print';
+import { pythonInterpreter } from './shared/python';
 
-/**
- * A stand-in for IPythonInteractive so the example runs anywhere: it "runs" code whose last line is
- * `print(<arithmetic>)`, and reports anything else the way Python would report an unknown name.
- */
-const interpreter = tool({
-  name: 'IPythonInteractive',
-  description: 'Runs Python code in a Jupyter-like session and returns what it prints.',
-  parameters: z.object({ command: z.string().describe('The Python code to run') }),
-  run: ({ command }) => {
-    const last = command.trim().split('\n').at(-1) ?? '';
-    const expression = /^print\(([\d\s+\-*/().]+)\)$/.exec(last)?.[1];
-    if (!expression)
-      throw new Error(`NameError: this stand-in interpreter only evaluates print(<arithmetic>)`);
-    const value = Function(`"use strict"; return (${expression});`)() as number;
-    return Number.isInteger(value) ? `${value}.0` : String(value);
-  },
-});
+/** The real IPythonInteractive when Python runs here, else a stand-in that says how to get Python. */
+let interpreter: ReturnType<typeof pythonInterpreter>;
 
 /** The seed's hook: the agent's parsed code becomes an interpreter call; the result becomes text. */
 class CodeProcessor extends Hook {
@@ -174,8 +160,13 @@ function coderLoop(): void {
 }
 
 export function main(): void {
-  executorBasics();
-  coderLoop();
+  interpreter = pythonInterpreter();
+  try {
+    executorBasics();
+    coderLoop();
+  } finally {
+    interpreter.close();
+  }
 }
 
 if (isMain(import.meta.url)) main();
