@@ -184,3 +184,29 @@ describe('AsyncPythonInterpreter', () => {
     expect((await run(expression, 'def main(n):\n    return n * n')).toText()).toBe('9');
   });
 });
+
+describe('README', () => {
+  it('Python interpreters', async () => {
+    const python = make(new AsyncIPythonInteractive(testOptions({ timeout: 10_000 })));
+    await python.call({ command: 'import math\nr = 3' }, 'run', { sessionId: 'alice' });
+    expect((await python.call({ command: 'math.pi * r ** 2' }, 'run', { sessionId: 'alice' })).toText()).toBe(
+      '28.274333882308138\n',
+    );
+  });
+});
+
+describe('cancellation', () => {
+  it('an aborted call kills its run and rejects; the session starts afresh', async () => {
+    const python = make(new AsyncIPythonInteractive(testOptions({ ipython: false })));
+    await run(python, 'kept = 1');
+    const controller = new AbortController();
+    const started = Date.now();
+    const call = python.call({ command: 'import time; time.sleep(30)' }, 'run', {
+      signal: controller.signal,
+    });
+    setTimeout(() => controller.abort(new Error('stop')), 200);
+    await expect(call).rejects.toThrow('stop');
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect((await run(python, 'kept')).errmsg).toContain('NameError');
+  });
+});
