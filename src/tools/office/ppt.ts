@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { lstat, mkdir, readFile, realpath, stat, writeFile } from 'node:fs/promises';
 import { dirname, extname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { z } from 'zod';
@@ -22,7 +23,7 @@ export interface PPTTheme {
   layout?: PPTLayout | undefined;
   /** Background colour. @default 'FFFFFF' */
   background?: string | undefined;
-  /** A background picture (PNG, JPEG or GIF) drawn on every slide, read when a file is created. */
+  /** The path of a background picture (PNG, JPEG or GIF) for every slide; read when the tool is built. */
   backgroundImage?: string | undefined;
   /** @default '1F2937' */
   titleColor?: string | undefined;
@@ -59,10 +60,12 @@ export interface PPTOptions {
 }
 
 const DEFAULT_DESCRIPTION = 'Creates PowerPoint slides with titles, bullet points and images.';
-/** A theme with every look decided (the background picture aside). */
+/** A theme with every look decided. */
 interface ResolvedTheme {
   layout: PPTLayout;
   background: string;
+  /** The background picture, as pptxgenjs's `data` string. */
+  backgroundImage?: string | undefined;
   titleColor: string;
   textColor: string;
   accentColor: string;
@@ -149,6 +152,47 @@ function checkedOptions(options: PPTOptions): PPTOptions {
   return { ...options, outputDir: resolve(options.outputDir) };
 }
 
+/** A theme with its defaults filled in and its background picture read; refuses what cannot work. */
+function resolveTheme(name: string, theme: PPTTheme): ResolvedTheme {
+  const layout = theme.layout ?? DEFAULT_THEME.layout;
+  if (!(layout in LAYOUT_SIZES)) {
+    throw new ConfigurationError({
+      message: `PPT theme "${name}": layout must be one of ${Object.keys(LAYOUT_SIZES).join(', ')}, got ${JSON.stringify(layout)}`,
+    });
+  }
+  return {
+    layout,
+    background: checkColor(theme.background ?? DEFAULT_THEME.background, 'background', name),
+    ...(theme.backgroundImage === undefined
+      ? {}
+      : { backgroundImage: readBackground(name, theme.backgroundImage) }),
+    titleColor: checkColor(theme.titleColor ?? DEFAULT_THEME.titleColor, 'titleColor', name),
+    textColor: checkColor(theme.textColor ?? DEFAULT_THEME.textColor, 'textColor', name),
+    accentColor: checkColor(theme.accentColor ?? DEFAULT_THEME.accentColor, 'accentColor', name),
+    titleFont: theme.titleFont ?? DEFAULT_THEME.titleFont,
+    bodyFont: theme.bodyFont ?? DEFAULT_THEME.bodyFont,
+  };
+}
+
+function readBackground(theme: string, path: string): string {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(resolve(path));
+  } catch (cause) {
+    throw new ConfigurationError({
+      message: `PPT theme "${theme}": cannot read backgroundImage ${path}`,
+      cause,
+    });
+  }
+  const image = readImageInfo(bytes);
+  if (!image) {
+    throw new ConfigurationError({
+      message: `PPT theme "${theme}": backgroundImage ${path} is not a PNG, JPEG or GIF`,
+    });
+  }
+  return `${image.mime};base64,${bytes.toString('base64')}`;
+}
+
 function checkColor(value: string, field: string, theme: string): string {
   if (!HEX_COLOR.test(value)) {
     throw new ConfigurationError({
@@ -197,21 +241,18 @@ export class AsyncPPT extends AsyncBaseAction {
   };
 
   readonly #outputDir: string;
-  readonly #themes: Map<string, PPTTheme>;
+  readonly #themes: Map<string, ResolvedTheme>;
   readonly #imageDirs: string[];
   readonly #maxImageBytes: number;
   readonly #decks = new Map<string, Deck>();
 
   constructor(options: PPTOptions) {
     super({ name: options?.name ?? 'PPT', description: options?.description ?? DEFAULT_DESCRIPTION });
-    if (typeof options?.outputDir !== 'string' || options.outputDir === '') {
-      throw new ConfigurationError({
-        message: 'PPT needs outputDir, the folder presentations are written to',
-      });
+    this.#outputDir = checkedOptions(options).outputDir;
+    this.#themes = new Map();
+    for (const [name, theme] of Object.entries({ Default: {}, ...options.themes })) {
+      this.#themes.set(name, resolveTheme(name, theme));
     }
-    this.#outputDir = resolve(options.outputDir);
-    this.#themes = new Map(Object.entries({ Default: {}, ...options.themes }));
-    for (const [name, theme] of this.#themes) this.#resolveTheme(name, theme);
     this.#imageDirs = (options.imageDirs ?? [this.#outputDir]).map((folder) => resolve(folder));
     this.#maxImageBytes = options.maxImageBytes ?? 20 * 1024 * 1024;
   }
@@ -232,18 +273,10 @@ export class AsyncPPT extends AsyncBaseAction {
     const file = this.#outputFile(abs_location);
     if (typeof file !== 'string') return file;
     const PptxGenJS = await loadPptxGenJS();
-    const resolved = this.#resolveTheme(theme, declared);
     const presentation = new PptxGenJS();
-    presentation.layout = resolved.layout;
-    presentation.title = theme;
-    let background: { data: string } | { color: string } = { color: resolved.background };
-    if (declared.backgroundImage) {
-      const picture = await this.#readImage(resolve(declared.backgroundImage), true);
-      if (picture instanceof ActionReturn) return picture;
-      background = { data: picture.data };
-    }
-    this.#defineMasters(presentation, resolved, background);
-    this.#decks.set(String(context.sessionId), { presentation, file, theme: resolved, pages: 0 });
+    presentation.layout = declared.layout;
+    this.#defineMasters(presentation, declared);
+    this.#decks.set(String(context.sessionId), { presentation, file, theme: declared, pages: 0 });
     return { status: 'created a ppt file.' };
   }
 
@@ -254,6 +287,7 @@ export class AsyncPPT extends AsyncBaseAction {
     const deck = this.#deck(context);
     if (!deck) return this.#noDeck();
     const slide = deck.presentation.addSlide({ masterName: 'Title Slide' });
+    deck.presentation.title = title;
     slide.addText(title, { placeholder: 'title' });
     if (subtitle) slide.addText(subtitle, { placeholder: 'subtitle' });
     deck.pages += 1;
@@ -281,7 +315,7 @@ export class AsyncPPT extends AsyncBaseAction {
     if (!deck) return this.#noDeck();
     const path = this.#imagePath(image);
     if (typeof path !== 'string') return path;
-    const picture = await this.#readImage(path, false);
+    const picture = await this.#readImage(path);
     if (picture instanceof ActionReturn) return picture;
     // Checked again: the session may have started a new file while the image was read.
     const current = this.#deck(context);
@@ -368,14 +402,11 @@ export class AsyncPPT extends AsyncBaseAction {
   }
 
   /** The image as pptxgenjs's `data` string with its pixel size, or a failure naming the problem. */
-  async #readImage(
-    path: string,
-    trusted: boolean,
-  ): Promise<ActionReturn | { data: string; width: number; height: number }> {
+  async #readImage(path: string): Promise<ActionReturn | { data: string; width: number; height: number }> {
     let bytes: Uint8Array;
     try {
       const real = await realpath(path);
-      if (!trusted && !(await this.#insideImageDirs(real))) {
+      if (!(await this.#insideImageDirs(real))) {
         return failure(`The image ${path} leads outside the folders images may come from.`);
       }
       const info = await stat(real);
@@ -404,30 +435,10 @@ export class AsyncPPT extends AsyncBaseAction {
     return false;
   }
 
-  #resolveTheme(name: string, theme: PPTTheme): ResolvedTheme {
-    const layout = theme.layout ?? DEFAULT_THEME.layout;
-    if (!(layout in LAYOUT_SIZES)) {
-      throw new ConfigurationError({
-        message: `PPT theme "${name}": layout must be one of ${Object.keys(LAYOUT_SIZES).join(', ')}, got ${JSON.stringify(layout)}`,
-      });
-    }
-    return {
-      layout,
-      background: checkColor(theme.background ?? DEFAULT_THEME.background, 'background', name),
-      titleColor: checkColor(theme.titleColor ?? DEFAULT_THEME.titleColor, 'titleColor', name),
-      textColor: checkColor(theme.textColor ?? DEFAULT_THEME.textColor, 'textColor', name),
-      accentColor: checkColor(theme.accentColor ?? DEFAULT_THEME.accentColor, 'accentColor', name),
-      titleFont: theme.titleFont ?? DEFAULT_THEME.titleFont,
-      bodyFont: theme.bodyFont ?? DEFAULT_THEME.bodyFont,
-    };
-  }
-
   /** Lagent's three layouts as slide masters whose placeholders the pages fill. */
-  #defineMasters(
-    presentation: Presentation,
-    theme: ResolvedTheme,
-    background: { data: string } | { color: string },
-  ): void {
+  #defineMasters(presentation: Presentation, theme: ResolvedTheme): void {
+    const background =
+      theme.backgroundImage === undefined ? { color: theme.background } : { data: theme.backgroundImage };
     const { width, height } = LAYOUT_SIZES[theme.layout];
     const boxes = contentBoxes(theme.layout);
     const title = {

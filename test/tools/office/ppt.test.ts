@@ -163,6 +163,25 @@ describe('AsyncPPT', () => {
     expect(slideTexts(file, 1)).toEqual(['Dark']); // an empty subtitle adds nothing
   });
 
+  it('draws a theme’s background picture on every layout, and names the document after its title page', async () => {
+    const ppt = new AsyncPPT({
+      outputDir,
+      themes: { Photo: { backgroundImage: join(imageDir, 'chart.png') } },
+    });
+    await ppt.call({ theme: 'Photo', abs_location: 'photo.pptx' }, 'create_file');
+    await ppt.call({ title: 'Annual report', subtitle: '2026' }, 'add_first_page');
+    await ppt.call({}, 'submit_file');
+    const file = join(outputDir, 'photo.pptx');
+    const layouts = zipEntries(file).filter((entry) =>
+      /^ppt\/slideLayouts\/slideLayout\d+\.xml$/.test(entry),
+    );
+    expect(layouts.length).toBeGreaterThanOrEqual(3);
+    expect(
+      layouts.filter((entry) => /<p:bg>\s*<p:bgPr>\s*<a:blipFill/.test(zipText(file, entry))).length,
+    ).toBe(3);
+    expect(zipText(file, 'docProps/core.xml')).toContain('<dc:title>Annual report</dc:title>');
+  });
+
   it('keeps one presentation per session', async () => {
     const ppt = new AsyncPPT({ outputDir });
     await ppt.call({ theme: 'Default', abs_location: 'one.pptx' }, 'create_file', { sessionId: 1 });
@@ -246,6 +265,12 @@ describe('AsyncPPT', () => {
   it('refuses bad configuration when built', () => {
     expect(() => new AsyncPPT({} as never)).toThrow(ConfigurationError);
     expect(() => new PPT({ outputDir: '' })).toThrow(/PPT needs outputDir/);
+    expect(
+      () => new AsyncPPT({ outputDir, themes: { Gone: { backgroundImage: join(root, 'none.png') } } }),
+    ).toThrow(/cannot read backgroundImage/);
+    expect(
+      () => new AsyncPPT({ outputDir, themes: { Text: { backgroundImage: join(imageDir, 'notes.txt') } } }),
+    ).toThrow(/not a PNG, JPEG or GIF/);
     expect(() => new AsyncPPT({ outputDir, themes: { Bad: { background: 'red' } } })).toThrow(
       /six-digit hex/,
     );
