@@ -9,4 +9,6 @@ export {
   IPythonInterpreter,
   PythonInterpreter,
 } from './interpreters';
+export type { IPythonInteractiveManagerOptions } from './manager';
+export { AsyncIPythonInteractiveManager, IPythonInteractiveManager } from './manager';
 export type { PythonToolOptions, SandboxMode } from './python-sessions';

@@ -1,6 +1,12 @@
 import { existsSync } from 'node:fs';
 import { ActionStatusCode } from 'lagent-ts';
-import { AsyncIPythonInteractive, AsyncPythonInterpreter, extractCode } from 'lagent-ts/tools';
+import {
+  AsyncIPythonInteractive,
+  AsyncIPythonInteractiveManager,
+  AsyncPythonInterpreter,
+  extractCode,
+  IPythonInteractiveManager,
+} from 'lagent-ts/tools';
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventually, testOptions } from './helpers';
 
@@ -208,5 +214,34 @@ describe('cancellation', () => {
     await expect(call).rejects.toThrow('stop');
     expect(Date.now() - started).toBeLessThan(2000);
     expect((await run(python, 'kept')).errmsg).toContain('NameError');
+  });
+});
+
+describe('IPythonInteractiveManager', () => {
+  it('runs a batch of commands over their sessions concurrently, keeping each session between batches', async () => {
+    const manager = make(
+      new AsyncIPythonInteractiveManager({ ...testOptions({ ipython: false }), maxWorkers: 3 }),
+    );
+    const started = Date.now();
+    const first = await manager.run(
+      [
+        'import time; time.sleep(0.4); x = "a"',
+        'import time; time.sleep(0.4); x = "b"',
+        'import time; time.sleep(0.4); x = "c"',
+      ],
+      ['a', 'b', 'c'],
+    );
+    expect(Date.now() - started).toBeLessThan(1100);
+    expect(first.every((result) => result.state === ActionStatusCode.SUCCESS)).toBe(true);
+    const second = await manager.run(['x', 'x', 'x'], ['c', 'a', 'b']);
+    expect(second.map((result) => result.toText().trim())).toEqual(["'c'", "'a'", "'b'"]);
+    await expect(manager.run(['x'], ['a', 'b'])).rejects.toThrow('1 commands but 2 session ids');
+  });
+
+  it('has a sync twin that runs the batch in the bridge', () => {
+    const manager = make(new IPythonInteractiveManager({ ...testOptions({ ipython: false }) }));
+    const results = manager.run(['y = 2; y * 21', 'print("two")']);
+    expect(results.map((result) => result.toText())).toEqual(['42\n', 'two\n']);
+    expect(manager.run('y', 0).toText()).toBe('2\n');
   });
 });
