@@ -213,6 +213,32 @@ describe('finding Python', () => {
   });
 });
 
+describe('where bubblewrap does not run', () => {
+  it("'auto' warns once, saying how to enable it, and runs unsandboxed; 'bwrap' is a clear error", () => {
+    const python = JSON.stringify(testOptions().python);
+    const script = [
+      "import { AsyncIPythonInteractive } from './src/tools/index.ts';",
+      "process.on('warning', (warning) => console.log(`warning ${warning.code}: ${warning.message}`));",
+      "const env = { LAGENT_TEST_RUN: process.env.LAGENT_TEST_RUN ?? '' };",
+      `const auto = new AsyncIPythonInteractive({ python: ${python}, ipython: false, env });`,
+      "for (const id of [1, 2]) console.log('auto:', (await auto.call({ command: 'print(\\'ran\\')' }, 'run', { sessionId: id })).toText().trim());",
+      `const strict = new AsyncIPythonInteractive({ python: ${python}, ipython: false, sandbox: 'bwrap', env });`,
+      "console.log('bwrap:', (await strict.call({ command: 'print(1)' }, 'run')).errmsg);",
+      'auto.close(); strict.close();',
+    ].join('\n');
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: join(import.meta.dirname, '..', '..', '..'),
+      env: { ...process.env, PATH: '/nonexistent' },
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(out).toContain('auto: ran\nauto: ran');
+    expect(out.match(/warning LAGENT_NO_SANDBOX/g)).toHaveLength(1);
+    expect(out).toContain('Install bubblewrap (apt-get install bubblewrap) to enable it');
+    expect(out).toContain("bwrap: sandbox: 'bwrap' was asked for, but bubblewrap does not run here");
+  });
+});
+
 describe('process ends', () => {
   it('no driver outlives the Node process that started it, even without close()', () => {
     const script = [
