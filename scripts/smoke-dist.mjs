@@ -20,7 +20,17 @@ const entries = {
     'server.close();',
     '',
   ].join('\n'),
+  // The sync interpreter hosts its async twin from dist/tools/index.* in the bridge's worker.
+  tools: [
+    "import { IPythonInteractive } from 'lagent-ts/tools';",
+    "const python = new IPythonInteractive({ ipython: false, env: { LAGENT_TEST_RUN: process.env.LAGENT_TEST_RUN ?? '' } });",
+    "const result = python.call({ command: 'print(6 * 7)' }, 'run');",
+    "console.log('python: ' + (result.errmsg ?? result.toText().trim()));",
+    'python.close();',
+    '',
+  ].join('\n'),
 };
+const expected = { quickstart: 'reply: [Agent] 急', bridge: 'reply: [Agent] 急', tools: 'python: 42' };
 
 const env = { ...process.env, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' };
 for (const [name, source] of Object.entries(entries)) {
@@ -42,11 +52,13 @@ for (const [name, source] of Object.entries(entries)) {
     });
     // A timeout guards against a hang; a clean exit proves the bridge worker does not keep node alive.
     outputs[format] = execFileSync(process.execPath, [file], { env, encoding: 'utf8', timeout: 30_000 });
-    if (!outputs[format].includes('reply: [Agent] 急')) {
+    if (!outputs[format].includes(expected[name])) {
       throw new Error(`the ${format} build did not run ${name}:\n${outputs[format]}`);
     }
   }
   if (outputs.esm !== outputs.cjs)
     throw new Error(`${name}: the ESM and CJS builds printed different output`);
 }
-console.log('dist smoke test: the ESM and CJS builds run the quickstart, and GPTAPI through the bridge');
+console.log(
+  'dist smoke test: the ESM and CJS builds run the quickstart, GPTAPI through the bridge, and a sync Python interpreter',
+);

@@ -10,11 +10,18 @@ import { readdirSync, readFileSync } from 'node:fs';
  */
 const MARKER = 'LAGENT_TEST_RUN';
 
-export default function setup(): () => void {
+export default function setup(): () => Promise<void> {
   const run = randomUUID();
   process.env[MARKER] = run;
-  return () => {
-    const leftovers = markedProcesses(`${MARKER}=${run}`).filter((pid) => pid !== process.pid);
+  return async () => {
+    const entry = `${MARKER}=${run}`;
+    let leftovers = markedProcesses(entry).filter((pid) => pid !== process.pid);
+    // A process killed or told to stop just now (a worker's helper, a sandbox being torn down) may still be
+    // exiting: give such processes a moment, and report only those that stay.
+    for (let waited = 0; leftovers.length > 0 && waited < 3000; waited += 100) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      leftovers = markedProcesses(entry).filter((pid) => pid !== process.pid);
+    }
     if (leftovers.length > 0) {
       const list = leftovers.map((pid) => `  ${pid} ${commandLine(pid)}`).join('\n');
       // Vitest reports a teardown error but would still exit 0: fail the run explicitly.

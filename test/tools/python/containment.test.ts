@@ -218,7 +218,7 @@ describe('where bubblewrap does not run', () => {
     const python = JSON.stringify(testOptions().python);
     const script = [
       "import { AsyncIPythonInteractive } from './src/tools/index.ts';",
-      "process.on('warning', (warning) => console.log(`warning ${warning.code}: ${warning.message}`));",
+      "process.on('warning', (warning) => console.log('warning ' + warning.code + ': ' + warning.message));",
       "const env = { LAGENT_TEST_RUN: process.env.LAGENT_TEST_RUN ?? '' };",
       `const auto = new AsyncIPythonInteractive({ python: ${python}, ipython: false, env });`,
       "for (const id of [1, 2]) console.log('auto:', (await auto.call({ command: 'print(\\'ran\\')' }, 'run', { sessionId: id })).toText().trim());",
