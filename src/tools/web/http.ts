@@ -51,6 +51,8 @@ export interface HttpFailureInit {
   status?: number | undefined;
   /** Attempts made. @default 1 */
   attempts?: number | undefined;
+  /** For `kind: 'status'`: the error answer's body as text (at most 64 KiB), for services that explain there. */
+  body?: string | undefined;
 }
 
 const API_KINDS: ReadonlySet<HttpFailureKind> = new Set([
@@ -76,12 +78,15 @@ export class HttpFailure {
   readonly status: number | undefined;
   readonly attempts: number;
   readonly state: ActionStatusCode;
+  /** The error answer's body, for `kind: 'status'` (see {@link HttpFailureInit.body}). */
+  readonly body: string | undefined;
 
   constructor(init: HttpFailureInit) {
     this.kind = init.kind;
     this.message = init.message;
     this.status = init.status;
     this.attempts = init.attempts ?? 1;
+    this.body = init.body;
     this.state = API_KINDS.has(init.kind) ? ActionStatusCode.API_ERROR : ActionStatusCode.HTTP_ERROR;
   }
 
@@ -443,7 +448,8 @@ export class HttpClient {
     } else {
       message = `${this.service}: the service refused the request (HTTP ${status}); check the arguments.${said}`;
     }
-    return httpError({ kind: 'status', status, message, attempts });
+    const body = response.body.subarray(0, 64 * 1024).toString('utf8');
+    return httpError({ kind: 'status', status, message, attempts, body });
   }
 }
 

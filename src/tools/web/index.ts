@@ -1,5 +1,12 @@
 // Web and search tools (issue 10): WebBrowser and its searchers, ArxivSearch, GoogleSearch, GoogleScholar, BINGMap
 export {
+  type ArxivArticle,
+  ArxivSearch,
+  type ArxivSearchOptions,
+  AsyncArxivSearch,
+  parseArxivFeed,
+} from './arxiv-search';
+export {
   blockedAddressReason,
   type FetchedDocument,
   HttpClient,
@@ -33,6 +40,7 @@ export {
   type SearcherOptions,
   type SearcherType,
   type SearchResult,
+  searcherCredentialsFromEnv,
   TencentSearcher,
   type TencentSearcherOptions,
 } from './searchers/index';

@@ -14,6 +14,7 @@ import {
   type Searcher,
   type SearcherType,
   type SearchResult,
+  searcherCredentialsFromEnv,
 } from './searchers/index';
 
 /** Options of {@link AsyncWebBrowser} and {@link WebBrowser}. */
@@ -362,6 +363,24 @@ export class AsyncWebBrowser extends AsyncBaseAction {
 }
 
 /**
+ * `options` with the searcher's credentials from this thread's environment filled in where none are given: the
+ * bridge's worker thread does not see environment changes made after it started.
+ */
+function withEnvironmentCredentials(options: WebBrowserOptions): Record<string, unknown> {
+  const type = options.searcherType ?? 'DuckDuckGoSearch';
+  if (!(SEARCHER_TYPES as readonly string[]).includes(type)) return { ...options };
+  const { apiKey, ...others } = searcherCredentialsFromEnv(type);
+  const given = options.searcherOptions ?? {};
+  // Explicit options win: apiKey (Tencent's "id:key" too), then the searcher's own options.
+  const fromEnvironment = options.apiKey === undefined ? others : {};
+  return {
+    ...options,
+    ...(options.apiKey === undefined && apiKey !== undefined ? { apiKey } : {}),
+    searcherOptions: { ...fromEnvironment, ...given },
+  };
+}
+
+/**
  * The synchronous `WebBrowser`: {@link AsyncWebBrowser} run in the sync bridge's worker thread; each call
  * blocks this thread until it answers. Use {@link AsyncWebBrowser} inside servers.
  *
@@ -377,7 +396,7 @@ export class WebBrowser extends BridgedTool {
     super({
       exportName: 'AsyncWebBrowser',
       apis: AsyncWebBrowser.toolApis,
-      options: { ...options },
+      options: withEnvironmentCredentials(options),
       callTimeout: Math.max(searchBudget, options.timeout ?? 15_000) + 10_000,
       name: options.name ?? 'WebBrowser',
       description: options.description ?? DESCRIPTION,

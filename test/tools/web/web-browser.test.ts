@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ConfigurationError } from '../../../src/schema/errors';
 import { ActionStatusCode } from '../../../src/schema/status';
 import { AsyncWebBrowser, WebBrowser, type WebBrowserOptions } from '../../../src/tools/web/index';
@@ -394,5 +394,19 @@ describe('WebBrowser (sync)', () => {
       strict.close();
     }
     expect(host.call<string[]>('paths')).toEqual(['/search', '/pages/cats']);
+  });
+
+  it('sends the key set in this thread’s environment after the worker started', () => {
+    host = new SyncBridge({ module: fakeModule, exportName: 'FakeSearchHost', args: [{ index: INDEX }] });
+    const url = host.call<string>('start'); // the worker runs from here on
+    vi.stubEnv('SERPER_API_KEY', 'test-key');
+    try {
+      sync = new WebBrowser({ searcherType: 'GoogleSearch', baseURL: url, timeout: 5000 });
+      const search = sync.call({ query: 'dogs' }, 'search');
+      expect(search.state).toBe(ActionStatusCode.SUCCESS);
+      expect(Object.keys(JSON.parse(search.formatResult()))).toEqual(['0', '1']);
+    } finally {
+      vi.unstubAllEnvs();
+    }
   });
 });

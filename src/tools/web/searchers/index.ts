@@ -52,3 +52,30 @@ export function createSearcher(
       return new TencentSearcher(options);
   }
 }
+
+/** The environment variables each searcher reads its credentials from, by the option they fill. */
+const CREDENTIALS: Record<SearcherType, Record<string, string>> = {
+  DuckDuckGoSearch: {},
+  BingSearch: { apiKey: 'BING_API_KEY' },
+  BraveSearch: { apiKey: 'BRAVE_API_KEY' },
+  GoogleSearch: { apiKey: 'SERPER_API_KEY' },
+  TencentSearch: {
+    secretId: 'TENCENTCLOUD_SECRET_ID',
+    secretKey: 'TENCENTCLOUD_SECRET_KEY',
+    token: 'TENCENTCLOUD_SESSION_TOKEN',
+  },
+};
+
+/**
+ * The credentials the searcher of `type` would read from this thread's environment, as options (`apiKey`, or
+ * Tencent's `secretId` / `secretKey` / `token`); only the variables that are set. A sync twin sends them to its
+ * worker thread, which does not see environment changes made after it started.
+ */
+export function searcherCredentialsFromEnv(type: SearcherType): Record<string, string> {
+  const found: Record<string, string> = {};
+  for (const [option, variable] of Object.entries(CREDENTIALS[type] ?? {})) {
+    const value = process.env[variable];
+    if (value !== undefined) found[option] = value;
+  }
+  return found;
+}
