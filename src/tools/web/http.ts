@@ -243,7 +243,7 @@ export interface HttpClientOptions {
 
 /** One request of an {@link HttpClient}. */
 export interface HttpRequestOptions {
-  /** @default 'GET' */
+  /** @default 'POST' when there is a body, else 'GET' */
   method?: 'GET' | 'POST' | undefined;
   /** Appended to `baseURL` (which keeps its own path), e.g. `'/v7.0/search'`. @default '' */
   path?: string | undefined;

@@ -265,9 +265,10 @@ export class AsyncWebBrowser extends AsyncBaseAction {
     { select_ids }: z.output<typeof selectParameters>,
     context: ToolContext,
   ): Promise<ActionReturn> {
-    const state = this.#session(context.sessionId);
-    const results = state.results;
-    if (!results) {
+    // Reading does not make a session: a select without a search must not push another session out.
+    const state = this.#sessions.get(context.sessionId);
+    const results = state?.results;
+    if (!state || !results) {
       return new ActionReturn({
         errmsg: `${this.name}.select: there are no search results to select from; call ${this.name}.search first.`,
         state: ActionStatusCode.API_ERROR,

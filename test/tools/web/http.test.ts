@@ -215,6 +215,22 @@ describe('HttpClient', () => {
     expect(outcome.failure.message).toContain('not valid JSON');
   });
 
+  it('does not read an answer larger than maxResponseBytes', async () => {
+    const server = await serve((_request, response) => sendJson(response, 200, { data: 'x'.repeat(5000) }));
+    const outcome = await client(server, { maxResponseBytes: 1000 }).json();
+    expect(!outcome.ok && outcome.failure.kind).toBe('malformed');
+    expect(!outcome.ok && outcome.failure.message).toContain('larger than 1000 bytes');
+  });
+
+  it('keeps the body of an error answer for services that explain themselves there', async () => {
+    const server = await serve((_request, response) => {
+      response.writeHead(400, { 'content-type': 'application/xml' });
+      response.end('<error><reason>bad field</reason></error>');
+    });
+    const outcome = await client(server).text();
+    expect(!outcome.ok && outcome.failure.body).toBe('<error><reason>bad field</reason></error>');
+  });
+
   it('reports a server that cannot be reached', async () => {
     const server = await serve((_request, response) => sendJson(response, 200, {}));
     await server.close();

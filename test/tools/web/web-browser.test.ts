@@ -262,6 +262,17 @@ describe('AsyncWebBrowser.select', () => {
     expect(after.state).toBe(ActionStatusCode.API_ERROR);
   });
 
+  it('keeps at most maxSessions sessions, forgetting the least recently used', async () => {
+    const tool = browser({ maxSessions: 1 });
+    await tool.call({ query: 'cats' }, 'search', { sessionId: 1 });
+    await tool.call({ query: 'dogs' }, 'search', { sessionId: 2 });
+    const forgotten = await tool.call({ select_ids: [2] }, 'select', { sessionId: 1 });
+    expect(forgotten.state).toBe(ActionStatusCode.API_ERROR);
+    expect(forgotten.errmsg).toContain('no search results to select from');
+    const kept = await tool.call({ select_ids: [1] }, 'select', { sessionId: 2 });
+    expect(kept.state).toBe(ActionStatusCode.SUCCESS);
+  });
+
   it('bounds the cache: the least recently used page is fetched again', async () => {
     const tool = browser({ cacheSize: 1 });
     await tool.call({ url: `${fake.url}/pages/cats` }, 'open_url');
