@@ -2,6 +2,7 @@ import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ActionStatusCode } from '../../../src/schema/status';
 import { blockedAddressReason, HttpClient, parseRetryAfter, safeFetch } from '../../../src/tools/web/http';
+import { BlockedAddressError, publicOnlyLookup } from '../../../src/tools/web/http/transport';
 import { type FakeHttpServer, sendJson, startFakeHttp } from '../fakes/http-server';
 
 let servers: FakeHttpServer[] = [];
@@ -59,6 +60,26 @@ describe('blockedAddressReason', () => {
       expect(blockedAddressReason(address)).toBeUndefined();
     },
   );
+});
+
+describe('publicOnlyLookup (the lookup the socket connects with)', () => {
+  const lookup = (host: string, all: boolean) =>
+    new Promise<unknown>((resolve, reject) =>
+      publicOnlyLookup(host, { all }, (error: Error | null, address: unknown) =>
+        error ? reject(error) : resolve(address),
+      ),
+    );
+
+  it.each([false, true])('refuses a name that resolves to loopback (all: %s)', async (all) => {
+    const failure = lookup('localhost', all);
+    await expect(failure).rejects.toBeInstanceOf(BlockedAddressError);
+    await expect(failure).rejects.toThrow(/^localhost resolves to (127\.0\.0\.1|::1), a loopback address$/);
+  });
+
+  it('answers an IP literal that is public with itself', async () => {
+    await expect(lookup('8.8.8.8', false)).resolves.toBe('8.8.8.8');
+    await expect(lookup('8.8.8.8', true)).resolves.toEqual([{ address: '8.8.8.8', family: 4 }]);
+  });
 });
 
 describe('parseRetryAfter', () => {
