@@ -11,7 +11,11 @@ function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)]!;
 }
 
-async function warmAsync(sessionId: number, python: AsyncIPythonInteractive, rounds: number): Promise<number> {
+async function warmAsync(
+  sessionId: number,
+  python: AsyncIPythonInteractive,
+  rounds: number,
+): Promise<number> {
   const times: number[] = [];
   for (let i = 0; i < rounds; i++) {
     const started = performance.now();
