@@ -237,7 +237,6 @@ export class AsyncWebBrowser extends AsyncBaseAction {
         else merged.set(result.url, { ...result });
       }
     });
-    const state = this.#session(context.sessionId);
     if (failures.length === queries.length) {
       const first = failures[0]!.failure;
       const message =
@@ -247,7 +246,7 @@ export class AsyncWebBrowser extends AsyncBaseAction {
       return new ActionReturn({ errmsg: message, state: first.state });
     }
     const numbered = new Map([...merged.values()].map((result, index) => [index, result]));
-    state.results = numbered;
+    this.#session(context.sessionId).results = numbered;
     const notes = failures.map(({ query: q, failure }) => `The query "${q}" failed: ${failure.message}`);
     if (numbered.size === 0) {
       const searched = queries.map((q) => JSON.stringify(q)).join(', ');
