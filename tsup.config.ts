@@ -5,6 +5,7 @@ const shared: Options = {
     index: 'src/index.ts',
     'testing/index': 'src/testing/index.ts',
     'tools/index': 'src/tools/index.ts',
+    'distributed/index': 'src/distributed/index.ts',
     // The sync bridge starts a worker thread from this file; it must stay a separate file next to index.*.
     'sync-bridge-worker': 'src/utils/sync-bridge-worker.ts',
   },

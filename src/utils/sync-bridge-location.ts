@@ -14,6 +14,8 @@ export interface BridgeLocation {
   testing: string;
   /** Absolute path of lagent-ts's `tools` entry (the sync tools host their async twins from it). */
   tools: string;
+  /** Absolute path of lagent-ts's `distributed` entry (the sync HTTP client hosts its async twin from it). */
+  distributed: string;
   /** Running from TypeScript sources: the worker must register tsx before loading `worker`. */
   typescript: boolean;
   /** file: URL of tsx's ESM register API, when `typescript`. */
@@ -73,6 +75,7 @@ export function locateBridge(): BridgeLocation {
       library,
       testing: join(folder, '..', 'testing', 'index.ts'),
       tools: join(folder, '..', 'tools', 'index.ts'),
+      distributed: join(folder, '..', 'distributed', 'index.ts'),
       typescript: true,
       tsxApi,
     };
@@ -87,6 +90,7 @@ export function locateBridge(): BridgeLocation {
         library,
         testing: join(candidate, 'testing', `index${extension}`),
         tools: join(candidate, 'tools', `index${extension}`),
+        distributed: join(candidate, 'distributed', `index${extension}`),
         typescript: false,
       };
       return cached;

@@ -1,0 +1,2 @@
+// HTTP serving: HTTPAgentServer, HTTPAgentClient, AsyncHTTPAgentClient (Lagent's protocol)
+export {};

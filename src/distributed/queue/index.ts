@@ -1,0 +1,2 @@
+// Scale-out on BullMQ: QueueAgentWorker, AsyncQueueAgent
+export {};
