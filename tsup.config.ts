@@ -6,6 +6,7 @@ const shared: Options = {
     'testing/index': 'src/testing/index.ts',
     'tools/index': 'src/tools/index.ts',
     'distributed/index': 'src/distributed/index.ts',
+    'mcp/index': 'src/mcp/index.ts',
     // The sync bridge starts a worker thread from this file; it must stay a separate file next to index.*.
     'sync-bridge-worker': 'src/utils/sync-bridge-worker.ts',
   },
