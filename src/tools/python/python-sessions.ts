@@ -165,6 +165,10 @@ const ALLOWED_ENV = ['PATH', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ'];
 
 let warnedNoSandbox = false;
 
+/** Open session pools: closed at process exit, so their processes end and temporary directories go. */
+const openPools = new Set<PythonSessions>();
+let exitHookInstalled = false;
+
 /** One session: its directory, its live process (if any), and the queue its calls wait in. */
 interface Session {
   key: string;
@@ -206,6 +210,13 @@ export class PythonSessions {
     this.options = options;
     this.#mode = mode;
     this.#ipython = ipython;
+    openPools.add(this);
+    if (!exitHookInstalled) {
+      exitHookInstalled = true;
+      process.on('exit', () => {
+        for (const pool of openPools) pool.close();
+      });
+    }
   }
 
   /** Number of live sessions. */
@@ -248,6 +259,7 @@ export class PythonSessions {
   /** Ends every session; later calls say the tool was closed. */
   close(): void {
     this.#closed = true;
+    openPools.delete(this);
     for (const session of [...this.#sessions.values()]) this.#end(session);
   }
 
