@@ -13,7 +13,9 @@
  * arranges to die with its parent (PR_SET_PDEATHSIG; bubblewrap adds --die-with-parent).
  */
 export const DRIVER_SOURCE = String.raw`
-import ast, codecs, fcntl, json, linecache, math, os, resource, signal, struct, sys, traceback, warnings
+# Only what every start needs is imported here: ast, traceback, linecache, warnings and ctypes load when used,
+# which keeps a session's cold start short.
+import codecs, fcntl, json, os, resource, signal, struct, sys
 
 CONFIG = json.loads(sys.argv[1])
 REQ = fcntl.fcntl(3, fcntl.F_DUPFD_CLOEXEC, 200)
@@ -26,6 +28,8 @@ sys.argv = ['']
 
 
 def die_with_parent():
+    if not CONFIG.get('parentPid'):
+        return  # bubblewrap's --die-with-parent does it
     try:
         import ctypes
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
@@ -123,6 +127,9 @@ def user_frames(tb, filename):
 
 
 def format_error(error, filename):
+    import linecache, traceback
+    for name, code in CELLS.items():
+        linecache.cache[name] = (len(code), None, code.splitlines(True), name)
     if isinstance(error, SyntaxError):
         return ''.join(traceback.format_exception_only(type(error), error))
     tb = user_frames(error.__traceback__, filename)
@@ -130,17 +137,20 @@ def format_error(error, filename):
 
 
 counter = [0]
+CELLS = {}
+QUIET = []
 
 
 def cell_name(code):
     counter[0] += 1
     name = '<cell-%d>' % counter[0]
-    linecache.cache[name] = (len(code), None, code.splitlines(True), name)
+    CELLS[name] = code
     return name
 
 
 def run_plain_interactive(code, namespace):
     """Runs a cell like IPython does: the value of a final expression is shown. Returns an error text or None."""
+    import ast
     name = cell_name(code)
     try:
         tree = ast.parse(code, name)
@@ -254,7 +264,7 @@ def cpu_used():
 def set_cpu_limit(seconds):
     if not seconds:
         return
-    soft = int(math.ceil(cpu_used())) + int(seconds)
+    soft = int(-(-cpu_used() // 1)) + int(seconds)
     hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
     if hard != resource.RLIM_INFINITY and soft > hard:
         soft = hard
@@ -283,7 +293,6 @@ def drop_privileges():
 def main():
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    warnings.filterwarnings('ignore', message='.*non-interactive.*')
     work_dir = CONFIG['workDir']
     problem = drop_privileges()
     shell = Shell(CONFIG.get('ipython', True)) if CONFIG['mode'] == 'interactive' and problem is None else None
@@ -302,6 +311,10 @@ def main():
         capture = Capture(request['maxBytes'])
         sys.stdout = sys.stderr = capture
         set_cpu_limit(request.get('cpuSeconds'))
+        if request.get('figures') and not QUIET:
+            import warnings  # matplotlib's "cannot show the figure" under Agg: figures come back as images
+            warnings.filterwarnings('ignore', message='.*non-interactive.*')
+            QUIET.append(True)
         value = error = None
         images = []
         try:
