@@ -178,7 +178,8 @@ export class AsyncWebBrowser extends AsyncBaseAction {
 
   readonly searcher: Searcher;
   readonly #options: WebBrowserOptions;
-  readonly #sessions: LruMap<SessionId, SessionState>;
+  /** By `String(sessionId)`, as agents key sessions: 1 and '1' are one session. */
+  readonly #sessions: LruMap<string, SessionState>;
   readonly #maxPageChars: number;
   readonly #maxSelect: number;
   readonly #cacheSize: number;
@@ -210,10 +211,10 @@ export class AsyncWebBrowser extends AsyncBaseAction {
   }
 
   #session(sessionId: SessionId): SessionState {
-    let state = this.#sessions.get(sessionId);
+    let state = this.#sessions.get(String(sessionId));
     if (!state) {
       state = { results: undefined, pages: new LruMap(this.#cacheSize) };
-      this.#sessions.set(sessionId, state);
+      this.#sessions.set(String(sessionId), state);
     }
     return state;
   }
@@ -265,7 +266,7 @@ export class AsyncWebBrowser extends AsyncBaseAction {
     context: ToolContext,
   ): Promise<ActionReturn> {
     // Reading does not make a session: a select without a search must not push another session out.
-    const state = this.#sessions.get(context.sessionId);
+    const state = this.#sessions.get(String(context.sessionId));
     const results = state?.results;
     if (!state || !results) {
       return new ActionReturn({

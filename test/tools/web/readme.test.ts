@@ -50,3 +50,19 @@ describe('README', () => {
     }
   });
 });
+
+describe('WebBrowser sessions', () => {
+  it('are keyed as agents key them: 1 and "1" are one session', async () => {
+    const browser = new AsyncWebBrowser({
+      searcherType: 'BingSearch',
+      apiKey: 'key-from-env',
+      baseURL: fake.url,
+      allowPrivateNetwork: true,
+    });
+    await browser.call({ query: 'InternLM' }, 'search', { sessionId: 1 });
+    const selected = await browser.call({ select_ids: [0] }, 'select', { sessionId: '1' });
+    expect(selected.state).toBe(ActionStatusCode.SUCCESS);
+    expect(selected.toText()).toContain('composes agents like PyTorch');
+    browser.close();
+  });
+});
