@@ -4,6 +4,7 @@
  */
 import { main as blogger } from './blogger';
 import { main as customAggregator } from './custom-aggregator';
+import { main as dataVisualizer } from './data-visualizer';
 import { main as functionCalling } from './function-calling';
 import { main as internLMAgent } from './internlm-agent';
 import { main as quickstart } from './quickstart';
@@ -19,4 +20,5 @@ await blogger();
 await functionCalling();
 await react();
 internLMAgent();
+await dataVisualizer();
 console.log('\nAll examples ran. Each file in examples/ also runs on its own: npx tsx examples/<name>.ts');
