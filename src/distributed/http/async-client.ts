@@ -1,0 +1,331 @@
+import http from 'node:http';
+import https from 'node:https';
+import type { LagentStateDict } from '../../agents/state-dict';
+import { effectiveSignal } from '../../core/call-context';
+import { AgentMessage, type MessageInput } from '../../schema/agent-message';
+import { ConfigurationError } from '../../schema/errors';
+import type { SessionId } from '../../schema/session';
+import { HTTPAgentError } from './errors';
+import { chatRequestBody, messageToWire, SSE_EVENTS } from './protocol';
+import { exchange, parseAnswer, readText, type Transport } from './transport';
+
+/** Options of {@link AsyncHTTPAgentClient} and {@link HTTPAgentClient}. */
+export interface HTTPAgentClientOptions {
+  /** The server's base URL, e.g. `http://127.0.0.1:8090`. */
+  url: string;
+  /** Sent as `Authorization: Bearer <token>` (an `HTTPAgentServer` started with `token` needs it). */
+  token?: string | undefined;
+  /** Milliseconds one call may take, retries included; `Infinity` for none. @default 300_000 */
+  timeout?: number | undefined;
+  /** Attempts after the first when the server could not be reached (refused, or a closed keep-alive socket). @default 2 */
+  retries?: number | undefined;
+  /** Milliseconds before the first retry, doubling after each. @default 100 */
+  retryDelay?: number | undefined;
+  /** Connections kept open to the server at most (the keep-alive pool). @default 64 */
+  maxSockets?: number | undefined;
+  /** A name for messages and trees. @default 'HTTPAgentClient' */
+  name?: string | undefined;
+}
+
+/** Options of a remote call: the session, an abort signal, a deadline, and keyword arguments for the remote agent. */
+export type RemoteCallOptions = {
+  sessionId?: SessionId | undefined;
+  signal?: AbortSignal | undefined;
+  /** Overrides the client's `timeout` for this call. */
+  timeout?: number | undefined;
+} & Record<string, unknown>;
+
+/** Options of a remote read (`stateDict`, `isAlive`). */
+export interface RemoteReadOptions {
+  signal?: AbortSignal | undefined;
+  timeout?: number | undefined;
+}
+
+function checkNumber(name: string, value: number | undefined, fallback: number, min: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || Number.isNaN(value) || value < min) {
+    throw new ConfigurationError({
+      message: `HTTPAgentClient: ${name} must be a number >= ${min}, got ${String(value)}`,
+    });
+  }
+  return value;
+}
+
+/** The inputs of a call in their wire form. */
+function wireMessages(input: MessageInput | readonly MessageInput[] | undefined | null): unknown[] {
+  if (input === undefined || input === null) return [];
+  const list = Array.isArray(input) ? input : [input];
+  return list.map(messageToWire);
+}
+
+/** A reply from the wire as an {@link AgentMessage}; anything else is an {@link HTTPAgentError}. */
+function toMessage(json: unknown, url: string): AgentMessage {
+  try {
+    return AgentMessage.from(json);
+  } catch (error) {
+    throw new HTTPAgentError({
+      message: `${url} answered something that is not a message: ${(error as Error).message}`,
+      url,
+      body: json,
+      cause: error,
+    });
+  }
+}
+
+/**
+ * An agent served over HTTP (by an `HTTPAgentServer`, or Python Lagent's `http_serve` app), called like a
+ * local async agent: `call()` posts to `/chat_completion` and resolves to the remote reply as an
+ * {@link AgentMessage}, `stream()` reads `/chat_completion/stream`, `stateDict()` reads `/memory/{session_id}`.
+ *
+ * It is usable as a sub-agent: hold it in a property of a composite agent and call it in `forward`. A call made
+ * there inherits the composite call's abort signal, like any sub-call. Its memory lives on the server, so it is
+ * not part of the composite's agent tree (`stateDict`, `reset`), and a composite call that fails later cannot take
+ * back the turn the server stored: design remote steps to be the last, or to be harmless to repeat.
+ *
+ * Connections are kept alive in a pool of its own (`close()` ends it). Each call has a deadline (`timeout`, retries
+ * included); a request that could not reach the server is retried (`retries`), one that reached it is not, so a
+ * turn is never sent twice. An error answer is an {@link HTTPAgentError} with the server's `status` and `body`.
+ *
+ * @example
+ * const remote = new AsyncHTTPAgentClient({ url: 'http://127.0.0.1:8090' });
+ * const reply = await remote.call('hello', { sessionId: 1 });
+ * const memory = await remote.stateDict(1);
+ */
+export class AsyncHTTPAgentClient {
+  readonly url: string;
+  readonly name: string;
+  readonly #transport: Transport;
+
+  constructor(options: HTTPAgentClientOptions) {
+    if (typeof options !== 'object' || options === null || typeof options.url !== 'string') {
+      throw new ConfigurationError({ message: 'HTTPAgentClient expects { url, token?, timeout? }' });
+    }
+    let base: URL;
+    try {
+      base = new URL(options.url);
+    } catch (error) {
+      throw new ConfigurationError({
+        message: `HTTPAgentClient: url ${JSON.stringify(options.url)} is not a URL`,
+        cause: error,
+      });
+    }
+    if (base.protocol !== 'http:' && base.protocol !== 'https:') {
+      throw new ConfigurationError({
+        message: `HTTPAgentClient: url must be http: or https:, got ${base.protocol}`,
+      });
+    }
+    if (!base.pathname.endsWith('/')) base.pathname = `${base.pathname}/`;
+    const timeout = checkNumber('timeout', options.timeout, 300_000, 1);
+    const maxSockets = checkNumber('maxSockets', options.maxSockets, 64, 1);
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
+    const poolOptions = { keepAlive: true, maxSockets, scheduling: 'lifo' as const };
+    this.url = base.href.replace(/\/$/, '');
+    this.name = options.name ?? 'HTTPAgentClient';
+    this.#transport = {
+      base,
+      agent: base.protocol === 'https:' ? new https.Agent(poolOptions) : new http.Agent(poolOptions),
+      headers,
+      timeout,
+      retries: Math.floor(checkNumber('retries', options.retries, 2, 0)),
+      retryDelay: checkNumber('retryDelay', options.retryDelay, 100, 0),
+    };
+  }
+
+  /**
+   * Sends the messages to the remote agent's session and resolves to its reply. Options other than
+   * `sessionId`, `signal` and `timeout` are keyword arguments of the remote call, sent in snake_case.
+   */
+  async call(
+    input?: MessageInput | readonly MessageInput[],
+    options: RemoteCallOptions = {},
+  ): Promise<AgentMessage> {
+    const signal = effectiveSignal(options.signal);
+    signal?.throwIfAborted();
+    const body = JSON.stringify(chatRequestBody(wireMessages(input), options.sessionId ?? 0, options));
+    const url = `${this.url}/chat_completion`;
+    const json = await exchange(
+      this.#transport,
+      'POST',
+      'chat_completion',
+      body,
+      signal,
+      async (response, attemptSignal) =>
+        parseAnswer(
+          {
+            status: response.statusCode ?? 0,
+            headers: response.headers,
+            text: await readText(response, attemptSignal),
+          },
+          url,
+        ),
+      options.timeout ?? this.#transport.timeout,
+    );
+    return toMessage(json, url);
+  }
+
+  /**
+   * Streams the remote agent's reply: its chunks (messages with `streamState` 1 and cumulative content), then the
+   * final message, which is also the generator's return value. A non-streaming remote agent gives only the final
+   * message. Leaving the loop early closes the request, which stops the remote call and leaves its session as it was.
+   */
+  async *stream(
+    input?: MessageInput | readonly MessageInput[],
+    options: RemoteCallOptions = {},
+  ): AsyncGenerator<AgentMessage, AgentMessage, undefined> {
+    const signal = effectiveSignal(options.signal);
+    signal?.throwIfAborted();
+    const body = JSON.stringify(chatRequestBody(wireMessages(input), options.sessionId ?? 0, options));
+    const url = `${this.url}/chat_completion/stream`;
+    const controller = new AbortController();
+    const combined = signal === undefined ? controller.signal : AbortSignal.any([signal, controller.signal]);
+    let response: http.IncomingMessage | undefined;
+    try {
+      response = await exchange(
+        this.#transport,
+        'POST',
+        'chat_completion/stream',
+        body,
+        combined,
+        async (answer, attemptSignal) => {
+          if (
+            (answer.statusCode ?? 0) >= 300 ||
+            !(answer.headers['content-type'] ?? '').includes('text/event-stream')
+          ) {
+            const text = await readText(answer, attemptSignal);
+            const json = parseAnswer({ status: answer.statusCode ?? 0, headers: answer.headers, text }, url);
+            // A server without the stream route answers a message: take it as the final one.
+            return Object.assign(answer, { single: json }) as http.IncomingMessage;
+          }
+          return answer;
+        },
+        // The deadline covers reaching the server; the stream itself runs as long as the remote agent does.
+        options.timeout ?? this.#transport.timeout,
+      );
+      const single = (response as { single?: unknown }).single;
+      if (single !== undefined) {
+        const message = toMessage(single, url);
+        yield message;
+        return message;
+      }
+      const open = response;
+      combined.addEventListener('abort', () => open.destroy(combined.reason as Error), { once: true });
+      let final: AgentMessage | undefined;
+      let previous = '';
+      for await (const event of readEvents(response, combined)) {
+        if (event.event === SSE_EVENTS.error) {
+          const detail = (event.data as { detail?: unknown } | null)?.detail;
+          throw new HTTPAgentError({
+            message: `${url} failed mid-stream: ${typeof detail === 'string' ? detail : 'error'}`,
+            status: 500,
+            body: event.data,
+            url,
+          });
+        }
+        const message = toMessage(event.data, url);
+        if (event.event === SSE_EVENTS.message) final = message;
+        if (typeof message.content === 'string') {
+          message.delta = message.content.startsWith(previous)
+            ? message.content.slice(previous.length)
+            : message.content;
+          previous = message.content;
+        }
+        yield message;
+      }
+      if (final === undefined) {
+        throw new HTTPAgentError({ message: `${url} ended the stream without a final message`, url });
+      }
+      return final;
+    } finally {
+      // Leaving early (or failing) closes the request; the server then stops the remote call.
+      controller.abort(new Error('the stream was left'));
+      response?.destroy();
+    }
+  }
+
+  /** The remote agent's state dict for a session, in Lagent's snake_case shape (empty memories for an unknown session). */
+  async stateDict(sessionId: SessionId = 0, options: RemoteReadOptions = {}): Promise<LagentStateDict> {
+    const signal = effectiveSignal(options.signal);
+    signal?.throwIfAborted();
+    const path = `memory/${encodeURIComponent(String(sessionId))}`;
+    const url = `${this.url}/${path}`;
+    return (await exchange(
+      this.#transport,
+      'GET',
+      path,
+      undefined,
+      signal,
+      async (response, attemptSignal) =>
+        parseAnswer(
+          {
+            status: response.statusCode ?? 0,
+            headers: response.headers,
+            text: await readText(response, attemptSignal),
+          },
+          url,
+        ),
+      options.timeout ?? this.#transport.timeout,
+    )) as LagentStateDict;
+  }
+
+  /** Whether the server answers `/health_check` with 200 (Lagent's `is_alive`). */
+  async isAlive(options: RemoteReadOptions = {}): Promise<boolean> {
+    try {
+      return await exchange(
+        { ...this.#transport, retries: 0 },
+        'GET',
+        'health_check',
+        undefined,
+        effectiveSignal(options.signal),
+        async (response, attemptSignal) => {
+          await readText(response, attemptSignal);
+          return response.statusCode === 200;
+        },
+        options.timeout ?? Math.min(this.#transport.timeout, 5_000),
+      );
+    } catch {
+      return false;
+    }
+  }
+
+  /** Closes the pooled connections. Calls after it still work, on new connections. */
+  close(): void {
+    this.#transport.agent.destroy();
+  }
+}
+
+interface ServerEvent {
+  event: string;
+  data: unknown;
+}
+
+/** Server-sent events of a response, each `data` parsed as JSON. */
+async function* readEvents(response: http.IncomingMessage, signal: AbortSignal): AsyncGenerator<ServerEvent> {
+  response.setEncoding('utf8');
+  let buffer = '';
+  try {
+    for await (const part of response) {
+      buffer += part as string;
+      for (;;) {
+        const end = buffer.indexOf('\n\n');
+        if (end < 0) break;
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        let event = 'message';
+        const data: string[] = [];
+        for (const line of block.split('\n')) {
+          if (line.startsWith('event:')) event = line.slice(6).trim();
+          else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+        }
+        if (data.length === 0) continue;
+        yield { event, data: JSON.parse(data.join('\n')) as unknown };
+      }
+    }
+  } catch (error) {
+    if (signal.aborted) throw signal.reason;
+    throw error;
+  }
+  if (!response.complete && !signal.aborted) {
+    throw new HTTPAgentError({ message: 'the server closed the stream before it was complete' });
+  }
+}

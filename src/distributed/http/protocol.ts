@@ -1,0 +1,104 @@
+import { AgentMessage } from '../../schema/agent-message';
+import { ValidationError } from '../../schema/errors';
+import type { SessionId } from '../../schema/session';
+import { isPlainObject } from '../../utils/is';
+
+/**
+ * Lagent's HTTP protocol, the parts both ends share: snake_case on the wire, `message` a list of strings
+ * and `AgentMessage.model_dump()`s, `session_id`, and every other key a keyword argument of the call.
+ */
+
+/** Body keys that are not keyword arguments of the call. */
+const RESERVED = new Set(['message', 'session_id']);
+/** Call options that never cross the wire (they belong to the calling process). */
+const LOCAL_OPTIONS = new Set(['sessionId', 'signal', 'timeout']);
+
+/** `maxNewTokens` -> `max_new_tokens`. */
+export function snakeKey(key: string): string {
+  return key.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase();
+}
+
+/** `max_new_tokens` -> `maxNewTokens` (a key without underscores stays as it is). */
+export function camelKey(key: string): string {
+  return key.replace(/_([a-z0-9])/g, (_, letter: string) => letter.toUpperCase());
+}
+
+/** What the server makes of a request body: the messages, the session, and the call's keyword arguments. */
+export interface ChatRequest {
+  messages: AgentMessage[];
+  sessionId: SessionId;
+  kwargs: Record<string, unknown>;
+}
+
+/**
+ * Reads a `/chat_completion` body. `message` is a list of strings and message dumps (a single string or
+ * dump is taken as a list of one); `session_id` a string or an integer (default 0); other keys become call
+ * options in camelCase. Throws a {@link ValidationError} naming the field when the body does not fit.
+ */
+export function readChatRequest(body: unknown): ChatRequest {
+  if (!isPlainObject(body)) {
+    throw new ValidationError({ field: '(root)', message: 'the body must be a JSON object' });
+  }
+  if (!Object.hasOwn(body, 'message') || body.message === undefined || body.message === null) {
+    throw new ValidationError({ field: 'message', message: '"message" is required' });
+  }
+  const raw = Array.isArray(body.message) ? body.message : [body.message];
+  const messages = raw.map((item: unknown, index: number) => {
+    if (typeof item === 'string') return new AgentMessage({ content: item });
+    try {
+      return AgentMessage.from(item);
+    } catch (error) {
+      const field = error instanceof ValidationError ? error.field : '(root)';
+      throw new ValidationError({
+        field: `message.${index}.${field}`,
+        message: `"message"[${index}] is not a message: ${(error as Error).message}`,
+        cause: error,
+      });
+    }
+  });
+  const sessionId = body.session_id ?? 0;
+  if (!(typeof sessionId === 'string' || (typeof sessionId === 'number' && Number.isFinite(sessionId)))) {
+    throw new ValidationError({ field: 'session_id', message: '"session_id" must be a string or a number' });
+  }
+  const kwargs: Record<string, unknown> = {};
+  for (const key of Object.keys(body)) {
+    if (RESERVED.has(key)) continue;
+    const name = camelKey(key);
+    if (LOCAL_OPTIONS.has(name) || name === '__proto__') continue;
+    kwargs[name] = body[key];
+  }
+  return { messages, sessionId, kwargs };
+}
+
+/** The request body a client sends: Lagent's shape, call options in snake_case. */
+export function chatRequestBody(
+  messages: readonly unknown[],
+  sessionId: SessionId,
+  options: Readonly<Record<string, unknown>>,
+): Record<string, unknown> {
+  const body: Record<string, unknown> = { message: messages, session_id: sessionId };
+  for (const key of Object.keys(options)) {
+    if (LOCAL_OPTIONS.has(key) || options[key] === undefined) continue;
+    const name = snakeKey(key);
+    if (RESERVED.has(name)) continue;
+    body[name] = options[key];
+  }
+  return body;
+}
+
+/** A message in its wire form, `AgentMessage.model_dump()`'s shape. */
+export function messageToWire(message: unknown): unknown {
+  if (typeof message === 'string') return message;
+  if (message instanceof AgentMessage) return message.toJSON({ format: 'lagent' });
+  return AgentMessage.from(message).toJSON({ format: 'lagent' });
+}
+
+/** Server-sent event names of `/chat_completion/stream`. */
+export const SSE_EVENTS = {
+  /** A streamed chunk (a message with `stream_state` 1, cumulative content). */
+  chunk: 'chunk',
+  /** The final message, sent once, last. */
+  message: 'message',
+  /** The call failed after the stream began: `{ detail, error }`; nothing follows. */
+  error: 'error',
+} as const;

@@ -1,0 +1,552 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AgentBase } from '../../agents/agent-base';
+import type { LagentStateDict } from '../../agents/state-dict';
+import { AgentMessage, type MessageInput } from '../../schema/agent-message';
+import { ConfigurationError, LagentError, ValidationError } from '../../schema/errors';
+import type { SessionId } from '../../schema/session';
+import { AgentStatusCode } from '../../schema/status';
+import { isIterator, isThenable } from '../../utils/is';
+import { registerSameThreadServer } from '../../utils/sync-bridge-same-thread';
+import { readChatRequest, SSE_EVENTS } from './protocol';
+
+/**
+ * What an {@link HTTPAgentServer} can serve: any agent of lagent-ts (`Agent`, `AsyncAgent`, the streaming
+ * variants, `Sequential`s and prebuilt agents), or anything else with `call` and `stateDict` in their shape.
+ */
+export type ServedAgent = Pick<AgentBase, 'stateDict'> & {
+  readonly name?: string | undefined;
+  call(input: readonly MessageInput[], options: Record<string, unknown>): unknown;
+};
+
+/** Options of {@link HTTPAgentServer}. */
+export interface HTTPAgentServerOptions {
+  /** The agent to serve. */
+  agent: ServedAgent;
+  /** The address to bind; keep the default unless the port is protected otherwise. @default '127.0.0.1' */
+  host?: string | undefined;
+  /** The port; `0` picks a free one (read it from `url` after `listen()`). @default 8090 */
+  port?: number | undefined;
+  /** When set, every route but `/health_check` needs `Authorization: Bearer <token>`, else 401. */
+  token?: string | undefined;
+  /** Largest request body in bytes; a larger one is answered 413. @default 1_048_576 */
+  bodyLimit?: number | undefined;
+  /** Milliseconds a client has to send a request's headers. @default 10_000 */
+  headersTimeout?: number | undefined;
+  /** Milliseconds a client has to send a whole request (headers and body); the agent's work is not counted. @default 30_000 */
+  requestTimeout?: number | undefined;
+  /** Milliseconds an idle keep-alive connection stays open. @default 72_000 */
+  keepAliveTimeout?: number | undefined;
+  /**
+   * Put a failing agent's error message in the 500 answer's `detail`. By default the answer says only
+   * `Internal Server Error` and the error's class name, as Lagent's server does, and the error goes to `onError`.
+   * @default false
+   */
+  exposeErrors?: boolean | undefined;
+  /** Told about every agent call that failed (the answer was a 500 or an SSE `error` event). @default writes one line to stderr */
+  onError?:
+    | ((error: unknown, context: { route: string; sessionId: SessionId | undefined }) => void)
+    | undefined;
+}
+
+/** The JSON body of every error answer. */
+export interface HTTPErrorBody {
+  /** What went wrong, in a sentence (FastAPI's key, which Lagent's clients read). */
+  detail: string;
+  /** A stable code: the error class (`ValidationError`, `LLMRequestError`, ...) or Fastify's code. */
+  error: string;
+}
+
+type Fastify = FastifyInstance;
+
+/** Loads Fastify, an optional peer of `lagent-ts/distributed`. */
+async function loadFastify(): Promise<(options: Record<string, unknown>) => Fastify> {
+  try {
+    const module = (await import('fastify')) as unknown as {
+      default?: (options: Record<string, unknown>) => Fastify;
+      fastify?: (options: Record<string, unknown>) => Fastify;
+    };
+    const factory = module.fastify ?? module.default;
+    if (typeof factory !== 'function') throw new Error('fastify exports no factory');
+    return factory;
+  } catch (error) {
+    throw new ConfigurationError({
+      message: 'install fastify to use HTTPAgentServer (npm install fastify)',
+      cause: error,
+    });
+  }
+}
+
+function positive(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new ConfigurationError({
+      message: `HTTPAgentServer: ${name} must be a positive number, got ${String(value)}`,
+    });
+  }
+  return value;
+}
+
+function errorName(error: unknown): string {
+  if (error instanceof Error) return error.name;
+  return 'Error';
+}
+
+/** True for async iterators (an async streaming agent's call). */
+function isAsyncIterator(value: unknown): value is AsyncIterator<unknown> {
+  return (
+    value !== null &&
+    typeof value === 'object' &&
+    Symbol.asyncIterator in value &&
+    typeof (value as { next?: unknown }).next === 'function'
+  );
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * Serves an agent over HTTP with Python Lagent's protocol (`lagent.distributed.http_serve`), snake_case on
+ * the wire, so Lagent's `HTTPAgentClient` and lagent-ts's {@link AsyncHTTPAgentClient} both talk to it:
+ *
+ * - `POST /chat_completion` `{ message: [string | AgentMessage dump], session_id, ...kwargs }` answers the
+ *   reply, `AgentMessage.model_dump()`'s shape; kwargs become call options (`max_new_tokens` as `maxNewTokens`).
+ * - `POST /chat_completion/stream`, the same body, answers server-sent events: `chunk` events with each
+ *   streamed message, then one `message` event with the final message (a non-streaming agent sends only
+ *   that), or an `error` event. A client that goes away stops the call, which leaves the session as it was.
+ * - `GET /memory/{session_id}` answers the agent's state dict for the session, in Lagent's shape (empty
+ *   memories for a session it has not seen).
+ * - `GET /health_check` answers `{ status: 'success', timestamp }`, without the token.
+ *
+ * Bad requests are answered and touch no session: malformed JSON or a missing `message` 400, a body over
+ * `bodyLimit` 413, a bad or missing token 401; a failing agent answers 500 with `{ detail, error }` and its call
+ * takes its turn back, as any failed call does.
+ *
+ * Calls on one session run one at a time in order (the agent's own session lanes); sessions run
+ * concurrently with an async agent. A sync agent (`Agent`, `StreamingAgent`) is served as it is: each call
+ * runs to its end on the event loop, so the server answers nothing else meanwhile; serve async agents for
+ * concurrency. Fastify, an optional peer, is loaded by `listen()`.
+ *
+ * @example
+ * const server = new HTTPAgentServer({ agent, port: 0 });
+ * await server.listen();
+ * const remote = new AsyncHTTPAgentClient({ url: server.url });
+ * await remote.call('hello', { sessionId: 1 });
+ * await server.close();
+ */
+export class HTTPAgentServer {
+  readonly agent: ServedAgent;
+  readonly host: string;
+  readonly #port: number;
+  readonly #token: Buffer | undefined;
+  readonly #bodyLimit: number;
+  readonly #headersTimeout: number;
+  readonly #requestTimeout: number;
+  readonly #keepAliveTimeout: number;
+  readonly #exposeErrors: boolean;
+  readonly #onError: NonNullable<HTTPAgentServerOptions['onError']>;
+  #app: Fastify | undefined;
+  #url: string | undefined;
+  #listening: Promise<string> | undefined;
+  #closing: Promise<void> | undefined;
+  #forget: (() => void) | undefined;
+  #inFlight = 0;
+  #drained: (() => void) | undefined;
+
+  constructor(options: HTTPAgentServerOptions) {
+    if (typeof options !== 'object' || options === null) {
+      throw new ConfigurationError({
+        message: 'HTTPAgentServer expects an options object ({ agent, port, ... })',
+      });
+    }
+    const { agent } = options;
+    if (
+      agent === null ||
+      typeof agent !== 'object' ||
+      typeof agent.call !== 'function' ||
+      typeof agent.stateDict !== 'function'
+    ) {
+      throw new ConfigurationError({
+        message: 'HTTPAgentServer needs an agent (an object with call and stateDict)',
+      });
+    }
+    const port = options.port ?? 8090;
+    if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+      throw new ConfigurationError({
+        message: `HTTPAgentServer: port must be an integer 0..65535, got ${String(port)}`,
+      });
+    }
+    if (options.token !== undefined && (typeof options.token !== 'string' || options.token.length === 0)) {
+      throw new ConfigurationError({ message: 'HTTPAgentServer: token must be a non-empty string' });
+    }
+    this.agent = agent;
+    this.host = options.host ?? '127.0.0.1';
+    this.#port = port;
+    this.#token = options.token === undefined ? undefined : Buffer.from(options.token);
+    this.#bodyLimit = positive('bodyLimit', options.bodyLimit, 1_048_576);
+    this.#headersTimeout = positive('headersTimeout', options.headersTimeout, 10_000);
+    this.#requestTimeout = positive('requestTimeout', options.requestTimeout, 30_000);
+    this.#keepAliveTimeout = positive('keepAliveTimeout', options.keepAliveTimeout, 72_000);
+    this.#exposeErrors = options.exposeErrors ?? false;
+    this.#onError =
+      options.onError ??
+      ((error, { route, sessionId }) => {
+        const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+        process.stderr.write(`HTTPAgentServer: ${route} (session ${String(sessionId)}) failed: ${text}\n`);
+      });
+  }
+
+  /** The server's base URL, e.g. `http://127.0.0.1:8090`; available once `listen()` resolved. */
+  get url(): string {
+    if (this.#url === undefined) {
+      throw new ConfigurationError({ message: 'HTTPAgentServer.url is known once listen() has resolved' });
+    }
+    return this.#url;
+  }
+
+  /** How many agent calls are running now. */
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /** Starts listening; resolves to the base URL. Calling it again returns the same promise. */
+  listen(): Promise<string> {
+    if (this.#closing)
+      return Promise.reject(new ConfigurationError({ message: 'HTTPAgentServer is closed' }));
+    this.#listening ??= this.#start();
+    return this.#listening;
+  }
+
+  /**
+   * Stops accepting connections, waits for the calls in flight (streams included) to finish and be answered,
+   * then closes every connection. Idempotent.
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#stop();
+    return this.#closing;
+  }
+
+  async #start(): Promise<string> {
+    const createFastify = await loadFastify();
+    const app = createFastify({
+      logger: false,
+      bodyLimit: this.#bodyLimit,
+      requestTimeout: this.#requestTimeout,
+      keepAliveTimeout: this.#keepAliveTimeout,
+      // Keep-alive connections with nothing in flight are closed by close(); busy ones finish their call.
+      forceCloseConnections: 'idle',
+      return503OnClosing: true,
+    });
+    app.server.headersTimeout = this.#headersTimeout;
+    this.#routes(app);
+    this.#app = app;
+    await app.listen({ host: this.host, port: this.#port });
+    const address = app.server.address();
+    const port = typeof address === 'object' && address !== null ? address.port : this.#port;
+    const host = this.host.includes(':') ? `[${this.host}]` : this.host;
+    this.#url = `http://${host}:${port}`;
+    this.#forget = registerSameThreadServer(port, `HTTPAgentServer at ${this.#url}`);
+    return this.#url;
+  }
+
+  async #stop(): Promise<void> {
+    const app = this.#app;
+    if (this.#listening) await this.#listening.catch(() => undefined);
+    if (app === undefined || this.#app === undefined) return;
+    // Stop accepting; answer the calls in flight; then drop the connections left.
+    const closed = app.close();
+    if (this.#inFlight > 0) await new Promise<void>((resolve) => (this.#drained = resolve));
+    app.server.closeIdleConnections?.();
+    await closed;
+    this.#forget?.();
+    this.#forget = undefined;
+  }
+
+  #routes(app: Fastify): void {
+    // Lagent's server reads the body as JSON whatever its content type: so does this one.
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
+      const text = body as string;
+      if (text.length === 0) {
+        done(null, undefined);
+        return;
+      }
+      try {
+        done(null, JSON.parse(text));
+      } catch (error) {
+        done(
+          Object.assign(new Error(`malformed JSON: ${(error as Error).message}`), {
+            statusCode: 400,
+            code: 'MalformedJSON',
+          }),
+          undefined,
+        );
+      }
+    });
+
+    if (this.#token !== undefined) {
+      const expected = this.#token;
+      app.addHook('onRequest', (request, reply, done) => {
+        if (request.url === '/health_check' || authorized(request.headers.authorization, expected)) {
+          done();
+          return;
+        }
+        reply
+          .code(401)
+          .header('www-authenticate', 'Bearer')
+          .type(JSON_TYPE)
+          .send(errorBody('a valid bearer token is required', 'Unauthorized'));
+      });
+    }
+
+    app.setErrorHandler((error: unknown, _request, reply) => {
+      const status = (error as { statusCode?: unknown }).statusCode;
+      if (typeof status === 'number' && status >= 400 && status < 500) {
+        const code = (error as { code?: unknown }).code;
+        const detail =
+          status === 413
+            ? `the body is larger than the limit of ${this.#bodyLimit} bytes`
+            : (error as Error).message;
+        reply
+          .code(status)
+          .type(JSON_TYPE)
+          .send(errorBody(detail, typeof code === 'string' ? code : errorName(error)));
+        return;
+      }
+      reply
+        .code(500)
+        .type(JSON_TYPE)
+        .send(errorBody('Internal Server Error', errorName(error)));
+    });
+    app.setNotFoundHandler((_request, reply) => {
+      reply.code(404).type(JSON_TYPE).send(errorBody('Not Found', 'NotFound'));
+    });
+
+    app.get('/health_check', (_request, reply) => {
+      reply.type(JSON_TYPE).send(JSON.stringify({ status: 'success', timestamp: Date.now() / 1000 }));
+    });
+
+    app.get('/memory/:session_id', (request, reply) => {
+      const { session_id: sessionId } = request.params as { session_id: string };
+      let dict: LagentStateDict;
+      try {
+        dict = this.agent.stateDict(sessionId, { format: 'lagent' });
+      } catch (error) {
+        this.#onError(error, { route: '/memory', sessionId });
+        this.#fail(reply, error);
+        return;
+      }
+      reply.type(JSON_TYPE).send(JSON.stringify(dict));
+    });
+
+    app.post('/chat_completion', (request, reply) => this.#chat(request, reply));
+    app.post('/chat_completion/stream', (request, reply) => this.#stream(request, reply));
+  }
+
+  /** Answers a failed call: 400 for input the agent refused as invalid, else 500. */
+  #fail(reply: FastifyReply, error: unknown): void {
+    const name = errorName(error);
+    const message = error instanceof Error ? error.message : String(error);
+    const detail = this.#exposeErrors ? message : 'Internal Server Error';
+    reply.code(500).type(JSON_TYPE).send(errorBody(detail, name));
+  }
+
+  #begin(): () => void {
+    this.#inFlight++;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.#inFlight--;
+      if (this.#inFlight === 0 && this.#drained) {
+        const drained = this.#drained;
+        this.#drained = undefined;
+        drained();
+      }
+    };
+  }
+
+  async #chat(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    let parsed: ReturnType<typeof readChatRequest>;
+    try {
+      parsed = readChatRequest(request.body);
+    } catch (error) {
+      badRequest(reply, error);
+      return;
+    }
+    const end = this.#begin();
+    const controller = new AbortController();
+    const onClose = () => {
+      if (!reply.raw.writableFinished) controller.abort(new Error('the client closed the connection'));
+    };
+    reply.raw.once('close', onClose);
+    try {
+      const options = { ...parsed.kwargs, sessionId: parsed.sessionId, signal: controller.signal };
+      let result = this.agent.call(parsed.messages, options);
+      if (isThenable(result)) result = await result;
+      else if (isAsyncIterator(result)) result = await lastOfAsync(result);
+      else if (isIterator(result) && !(result instanceof AgentMessage))
+        result = lastOf(result as Iterator<unknown>);
+      const json = toWire(result);
+      reply.type(JSON_TYPE).send(JSON.stringify(json));
+    } catch (error) {
+      if (controller.signal.aborted)
+        reply.hijack(); // the client is gone: nobody to answer
+      else {
+        this.#onError(error, { route: '/chat_completion', sessionId: parsed.sessionId });
+        this.#fail(reply, error);
+      }
+    } finally {
+      reply.raw.off('close', onClose);
+      end();
+    }
+  }
+
+  async #stream(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    let parsed: ReturnType<typeof readChatRequest>;
+    try {
+      parsed = readChatRequest(request.body);
+    } catch (error) {
+      badRequest(reply, error);
+      return;
+    }
+    const end = this.#begin();
+    const controller = new AbortController();
+    const raw = reply.raw;
+    let gone = false;
+    const onClose = () => {
+      if (!raw.writableFinished) {
+        gone = true;
+        controller.abort(new Error('the client closed the connection'));
+      }
+    };
+    raw.once('close', onClose);
+    // Headers go out with the first event, so a call that fails before it is still a plain 500.
+    let started = false;
+    const send = (event: string, data: unknown) => {
+      if (gone) return;
+      if (!started) {
+        started = true;
+        reply.hijack();
+        raw.writeHead(200, {
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-cache',
+          'x-accel-buffering': 'no',
+        });
+      }
+      raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    };
+    try {
+      const options = { ...parsed.kwargs, sessionId: parsed.sessionId, signal: controller.signal };
+      let result = this.agent.call(parsed.messages, options);
+      if (isThenable(result)) result = await result;
+      if (isAsyncIterator(result) || (isIterator(result) && !(result instanceof AgentMessage))) {
+        result = await relay(result as AsyncIterator<unknown> | Iterator<unknown>, (chunk) => {
+          if (gone) return false;
+          send(SSE_EVENTS.chunk, toWire(chunk));
+          return true;
+        });
+      }
+      if (!gone) {
+        send(SSE_EVENTS.message, toWire(result));
+        raw.end();
+      }
+    } catch (error) {
+      if (gone) {
+        if (!started) reply.hijack();
+      } else {
+        this.#onError(error, { route: '/chat_completion/stream', sessionId: parsed.sessionId });
+        if (started) {
+          const name = errorName(error);
+          const detail =
+            this.#exposeErrors && error instanceof Error ? error.message : 'Internal Server Error';
+          send(SSE_EVENTS.error, errorBody(detail, name));
+          raw.end();
+        } else {
+          this.#fail(reply, error);
+        }
+      }
+    } finally {
+      raw.off('close', onClose);
+      end();
+    }
+  }
+}
+
+/**
+ * Pulls a stream to its end, handing each chunk but the final message to `onChunk` (which answers false to
+ * stop: the stream's `return()` then runs, and the call takes its turn back). Returns the final message.
+ */
+async function relay(
+  stream: AsyncIterator<unknown> | Iterator<unknown>,
+  onChunk: (chunk: unknown) => boolean,
+): Promise<unknown> {
+  // The newest item is held back: a streaming agent yields its final message and also returns it.
+  let pending: unknown;
+  let hasPending = false;
+  for (;;) {
+    const step = await stream.next();
+    if (step.done) {
+      if (step.value === undefined || step.value === null) return pending;
+      if (hasPending && pending !== step.value && isChunk(pending) && !onChunk(pending)) return step.value;
+      return step.value;
+    }
+    if (hasPending && !onChunk(pending)) {
+      await stream.return?.(undefined);
+      throw new Error('the client closed the connection');
+    }
+    pending = step.value;
+    hasPending = true;
+  }
+}
+
+/** A streamed chunk rather than a final message. */
+function isChunk(value: unknown): boolean {
+  return value instanceof AgentMessage && value.streamState === AgentStatusCode.STREAM_ING;
+}
+
+async function lastOfAsync(stream: AsyncIterator<unknown>): Promise<unknown> {
+  let last: unknown;
+  for (;;) {
+    const step = await stream.next();
+    if (step.done) return step.value ?? last;
+    last = step.value;
+  }
+}
+
+function lastOf(stream: Iterator<unknown>): unknown {
+  let last: unknown;
+  for (;;) {
+    const step = stream.next();
+    if (step.done) return step.value ?? last;
+    last = step.value;
+  }
+}
+
+/** A call's result in its wire form. */
+function toWire(result: unknown): unknown {
+  if (result instanceof AgentMessage) return result.toJSON({ format: 'lagent' });
+  if (typeof result === 'string')
+    return new AgentMessage({ sender: 'assistant', content: result }).toJSON({ format: 'lagent' });
+  return result;
+}
+
+function errorBody(detail: string, error: string): string {
+  const body: HTTPErrorBody = { detail, error };
+  return JSON.stringify(body);
+}
+
+function badRequest(reply: FastifyReply, error: unknown): void {
+  const detail = error instanceof Error ? error.message : String(error);
+  const name =
+    error instanceof ValidationError || LagentError.isInstance(error) ? errorName(error) : 'BadRequest';
+  reply.code(400).type(JSON_TYPE).send(errorBody(detail, name));
+}
+
+/** Compares a bearer header with the token in constant time. */
+function authorized(header: string | undefined, expected: Buffer): boolean {
+  if (header === undefined) return false;
+  const match = /^Bearer\s+(.+)$/i.exec(header);
+  if (!match) return false;
+  const given = Buffer.from(match[1]!.trim());
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}

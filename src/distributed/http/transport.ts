@@ -1,0 +1,226 @@
+import http from 'node:http';
+import https from 'node:https';
+import { TimeoutError } from '../../schema/errors';
+import { HTTPAgentError } from './errors';
+
+/** One HTTP exchange's answer, read whole. */
+export interface HTTPAnswer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  text: string;
+}
+
+/** How the client reaches its server: a keep-alive pool, deadlines, retries. */
+export interface Transport {
+  readonly base: URL;
+  readonly agent: http.Agent;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly timeout: number;
+  readonly retries: number;
+  readonly retryDelay: number;
+}
+
+/** Socket errors on which a request never reached the server's agent, so sending it again is safe. */
+const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+/** Socket errors that, on a reused keep-alive socket and before any answer, mean the server had closed it. */
+const STALE_SOCKET = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
+
+class RetryableError extends Error {}
+
+/** The signal of one attempt: the caller's, and a deadline that rejects with a `TimeoutError`. */
+function withDeadline(
+  signal: AbortSignal | undefined,
+  timeout: number,
+  what: string,
+): {
+  signal: AbortSignal;
+  dispose: () => void;
+} {
+  const controller = new AbortController();
+  const onAbort = () => controller.abort(signal!.reason);
+  if (signal?.aborted) controller.abort(signal.reason);
+  else signal?.addEventListener('abort', onAbort, { once: true });
+  const timer = Number.isFinite(timeout)
+    ? setTimeout(
+        () =>
+          controller.abort(
+            new TimeoutError({ message: `${what} timed out after ${timeout} ms`, timeoutMs: timeout }),
+          ),
+        timeout,
+      )
+    : undefined;
+  return {
+    signal: controller.signal,
+    dispose: () => {
+      if (timer !== undefined) clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    },
+  };
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * Opens one request and resolves with the response (status and headers; the body still to read), or rejects
+ * with a {@link RetryableError} when the request cannot have reached the server, an {@link HTTPAgentError}
+ * for other connection failures, or the signal's reason.
+ */
+function open(
+  transport: Transport,
+  method: 'GET' | 'POST',
+  path: string,
+  body: string | undefined,
+  signal: AbortSignal,
+): Promise<{ response: http.IncomingMessage; request: http.ClientRequest }> {
+  const url = new URL(path, transport.base);
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const headers: Record<string, string | number> = { ...transport.headers };
+    if (body !== undefined) {
+      headers['content-type'] = 'application/json';
+      headers['content-length'] = Buffer.byteLength(body);
+    }
+    const module = url.protocol === 'https:' ? https : http;
+    const request = module.request(url, { method, headers, agent: transport.agent });
+    let settled = false;
+    const onAbort = () => {
+      request.destroy();
+      if (!settled) {
+        settled = true;
+        reject(signal.reason);
+      }
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    request.on('response', (response) => {
+      if (settled) return;
+      settled = true;
+      resolve({ response, request });
+      // The caller reads the body; the abort listener stays until the exchange ends.
+      const release = () => signal.removeEventListener('abort', onAbort);
+      response.once('close', release);
+    });
+    request.on('error', (error: NodeJS.ErrnoException) => {
+      signal.removeEventListener('abort', onAbort);
+      if (settled) return;
+      settled = true;
+      const code = error.code ?? '';
+      if (NEVER_SENT.has(code) || (request.reusedSocket && STALE_SOCKET.has(code))) {
+        reject(Object.assign(new RetryableError(error.message), { cause: error }));
+        return;
+      }
+      reject(
+        new HTTPAgentError({
+          message: `${method} ${url.href} failed: ${error.message}`,
+          url: url.href,
+          cause: error,
+        }),
+      );
+    });
+    request.end(body);
+  });
+}
+
+/**
+ * Sends one request with retries on connection failures that cannot have reached the agent (refused, or a
+ * keep-alive socket the server had closed), waiting `retryDelay * 2^n` between attempts. `timeout` bounds the
+ * whole exchange, retries included. `read` consumes the response.
+ */
+export async function exchange<T>(
+  transport: Transport,
+  method: 'GET' | 'POST',
+  path: string,
+  body: string | undefined,
+  signal: AbortSignal | undefined,
+  read: (response: http.IncomingMessage, signal: AbortSignal) => Promise<T>,
+  timeout: number = transport.timeout,
+): Promise<T> {
+  const what = `${method} ${new URL(path, transport.base).href}`;
+  const deadline = withDeadline(signal, timeout, what);
+  try {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const { response } = await open(transport, method, path, body, deadline.signal);
+        return await read(response, deadline.signal);
+      } catch (error) {
+        if (!(error instanceof RetryableError)) throw error;
+        if (attempt >= transport.retries) {
+          throw new HTTPAgentError({
+            message: `${what} failed after ${attempt + 1} attempt(s): ${error.message}`,
+            url: new URL(path, transport.base).href,
+            cause: error.cause,
+          });
+        }
+        await sleep(transport.retryDelay * 2 ** attempt, deadline.signal);
+      }
+    }
+  } finally {
+    deadline.dispose();
+  }
+}
+
+/** Reads a whole response body as text; a connection cut mid-body is an {@link HTTPAgentError}. */
+export function readText(response: http.IncomingMessage, signal: AbortSignal): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    response.on('data', (part: Buffer) => parts.push(part));
+    response.once('end', () => resolve(Buffer.concat(parts).toString('utf8')));
+    response.once('close', () => {
+      if (signal.aborted) reject(signal.reason);
+      else if (!response.complete) {
+        reject(
+          new HTTPAgentError({ message: 'the server closed the connection before the answer was complete' }),
+        );
+      }
+    });
+    response.once('error', (error) => reject(signal.aborted ? signal.reason : error));
+  });
+}
+
+/** Parses an answer's JSON, turning an error status into an {@link HTTPAgentError} that carries the server's body. */
+export function parseAnswer(answer: HTTPAnswer, url: string): unknown {
+  let json: unknown;
+  try {
+    json = answer.text.length === 0 ? undefined : JSON.parse(answer.text);
+  } catch {
+    json = undefined;
+  }
+  if (answer.status < 200 || answer.status >= 300) {
+    const detail =
+      json !== null && typeof json === 'object' && typeof (json as { detail?: unknown }).detail === 'string'
+        ? (json as { detail: string }).detail
+        : answer.text.slice(0, 200);
+    throw new HTTPAgentError({
+      message: `${url} answered ${answer.status}: ${detail}`,
+      status: answer.status,
+      body: json ?? answer.text,
+      url,
+    });
+  }
+  if (json === undefined) {
+    throw new HTTPAgentError({
+      message: `${url} answered ${answer.status} without a JSON body`,
+      status: answer.status,
+      url,
+    });
+  }
+  return json;
+}
