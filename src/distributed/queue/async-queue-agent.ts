@@ -1,0 +1,411 @@
+import { randomUUID } from 'node:crypto';
+import type { ConnectionOptions, Queue, QueueEvents } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { AsyncCallOptions } from '../../agents/agent-base';
+import { toMessages } from '../../agents/lifecycle';
+import type { LagentStateDict, StateDict, StateDictOptions } from '../../agents/state-dict';
+import { combineSignals, effectiveSignal } from '../../core/call-context';
+import { SessionLanes } from '../../core/session-lanes';
+import { AgentMessage, type LagentMessageJSON, type MessageInput } from '../../schema/agent-message';
+import { ConfigurationError, TimeoutError } from '../../schema/errors';
+import type { SessionId } from '../../schema/session';
+import { isPlainObject } from '../../utils/is';
+import { connectionOptions, connectRedis, describeConnection, type RedisConnection } from './connection';
+import { QueueConnectionError, RemoteAgentError } from './errors';
+import { loadQueuePeers } from './load';
+import { CALL_JOB, type CallJobData, jobKwargs, parseFailure } from './protocol';
+import { type AgentShape, SessionKeys, SessionStore } from './session-store';
+
+/** Options of {@link AsyncQueueAgent}. */
+export interface AsyncQueueAgentOptions {
+  /** The BullMQ queue the workers serve. @default 'agents' */
+  queue?: string | undefined;
+  /** Redis: a URL (`redis://127.0.0.1:6379`) or ioredis options. */
+  connection: RedisConnection;
+  /** Longest a call may take, waiting in the queue included, in ms. Unset: no limit. */
+  timeout?: number | undefined;
+  /** BullMQ's key prefix (the workers' one). @default 'bull' */
+  prefix?: string | undefined;
+  /** @default 'AsyncQueueAgent' */
+  name?: string | undefined;
+  description?: string | undefined;
+}
+
+/** Options of one call: the session, the abort signal and timeout, and options for the remote agent. */
+export type QueueCallOptions = AsyncCallOptions & { timeout?: number | undefined };
+
+interface Waiter {
+  resolve(message: AgentMessage): void;
+  reject(error: unknown): void;
+  since: number;
+}
+
+interface Connected {
+  redis: Redis;
+  queue: Queue;
+  events: QueueEvents;
+  store: SessionStore;
+}
+
+/** How often, and after how long, a call whose reply event never came asks Redis about its job (ms). */
+const SWEEP_MS = 5_000;
+
+/**
+ * An async agent served by {@link QueueAgentWorker}s: each call becomes a BullMQ job on the session, and the
+ * reply comes back when a worker committed the turn. Usable as a sub-agent: hold it as a property of a local
+ * composite and call it in `forward`; it inherits that call's abort signal. Its calls on one session run one
+ * at a time in call order; the session's memory is in Redis (`stateDict` reads it).
+ *
+ * An abort or a timeout removes the job when no worker took it yet (it then never runs); otherwise the call
+ * stops waiting and asks the worker to stop, and a turn that was already committed stays. A failure of the
+ * local composite after this call returned does not take back the remote turn (as with any remote agent).
+ *
+ * @example
+ * const remote = new AsyncQueueAgent({ queue: 'agents', connection: 'redis://127.0.0.1:6379', timeout: 30_000 });
+ * const reply = await remote.call('hello', { sessionId: 'alice' });
+ * await remote.stateDict('alice'); // { memory: [...] }
+ * await remote.close();
+ */
+export class AsyncQueueAgent {
+  name: string;
+  description: string | undefined;
+  readonly queue: string;
+  readonly timeout: number | undefined;
+  readonly #connection: RedisConnection;
+  readonly #prefix: string;
+  readonly #lanes = new SessionLanes();
+  readonly #waiting = new Map<string, Waiter>();
+  #connected: Promise<Connected> | undefined;
+  #closed = false;
+  #sweep: NodeJS.Timeout | undefined;
+
+  constructor(options: AsyncQueueAgentOptions) {
+    if (!isPlainObject(options)) {
+      throw new ConfigurationError({ message: 'AsyncQueueAgent expects { queue?, connection, timeout? }' });
+    }
+    const { queue = 'agents', timeout } = options;
+    if (typeof queue !== 'string' || queue === '' || queue.includes(':')) {
+      throw new ConfigurationError({
+        message: `AsyncQueueAgent: queue must be a non-empty name without ':', got ${JSON.stringify(queue)}`,
+      });
+    }
+    checkTimeout(timeout);
+    connectionOptions(options.connection);
+    this.queue = queue;
+    this.timeout = timeout;
+    this.#connection = options.connection;
+    this.#prefix = options.prefix ?? 'bull';
+    this.name = options.name ?? 'AsyncQueueAgent';
+    this.description = options.description;
+  }
+
+  /**
+   * Connects (calls do this on first use). Rejects with a `QueueConnectionError` when Redis cannot be
+   * reached, and a `ConfigurationError` when bullmq or ioredis is not installed.
+   */
+  async ready(): Promise<void> {
+    await this.#connect();
+  }
+
+  /**
+   * One call of the remote agent on a session (default 0): resolves to its reply. Rejects with a
+   * `RemoteAgentError` when the agent failed (the session is then as before), a `TimeoutError` after
+   * `timeout`, the signal's reason when aborted, and a `QueueConnectionError` when Redis is unreachable or
+   * the connection drops while waiting (the job may then still run, later, once).
+   */
+  async call(
+    input?: MessageInput | readonly MessageInput[],
+    options: QueueCallOptions = {},
+  ): Promise<AgentMessage> {
+    const own = effectiveSignal(options.signal);
+    own?.throwIfAborted();
+    const timeoutMs = options.timeout ?? this.timeout;
+    checkTimeout(timeoutMs);
+    const sessionId: SessionId = options.sessionId ?? 0;
+    const data: CallJobData = {
+      message: toMessages(input).map((message) => message.toJSON({ format: 'lagent' }) as LagentMessageJSON),
+      session_id: sessionId,
+      kwargs: jobKwargs(options),
+    };
+    let timer: NodeJS.Timeout | undefined;
+    let signal = own;
+    if (timeoutMs !== undefined) {
+      const deadline = new AbortController();
+      timer = setTimeout(() => {
+        deadline.abort(
+          new TimeoutError({ timeoutMs, message: `${this.name}: no reply within ${timeoutMs} ms` }),
+        );
+      }, timeoutMs);
+      signal = combineSignals(own, deadline.signal);
+    }
+    try {
+      const connected = await this.#connect();
+      const key = String(sessionId);
+      const turn = this.#lanes.acquire(key, signal);
+      if (turn !== undefined) await turn.ready;
+      try {
+        return await this.#submit(connected, data, signal);
+      } finally {
+        this.#lanes.release(key);
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * The session's memory as stored in Redis: `{ memory: [...], 'writer.memory': [...] }`, camelCase by default,
+   * Python Lagent's shape with `{ format: 'lagent' }`. An unknown session gives the served agent's keys with
+   * empty lists (once a worker has started).
+   */
+  async stateDict(
+    sessionId: SessionId | undefined,
+    options: StateDictOptions & { format: 'lagent' },
+  ): Promise<LagentStateDict>;
+  async stateDict(sessionId?: SessionId, options?: StateDictOptions): Promise<StateDict>;
+  async stateDict(
+    sessionId: SessionId = 0,
+    options: StateDictOptions = {},
+  ): Promise<StateDict | LagentStateDict> {
+    const { redis, store } = await this.#connect();
+    const [stored, shapeJSON] = await guard(async () => {
+      const { state } = await store.read(sessionId);
+      const shape =
+        state !== undefined && options.format === 'lagent' ? null : await redis.get(store.keys.shape);
+      return [state, shape] as const;
+    });
+    const shape = shapeJSON ? (JSON.parse(shapeJSON) as AgentShape) : undefined;
+    const dict = stored !== undefined ? (JSON.parse(stored) as LagentStateDict) : (shape?.state ?? {});
+    if (options.format === 'lagent') return dict;
+    const names = new Map(shape?.keys ?? []);
+    const converted: StateDict = {};
+    for (const [key, messages] of Object.entries(dict)) {
+      converted[names.get(key) ?? key] = (messages ?? []).map((json) => AgentMessage.from(json).toJSON());
+    }
+    return converted;
+  }
+
+  /** Forgets a session's memory in Redis (after any call running on it). */
+  async reset(sessionId: SessionId = 0): Promise<void> {
+    const { store } = await this.#connect();
+    for (let pause = 1; !(await guard(() => store.reset(sessionId))); pause = Math.min(pause * 2, 50)) {
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+
+  /**
+   * Disconnects. Calls still waiting reject with a `QueueConnectionError` (their jobs stay queued and may
+   * still run).
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#sweep);
+    this.#failAll('the AsyncQueueAgent was closed while the call waited for its reply');
+    let connected: Connected | undefined;
+    try {
+      connected = await this.#connected;
+    } catch {
+      return;
+    }
+    if (!connected) return;
+    await Promise.allSettled([connected.events.close(), connected.queue.close()]);
+    await connected.redis.quit().catch(() => connected.redis.disconnect());
+  }
+
+  #connect(): Promise<Connected> {
+    if (this.#closed) {
+      return Promise.reject(new ConfigurationError({ message: `${this.name}: closed` }));
+    }
+    if (this.#connected === undefined) {
+      this.#connected = this.#open();
+      // A failed connection is tried again by the next call.
+      this.#connected.catch(() => {
+        this.#connected = undefined;
+      });
+    }
+    return this.#connected;
+  }
+
+  async #open(): Promise<Connected> {
+    const peers = await loadQueuePeers('AsyncQueueAgent');
+    const options = connectionOptions(this.#connection);
+    // Fail fast while disconnected rather than queue commands for a Redis that may never come back.
+    const redis = await connectRedis(peers, options, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+    let queue: Queue | undefined;
+    let events: QueueEvents | undefined;
+    try {
+      const keys = new SessionKeys(this.#prefix, this.queue);
+      const store = new SessionStore(redis, keys);
+      // Reply events from now on: read the stream's last id first so none is missed before the reader starts.
+      const last = await redis.xrevrange(`${this.#prefix}:${this.queue}:events`, '+', '-', 'COUNT', 1);
+      queue = new peers.bullmq.Queue(this.queue, { connection: redis, prefix: this.#prefix });
+      queue.on('error', () => {});
+      events = new peers.bullmq.QueueEvents(this.queue, {
+        connection: options as ConnectionOptions,
+        prefix: this.#prefix,
+        lastEventId: last[0]?.[0] ?? '0-0',
+      });
+      events.on('error', () => {});
+      events.on('completed', ({ jobId, returnvalue }) => {
+        const waiter = this.#take(jobId);
+        if (!waiter) return;
+        try {
+          waiter.resolve(AgentMessage.from(returnvalue));
+        } catch (error) {
+          waiter.reject(error);
+        }
+      });
+      events.on('failed', ({ jobId, failedReason }) =>
+        this.#take(jobId)?.reject(remoteError(jobId, failedReason)),
+      );
+      await Promise.all([queue.waitUntilReady(), events.waitUntilReady()]);
+      redis.on('close', () => {
+        if (!this.#closed) {
+          this.#failAll(
+            `lost the connection to Redis at ${describeConnection(options)} while the call waited`,
+          );
+        }
+      });
+      const connected = { redis, queue, events, store };
+      this.#sweep = setInterval(() => this.#sweepLost(connected), SWEEP_MS);
+      this.#sweep.unref();
+      return connected;
+    } catch (error) {
+      await Promise.allSettled([events?.close(), queue?.close()]);
+      redis.disconnect();
+      if (error instanceof QueueConnectionError) throw error;
+      throw new QueueConnectionError({
+        message: `could not start on Redis at ${describeConnection(options)}: ${(error as Error).message}`,
+        cause: error,
+      });
+    }
+  }
+
+  async #submit(
+    connected: Connected,
+    data: CallJobData,
+    signal: AbortSignal | undefined,
+  ): Promise<AgentMessage> {
+    signal?.throwIfAborted();
+    const jobId = randomUUID();
+    const reply = new Promise<AgentMessage>((resolve, reject) => {
+      this.#waiting.set(jobId, { resolve, reject, since: Date.now() });
+    });
+    try {
+      await connected.queue.add(CALL_JOB, data, {
+        jobId,
+        removeOnComplete: { count: 1000 },
+        removeOnFail: { age: 24 * 3600, count: 10_000 },
+      });
+    } catch (error) {
+      this.#waiting.delete(jobId);
+      throw new QueueConnectionError({
+        message: `${this.name}: could not queue the call on Redis: ${(error as Error).message}`,
+        cause: error,
+      });
+    }
+    if (signal === undefined) return reply;
+    return new Promise<AgentMessage>((resolve, reject) => {
+      const onAbort = () => {
+        if (!this.#take(jobId)) return;
+        this.#abandon(connected, jobId).finally(() => reject(signal.reason));
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      reply.then(
+        (message) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(message);
+        },
+        (error: unknown) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(error);
+        },
+      );
+      if (signal.aborted) onAbort();
+    });
+  }
+
+  /** A call stopped waiting: removes its job if no worker took it, or asks the worker running it to stop. */
+  async #abandon(connected: Connected, jobId: string): Promise<void> {
+    try {
+      if ((await connected.queue.remove(jobId)) === 1) return;
+      await connected.store.cancel(jobId);
+    } catch {
+      // Redis is gone: the worker's lease and the job's lock settle it.
+    }
+  }
+
+  #take(jobId: string): Waiter | undefined {
+    const waiter = this.#waiting.get(jobId);
+    if (waiter) this.#waiting.delete(jobId);
+    return waiter;
+  }
+
+  #failAll(message: string): void {
+    for (const [jobId, waiter] of this.#waiting) {
+      this.#waiting.delete(jobId);
+      waiter.reject(new QueueConnectionError({ message: `${this.name}: ${message} (job ${jobId})`, jobId }));
+    }
+  }
+
+  /** Replies whose event was missed (the reader lagged past the event stream's trimming) are read from the job. */
+  async #sweepLost(connected: Connected): Promise<void> {
+    const old = Date.now() - SWEEP_MS;
+    const lost = [...this.#waiting].filter(([, waiter]) => waiter.since < old).slice(0, 100);
+    for (const [jobId] of lost) {
+      try {
+        const state = await connected.queue.getJobState(jobId);
+        if (state === 'completed' || state === 'failed') {
+          const job = await connected.queue.getJob(jobId);
+          const waiter = this.#take(jobId);
+          if (!waiter) continue;
+          if (job === undefined) {
+            waiter.reject(
+              new QueueConnectionError({
+                message: `${this.name}: job ${jobId} finished but its reply is gone`,
+                jobId,
+              }),
+            );
+          } else if (state === 'completed') waiter.resolve(AgentMessage.from(job.returnvalue));
+          else waiter.reject(remoteError(jobId, job.failedReason));
+        } else if (state === 'unknown') {
+          this.#take(jobId)?.reject(
+            new QueueConnectionError({
+              message: `${this.name}: job ${jobId} is no longer in Redis (was Redis restarted without persistence?)`,
+              jobId,
+            }),
+          );
+        }
+      } catch {
+        return; // Redis unreachable: the connection's own handling reports it
+      }
+    }
+  }
+}
+
+function remoteError(jobId: string, failedReason: string | undefined): RemoteAgentError {
+  const { name, message } = parseFailure(failedReason);
+  return new RemoteAgentError({
+    jobId,
+    remoteName: name,
+    message: `the remote agent failed (${name}): ${message}`,
+  });
+}
+
+/** Runs a Redis command, giving a `QueueConnectionError` when Redis cannot be reached. */
+async function guard<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    throw new QueueConnectionError({ message: `Redis: ${(error as Error).message}`, cause: error });
+  }
+}
+
+function checkTimeout(timeout: unknown): void {
+  if (timeout !== undefined && !(typeof timeout === 'number' && Number.isFinite(timeout) && timeout > 0)) {
+    throw new ConfigurationError({
+      message: `timeout must be a positive number of ms, got ${String(timeout)}`,
+    });
+  }
+}

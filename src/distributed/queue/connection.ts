@@ -1,0 +1,66 @@
+import type { Redis, RedisOptions } from 'ioredis';
+import { ConfigurationError } from '../../schema/errors';
+import { QueueConnectionError } from './errors';
+import type { QueuePeers } from './load';
+
+/** Where Redis is: a URL (`redis://host:port/db`, `rediss://...`) or ioredis options. */
+export type RedisConnection = string | RedisOptions;
+
+/** The connection as ioredis options (a URL parsed the way ioredis parses it), for BullMQ's own clients. */
+export function connectionOptions(connection: RedisConnection): RedisOptions {
+  if (typeof connection === 'string') {
+    let url: URL;
+    try {
+      url = new URL(connection);
+    } catch {
+      throw new ConfigurationError({ message: `connection: not a Redis URL: ${JSON.stringify(connection)}` });
+    }
+    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
+      throw new ConfigurationError({
+        message: `connection: expected a redis:// or rediss:// URL, got ${url.protocol}`,
+      });
+    }
+    const options: RedisOptions = { host: url.hostname || '127.0.0.1', port: Number(url.port || 6379) };
+    if (url.username) options.username = decodeURIComponent(url.username);
+    if (url.password) options.password = decodeURIComponent(url.password);
+    const db = url.pathname.replace(/^\//, '');
+    if (db) options.db = Number(db);
+    if (url.protocol === 'rediss:') options.tls = {};
+    return options;
+  }
+  if (typeof connection !== 'object' || connection === null) {
+    throw new ConfigurationError({ message: 'connection must be a Redis URL or ioredis options' });
+  }
+  return { ...connection };
+}
+
+/** `host:port` for messages. */
+export function describeConnection(options: RedisOptions): string {
+  return options.path ?? `${options.host ?? '127.0.0.1'}:${options.port ?? 6379}`;
+}
+
+/**
+ * A connected ioredis client, or a {@link QueueConnectionError} as soon as the first attempt fails (ioredis
+ * would otherwise retry for ever while calls hang). Later drops reconnect on their own.
+ */
+export async function connectRedis(
+  peers: QueuePeers,
+  options: RedisOptions,
+  extra: RedisOptions = {},
+): Promise<Redis> {
+  const settings: RedisOptions = { connectTimeout: 5_000, ...options, ...extra, lazyConnect: true };
+  // ioredis's own RedisOptions does not fit its constructor under exactOptionalPropertyTypes.
+  const redis = new peers.Redis(settings as never);
+  // Errors after the first connection are reported through the calls that meet them.
+  redis.on('error', () => {});
+  try {
+    await redis.connect();
+  } catch (error) {
+    redis.disconnect();
+    throw new QueueConnectionError({
+      message: `could not connect to Redis at ${describeConnection(options)}: ${(error as Error).message}`,
+      cause: error,
+    });
+  }
+  return redis;
+}

@@ -1,0 +1,47 @@
+import type { LagentMessageJSON } from '../../schema/agent-message';
+import type { SessionId } from '../../schema/session';
+
+/** The BullMQ job name of an agent call. */
+export const CALL_JOB = 'call';
+
+/**
+ * The data of a call job, in Lagent's words (the body of its `/chat_completion`): the input messages in
+ * Python Lagent's shape, the session, and the call's other options (JSON values only).
+ */
+export interface CallJobData {
+  message: LagentMessageJSON[];
+  session_id: SessionId;
+  kwargs: Record<string, unknown>;
+}
+
+/** Call options that belong to the calling process and never go into a job. */
+const LOCAL_OPTIONS = new Set(['sessionId', 'signal', 'timeout']);
+
+/** The options of a call that travel with its job: JSON values, minus the local ones. */
+export function jobKwargs(options: Readonly<Record<string, unknown>> | undefined): Record<string, unknown> {
+  const kwargs: Record<string, unknown> = {};
+  if (options === undefined) return kwargs;
+  for (const key of Object.keys(options)) {
+    if (LOCAL_OPTIONS.has(key) || key === '__proto__') continue;
+    const value = options[key];
+    if (value === undefined || typeof value === 'function' || typeof value === 'symbol') continue;
+    kwargs[key] = value;
+  }
+  return kwargs;
+}
+
+/**
+ * How a worker reports an agent's failure through BullMQ's `failedReason` (a string): `Name: message`, which
+ * the caller reads back into a `RemoteAgentError` with `remoteName`.
+ */
+export function failureReason(error: unknown): string {
+  if (error instanceof Error) return `${error.name || 'Error'}: ${error.message}`;
+  return `Error: ${String(error)}`;
+}
+
+/** Splits a `failedReason` into the remote error's name and message. */
+export function parseFailure(reason: string | undefined): { name: string; message: string } {
+  const text = reason ?? 'the job failed';
+  const match = /^([A-Za-z_$][\w$]*): ([\s\S]*)$/.exec(text);
+  return match ? { name: match[1]!, message: match[2]! } : { name: 'Error', message: text };
+}

@@ -1,0 +1,337 @@
+import { randomUUID } from 'node:crypto';
+import type { ConnectionOptions, Job, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { AgentBase, AsyncCallOptions } from '../../agents/agent-base';
+import { AgentMessage, type MessageInput } from '../../schema/agent-message';
+import { ConfigurationError, ValidationError } from '../../schema/errors';
+import type { SessionId } from '../../schema/session';
+import { isPlainObject } from '../../utils/is';
+import { connectionOptions, connectRedis, type RedisConnection } from './connection';
+import { loadQueuePeers } from './load';
+import { type CallJobData, failureReason } from './protocol';
+import { type Acquired, type AgentShape, SessionKeys, SessionStore } from './session-store';
+
+/** What a worker can host: an agent whose `call` gives a message (or a promise of one), with its state dict. */
+export type QueueHostedAgent = Pick<AgentBase, 'name' | 'stateDict' | 'loadStateDict' | 'reset'> & {
+  call(
+    input?: MessageInput | readonly MessageInput[],
+    options?: AsyncCallOptions,
+  ): Promise<AgentMessage> | AgentMessage;
+};
+
+/** Options of {@link QueueAgentWorker}. */
+export interface QueueAgentWorkerOptions {
+  /** The agent to serve (a composite with sub-agents works: its whole state dict is the session's). */
+  agent: QueueHostedAgent;
+  /** The BullMQ queue name. @default 'agents' */
+  queue?: string | undefined;
+  /** Redis: a URL (`redis://127.0.0.1:6379`) or ioredis options. */
+  connection: RedisConnection;
+  /** Calls this worker runs at once (on different sessions). @default 1 */
+  concurrency?: number | undefined;
+  /**
+   * How long a job's lock (and its session's lease) lasts without renewal, in ms: a worker that died is noticed
+   * after about this long, and its job runs again elsewhere. @default 30_000 (BullMQ's)
+   */
+  lockDuration?: number | undefined;
+  /** How often this worker looks for jobs whose worker died, in ms. @default 30_000 (BullMQ's) */
+  stalledInterval?: number | undefined;
+  /** How many times a job may be taken back from a dead worker before it fails. @default 1 (BullMQ's) */
+  maxStalledCount?: number | undefined;
+  /** BullMQ's key prefix. @default 'bull' */
+  prefix?: string | undefined;
+}
+
+/** Times a call is run again when another run of its session committed first (a lease lost to a pause). */
+const MAX_RUNS = 5;
+const DEFAULT_LOCK_MS = 30_000;
+
+/**
+ * Hosts an agent on a BullMQ queue: each job is one `call` of the agent on the job's session. The session's
+ * memory lives in Redis (the agent's state dict in Python Lagent's shape), so any worker serves any session;
+ * a per-session lease lets one call of a session run at a time across all workers, and the turn is
+ * committed in one script that checks the version it was loaded at, so a worker killed mid-call leaves the
+ * session as it was and the job runs again elsewhere, once.
+ *
+ * @example
+ * const worker = new QueueAgentWorker({ agent, queue: 'agents', connection: 'redis://127.0.0.1:6379', concurrency: 8 });
+ * await worker.ready();
+ * // ...
+ * await worker.close(); // finishes the calls it runs, then stops
+ */
+export class QueueAgentWorker {
+  readonly agent: QueueHostedAgent;
+  readonly queue: string;
+  readonly concurrency: number;
+  readonly #connection: RedisConnection;
+  readonly #options: QueueAgentWorkerOptions;
+  readonly #leaseMs: number;
+  #starting: Promise<void> | undefined;
+  #closing: Promise<void> | undefined;
+  #worker: Worker | undefined;
+  #redis: Redis | undefined;
+  #subscriber: Redis | undefined;
+  #store: SessionStore | undefined;
+
+  constructor(options: QueueAgentWorkerOptions) {
+    if (!isPlainObject(options)) {
+      throw new ConfigurationError({
+        message: 'QueueAgentWorker expects { agent, queue?, connection, ... }',
+      });
+    }
+    const { agent, queue = 'agents', concurrency = 1 } = options;
+    if (agent === null || typeof agent !== 'object' || typeof agent.call !== 'function') {
+      throw new ConfigurationError({
+        message: 'QueueAgentWorker: agent must be an agent (with call and stateDict)',
+      });
+    }
+    if (!Number.isInteger(concurrency) || concurrency < 1) {
+      throw new ConfigurationError({
+        message: `QueueAgentWorker: concurrency must be a positive integer, got ${concurrency}`,
+      });
+    }
+    for (const key of ['lockDuration', 'stalledInterval'] as const) {
+      const value = options[key];
+      if (value !== undefined && !(Number.isFinite(value) && value > 0)) {
+        throw new ConfigurationError({
+          message: `QueueAgentWorker: ${key} must be a positive number of ms, got ${value}`,
+        });
+      }
+    }
+    if (typeof queue !== 'string' || queue === '' || queue.includes(':')) {
+      throw new ConfigurationError({
+        message: `QueueAgentWorker: queue must be a non-empty name without ':', got ${JSON.stringify(queue)}`,
+      });
+    }
+    connectionOptions(options.connection); // checks it now, not at ready()
+    this.agent = agent;
+    this.queue = queue;
+    this.concurrency = concurrency;
+    this.#connection = options.connection;
+    this.#options = options;
+    this.#leaseMs = options.lockDuration ?? DEFAULT_LOCK_MS;
+  }
+
+  /** The BullMQ `Worker` (after `ready()`), for its events and metrics. */
+  get bullWorker(): Worker | undefined {
+    return this.#worker;
+  }
+
+  /**
+   * Connects to Redis and starts taking jobs. Rejects with a `QueueConnectionError` when Redis cannot be
+   * reached, and a `ConfigurationError` when bullmq or ioredis is not installed.
+   */
+  ready(): Promise<void> {
+    if (this.#closing) return Promise.reject(new ConfigurationError({ message: 'QueueAgentWorker: closed' }));
+    this.#starting ??= this.#start();
+    return this.#starting;
+  }
+
+  async #start(): Promise<void> {
+    const peers = await loadQueuePeers('QueueAgentWorker');
+    const options = connectionOptions(this.#connection);
+    const prefix = this.#options.prefix ?? 'bull';
+    const keys = new SessionKeys(prefix, this.queue);
+    // Commands wait through a reconnect: a commit sent while Redis restarts runs once it is back, still fenced.
+    const redis = await connectRedis(peers, options, { maxRetriesPerRequest: null });
+    this.#redis = redis;
+    try {
+      this.#store = new SessionStore(redis, keys);
+      await redis.set(keys.shape, JSON.stringify(shapeOf(this.agent)));
+      const subscriber = redis.duplicate();
+      subscriber.on('error', () => {});
+      this.#subscriber = subscriber;
+      subscriber.on('message', (_channel: string, jobId: string) => {
+        this.#worker?.cancelJob(jobId, 'the caller cancelled the call');
+      });
+      await subscriber.subscribe(keys.cancelChannel);
+      const worker = new peers.bullmq.Worker(
+        this.queue,
+        (job, _token, signal) =>
+          this.#process(job, signal).catch((error: unknown) => {
+            // BullMQ keeps only the message: `Name: message` lets the caller name the remote error.
+            throw new Error(failureReason(error), { cause: error });
+          }),
+        {
+          connection: options as ConnectionOptions,
+          prefix,
+          concurrency: this.concurrency,
+          ...(this.#options.lockDuration === undefined ? {} : { lockDuration: this.#options.lockDuration }),
+          ...(this.#options.stalledInterval === undefined
+            ? {}
+            : { stalledInterval: this.#options.stalledInterval }),
+          ...(this.#options.maxStalledCount === undefined
+            ? {}
+            : { maxStalledCount: this.#options.maxStalledCount }),
+        },
+      );
+      this.#worker = worker;
+      // BullMQ reconnects by itself; its connection errors are not the caller's to handle here.
+      worker.on('error', () => {});
+      worker.on('completed', (job) => {
+        if (job.id !== undefined) this.#store?.forgetDone(job.id).catch(() => {});
+      });
+      await worker.waitUntilReady();
+    } catch (error) {
+      await this.#shutdown();
+      throw error;
+    }
+  }
+
+  /**
+   * Stops taking jobs, lets the calls in progress finish (and commit), then disconnects. A job that had not
+   * started stays in the queue for another worker.
+   */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      try {
+        await this.#starting;
+      } catch {
+        // nothing started
+      }
+      await this.#shutdown();
+    })();
+    return this.#closing;
+  }
+
+  async #shutdown(): Promise<void> {
+    try {
+      await this.#worker?.close();
+    } finally {
+      this.#subscriber?.disconnect();
+      await this.#redis?.quit().catch(() => this.#redis?.disconnect());
+    }
+  }
+
+  async #process(job: Job, signal: AbortSignal | undefined): Promise<unknown> {
+    const store = this.#store!;
+    const data = readJob(job);
+    const jobId = job.id!;
+    const sessionId = data.session_id;
+    for (let run = 1; ; run++) {
+      const holder = `${jobId}:${randomUUID()}`;
+      const acquired = await this.#acquire(store, sessionId, jobId, holder, signal);
+      if (acquired.status === 'done') return JSON.parse(acquired.reply);
+      if (acquired.status === 'cancelled')
+        throw abortError('the caller cancelled the call before it started');
+      if (acquired.status !== 'ok') throw new Error('unreachable');
+      const renewal = setInterval(() => {
+        store.renew(sessionId, holder, this.#leaseMs).catch(() => {});
+      }, this.#leaseMs / 2);
+      renewal.unref();
+      let turn: { reply: unknown; state: string };
+      let committed: Awaited<ReturnType<SessionStore['commit']>>;
+      try {
+        turn = await this.#run(data, acquired.state, signal);
+        committed = await store.commit(
+          sessionId,
+          jobId,
+          holder,
+          acquired.version,
+          turn.state,
+          JSON.stringify(turn.reply),
+        );
+      } catch (error) {
+        await store.release(sessionId, holder).catch(() => {});
+        throw error;
+      } finally {
+        clearInterval(renewal);
+      }
+      if (committed.status === 'ok') return turn.reply;
+      if (committed.status === 'done') return JSON.parse(committed.reply);
+      if (run >= MAX_RUNS) {
+        throw new ConfigurationError({
+          message: `session ${JSON.stringify(String(sessionId))} kept changing under the call (${run} runs)`,
+        });
+      }
+    }
+  }
+
+  /** Takes the session's lease, waiting while another call holds it. */
+  async #acquire(
+    store: SessionStore,
+    sessionId: SessionId,
+    jobId: string,
+    holder: string,
+    signal: AbortSignal | undefined,
+  ): Promise<Exclude<Acquired, { status: 'busy' }>> {
+    let pause = 1;
+    for (;;) {
+      if (signal?.aborted) throw abortError('the caller cancelled the call before it started');
+      const acquired = await store.acquire(sessionId, jobId, holder, this.#leaseMs);
+      if (acquired.status !== 'busy') return acquired;
+      await sleep(Math.max(1, Math.min(pause, acquired.retryInMs)), signal);
+      pause = Math.min(pause * 2, 50);
+    }
+  }
+
+  /** One call of the agent on the stored state; the agent keeps nothing of the session afterwards. */
+  async #run(
+    data: CallJobData,
+    state: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<{ reply: unknown; state: string }> {
+    const agent = this.agent;
+    const sessionId = data.session_id;
+    try {
+      if (state === undefined) agent.reset(sessionId, { recursive: true });
+      else agent.loadStateDict(JSON.parse(state), sessionId);
+      const messages = data.message.map((json) => AgentMessage.from(json));
+      const options: AsyncCallOptions = { ...data.kwargs, sessionId };
+      if (signal) options.signal = signal;
+      const reply = await agent.call(messages, options);
+      return {
+        reply: reply.toJSON({ format: 'lagent' }),
+        state: JSON.stringify(agent.stateDict(sessionId, { format: 'lagent' })),
+      };
+    } finally {
+      // Before the lease goes: the next call of this session may run here as soon as it is released.
+      agent.reset(sessionId, { recursive: true });
+    }
+  }
+}
+
+/** The served agent's keys, from the state dict of a session it has never seen (which creates nothing). */
+function shapeOf(agent: QueueHostedAgent): AgentShape {
+  const unseen = `\0shape:${randomUUID()}`;
+  const lagent = Object.keys(agent.stateDict(unseen, { format: 'lagent' }));
+  const own = Object.keys(agent.stateDict(unseen));
+  return {
+    state: Object.fromEntries(lagent.map((key) => [key, []])),
+    keys: lagent.map((key, i) => [key, own[i] ?? key]),
+  };
+}
+
+function readJob(job: Job): CallJobData {
+  const data = job.data as Partial<CallJobData> | undefined;
+  if (
+    !isPlainObject(data) ||
+    !Array.isArray(data.message) ||
+    !(typeof data.session_id === 'string' || typeof data.session_id === 'number') ||
+    (data.kwargs !== undefined && !isPlainObject(data.kwargs))
+  ) {
+    throw new ValidationError({
+      field: '(root)',
+      message: `job ${job.id} is not an agent call ({ message: [...], session_id, kwargs })`,
+    });
+  }
+  return { message: data.message, session_id: data.session_id, kwargs: data.kwargs ?? {} };
+}
+
+function abortError(message: string): Error {
+  const error = new Error(message);
+  error.name = 'AbortError';
+  return error;
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}

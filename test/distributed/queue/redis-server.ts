@@ -1,0 +1,98 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** A `redis-server` this process started on a free port; `stop()` ends it, `restart()` stops and starts it. */
+export interface RedisServer {
+  readonly port: number;
+  readonly url: string;
+  /** Stops the server (SIGTERM: with `persist`, it writes its data first) and waits for it to exit. */
+  stop(): Promise<void>;
+  /** Starts it again on the same port (and, with `persist`, the same data). */
+  start(): Promise<void>;
+}
+
+/** Whether `redis-server` can be run here. */
+export function hasRedisServer(): Promise<boolean> {
+  return new Promise((resolve) => {
+    const child = spawn('redis-server', ['--version'], { stdio: 'ignore' });
+    child.on('error', () => resolve(false));
+    child.on('exit', (code) => resolve(code === 0));
+  });
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+    socket.connect(port, '127.0.0.1');
+  });
+}
+
+/**
+ * Starts `redis-server` on a free port of 127.0.0.1, without persistence unless `persist` (then an
+ * append-only file in a temporary directory, fsynced on every write, so a restart keeps everything).
+ * The process inherits this environment (and so the test run's `LAGENT_TEST_RUN` marker).
+ */
+export async function startRedis(options: { persist?: boolean } = {}): Promise<RedisServer> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'lagent-redis-'));
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', ''];
+  args.push(
+    ...(options.persist ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']),
+  );
+  let child: ChildProcess | undefined;
+  const start = async () => {
+    const started = spawn('redis-server', args, { stdio: 'ignore', env: process.env });
+    child = started;
+    const exited = new Promise<never>((_, reject) => {
+      started.once('error', reject);
+      started.once('exit', (code) =>
+        reject(new Error(`redis-server exited (${code}) before accepting connections`)),
+      );
+    });
+    exited.catch(() => {});
+    for (let waited = 0; ; waited += 20) {
+      if (await Promise.race([accepts(port), exited])) return;
+      if (waited > 10_000) throw new Error('redis-server did not start within 10 s');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+  const stop = async () => {
+    const running = child;
+    child = undefined;
+    if (!running || running.exitCode !== null || running.signalCode !== null) return;
+    const exited = new Promise((resolve) => running.once('exit', resolve));
+    running.kill('SIGTERM');
+    const timer = setTimeout(() => running.kill('SIGKILL'), 5_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  await start();
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    start,
+    stop: async () => {
+      await stop();
+      if (!options.persist) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
