@@ -292,6 +292,8 @@ export class AsyncQueueAgent {
     const reply = new Promise<AgentMessage>((resolve, reject) => {
       this.#waiting.set(jobId, { resolve, reject, since: Date.now() });
     });
+    // The connection may drop (rejecting it) before anything awaits it below.
+    reply.catch(() => {});
     try {
       await connected.queue.add(CALL_JOB, data, {
         jobId,
