@@ -1,0 +1,74 @@
+import { z } from 'zod';
+import type { ApiSchemaInfo } from '../actions/describe';
+import { JSON_PARAMETER_DESCRIPTION, lagentTypeOf } from '../actions/describe';
+import type { ActionParameter } from '../actions/types';
+import { type JSONSchemaNode, typeNameOf } from '../prompts/schema-text';
+import { isPlainObject } from '../utils/is';
+
+/** An MCP tool's arguments as lagent checks and describes them. */
+export interface ToolSchema {
+  /** Checks the arguments before the call (converted from the tool's JSON Schema). */
+  schema: z.ZodObject;
+  /** The Lagent description and signature, and the tool's own JSON Schema for OpenAI tools. */
+  info: ApiSchemaInfo;
+}
+
+/** A copy of an input schema without `$schema`, always of `type: 'object'` as OpenAI tools require. */
+function cleanSchema(inputSchema: unknown): JSONSchemaNode {
+  const json = (isPlainObject(inputSchema) ? structuredClone(inputSchema) : {}) as JSONSchemaNode;
+  delete json.$schema;
+  json.type ??= 'object';
+  return json;
+}
+
+/**
+ * The zod schema of an input JSON Schema (`z.fromJSONSchema`). A schema that does not convert to an object
+ * (a top-level `anyOf`, say) checks through a refinement of a loose object; one that zod cannot read at all
+ * lets any object through, and the server checks it.
+ */
+function zodOf(json: JSONSchemaNode): z.ZodObject {
+  let converted: z.ZodType;
+  try {
+    converted = z.fromJSONSchema(json as Parameters<typeof z.fromJSONSchema>[0]) as z.ZodType;
+  } catch {
+    return z.looseObject({});
+  }
+  if (converted._zod.def.type === 'object') return converted as unknown as z.ZodObject;
+  return z.looseObject({}).superRefine((value, context) => {
+    const result = converted.safeParse(value);
+    if (!result.success) for (const issue of result.error.issues) context.addIssue({ ...issue } as never);
+  });
+}
+
+/**
+ * Reads an MCP tool's `inputSchema`: a zod schema to check calls with, and Lagent's description shape
+ * (parameters, required, signature) read from the JSON Schema itself, which OpenAI tools get unchanged.
+ */
+export function toolSchema(apiName: string, description: string, inputSchema: unknown): ToolSchema {
+  const jsonSchema = cleanSchema(inputSchema);
+  const required = new Set(Array.isArray(jsonSchema.required) ? jsonSchema.required : []);
+  const parameters: ActionParameter[] = [];
+  const signature: string[] = [];
+  const properties = isPlainObject(jsonSchema.properties)
+    ? (jsonSchema.properties as Record<string, JSONSchemaNode>)
+    : {};
+  for (const [key, node] of Object.entries(properties)) {
+    const description = typeof node?.description === 'string' ? node.description : '';
+    parameters.push({ name: key, type: lagentTypeOf(node), description });
+    signature.push(`${key}${required.has(key) ? '' : '?'}: ${typeNameOf(node)}`);
+  }
+  return {
+    schema: zodOf(jsonSchema),
+    info: {
+      description: {
+        name: apiName,
+        description,
+        parameters,
+        required: parameters.map((parameter) => parameter.name).filter((key) => required.has(key)),
+        parameter_description: JSON_PARAMETER_DESCRIPTION,
+      },
+      jsonSchema,
+      signature: signature.length === 0 ? 'no arguments' : signature.join(', '),
+    },
+  };
+}

@@ -1,0 +1,68 @@
+import { ConfigurationError } from '../schema/errors';
+
+/** The parts of `@modelcontextprotocol/sdk` the client side uses. */
+export interface ClientSDK {
+  Client: typeof import('@modelcontextprotocol/sdk/client/index.js').Client;
+  StdioClientTransport: typeof import('@modelcontextprotocol/sdk/client/stdio.js').StdioClientTransport;
+  StreamableHTTPClientTransport: typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js').StreamableHTTPClientTransport;
+  ToolListChangedNotificationSchema: typeof import('@modelcontextprotocol/sdk/types.js').ToolListChangedNotificationSchema;
+}
+
+/** The parts of `@modelcontextprotocol/sdk` the server side uses. */
+export interface ServerSDK {
+  Server: typeof import('@modelcontextprotocol/sdk/server/index.js').Server;
+  StdioServerTransport: typeof import('@modelcontextprotocol/sdk/server/stdio.js').StdioServerTransport;
+  StreamableHTTPServerTransport: typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js').StreamableHTTPServerTransport;
+  types: typeof import('@modelcontextprotocol/sdk/types.js');
+}
+
+function missing(feature: string, error: unknown): ConfigurationError {
+  return new ConfigurationError({
+    message: `install @modelcontextprotocol/sdk to use ${feature} (npm install @modelcontextprotocol/sdk): ${error instanceof Error ? error.message : String(error)}`,
+    cause: error,
+  });
+}
+
+let client: Promise<ClientSDK> | undefined;
+let server: Promise<ServerSDK> | undefined;
+
+/**
+ * Loads the client half of the MCP SDK, an optional peer, with dynamic `import()` (never at import time); a
+ * missing package is a {@link ConfigurationError} saying what to install.
+ */
+export function loadClientSDK(feature = 'MCPToolkit'): Promise<ClientSDK> {
+  client ??= Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/stdio.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+  ]).then(([index, stdio, http, types]) => ({
+    Client: index.Client,
+    StdioClientTransport: stdio.StdioClientTransport,
+    StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
+    ToolListChangedNotificationSchema: types.ToolListChangedNotificationSchema,
+  }));
+  return client.catch((error: unknown) => {
+    client = undefined;
+    throw missing(feature, error);
+  });
+}
+
+/** Loads the server half of the MCP SDK; see {@link loadClientSDK}. */
+export function loadServerSDK(feature = 'serveMCP'): Promise<ServerSDK> {
+  server ??= Promise.all([
+    import('@modelcontextprotocol/sdk/server/index.js'),
+    import('@modelcontextprotocol/sdk/server/stdio.js'),
+    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+  ]).then(([index, stdio, http, types]) => ({
+    Server: index.Server,
+    StdioServerTransport: stdio.StdioServerTransport,
+    StreamableHTTPServerTransport: http.StreamableHTTPServerTransport,
+    types,
+  }));
+  return server.catch((error: unknown) => {
+    server = undefined;
+    throw missing(feature, error);
+  });
+}
