@@ -167,7 +167,7 @@ export class AsyncHTTPAgentClient {
   /**
    * Streams the remote agent's reply: its chunks (messages with `streamState` 1 and cumulative content), then the
    * final message, which is also the generator's return value. A non-streaming remote agent gives only the final
-   * message. Leaving the loop early closes the request, which stops the remote call and leaves its session as it was.
+   * message, and so does a server without the stream route (Lagent's own), through `/chat_completion`. Leaving the loop early closes the request, which stops the remote call and leaves its session as it was.
    */
   async *stream(
     input?: MessageInput | readonly MessageInput[],
@@ -188,23 +188,28 @@ export class AsyncHTTPAgentClient {
         body,
         combined,
         async (answer, attemptSignal) => {
-          if (
-            (answer.statusCode ?? 0) >= 300 ||
-            !(answer.headers['content-type'] ?? '').includes('text/event-stream')
-          ) {
+          const status = answer.statusCode ?? 0;
+          if (status === 404) {
+            // Lagent's own server has no stream route: the reply comes whole from /chat_completion.
+            await readText(answer, attemptSignal);
+            return Object.assign(answer, { fallback: true });
+          }
+          if (status >= 300 || !(answer.headers['content-type'] ?? '').includes('text/event-stream')) {
             const text = await readText(answer, attemptSignal);
-            const json = parseAnswer({ status: answer.statusCode ?? 0, headers: answer.headers, text }, url);
-            // A server without the stream route answers a message: take it as the final one.
-            return Object.assign(answer, { single: json }) as http.IncomingMessage;
+            const json = parseAnswer({ status, headers: answer.headers, text }, url);
+            // A server that answers the stream route with a message: take it as the final one.
+            return Object.assign(answer, { single: json });
           }
           return answer;
         },
         // The deadline covers reaching the server; the stream itself runs as long as the remote agent does.
         options.timeout ?? this.#transport.timeout,
       );
-      const single = (response as { single?: unknown }).single;
-      if (single !== undefined) {
-        const message = toMessage(single, url);
+      const { single, fallback } = response as { single?: unknown; fallback?: boolean };
+      if (single !== undefined || fallback) {
+        const message =
+          single !== undefined ? toMessage(single, url) : await this.call(input, { ...options, signal });
+        message.delta = typeof message.content === 'string' ? message.content : '';
         yield message;
         return message;
       }
