@@ -1,11 +1,14 @@
 export type { APIMetaTemplate, APIRoleTemplate } from './api-template-parser';
 export { APITemplateParser, DEFAULT_API_META_TEMPLATE } from './api-template-parser';
+export type { ClaudeAPIOptions, ClaudeCallParams } from './async-claude-api';
+export { AsyncClaudeAPI } from './async-claude-api';
 export type { GPTAPIOptions } from './async-gpt-api';
 export { AsyncGPTAPI } from './async-gpt-api';
 export type { RawPromptModelOptions } from './async-raw-prompt-model';
 export { AsyncLMDeployServer, AsyncRawPromptModel, AsyncVllmModel } from './async-raw-prompt-model';
 export { AsyncBaseLLM, BaseLLM } from './base-llm';
 export { BridgedLLM } from './bridged-llm';
+export { ClaudeAPI } from './claude-api';
 export { DEFAULT_GEN_PARAMS, mergeGenParams, normalizeGenParams } from './gen-params';
 export { GPTAPI } from './gpt-api';
 export type { LMMetaTemplate, LMRoleBegin, LMRoleTemplate } from './lm-template-parser';

@@ -1,4 +1,14 @@
 export type {
+  FakeAnthropicOptions,
+  FakeAnthropicReply,
+  FakeAnthropicRequest,
+  FakeAnthropicScript,
+  FakeAnthropicServer,
+} from './fake-anthropic';
+export { startFakeAnthropic } from './fake-anthropic';
+export type { FakeAnthropicWorkerOptions, FakeAnthropicWorkerServer } from './fake-anthropic-worker';
+export { FakeAnthropicHost, startFakeAnthropicWorker } from './fake-anthropic-worker';
+export type {
   FakeOpenAIOptions,
   FakeOpenAIServer,
   FakeReply,

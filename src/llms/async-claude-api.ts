@@ -1,0 +1,416 @@
+import type Anthropic from '@anthropic-ai/sdk';
+import { effectiveSignal } from '../core/call-context';
+import { ConfigurationError } from '../schema/errors';
+import { ModelStatusCode } from '../schema/status';
+import { AttemptSignal } from './attempt-signal';
+import { AsyncBaseLLM } from './base-llm';
+import {
+  readClaudeMessage,
+  toClaudeMessages,
+  toClaudeToolChoice,
+  toClaudeTools,
+  usageFromClaude,
+} from './claude-messages';
+import { type AnthropicSDK, loadAnthropicSDK, toSharedError } from './claude-sdk';
+import { type RetryPolicy, toRequestError, withRetries } from './request-retry';
+import { StopWordFilter } from './stop-word-filter';
+import { cutAtStopWords } from './stop-words';
+import { MAX_TIMER_MS, resolveTiming } from './timing';
+import { prepareTools, type RequestTools, ToolCallAssembler, toolCallsError } from './tool-calls';
+import type {
+  ChatMessage,
+  GenParams,
+  LLMCallParams,
+  ModelReply,
+  ResolvedGenParams,
+  StreamChunk,
+} from './types';
+import { type TokenUsage, UsageTracker } from './usage';
+
+/** Options of {@link AsyncClaudeAPI} and `ClaudeAPI`. */
+export interface ClaudeAPIOptions extends GenParams {
+  /** The Claude model. @default 'claude-sonnet-4-6' */
+  model?: string | undefined;
+  /** @default process.env.ANTHROPIC_API_KEY (any placeholder when a custom baseURL is set) */
+  apiKey?: string | undefined;
+  /** The API's base URL, without `/v1`. @default process.env.ANTHROPIC_BASE_URL, else 'https://api.anthropic.com' */
+  baseURL?: string | undefined;
+  /**
+   * Tokens the reply may take (`max_tokens`, which Anthropic requires). @default 4096
+   */
+  maxNewTokens?: number | undefined;
+  /**
+   * Milliseconds one attempt may take; for streams, the longest silence between two events. `Infinity` means no
+   * timeout. `ClaudeAPI` also derives its bridge deadline from it. @default 120000
+   */
+  timeout?: number | undefined;
+  /** Retries after the first attempt (429, 408, 5xx and 529, connection failures, timeouts). @default 2 */
+  retry?: number | undefined;
+  /** First retry delay, doubled per retry, unless the server sends `retry-after(-ms)`. @default 1000 */
+  retryMinDelayMs?: number | undefined;
+  /** Longest retry delay of the backoff. @default 30000 */
+  retryMaxDelayMs?: number | undefined;
+  /** Longest `retry-after` honoured, in ms; `Infinity` honours any. @default 60000 */
+  maxRetryAfter?: number | undefined;
+  /** The client's name in error messages. @default the class name (`ClaudeAPI` for the sync twin) */
+  clientName?: string | undefined;
+  /** Extra HTTP headers on every request (e.g. `anthropic-beta`). */
+  headers?: Record<string, string> | undefined;
+  /** Extra body fields on every request (e.g. `{ metadata: { user_id: 'u1' } }`). */
+  extraBody?: Record<string, unknown> | undefined;
+}
+
+/** Per-call params of {@link AsyncClaudeAPI}. */
+export interface ClaudeCallParams extends LLMCallParams {
+  /** Extra body fields for this call, merged over the client's `extraBody`. */
+  extraBody?: Record<string, unknown> | undefined;
+}
+
+/** Anthropic's `max_tokens` is required; Lagent's general default (512) is short for tool-calling replies. */
+export const DEFAULT_CLAUDE_MAX_TOKENS = 4096;
+
+const DEFAULT_MODEL = 'claude-sonnet-4-6';
+
+/** Anthropic refuses stop sequences that are only whitespace; they are still cut on this side. */
+const BLANK = /^\s*$/;
+
+type ClaudeClient = InstanceType<AnthropicSDK['default']>;
+
+/**
+ * A client of Anthropic's Messages API (`POST /v1/messages`) on `@anthropic-ai/sdk`, an optional peer loaded on
+ * the first call (a missing package is a `ConfigurationError` saying to install it).
+ *
+ * Params map as `maxNewTokens -> max_tokens` (default 4096), `temperature` (clamped to Anthropic's 0..1),
+ * `stopWords -> stop_sequences` (text is also cut on this side, streams included), and `topP -> top_p`,
+ * `topK -> top_k` only when set in the options or changed for a call (recent Claude models refuse `top_p` next
+ * to `temperature`). `repetitionPenalty` has no Anthropic counterpart and is not sent. The leading system
+ * messages become the `system` field; see `toClaudeMessages` for the rest of the dialog.
+ *
+ * `generate()` offers `params.tools` as Anthropic tools (`input_schema`; a toolkit API `Name.api` is sent as
+ * `Name__api` and its calls come back as `Name.api`) and returns `tool_use` blocks as `toolCalls`; the
+ * OpenAI-shaped tool turns of the function-calling agents go back as `tool_use` / `tool_result` blocks.
+ *
+ * Failed requests are retried by the same machinery as the OpenAI clients (429, 408, 5xx and 529,
+ * connections, timeouts; honouring `retry-after-ms` / `retry-after`), then throw `LLMRequestError` with
+ * `status` and `attempts`. `signal`, or the signal of the agent call it runs in, aborts at once. Token usage
+ * is counted per call and per session (input tokens include cache reads and writes).
+ *
+ * @example
+ * const llm = new AsyncClaudeAPI({ model: 'claude-sonnet-4-6', stopWords: ['</answer>'] });
+ * const text = await llm.chat([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'hi' }]);
+ * for await (const chunk of llm.streamChat([{ role: 'user', content: 'hi' }])) process.stdout.write(chunk.delta);
+ * llm.getUsage(); // { promptTokens, completionTokens, totalTokens }
+ */
+export class AsyncClaudeAPI extends AsyncBaseLLM {
+  /** The model name sent with every request. */
+  readonly model: string;
+  /** The API's base URL (requests go to `${baseURL}/v1/messages`). */
+  readonly baseURL: string;
+  /** Milliseconds per attempt (for streams: between events); `Infinity` for none. */
+  readonly timeout: number;
+  /** Retries after the first attempt. */
+  readonly retry: number;
+  /** The longest `retry-after` honoured, in ms. */
+  readonly maxRetryAfter: number;
+  /** The name errors use. */
+  readonly clientName: string;
+  /** Body fields added to every request. */
+  readonly extraBody: Readonly<Record<string, unknown>>;
+  readonly #apiKey: string;
+  readonly #headers: Record<string, string> | undefined;
+  readonly #policy: RetryPolicy;
+  readonly #usage = new UsageTracker();
+  readonly #sendTopP: boolean;
+  readonly #sendTopK: boolean;
+  readonly #where: string;
+  #client: Promise<{ client: ClaudeClient; sdk: AnthropicSDK }> | undefined;
+
+  constructor(options: ClaudeAPIOptions = {}) {
+    super({ ...options, maxNewTokens: options.maxNewTokens ?? DEFAULT_CLAUDE_MAX_TOKENS });
+    const name = options.clientName ?? new.target.name;
+    this.clientName = name;
+    const model = options.model ?? DEFAULT_MODEL;
+    if (typeof model !== 'string' || model.length === 0) {
+      throw new ConfigurationError({ message: `${name} needs a model name` });
+    }
+    this.model = model;
+    const baseURL = options.baseURL ?? process.env.ANTHROPIC_BASE_URL;
+    this.baseURL = (baseURL ?? 'https://api.anthropic.com').replace(/\/+$/, '');
+    try {
+      new URL(this.baseURL);
+    } catch {
+      throw new ConfigurationError({ message: `${name}: baseURL is not a URL: ${this.baseURL}` });
+    }
+    // Local proxies and fakes usually take any key.
+    const apiKey =
+      options.apiKey ?? (process.env.ANTHROPIC_API_KEY || (baseURL !== undefined ? 'EMPTY' : ''));
+    if (typeof apiKey !== 'string' || apiKey.length === 0) {
+      throw new ConfigurationError({
+        message: `${name} needs an API key: pass apiKey or set ANTHROPIC_API_KEY`,
+      });
+    }
+    this.#apiKey = apiKey;
+    const timing = resolveTiming(options, name);
+    this.timeout = timing.timeout;
+    this.retry = timing.retry;
+    this.maxRetryAfter = timing.maxRetryAfter;
+    this.#policy = {
+      retries: timing.retry,
+      minDelayMs: timing.retryMinDelayMs,
+      maxDelayMs: timing.retryMaxDelayMs,
+      maxRetryAfterMs: timing.maxRetryAfter,
+    };
+    this.#headers = options.headers;
+    this.extraBody = { ...options.extraBody };
+    this.#sendTopP = options.topP !== undefined;
+    this.#sendTopK = options.topK !== undefined;
+    this.#where = `${name} request to ${this.baseURL}/v1/messages (model ${model})`;
+  }
+
+  /**
+   * Replies to `messages` with text. Throws `LLMRequestError` when the request fails for good, the signal's
+   * reason when aborted, and a `ModelOutputError` when the model answered with tool calls (use `generate()`).
+   */
+  async chat(messages: ChatMessage[], params?: ClaudeCallParams): Promise<string> {
+    const reply = await this.generate(messages, params);
+    if (reply.toolCalls.length > 0) throw toolCallsError(this.clientName, reply.toolCalls);
+    return reply.content;
+  }
+
+  /** The whole reply: text (cut at stop words) and the tool calls the model asked for (`tool_use` blocks). */
+  override async generate(messages: ChatMessage[], params?: ClaudeCallParams): Promise<ModelReply> {
+    const call = params ?? {};
+    const resolved = this.resolveParams(call);
+    const tools = prepareTools(call.tools, this.clientName);
+    const body = this.#body(messages, resolved, call, tools);
+    // A model called inside an agent's forward stops with that call even when not handed its signal.
+    const signal = effectiveSignal(call.signal);
+    signal?.throwIfAborted();
+    const { client, sdk } = await this.#connect();
+    const response = await withRetries(
+      async () => {
+        const attempt = new AttemptSignal(signal, this.timeout);
+        try {
+          return await client.messages.create(body as never, { signal: attempt.signal });
+        } catch (error) {
+          throw attempt.timedOut ? attempt.signal.reason : toSharedError(error, sdk);
+        } finally {
+          attempt.dispose();
+        }
+      },
+      this.#policy,
+      this.#where,
+      signal,
+    );
+    const { text, toolCalls, finishReason, usage } = readClaudeMessage(response, tools, this.#where);
+    if (usage) this.#usage.record(usage, call.sessionId);
+    const reply: ModelReply = { content: cutAtStopWords(text, resolved.stopWords), toolCalls };
+    if (finishReason !== undefined) reply.finishReason = finishReason;
+    return reply;
+  }
+
+  /**
+   * Streams the reply over SSE: `STREAM_ING` chunks with cumulative `content`, then one `END` chunk carrying
+   * the `toolCalls` assembled from `input_json_delta` pieces. Text from the first stop word on is never
+   * yielded. Leaving the loop early aborts the request. Retries cover opening the stream, not a stream that
+   * already started.
+   */
+  override async *streamChat(
+    messages: ChatMessage[],
+    params?: ClaudeCallParams,
+  ): AsyncGenerator<StreamChunk, void, undefined> {
+    const call = params ?? {};
+    const resolved = this.resolveParams(call);
+    const tools = prepareTools(call.tools, this.clientName);
+    const body = this.#body(messages, resolved, call, tools);
+    body.stream = true;
+    const signal = effectiveSignal(call.signal);
+    signal?.throwIfAborted();
+    const { client, sdk } = await this.#connect();
+    const { stream, attempt } = await withRetries(
+      async () => {
+        const attempt = new AttemptSignal(signal, this.timeout);
+        try {
+          const stream = (await client.messages.create(body as never, {
+            signal: attempt.signal,
+          })) as unknown as AsyncIterable<unknown>;
+          return { stream, attempt };
+        } catch (error) {
+          attempt.dispose();
+          throw attempt.timedOut ? attempt.signal.reason : toSharedError(error, sdk);
+        }
+      },
+      this.#policy,
+      this.#where,
+      signal,
+    );
+    const filter = new StopWordFilter(resolved.stopWords);
+    const assembler = new ToolCallAssembler(tools);
+    let rawUsage: Record<string, unknown> | undefined;
+    try {
+      try {
+        for await (const event of stream) {
+          attempt.touch();
+          const { text, usage } = readEvent(event, assembler);
+          if (usage !== undefined) rawUsage = { ...rawUsage, ...usage };
+          const released = filter.push(text);
+          if (released.length > 0) {
+            yield { state: ModelStatusCode.STREAM_ING, content: filter.text, delta: released };
+          }
+          if (filter.stopped) break;
+        }
+      } catch (error) {
+        if (signal?.aborted) throw signal.reason;
+        throw toRequestError(
+          attempt.timedOut ? attempt.signal.reason : toSharedError(error, sdk),
+          this.#where,
+          1,
+        );
+      }
+      // The SDK ends a stream quietly when it is aborted: say why it ended.
+      if (signal?.aborted) throw signal.reason;
+      if (attempt.timedOut) throw toRequestError(attempt.signal.reason, this.#where, 1);
+      const rest = filter.flush();
+      if (rest.length > 0) yield { state: ModelStatusCode.STREAM_ING, content: filter.text, delta: rest };
+      const usage = usageFromClaude(rawUsage);
+      if (usage) this.#usage.record(usage, call.sessionId);
+      const end: StreamChunk = { state: ModelStatusCode.END, content: filter.text, delta: '' };
+      // Calls cut short by a stop word are incomplete: they are dropped with the rest of the reply.
+      if (!assembler.isEmpty && !filter.stopped) end.toolCalls = assembler.finish();
+      yield end;
+    } finally {
+      attempt.abort();
+    }
+  }
+
+  /** Summed token usage of one session (calls without a `sessionId` count under `0`). */
+  getUsage(sessionId: LLMCallParams['sessionId'] = 0): TokenUsage {
+    return this.#usage.get(sessionId);
+  }
+
+  /** Summed token usage of every session. */
+  getTotalUsage(): TokenUsage {
+    return this.#usage.total();
+  }
+
+  /** The latest call's token usage, when the server reported it. */
+  getLastUsage(): TokenUsage | undefined {
+    return this.#usage.last;
+  }
+
+  /** Forgets one session's usage, or all of it. */
+  resetUsage(sessionId?: LLMCallParams['sessionId']): void {
+    this.#usage.reset(sessionId);
+  }
+
+  /** The model name and server, for logs. */
+  describe(): { model: string; baseURL: string } {
+    return { model: this.model, baseURL: this.baseURL };
+  }
+
+  /** The SDK client, made on first use (the SDK is imported then). */
+  #connect(): Promise<{ client: ClaudeClient; sdk: AnthropicSDK }> {
+    this.#client ??= loadAnthropicSDK(this.clientName).then((sdk) => ({
+      sdk,
+      client: new sdk.default({
+        apiKey: this.#apiKey,
+        baseURL: this.baseURL,
+        // The attempt's own signal enforces `timeout`; the SDK's timer must not fire first.
+        timeout: Math.min(this.timeout, MAX_TIMER_MS),
+        maxRetries: 0, // retries happen in one place: withRetries
+        defaultHeaders: this.#headers,
+        logLevel: 'off',
+        // Spans belong to lagent-ts's own tracing, not one per SDK request.
+        openTelemetry: false,
+      }),
+    }));
+    return this.#client.catch((error: unknown) => {
+      this.#client = undefined;
+      throw error;
+    });
+  }
+
+  /** The Messages API body of one call. */
+  #body(
+    messages: ChatMessage[],
+    params: ResolvedGenParams,
+    call: ClaudeCallParams,
+    tools: RequestTools | undefined,
+  ): Record<string, unknown> {
+    const dialog = toClaudeMessages(messages);
+    const body: Record<string, unknown> = {
+      model: this.model,
+      max_tokens: params.maxNewTokens,
+      messages: dialog.messages,
+    };
+    if (dialog.system !== undefined) body.system = dialog.system;
+    body.temperature = Math.max(0, Math.min(1, params.temperature));
+    if (this.#sendTopP || params.topP !== this.genParams.topP) body.top_p = params.topP;
+    if (this.#sendTopK || params.topK !== this.genParams.topK) body.top_k = params.topK;
+    const stops = params.stopWords.filter((word) => !BLANK.test(word));
+    if (stops.length > 0) body.stop_sequences = stops;
+    if (tools !== undefined) {
+      body.tools = toClaudeTools(tools);
+      const choice = toClaudeToolChoice(call.toolChoice, call.parallelToolCalls);
+      if (choice !== undefined) body.tool_choice = choice;
+    }
+    Object.assign(body, this.extraBody, call.extraBody);
+    return body;
+  }
+}
+
+/**
+ * What one stream event adds: text (`text_delta`), tool-call pieces (fed to `assembler` in OpenAI's delta
+ * shape, keyed by the block index), and usage (`message_start`, `message_delta`).
+ */
+function readEvent(
+  event: unknown,
+  assembler: ToolCallAssembler,
+): { text: string; usage: Record<string, unknown> | undefined } {
+  const data = event as Anthropic.Messages.RawMessageStreamEvent | null;
+  let text = '';
+  let usage: Record<string, unknown> | undefined;
+  switch (data?.type) {
+    case 'message_start':
+      usage = definedFields(data.message?.usage);
+      break;
+    case 'message_delta':
+      usage = definedFields(data.usage);
+      break;
+    case 'content_block_start': {
+      const block = data.content_block;
+      if (block?.type === 'tool_use') {
+        const input = block.input as Record<string, unknown> | undefined;
+        const initial = input !== undefined && input !== null && Object.keys(input).length > 0;
+        assembler.push([
+          {
+            index: data.index,
+            id: block.id,
+            function: { name: block.name, arguments: initial ? JSON.stringify(input) : '' },
+          },
+        ]);
+      } else if (block?.type === 'text' && typeof block.text === 'string') text = block.text;
+      break;
+    }
+    case 'content_block_delta': {
+      const delta = data.delta;
+      if (delta?.type === 'text_delta') text = delta.text;
+      else if (delta?.type === 'input_json_delta') {
+        assembler.push([{ index: data.index, function: { arguments: delta.partial_json } }]);
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  return { text, usage };
+}
+
+/** The fields of a usage object that are set (a `message_delta` leaves earlier counts as `null`). */
+function definedFields(value: unknown): Record<string, unknown> | undefined {
+  if (value === null || typeof value !== 'object') return undefined;
+  const result: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value))
+    if (item !== null && item !== undefined) result[key] = item;
+  return result;
+}

@@ -1,0 +1,205 @@
+import type { ChatMessage, ToolCall } from '../schema/chat-message';
+import { LLMRequestError } from '../schema/errors';
+import { parseToolArguments, type RequestTools, toAPIToolName } from './tool-calls';
+import type { ToolChoice } from './types';
+import type { TokenUsage } from './usage';
+
+/** One content block of an Anthropic message, as the Messages API takes it. */
+export type ClaudeBlock =
+  | { type: 'text'; text: string }
+  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
+  | { type: 'tool_result'; tool_use_id: string; content?: string };
+
+/** One Anthropic message: a string for a single text, else blocks. */
+export interface ClaudeMessage {
+  role: 'user' | 'assistant';
+  content: string | ClaudeBlock[];
+}
+
+/** An Anthropic tool definition. */
+export interface ClaudeTool {
+  name: string;
+  description: string;
+  input_schema: Record<string, unknown>;
+}
+
+function snippet(value: unknown): string {
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return text === undefined ? String(value) : text.length > 200 ? `${text.slice(0, 200)}...` : text;
+}
+
+/** A call's arguments as a `tool_use` input, which must be an object: text that is not one becomes `{}`. */
+function inputOf(call: ToolCall): Record<string, unknown> {
+  const value = typeof call.arguments === 'string' ? parseToolArguments(call.arguments) : call.arguments;
+  return typeof value === 'string' ? {} : value;
+}
+
+/** The blocks of one chat message and the Anthropic role they go under; system text is handled by the caller. */
+function blocksOf(message: ChatMessage): { role: ClaudeMessage['role']; blocks: ClaudeBlock[] } {
+  const text = message.content ?? '';
+  if (message.toolCallId !== undefined) {
+    const block: ClaudeBlock = { type: 'tool_result', tool_use_id: message.toolCallId };
+    if (text.length > 0) block.content = text;
+    return { role: 'user', blocks: [block] };
+  }
+  const blocks: ClaudeBlock[] = [];
+  // Anthropic refuses empty text blocks.
+  if (text.length > 0) blocks.push({ type: 'text', text });
+  if (message.role === 'assistant') {
+    for (const call of message.toolCalls ?? []) {
+      blocks.push({ type: 'tool_use', id: call.id, name: toAPIToolName(call.name), input: inputOf(call) });
+    }
+    return { role: 'assistant', blocks };
+  }
+  return { role: 'user', blocks };
+}
+
+/**
+ * Lagent's OpenAI-shaped dialog as a Messages API request: the leading `system` messages become the `system`
+ * field (joined by a blank line); later ones, which Anthropic has no place for, are user text where they
+ * stand. An assistant turn's `toolCalls` become `tool_use` blocks (toolkit APIs named `Name__api`), a message
+ * with `toolCallId` (role `tool`) a `tool_result` block in a user turn, and every other role (`user`,
+ * `environment`, ...) user text. Consecutive turns of one role are merged into one message, tool results
+ * first, as Anthropic requires; empty turns are dropped.
+ */
+export function toClaudeMessages(messages: readonly ChatMessage[]): {
+  system: string | undefined;
+  messages: ClaudeMessage[];
+} {
+  const system: string[] = [];
+  const turns: { role: ClaudeMessage['role']; blocks: ClaudeBlock[] }[] = [];
+  let leading = true;
+  for (const message of messages) {
+    if (message.role === 'system' && message.toolCallId === undefined && leading) {
+      if (message.content) system.push(message.content);
+      continue;
+    }
+    leading = false;
+    const { role, blocks } = blocksOf(message);
+    if (blocks.length === 0) continue;
+    const last = turns.at(-1);
+    if (last !== undefined && last.role === role) last.blocks.push(...blocks);
+    else turns.push({ role, blocks });
+  }
+  return {
+    system: system.length > 0 ? system.join('\n\n') : undefined,
+    messages: turns.map(({ role, blocks }) => {
+      const ordered =
+        role === 'user' && blocks.some((block) => block.type === 'tool_result')
+          ? [
+              ...blocks.filter((block) => block.type === 'tool_result'),
+              ...blocks.filter((block) => block.type !== 'tool_result'),
+            ]
+          : blocks;
+      const only = ordered[0];
+      return ordered.length === 1 && only?.type === 'text'
+        ? { role, content: only.text }
+        : { role, content: ordered };
+    }),
+  };
+}
+
+/** The request's tools (OpenAI JSON, API names) as Anthropic tool definitions. */
+export function toClaudeTools(tools: RequestTools): ClaudeTool[] {
+  return tools.tools.map((tool) => ({
+    name: tool.function.name,
+    description: tool.function.description ?? '',
+    input_schema: tool.function.parameters ?? { type: 'object', properties: {} },
+  }));
+}
+
+/**
+ * Lagent's `toolChoice` and `parallelToolCalls` as Anthropic's `tool_choice`: `'auto'`, `'none'`,
+ * `'required'` -> `{ type: 'any' }`, `{ name }` -> `{ type: 'tool', name }`; `parallelToolCalls: false` sets
+ * `disable_parallel_tool_use`. Undefined when neither is given.
+ */
+export function toClaudeToolChoice(
+  choice: ToolChoice | undefined,
+  parallelToolCalls: boolean | undefined,
+): Record<string, unknown> | undefined {
+  if (choice === undefined && parallelToolCalls === undefined) return undefined;
+  const result: Record<string, unknown> =
+    choice === undefined || choice === 'auto'
+      ? { type: 'auto' }
+      : choice === 'none'
+        ? { type: 'none' }
+        : choice === 'required'
+          ? { type: 'any' }
+          : { type: 'tool', name: toAPIToolName(choice.name) };
+  if (parallelToolCalls === false && result.type !== 'none') result.disable_parallel_tool_use = true;
+  return result;
+}
+
+/** Anthropic's `stop_reason` in the vocabulary of `ModelReply.finishReason` (OpenAI's); others as they are. */
+export function finishReasonOf(stopReason: unknown): string | undefined {
+  if (typeof stopReason !== 'string') return undefined;
+  switch (stopReason) {
+    case 'end_turn':
+    case 'stop_sequence':
+      return 'stop';
+    case 'max_tokens':
+      return 'length';
+    case 'tool_use':
+      return 'tool_calls';
+    default:
+      return stopReason;
+  }
+}
+
+/** Anthropic's `usage` (input counts including cache reads and writes); undefined when absent. */
+export function usageFromClaude(usage: unknown): TokenUsage | undefined {
+  if (usage === null || typeof usage !== 'object') return undefined;
+  const raw = usage as Record<string, unknown>;
+  const number = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
+  const promptTokens =
+    number(raw.input_tokens) + number(raw.cache_creation_input_tokens) + number(raw.cache_read_input_tokens);
+  const completionTokens = number(raw.output_tokens);
+  return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
+}
+
+/** The text and tool calls of a non-streaming reply; throws `LLMRequestError` when it is not a message. */
+export function readClaudeMessage(
+  response: unknown,
+  tools: RequestTools | undefined,
+  where: string,
+): { text: string; toolCalls: ToolCall[]; finishReason: string | undefined; usage: TokenUsage | undefined } {
+  const content = (response as { content?: unknown } | null)?.content;
+  if (!Array.isArray(content)) {
+    throw new LLMRequestError({
+      message: `${where} failed: the server's reply is not a message: ${snippet(response)}`,
+    });
+  }
+  let text = '';
+  const toolCalls: ToolCall[] = [];
+  for (const [position, entry] of content.entries()) {
+    const block = entry as { type?: unknown; text?: unknown; id?: unknown; name?: unknown; input?: unknown };
+    if (block?.type === 'text' && typeof block.text === 'string') text += block.text;
+    else if (block?.type === 'tool_use') {
+      if (typeof block.name !== 'string') {
+        throw new LLMRequestError({
+          message: `${where} failed: malformed tool_use block: ${snippet(entry)}`,
+        });
+      }
+      const input = block.input;
+      toolCalls.push({
+        id: typeof block.id === 'string' && block.id.length > 0 ? block.id : `call_${position}`,
+        name: tools?.names.get(block.name) ?? block.name,
+        arguments:
+          input !== null && typeof input === 'object' && !Array.isArray(input)
+            ? { ...(input as Record<string, unknown>) }
+            : typeof input === 'string'
+              ? parseToolArguments(input)
+              : input === undefined || input === null
+                ? {}
+                : JSON.stringify(input),
+      });
+    }
+  }
+  const raw = response as { stop_reason?: unknown; usage?: unknown };
+  return {
+    text,
+    toolCalls,
+    finishReason: finishReasonOf(raw.stop_reason),
+    usage: usageFromClaude(raw.usage),
+  };
+}

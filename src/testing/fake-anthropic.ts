@@ -1,0 +1,471 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { registerSameThreadServer } from '../utils/sync-bridge-same-thread';
+import type { FakeToolCall } from './fake-openai';
+
+/** One scripted reply of {@link startFakeAnthropic}. A plain string is `{ content: string }`. */
+export interface FakeAnthropicReply {
+  /** The assistant's text (a `text` block; none when empty). @default '' */
+  content?: string | undefined;
+  /** HTTP status; 400 and above sends an Anthropic error body. @default 200 */
+  status?: number | undefined;
+  /**
+   * The `error` object of an error reply.
+   * @default { type: <the status's Anthropic type, e.g. 'rate_limit_error'>, message: 'fake error <status>' }
+   */
+  error?: { type?: string | undefined; message?: string | undefined } | undefined;
+  /** Extra response headers, e.g. `{ 'retry-after': '0' }`. */
+  headers?: Record<string, string> | undefined;
+  /** Wait this long before answering, in ms. @default 0 */
+  delayMs?: number | undefined;
+  /** Characters per streamed `text_delta` and per `input_json_delta`. @default 4 */
+  chunkSize?: number | undefined;
+  /** Wait between streamed events, in ms. @default 0 */
+  chunkDelayMs?: number | undefined;
+  /** Ignore the request's `stop_sequences` (by default the text is cut before the first one, as Anthropic does). */
+  ignoreStop?: boolean | undefined;
+  /** Send this raw body instead of a generated one (non-streaming), e.g. malformed JSON. */
+  body?: string | undefined;
+  /** Send these raw SSE events instead of generated ones (streaming); `data` objects are sent as JSON. */
+  events?: { event: string; data: unknown }[] | undefined;
+  /** Stream the first events (or send nothing, non-streaming) and then never finish the response. */
+  hang?: boolean | undefined;
+  /** Close the connection without answering (a connection reset). */
+  destroy?: boolean | undefined;
+  /** Token counts to report; by default about one token per 4 characters. */
+  usage?: { input_tokens: number; output_tokens: number } | undefined;
+  /** @default 'tool_use' with `toolCalls`, 'stop_sequence' when cut at a stop sequence, else 'end_turn' */
+  stopReason?: string | undefined;
+  /**
+   * Tool calls to answer with: `tool_use` blocks after the text, streamed as Anthropic does (a
+   * `content_block_start` with the id, name and `input: {}`, then the input JSON in `chunkSize` pieces of
+   * `input_json_delta`). String arguments are sent as that JSON text (streaming) or parsed (non-streaming).
+   * ids default to `toolu_<n>`, numbered across the server's life.
+   */
+  toolCalls?: FakeToolCall[] | undefined;
+}
+
+/** A request the fake server received. */
+export interface FakeAnthropicRequest {
+  method: string;
+  /** The URL path, e.g. `/v1/messages`. */
+  path: string;
+  /** Lower-cased header names. */
+  headers: Record<string, string>;
+  /** The parsed JSON body (the raw text when it is not JSON). */
+  body: any;
+  stream: boolean;
+  /** Set when the client closed the connection before the reply was complete (e.g. an aborted request). */
+  aborted?: boolean | undefined;
+}
+
+/**
+ * What the fake server answers: one reply for every request, a list used in order (a request beyond the list
+ * gets a 400 error saying so), or a function of the request and its index (0-based, counting the message
+ * requests since the script was set).
+ */
+export type FakeAnthropicScript =
+  | string
+  | FakeAnthropicReply
+  | readonly (string | FakeAnthropicReply)[]
+  | ((
+      request: FakeAnthropicRequest,
+      index: number,
+    ) => string | FakeAnthropicReply | Promise<string | FakeAnthropicReply>);
+
+/** Options of {@link startFakeAnthropic}. */
+export interface FakeAnthropicOptions {
+  /** @default the text of the last message, echoed back */
+  script?: FakeAnthropicScript | undefined;
+  /** @default 0 (any free port) */
+  port?: number | undefined;
+}
+
+/** A running fake Anthropic server. */
+export interface FakeAnthropicServer {
+  /** e.g. `http://127.0.0.1:34567`: pass it as `baseURL` (the SDK adds `/v1/messages`). */
+  readonly url: string;
+  /** The same as `url`, the base URL Anthropic's SDK takes. */
+  readonly baseURL: string;
+  /** Every request received, in order. */
+  readonly requests: FakeAnthropicRequest[];
+  /** Replaces the script and restarts its request index at 0 (`requests` keeps every request). */
+  setScript(script: FakeAnthropicScript): void;
+  /** Stops the server and drops open connections. */
+  close(): Promise<void>;
+}
+
+const ERROR_TYPES: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  402: 'billing_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  504: 'timeout_error',
+  529: 'overloaded_error',
+};
+
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .map((block: { type?: unknown; text?: unknown; content?: unknown }) =>
+      block?.type === 'text'
+        ? String(block.text ?? '')
+        : block?.type === 'tool_result'
+          ? textOf(block.content)
+          : '',
+    )
+    .join('');
+}
+
+const echo: FakeAnthropicScript = (request) => {
+  const messages = request.body?.messages;
+  return Array.isArray(messages) ? textOf(messages.at(-1)?.content) : '';
+};
+
+/** The text before the first stop sequence, and the sequence that cut it. */
+function cutAtStop(text: string, stop: unknown): { text: string; sequence: string | null } {
+  const words = Array.isArray(stop) ? stop : [];
+  let end = text.length;
+  let sequence: string | null = null;
+  for (const word of words) {
+    if (typeof word !== 'string' || word.length === 0) continue;
+    const index = text.indexOf(word);
+    if (index !== -1 && index < end) {
+      end = index;
+      sequence = word;
+    }
+  }
+  return { text: text.slice(0, end), sequence };
+}
+
+function countTokens(value: unknown): number {
+  const text = typeof value === 'string' ? value : JSON.stringify(value ?? '');
+  return Math.ceil(text.length / 4);
+}
+
+function errorBody(type: string, message: string): string {
+  return JSON.stringify({ type: 'error', error: { type, message } });
+}
+
+function readBody(request: IncomingMessage): Promise<string> {
+  return new Promise((resolve) => {
+    const parts: Buffer[] = [];
+    request.on('data', (part: Buffer) => parts.push(part));
+    request.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
+    request.on('error', () => resolve(''));
+  });
+}
+
+function parseInput(value: Record<string, unknown> | string): unknown {
+  if (typeof value !== 'string') return value;
+  try {
+    return JSON.parse(value);
+  } catch {
+    return value;
+  }
+}
+
+/**
+ * Starts a server on 127.0.0.1 that speaks Anthropic's Messages API for integration tests: `POST
+ * /v1/messages`, plain and streaming (SSE with Anthropic's event names: `message_start`,
+ * `content_block_start` / `_delta` / `_stop` with `text_delta` and `input_json_delta`, `message_delta` with the
+ * stop reason and usage, `message_stop`), with scriptable text and tool calls, errors (status and Anthropic's
+ * error body), headers, latency, raw events and dropped connections. It records every request (headers and
+ * body), so tests can check the `system` field, the tools and the `tool_result` blocks sent.
+ *
+ * A sync client (`ClaudeAPI`) blocks its thread while it waits: test one against `startFakeAnthropicWorker()`.
+ *
+ * @example
+ * const server = await startFakeAnthropic({ script: ['Hello!', { status: 429, headers: { 'retry-after': '0' } }] });
+ * const llm = new AsyncClaudeAPI({ apiKey: 'sk-test', baseURL: server.baseURL });
+ * await llm.chat([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'hi' }]); // 'Hello!'
+ * server.requests[0].body.system; // 'Be brief.'
+ * await server.close();
+ */
+export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Promise<FakeAnthropicServer> {
+  let script: FakeAnthropicScript = options.script ?? echo;
+  const requests: FakeAnthropicRequest[] = [];
+  const timers = new Set<NodeJS.Timeout>();
+  let scriptIndex = 0;
+  let served = 0;
+  let toolCallCount = 0;
+
+  /** Waits `ms`; false when the client left meanwhile. */
+  const wait = (ms: number, response: ServerResponse) =>
+    new Promise<boolean>((resolve) => {
+      if (ms <= 0) {
+        resolve(!response.destroyed);
+        return;
+      }
+      const onClose = () => {
+        clearTimeout(timer);
+        timers.delete(timer);
+        resolve(false);
+      };
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        response.off('close', onClose);
+        resolve(!response.destroyed);
+      }, ms);
+      timers.add(timer);
+      response.once('close', onClose);
+    });
+
+  async function replyFor(request: FakeAnthropicRequest, index: number): Promise<FakeAnthropicReply> {
+    let reply: string | FakeAnthropicReply | undefined;
+    if (typeof script === 'function') reply = await script(request, index);
+    else if (Array.isArray(script)) {
+      reply = script[index];
+      if (reply === undefined) {
+        return {
+          status: 400,
+          error: {
+            type: 'invalid_request_error',
+            message: `fake Anthropic server: no scripted reply for request #${index + 1} (the script has ${script.length})`,
+          },
+        };
+      }
+    } else reply = script as string | FakeAnthropicReply;
+    return typeof reply === 'string' ? { content: reply } : reply;
+  }
+
+  async function handle(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
+    const text = await readBody(incoming);
+    const path = (incoming.url ?? '/').split('?')[0] ?? '/';
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(incoming.headers)) {
+      if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+    }
+    if (incoming.method !== 'POST' || path !== '/v1/messages') {
+      response.writeHead(404, { 'content-type': 'application/json' });
+      response.end(
+        errorBody('not_found_error', `fake Anthropic server: no route ${incoming.method} ${path}`),
+      );
+      return;
+    }
+    let body: any;
+    try {
+      body = JSON.parse(text);
+    } catch (error) {
+      requests.push({ method: 'POST', path, headers, body: text, stream: false });
+      response.writeHead(400, { 'content-type': 'application/json' });
+      response.end(
+        errorBody(
+          'invalid_request_error',
+          `fake Anthropic server: the body is not JSON (${(error as Error).message})`,
+        ),
+      );
+      return;
+    }
+    const request: FakeAnthropicRequest = {
+      method: 'POST',
+      path,
+      headers,
+      body,
+      stream: body?.stream === true,
+    };
+    requests.push(request);
+    const index = scriptIndex++;
+    const number = ++served;
+    response.once('close', () => {
+      if (!response.writableFinished) request.aborted = true;
+    });
+    if (typeof body?.max_tokens !== 'number') {
+      response.writeHead(400, { 'content-type': 'application/json' });
+      response.end(errorBody('invalid_request_error', 'max_tokens: Field required'));
+      return;
+    }
+    const reply = await replyFor(request, index);
+    if (!(await wait(reply.delayMs ?? 0, response))) return;
+    if (reply.destroy) {
+      incoming.socket.destroy();
+      return;
+    }
+    const status = reply.status ?? 200;
+    if (status >= 400) {
+      response.writeHead(status, { 'content-type': 'application/json', ...reply.headers });
+      response.end(
+        reply.body ??
+          errorBody(
+            reply.error?.type ??
+              ERROR_TYPES[status] ??
+              (status >= 500 ? 'api_error' : 'invalid_request_error'),
+            reply.error?.message ?? `fake error ${status}`,
+          ),
+      );
+      return;
+    }
+    if (reply.body !== undefined) {
+      response.writeHead(status, { 'content-type': 'application/json', ...reply.headers });
+      response.end(reply.body);
+      return;
+    }
+    if (reply.hang && !request.stream) return; // never answer; close() drops the connection
+    const cut = reply.ignoreStop
+      ? { text: reply.content ?? '', sequence: null }
+      : cutAtStop(reply.content ?? '', body?.stop_sequences);
+    const content = cut.text;
+    const toolCalls = (reply.toolCalls ?? []).map((call) => ({
+      id: call.id ?? `toolu_${++toolCallCount}`,
+      name: call.name,
+      arguments: call.arguments,
+    }));
+    const usage = reply.usage ?? {
+      input_tokens: countTokens({ system: body?.system, messages: body?.messages }),
+      output_tokens: countTokens(content) + (toolCalls.length > 0 ? countTokens(toolCalls) : 0),
+    };
+    const stopReason =
+      reply.stopReason ??
+      (toolCalls.length > 0 ? 'tool_use' : cut.sequence !== null ? 'stop_sequence' : 'end_turn');
+    const id = `msg_fake_${number}`;
+    const model = String(body?.model ?? 'fake-model');
+
+    if (!request.stream) {
+      const blocks: Record<string, unknown>[] = [];
+      if (content.length > 0) blocks.push({ type: 'text', text: content });
+      for (const call of toolCalls) {
+        blocks.push({ type: 'tool_use', id: call.id, name: call.name, input: parseInput(call.arguments) });
+      }
+      response.writeHead(status, { 'content-type': 'application/json', ...reply.headers });
+      response.end(
+        JSON.stringify({
+          id,
+          type: 'message',
+          role: 'assistant',
+          model,
+          content: blocks,
+          stop_reason: stopReason,
+          stop_sequence: cut.sequence,
+          usage,
+        }),
+      );
+      return;
+    }
+
+    response.writeHead(status, {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      ...reply.headers,
+    });
+    const events: { event: string; data: unknown }[] = [];
+    if (reply.events !== undefined) events.push(...reply.events);
+    else {
+      const size = Math.max(1, reply.chunkSize ?? 4);
+      events.push({
+        event: 'message_start',
+        data: {
+          type: 'message_start',
+          message: {
+            id,
+            type: 'message',
+            role: 'assistant',
+            model,
+            content: [],
+            stop_reason: null,
+            stop_sequence: null,
+            usage: { input_tokens: usage.input_tokens, output_tokens: 1 },
+          },
+        },
+      });
+      events.push({ event: 'ping', data: { type: 'ping' } });
+      let blockIndex = 0;
+      if (content.length > 0) {
+        const index = blockIndex++;
+        events.push({
+          event: 'content_block_start',
+          data: { type: 'content_block_start', index, content_block: { type: 'text', text: '' } },
+        });
+        for (let start = 0; start < content.length; start += size) {
+          events.push({
+            event: 'content_block_delta',
+            data: {
+              type: 'content_block_delta',
+              index,
+              delta: { type: 'text_delta', text: content.slice(start, start + size) },
+            },
+          });
+        }
+        events.push({ event: 'content_block_stop', data: { type: 'content_block_stop', index } });
+      }
+      for (const call of toolCalls) {
+        const index = blockIndex++;
+        events.push({
+          event: 'content_block_start',
+          data: {
+            type: 'content_block_start',
+            index,
+            content_block: { type: 'tool_use', id: call.id, name: call.name, input: {} },
+          },
+        });
+        const json = typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments);
+        for (let start = 0; start < json.length; start += size) {
+          events.push({
+            event: 'content_block_delta',
+            data: {
+              type: 'content_block_delta',
+              index,
+              delta: { type: 'input_json_delta', partial_json: json.slice(start, start + size) },
+            },
+          });
+        }
+        events.push({ event: 'content_block_stop', data: { type: 'content_block_stop', index } });
+      }
+      events.push({
+        event: 'message_delta',
+        data: {
+          type: 'message_delta',
+          delta: { stop_reason: stopReason, stop_sequence: cut.sequence },
+          usage: { output_tokens: usage.output_tokens },
+        },
+      });
+      events.push({ event: 'message_stop', data: { type: 'message_stop' } });
+    }
+    for (const [position, event] of events.entries()) {
+      if (position > 0 && !(await wait(reply.chunkDelayMs ?? 0, response))) return;
+      if (response.destroyed) return;
+      const data = typeof event.data === 'string' ? event.data : JSON.stringify(event.data);
+      response.write(`event: ${event.event}\ndata: ${data}\n\n`);
+    }
+    if (reply.hang) return;
+    response.end();
+  }
+
+  const server = createServer((incoming, response) => {
+    handle(incoming, response).catch((error: unknown) => {
+      if (!response.headersSent) response.writeHead(500, { 'content-type': 'application/json' });
+      response.end(errorBody('api_error', `fake Anthropic server failed: ${String(error)}`));
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
+  // A sync client on this thread cannot be answered by this server: its timeout error will say so.
+  const unregister = registerSameThreadServer(port, 'startFakeAnthropic()');
+  return {
+    url,
+    baseURL: url,
+    requests,
+    setScript(next: FakeAnthropicScript) {
+      script = next;
+      scriptIndex = 0;
+    },
+    close() {
+      unregister();
+      for (const timer of timers) clearTimeout(timer);
+      timers.clear();
+      return new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}
