@@ -186,6 +186,11 @@ export class HTTPAgentServer {
     this.#headersTimeout = positive('headersTimeout', options.headersTimeout, 10_000);
     this.#requestTimeout = positive('requestTimeout', options.requestTimeout, 30_000);
     this.#keepAliveTimeout = positive('keepAliveTimeout', options.keepAliveTimeout, 72_000);
+    if (this.#headersTimeout > this.#requestTimeout) {
+      throw new ConfigurationError({
+        message: `HTTPAgentServer: headersTimeout (${this.#headersTimeout}) cannot exceed requestTimeout (${this.#requestTimeout})`,
+      });
+    }
     this.#exposeErrors = options.exposeErrors ?? false;
     this.#onError =
       options.onError ??
@@ -229,6 +234,12 @@ export class HTTPAgentServer {
     const createFastify = await loadFastify();
     const app = createFastify({
       logger: false,
+      http: {
+        headersTimeout: this.#headersTimeout,
+        requestTimeout: this.#requestTimeout,
+        // How often Node checks those two deadlines (its default, 30 s, would let them slip by that much).
+        connectionsCheckingInterval: Math.min(1_000, this.#headersTimeout, this.#requestTimeout),
+      },
       bodyLimit: this.#bodyLimit,
       requestTimeout: this.#requestTimeout,
       keepAliveTimeout: this.#keepAliveTimeout,
@@ -236,7 +247,6 @@ export class HTTPAgentServer {
       forceCloseConnections: 'idle',
       return503OnClosing: true,
     });
-    app.server.headersTimeout = this.#headersTimeout;
     this.#routes(app);
     this.#app = app;
     await app.listen({ host: this.host, port: this.#port });

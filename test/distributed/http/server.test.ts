@@ -465,3 +465,50 @@ describe('HTTPAgentServer: lifecycle', () => {
     expect(() => new AsyncHTTPAgentClient({ url: 'ftp://x' })).toThrow(/http/);
   });
 });
+
+describe('HTTPAgentServer: timeouts and draining streams', () => {
+  it('a client too slow to send its headers or its body is cut off, and no session is touched', async () => {
+    const { connect } = await import('node:net');
+    const agent = new AsyncAgent({ llm: new AsyncMockLLM({ responses: echo }) });
+    const server = await serve(agent, { headersTimeout: 300, requestTimeout: 400 });
+    const { port } = new URL(server.url);
+    const slow = (payload: string) =>
+      new Promise<{ answer: string; ms: number }>((resolve) => {
+        const started = performance.now();
+        const socket = connect(Number(port), '127.0.0.1', () => socket.write(payload));
+        let answer = '';
+        socket.setEncoding('utf8').on('data', (text: string) => {
+          answer += text;
+        });
+        socket.on('close', () => resolve({ answer, ms: performance.now() - started }));
+        socket.on('error', () => undefined);
+      });
+    const [headers, body] = await Promise.all([
+      slow('POST /chat_completion HTTP/1.1\r\nHost: x\r\n'),
+      slow('POST /chat_completion HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"message": ['),
+    ]);
+    for (const { answer, ms } of [headers, body]) {
+      expect(answer).toMatch(/^HTTP\/1\.1 408/);
+      expect(ms).toBeLessThan(3_000);
+    }
+    expect(agent.memory!.sessions()).toEqual([]);
+    expect(() => new HTTPAgentServer({ agent, headersTimeout: 5_000, requestTimeout: 1_000 })).toThrow(
+      /headersTimeout/,
+    );
+  });
+
+  it('close() lets a stream in flight finish', async () => {
+    const agent = new SlowStreamer({ name: 'slow' });
+    const server = new HTTPAgentServer({ agent, port: 0 });
+    const remote = client(await server.listen());
+    const chunks: string[] = [];
+    const reading = (async () => {
+      for await (const chunk of remote.stream('go', { sessionId: 1 })) chunks.push(chunk.content as string);
+    })();
+    await expect.poll(() => chunks.length).toBe(1);
+    await server.close();
+    await reading;
+    expect(chunks.at(-1)).toBe('one two three four (1 in)');
+    expect(agent.memory!.get(1)!.getMemory()).toHaveLength(2);
+  });
+});
