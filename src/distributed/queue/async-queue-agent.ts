@@ -250,6 +250,7 @@ export class AsyncQueueAgent {
       events.on('completed', ({ jobId, returnvalue }) => {
         const waiter = this.#take(jobId);
         if (!waiter) return;
+        store.forgetDone(jobId).catch(() => {});
         try {
           waiter.resolve(AgentMessage.from(returnvalue));
         } catch (error) {
@@ -297,7 +298,7 @@ export class AsyncQueueAgent {
     try {
       await connected.queue.add(CALL_JOB, data, {
         jobId,
-        removeOnComplete: { count: 1000 },
+        removeOnComplete: true,
         removeOnFail: { age: 24 * 3600, count: 10_000 },
       });
     } catch (error) {
@@ -351,26 +352,35 @@ export class AsyncQueueAgent {
     }
   }
 
-  /** Replies whose event was missed (the reader lagged past the event stream's trimming) are read from the job. */
+  /**
+   * Calls whose reply event never came (the event reader lagged past the stream's trimming, or reconnected)
+   * look at the job: its commit marker holds the reply; a failed job has its reason; a job that is gone
+   * with no marker was lost by Redis.
+   */
   async #sweepLost(connected: Connected): Promise<void> {
     const old = Date.now() - SWEEP_MS;
     const lost = [...this.#waiting].filter(([, waiter]) => waiter.since < old).slice(0, 100);
     for (const [jobId] of lost) {
       try {
-        const state = await connected.queue.getJobState(jobId);
-        if (state === 'completed' || state === 'failed') {
-          const job = await connected.queue.getJob(jobId);
+        const reply = await connected.store.committedReply(jobId);
+        const state = reply === null ? await connected.queue.getJobState(jobId) : 'committed';
+        if (state === 'committed' || state === 'completed') {
+          // Completed means committed: read the marker again, the commit may have landed just now.
+          const committed = reply ?? (await connected.store.committedReply(jobId));
           const waiter = this.#take(jobId);
           if (!waiter) continue;
-          if (job === undefined) {
+          connected.store.forgetDone(jobId).catch(() => {});
+          if (committed === null) {
             waiter.reject(
               new QueueConnectionError({
-                message: `${this.name}: job ${jobId} finished but its reply is gone`,
+                message: `${this.name}: job ${jobId} completed but its reply is gone`,
                 jobId,
               }),
             );
-          } else if (state === 'completed') waiter.resolve(AgentMessage.from(job.returnvalue));
-          else waiter.reject(remoteError(jobId, job.failedReason));
+          } else waiter.resolve(AgentMessage.from(JSON.parse(committed)));
+        } else if (state === 'failed') {
+          const job = await connected.queue.getJob(jobId);
+          this.#take(jobId)?.reject(remoteError(jobId, job?.failedReason));
         } else if (state === 'unknown') {
           this.#take(jobId)?.reject(
             new QueueConnectionError({

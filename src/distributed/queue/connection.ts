@@ -48,7 +48,12 @@ export async function connectRedis(
   options: RedisOptions,
   extra: RedisOptions = {},
 ): Promise<Redis> {
-  const settings: RedisOptions = { connectTimeout: 5_000, ...options, ...extra, lazyConnect: true };
+  const settings: RedisOptions = {
+    connectTimeout: 5_000,
+    ...options,
+    ...extra,
+    lazyConnect: true,
+  };
   // ioredis's own RedisOptions does not fit its constructor under exactOptionalPropertyTypes.
   const redis = new peers.Redis(settings as never);
   // Errors after the first connection are reported through the calls that meet them.

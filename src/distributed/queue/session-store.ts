@@ -10,7 +10,8 @@ import type { SessionId } from '../../schema/session';
  *   the holder keeps renewing. One holder at a time gives one call at a time across all workers.
  * - `done:<jobId>`: the reply of a job whose turn is committed. Written in the same script as the turn, so
  *   a job run again (its worker died after committing, before BullMQ marked it completed) returns the same
- *   reply instead of committing a second turn.
+ *   reply instead of committing a second turn. The caller deletes it once it has the reply (the job is then
+ *   completed in BullMQ and never runs again), and reads it when it missed the job's completed event.
  * - `cancel:<jobId>`: set by a caller that stopped waiting; the job does not start when it sees it.
  * - `shape`: the served agent's {@link AgentShape}, for `stateDict` of unknown sessions and in camelCase.
  *
@@ -53,7 +54,7 @@ export interface AgentShape {
   keys: [lagent: string, lagentTs: string][];
 }
 
-/** A committed job's reply, and the time its marker is kept when BullMQ never confirms the job (s). */
+/** How long a commit marker is kept when no caller collects it (s). */
 export const DONE_TTL_SECONDS = 24 * 3600;
 /** How long a cancel marker is kept (s): longer than any job waits in a queue that is being served. */
 export const CANCEL_TTL_SECONDS = 24 * 3600;
@@ -234,7 +235,12 @@ export class SessionStore {
       .exec();
   }
 
-  /** Drops a finished job's commit marker (BullMQ confirmed it; it will not run again). */
+  /** A committed job's reply, if its marker is still there. */
+  committedReply(jobId: string): Promise<string | null> {
+    return this.#redis.get(this.keys.done(jobId));
+  }
+
+  /** Drops a finished job's commit marker (BullMQ completed it: it will not run again). */
   forgetDone(jobId: string): Promise<number> {
     return this.#redis.del(this.keys.done(jobId));
   }

@@ -168,9 +168,6 @@ export class QueueAgentWorker {
       this.#worker = worker;
       // BullMQ reconnects by itself; its connection errors are not the caller's to handle here.
       worker.on('error', () => {});
-      worker.on('completed', (job) => {
-        if (job.id !== undefined) this.#store?.forgetDone(job.id).catch(() => {});
-      });
       await worker.waitUntilReady();
     } catch (error) {
       await this.#shutdown();

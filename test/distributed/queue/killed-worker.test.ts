@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
 import { AsyncAgent } from 'lagent-ts';
 import { AsyncMockLLM } from 'lagent-ts/testing';
-import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AsyncQueueAgent, QueueAgentWorker } from '../../../src/distributed/queue/index';
 import { type RedisServer, startRedis } from './redis-server';
@@ -63,7 +63,9 @@ function kill(child: ChildProcess): Promise<void> {
 function localWorker(queue: string, prefix: string) {
   const worker = new QueueAgentWorker({
     agent: new AsyncAgent({
-      llm: new AsyncMockLLM({ responses: (messages) => `${prefix}:${messages.at(-1)?.content}#${messages.length}` }),
+      llm: new AsyncMockLLM({
+        responses: (messages) => `${prefix}:${messages.at(-1)?.content}#${messages.length}`,
+      }),
     }),
     queue,
     connection: redis.url,
@@ -82,7 +84,8 @@ async function until(check: () => Promise<boolean>, ms = 10_000): Promise<void> 
   }
 }
 
-const contents = (dict: Record<string, { content: unknown }[]>) => dict.memory!.map((message) => message.content);
+const contents = (dict: Record<string, { content: unknown }[]>) =>
+  dict.memory!.map((message) => message.content);
 
 describe('a worker killed with SIGKILL', () => {
   it('mid-call leaves the session as before the call; the job completes on another worker, once', async () => {
@@ -108,7 +111,12 @@ describe('a worker killed with SIGKILL', () => {
     // Run again from the session as it was: the model saw the first turn and the question, once.
     expect(reply.content).toBe('rescue:second#3');
     expect(Date.now() - started).toBeLessThan(5_000); // lockDuration 1 s, stalledInterval 0.5 s
-    expect(contents(await remote.stateDict('s'))).toEqual(['first', 'fast:first#1', 'second', 'rescue:second#3']);
+    expect(contents(await remote.stateDict('s'))).toEqual([
+      'first',
+      'fast:first#1',
+      'second',
+      'rescue:second#3',
+    ]);
     expect(await admin.hget(`bull:${queue}:lagent:session:s`, 'version')).toBe('2');
   });
 

@@ -1,8 +1,12 @@
+import { Redis } from 'ioredis';
 import { AsyncAgent } from 'lagent-ts';
 import { AsyncMockLLM } from 'lagent-ts/testing';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AsyncQueueAgent, QueueAgentWorker, QueueConnectionError } from '../../../src/distributed/queue/index';
+import {
+  AsyncQueueAgent,
+  QueueAgentWorker,
+  QueueConnectionError,
+} from '../../../src/distributed/queue/index';
 import { type RedisServer, startRedis } from './redis-server';
 
 let redis: RedisServer;
@@ -75,7 +79,10 @@ describe('Redis restarted mid-load', () => {
 
     // Let every job still queued or running finish.
     for (let waited = 0; waited < 15_000; waited += 50) {
-      const [waiting, active] = await Promise.all([admin.llen(`bull:${queue}:wait`), admin.llen(`bull:${queue}:active`)]);
+      const [waiting, active] = await Promise.all([
+        admin.llen(`bull:${queue}:wait`),
+        admin.llen(`bull:${queue}:active`),
+      ]);
       if (waiting + active === 0) break;
       await pause(50);
     }
@@ -83,7 +90,9 @@ describe('Redis restarted mid-load', () => {
 
     for (const sessionId of sessions) {
       const stored = await admin.hgetall(`bull:${queue}:lagent:session:${sessionId}`);
-      const memory = (JSON.parse(stored.state!) as { memory: { content: string }[] }).memory.map((m) => m.content);
+      const memory = (JSON.parse(stored.state!) as { memory: { content: string }[] }).memory.map(
+        (m) => m.content,
+      );
       expect(memory.length % 2).toBe(0);
       expect(Number(stored.version)).toBe(memory.length / 2);
       const questions = memory.filter((_, i) => i % 2 === 0);
