@@ -84,10 +84,15 @@ export interface MCPServerInfo {
 const DEFAULT_TIMEOUT_MS = 60_000;
 const PLACEHOLDER = 'tools';
 
-/** A name made of `[A-Za-z0-9_-]` (what OpenAI function names allow), without `__` (the toolkit separator). */
+/** A tool name made of `[A-Za-z0-9_-]`, what OpenAI function names allow. */
+function safeApiName(text: string): string {
+  const safe = text.replace(/[^A-Za-z0-9_-]/g, '_');
+  return safe === '' ? 'tool' : safe;
+}
+
+/** A toolkit name: also without `__`, which separates the toolkit from the API in `Name__api`. */
 function safeName(text: string, fallback: string): string {
-  const safe = text
-    .replace(/[^A-Za-z0-9_-]+/g, '_')
+  const safe = safeApiName(text)
     .replace(/_{2,}/g, '_')
     .replace(/^_+|_+$/g, '');
   return safe === '' ? fallback : safe;
@@ -306,8 +311,8 @@ export class MCPToolkit extends AsyncBaseAction {
   #apply(tools: readonly Tool[]): void {
     const apis = new Map<string, ResolvedApi>();
     for (const tool of tools) {
-      let apiName = safeName(tool.name, 'tool');
-      for (let n = 2; apis.has(apiName); n++) apiName = `${safeName(tool.name, 'tool')}_${n}`;
+      let apiName = safeApiName(tool.name);
+      for (let n = 2; apis.has(apiName); n++) apiName = `${safeApiName(tool.name)}_${n}`;
       const { schema, info } = toolSchema(apiName, tool.description ?? tool.title ?? '', tool.inputSchema);
       const toolName = tool.name;
       apis.set(apiName, {

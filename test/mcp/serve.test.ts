@@ -104,6 +104,12 @@ describe('MCPToolkit over stdio, against our own server', () => {
     try {
       const executor = new AsyncActionExecutor({ actions: [kit] });
       expect(kit.apis.has('greet')).toBe(false);
+      const failed = await kit.call({ reason: 'test' }, 'media__fail');
+      expect(failed.state).toBe(ActionStatusCode.API_ERROR);
+      expect(failed.errmsg).toContain('failed on purpose: test');
+      expect((await kit.call({}, 'media__pixel')).result?.[1]?.content).toMatch(
+        /^data:image\/png;base64,iVBOR/,
+      );
       expect((await executor.forward('lagent.greet', { who: 'Ada' })).state).toBe(ActionStatusCode.API_ERROR);
       expect((await kit.call({ greeting: 'Hello' }, 'add_tool')).toText()).toBe('added greet');
       await waitFor(() => kit.apis.has('greet'));
