@@ -151,6 +151,7 @@ export class HTTPAgentServer {
   #forget: (() => void) | undefined;
   #inFlight = 0;
   #drained: (() => void) | undefined;
+  readonly #calls = new Set<AbortController>();
 
   constructor(options: HTTPAgentServerOptions) {
     if (typeof options !== 'object' || options === null) {
@@ -223,10 +224,11 @@ export class HTTPAgentServer {
 
   /**
    * Stops accepting connections, waits for the calls in flight (streams included) to finish and be answered,
-   * then closes every connection. Idempotent.
+   * then closes every connection. With `timeout`, calls still running after that many ms are aborted (each takes
+   * its turn back) and their connections closed. Idempotent: later calls return the first call's promise.
    */
-  close(): Promise<void> {
-    this.#closing ??= this.#stop();
+  close(options: { timeout?: number | undefined } = {}): Promise<void> {
+    this.#closing ??= this.#stop(options.timeout);
     return this.#closing;
   }
 
@@ -258,13 +260,24 @@ export class HTTPAgentServer {
     return this.#url;
   }
 
-  async #stop(): Promise<void> {
+  async #stop(timeout: number | undefined): Promise<void> {
     const app = this.#app;
     if (this.#listening) await this.#listening.catch(() => undefined);
     if (app === undefined || this.#app === undefined) return;
     // Stop accepting; answer the calls in flight; then drop the connections left.
     const closed = app.close();
-    if (this.#inFlight > 0) await new Promise<void>((resolve) => (this.#drained = resolve));
+    if (this.#inFlight > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      if (timeout !== undefined) {
+        timer = setTimeout(() => {
+          const reason = new Error(`HTTPAgentServer closed with calls still running after ${timeout} ms`);
+          for (const controller of this.#calls) controller.abort(reason);
+          app.server.closeAllConnections?.();
+        }, timeout);
+      }
+      await new Promise<void>((resolve) => (this.#drained = resolve));
+      clearTimeout(timer);
+    }
     app.server.closeIdleConnections?.();
     await closed;
     this.#forget?.();
@@ -360,13 +373,15 @@ export class HTTPAgentServer {
     reply.code(500).type(JSON_TYPE).send(errorBody(detail, name));
   }
 
-  #begin(): () => void {
+  #begin(controller: AbortController): () => void {
     this.#inFlight++;
+    this.#calls.add(controller);
     let done = false;
     return () => {
       if (done) return;
       done = true;
       this.#inFlight--;
+      this.#calls.delete(controller);
       if (this.#inFlight === 0 && this.#drained) {
         const drained = this.#drained;
         this.#drained = undefined;
@@ -383,8 +398,8 @@ export class HTTPAgentServer {
       badRequest(reply, error);
       return;
     }
-    const end = this.#begin();
     const controller = new AbortController();
+    const end = this.#begin(controller);
     const onClose = () => {
       if (!reply.raw.writableFinished) controller.abort(new Error('the client closed the connection'));
     };
@@ -419,8 +434,8 @@ export class HTTPAgentServer {
       badRequest(reply, error);
       return;
     }
-    const end = this.#begin();
     const controller = new AbortController();
+    const end = this.#begin(controller);
     const raw = reply.raw;
     let gone = false;
     const onClose = () => {

@@ -512,3 +512,18 @@ describe('HTTPAgentServer: timeouts and draining streams', () => {
     expect(agent.memory!.get(1)!.getMemory()).toHaveLength(2);
   });
 });
+
+describe('HTTPAgentServer: close({ timeout })', () => {
+  it('aborts calls still running after the timeout; they take their turns back', async () => {
+    const agent = new AsyncAgent({ llm: new AsyncMockLLM({ responses: echo, latencyMs: 5_000 }) });
+    const server = new HTTPAgentServer({ agent, port: 0, onError: () => undefined });
+    const remote = client(await server.listen(), { retries: 0 });
+    const pending = remote.call('slow', { sessionId: 1 }).catch((error: unknown) => error);
+    await expect.poll(() => server.inFlight).toBe(1);
+    const started = performance.now();
+    await server.close({ timeout: 100 });
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(await pending).toBeInstanceOf(HTTPAgentError);
+    expect(agent.memory!.get(1)?.getMemory() ?? []).toEqual([]);
+  });
+});
