@@ -57,14 +57,18 @@ export async function connectRedis(
   // ioredis's own RedisOptions does not fit its constructor under exactOptionalPropertyTypes.
   const redis = new peers.Redis(settings as never);
   // Errors after the first connection are reported through the calls that meet them.
-  redis.on('error', () => {});
+  let first: Error | undefined;
+  redis.on('error', (error: Error) => {
+    first ??= error;
+  });
   try {
     await redis.connect();
   } catch (error) {
     redis.disconnect();
+    const reason = first ?? (error as Error);
     throw new QueueConnectionError({
-      message: `could not connect to Redis at ${describeConnection(options)}: ${(error as Error).message}`,
-      cause: error,
+      message: `could not connect to Redis at ${describeConnection(options)}: ${reason.message}`,
+      cause: reason,
     });
   }
   return redis;
