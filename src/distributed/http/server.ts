@@ -465,11 +465,16 @@ export class HTTPAgentServer {
       let result = this.agent.call(parsed.messages, options);
       if (isThenable(result)) result = await result;
       if (isAsyncIterator(result) || (isIterator(result) && !(result instanceof AgentMessage))) {
-        result = await relay(result as AsyncIterator<unknown> | Iterator<unknown>, (chunk) => {
+        const onChunk = (chunk: unknown) => {
           if (gone) return false;
           send(SSE_EVENTS.chunk, toWire(chunk));
           return true;
-        });
+        };
+        // A sync agent's stream is pulled without yielding to the event loop, so nothing else runs on its
+        // session meanwhile (a sync call cannot wait for another).
+        result = isAsyncIterator(result)
+          ? await relay(result, onChunk)
+          : relaySync(result as Iterator<unknown>, onChunk);
       }
       if (!gone) {
         send(SSE_EVENTS.message, toWire(result));
@@ -484,7 +489,7 @@ export class HTTPAgentServer {
           const name = errorName(error);
           const detail =
             this.#exposeErrors && error instanceof Error ? error.message : 'Internal Server Error';
-          send(SSE_EVENTS.error, errorBody(detail, name));
+          send(SSE_EVENTS.error, { detail, error: name } satisfies HTTPErrorBody);
           raw.end();
         } else {
           this.#fail(reply, error);
@@ -498,29 +503,64 @@ export class HTTPAgentServer {
 }
 
 /**
- * Pulls a stream to its end, handing each chunk but the final message to `onChunk` (which answers false to
- * stop: the stream's `return()` then runs, and the call takes its turn back). Returns the final message.
+ * Sends a stream's chunks (messages with `streamState` STREAM_ING) as they come, through `onChunk` (which answers
+ * false when the client is gone). Another item is held back as the final message, because a streaming agent
+ * yields its final message and also returns it; it goes out as a chunk only if something follows it.
  */
-async function relay(
-  stream: AsyncIterator<unknown> | Iterator<unknown>,
-  onChunk: (chunk: unknown) => boolean,
-): Promise<unknown> {
-  // The newest item is held back: a streaming agent yields its final message and also returns it.
-  let pending: unknown;
-  let hasPending = false;
+class Relay {
+  #held: unknown;
+  #hasHeld = false;
+  constructor(readonly onChunk: (chunk: unknown) => boolean) {}
+
+  /** Takes one item; false when the client is gone. */
+  take(item: unknown): boolean {
+    if (this.#hasHeld) {
+      this.#hasHeld = false;
+      if (!this.onChunk(this.#held)) return false;
+    }
+    if (isChunk(item)) return this.onChunk(item);
+    this.#held = item;
+    this.#hasHeld = true;
+    return true;
+  }
+
+  /** The final message of a stream that returned `value`. */
+  finish(value: unknown, last: unknown): unknown {
+    if (value === undefined || value === null) return last;
+    if (this.#hasHeld && this.#held !== value) this.onChunk(this.#held);
+    return value;
+  }
+}
+
+const GONE = 'the client closed the connection';
+
+/** Pulls an async stream to its end through a {@link Relay}; returns the final message. */
+async function relay(stream: AsyncIterator<unknown>, onChunk: (chunk: unknown) => boolean): Promise<unknown> {
+  const relayed = new Relay(onChunk);
+  let last: unknown;
   for (;;) {
     const step = await stream.next();
-    if (step.done) {
-      if (step.value === undefined || step.value === null) return pending;
-      if (hasPending && pending !== step.value && isChunk(pending) && !onChunk(pending)) return step.value;
-      return step.value;
-    }
-    if (hasPending && !onChunk(pending)) {
+    if (step.done) return relayed.finish(step.value, last);
+    last = step.value;
+    if (!relayed.take(step.value)) {
       await stream.return?.(undefined);
-      throw new Error('the client closed the connection');
+      throw new Error(GONE);
     }
-    pending = step.value;
-    hasPending = true;
+  }
+}
+
+/** {@link relay} for a sync stream, pulled without yielding to the event loop. */
+function relaySync(stream: Iterator<unknown>, onChunk: (chunk: unknown) => boolean): unknown {
+  const relayed = new Relay(onChunk);
+  let last: unknown;
+  for (;;) {
+    const step = stream.next();
+    if (step.done) return relayed.finish(step.value, last);
+    last = step.value;
+    if (!relayed.take(step.value)) {
+      stream.return?.(undefined);
+      throw new Error(GONE);
+    }
   }
 }
 

@@ -40,7 +40,7 @@ function client(url: string, options: Partial<ConstructorParameters<typeof Async
   return remote;
 }
 
-const lagentMessage = (content: unknown, sender = 'user') => ({
+const lagentMessage = (content: unknown, sender = 'user', extra: Record<string, unknown> = {}) => ({
   content,
   sender,
   formatted: null,
@@ -48,6 +48,7 @@ const lagentMessage = (content: unknown, sender = 'user') => ({
   type: null,
   receiver: null,
   stream_state: 0,
+  ...extra,
 });
 
 /** A server-sent event stream as `[event, data]` pairs. */
@@ -524,6 +525,37 @@ describe('HTTPAgentServer: close({ timeout })', () => {
     await server.close({ timeout: 100 });
     expect(performance.now() - started).toBeLessThan(2_000);
     expect(await pending).toBeInstanceOf(HTTPAgentError);
+    expect(agent.memory!.get(1)?.getMemory() ?? []).toEqual([]);
+  });
+});
+
+describe('HTTPAgentServer: a stream that fails midway', () => {
+  class Breaking extends AsyncStreamingAgent {
+    override async *forward() {
+      yield new AgentMessage({ sender: this.name, content: 'par', streamState: AgentStatusCode.STREAM_ING });
+      throw new Error('the model broke off');
+    }
+  }
+
+  it('sends an error event after the chunks; the client throws; the session is untouched', async () => {
+    const agent = new Breaking();
+    const server = await serve(agent);
+    const response = await fetch(`${server.url}/chat_completion/stream`, {
+      method: 'POST',
+      body: JSON.stringify({ message: ['go'], session_id: 1 }),
+    });
+    expect(parseEvents(await response.text())).toEqual([
+      ['chunk', lagentMessage('par', 'Breaking', { stream_state: AgentStatusCode.STREAM_ING })],
+      ['error', { detail: 'Internal Server Error', error: 'Error' }],
+    ]);
+    const seen: string[] = [];
+    const failure = await (async () => {
+      for await (const chunk of client(server.url).stream('go', { sessionId: 1 }))
+        seen.push(chunk.content as string);
+    })().catch((error: unknown) => error);
+    expect(seen).toEqual(['par']);
+    expect(failure).toBeInstanceOf(HTTPAgentError);
+    expect(failure).toMatchObject({ status: 500, body: { error: 'Error' } });
     expect(agent.memory!.get(1)?.getMemory() ?? []).toEqual([]);
   });
 });
