@@ -54,7 +54,9 @@ export abstract class ExecutorBase<A extends ActionBase, H extends Hook = Hook> 
   readonly #actions = new Map<string, A>();
   readonly #hooks: HookList;
   /** The tools' OpenAI JSON for model clients, until the registry changes. */
-  #frozenTools: { separator: string; tools: readonly OpenAITool[] } | undefined;
+  #frozenTools:
+    | { separator: string; tools: readonly OpenAITool[]; parts: (readonly OpenAITool[])[] }
+    | undefined;
 
   constructor(options: ActionExecutorOptions<A, H>) {
     if (options === null || typeof options !== 'object' || !('actions' in options)) {
@@ -147,11 +149,28 @@ export abstract class ExecutorBase<A extends ActionBase, H extends Hook = Hook> 
   /** The tools of {@link toOpenAITools}, frozen and uncopied: what a model client reads on every call. */
   [FROZEN_OPENAI_TOOLS](separator: string): readonly OpenAITool[] {
     const cached = this.#frozenTools;
-    if (cached?.separator === separator) return cached.tools;
+    // Reused while every action still gives the same (frozen) array: a toolkit whose tools changed (an MCP
+    // server's list refreshed) gives a new one, and the list is rebuilt.
+    if (cached?.separator === separator) {
+      let index = 0;
+      let same = true;
+      for (const action of this.#actions.values()) {
+        if (action[FROZEN_OPENAI_TOOLS](separator) !== cached.parts[index++]) {
+          same = false;
+          break;
+        }
+      }
+      if (same && index === cached.parts.length) return cached.tools;
+    }
     const tools: OpenAITool[] = [];
-    for (const action of this.#actions.values()) tools.push(...action[FROZEN_OPENAI_TOOLS](separator));
+    const parts: (readonly OpenAITool[])[] = [];
+    for (const action of this.#actions.values()) {
+      const part = action[FROZEN_OPENAI_TOOLS](separator);
+      parts.push(part);
+      tools.push(...part);
+    }
     Object.freeze(tools);
-    this.#frozenTools = { separator, tools };
+    this.#frozenTools = { separator, tools, parts };
     return tools;
   }
 

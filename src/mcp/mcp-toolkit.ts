@@ -34,8 +34,8 @@ export interface MCPToolkitCommonOptions {
   connectTimeoutMs?: number | undefined;
   /**
    * Called after the tool list changed on the server's `notifications/tools/list_changed` (or on
-   * {@link MCPToolkit.refresh}). An executor caches the tools it offers the model: re-register the toolkit
-   * there (`executor.set(toolkit)`) to offer the new list.
+   * {@link MCPToolkit.refresh}). Executors and agents holding the toolkit offer the new list on their next
+   * model call by themselves.
    */
   onToolsChanged?: ((toolkit: MCPToolkit) => void) | undefined;
   /** Cancels connecting. */

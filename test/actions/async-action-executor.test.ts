@@ -93,7 +93,8 @@ describe('AsyncActionExecutor', () => {
       Array.from({ length: 100 }, (_, i) => String(i * 2)),
     );
     expect(new Set(sessions).size).toBe(100);
-    expect(elapsed).toBeLessThan(50 * 3);
+    // One after another they would take 5 s; the bound leaves room for a loaded machine.
+    expect(elapsed).toBeLessThan(1000);
   });
 
   it('times out a slow tool per call with an API_ERROR and aborts its signal', async () => {
