@@ -1,4 +1,6 @@
+import { currentFrame } from '../core/call-context';
 import { PromiseInSyncCall, type Steps } from '../core/steps';
+import { activeTracer, endSpan, startToolSpan } from '../core/tracing';
 import { ActionReturn } from '../schema/action-return';
 import { TimeoutError } from '../schema/errors';
 import { ActionStatusCode } from '../schema/status';
@@ -90,11 +92,51 @@ function withDeadline<T>(promise: PromiseLike<T>, settings: CallSettings, label:
 }
 
 /**
+ * One tool call, as steps: {@link untracedActionSteps}, inside an `execute_tool` span when tracing is on
+ * (a tool that answers with an error marks its span failed). Without tracing it adds nothing.
+ */
+export function actionCallSteps(
+  action: CallableAction,
+  parameters: unknown,
+  apiName: string,
+  settings: CallSettings,
+): Steps<ActionReturn> {
+  const tracer = activeTracer();
+  return tracer === undefined
+    ? untracedActionSteps(action, parameters, apiName, settings)
+    : tracedActionSteps(tracer, action, parameters, apiName, settings);
+}
+
+function* tracedActionSteps(
+  tracer: NonNullable<ReturnType<typeof activeTracer>>,
+  action: CallableAction,
+  parameters: unknown,
+  apiName: string,
+  settings: CallSettings,
+): Steps<ActionReturn> {
+  const span = startToolSpan(tracer, apiLabel(action, apiName), undefined, currentFrame()?.span);
+  let result: ActionReturn;
+  try {
+    result = yield* untracedActionSteps(action, parameters, apiName, settings);
+  } catch (error) {
+    endSpan(span, error);
+    throw error;
+  }
+  endSpan(
+    span,
+    result.state === ActionStatusCode.SUCCESS
+      ? undefined
+      : new Error(result.errmsg ?? `state ${result.state}`),
+  );
+  return result;
+}
+
+/**
  * One tool call, written once for sync and async actions: look up the API, check the arguments, run it,
  * and turn its output (or what it threw) into an {@link ActionReturn}. Yields only a promise to await.
  * Nothing the tool throws escapes; only the caller's own abort does.
  */
-export function* actionCallSteps(
+function* untracedActionSteps(
   action: CallableAction,
   parameters: unknown,
   apiName: string,

@@ -11,6 +11,7 @@ import { ConfigurationError, StateDictError } from '../schema/errors';
 import type { SessionId } from '../schema/session';
 import { AGENT_NODE, type AgentNode, discoverChildren, type MemoryNode, renderTree } from './agent-tree';
 import { DefaultAggregator, type SystemInstruction } from './aggregator/default-aggregator';
+import { observers } from './observers';
 import {
   type LagentStateDict,
   loadStateDict,
@@ -93,13 +94,21 @@ export type StreamOutput<G> =
       ? Y | Exclude<R, void>
       : never;
 
-/** Events an agent emits to observers (`agent.events.on('callEnd', ...)`). */
+/**
+ * Events an agent emits to observers (`agent.events.on('callEnd', ...)`). An agent also reports the events of
+ * its descendants that run inside its calls: `path` is the emitting agent's dotted path in this agent's tree
+ * (`'writer'`, `'experts.0'`), `''` for its own events.
+ */
 export interface AgentEvents {
-  callStart: [event: { agent: AgentBase; sessionId: SessionId; messages: readonly AgentMessage[] }];
-  callEnd: [event: { agent: AgentBase; sessionId: SessionId; message: AgentMessage }];
-  llmStart: [event: { agent: AgentBase; sessionId: SessionId; messages: readonly ChatMessage[] }];
-  llmEnd: [event: { agent: AgentBase; sessionId: SessionId; response: string }];
-  error: [event: { agent: AgentBase; sessionId: SessionId; error: unknown }];
+  callStart: [
+    event: { agent: AgentBase; sessionId: SessionId; messages: readonly AgentMessage[]; path: string },
+  ];
+  callEnd: [event: { agent: AgentBase; sessionId: SessionId; message: AgentMessage; path: string }];
+  llmStart: [
+    event: { agent: AgentBase; sessionId: SessionId; messages: readonly ChatMessage[]; path: string },
+  ];
+  llmEnd: [event: { agent: AgentBase; sessionId: SessionId; response: string; path: string }];
+  error: [event: { agent: AgentBase; sessionId: SessionId; error: unknown; path: string }];
 }
 
 /** Where an agent keeps its emitter; read without creating one on the hot path. */
@@ -174,7 +183,10 @@ export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook>
 
   /** Typed events for observers; created on first access. */
   get events(): EventEmitter<AgentEvents> {
-    this[EMITTER] ??= new EventEmitter<AgentEvents>();
+    if (this[EMITTER] === undefined) {
+      this[EMITTER] = new EventEmitter<AgentEvents>();
+      observers.count++;
+    }
     return this[EMITTER];
   }
 

@@ -2,6 +2,7 @@ import { driveSync } from '../core/steps';
 import type { SyncHook } from '../hooks/hook';
 import type { BaseLLM } from '../llms/base-llm';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
+import type { ToolCall } from '../schema/chat-message';
 import {
   AgentBase,
   type AgentOptions,
@@ -14,6 +15,8 @@ import {
   agentCallSteps,
   buildPrompt,
   buildReply,
+  chatSpan,
+  endChatSpan,
   modelParams,
   registerPlainForward,
   requireLLM,
@@ -47,9 +50,18 @@ export class Agent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook> {
   forward(messages: AgentMessage[], options: ForwardOptions): ForwardResult {
     const llm = requireLLM(this);
     const prompt = buildPrompt(this, messages, options.sessionId);
-    if (this.tools === undefined) return buildReply(this, llm.chat(prompt, options), options.sessionId);
-    const reply = llm.generate(prompt, modelParams(this, options));
-    return buildReply(this, reply.content, options.sessionId, reply.toolCalls);
+    const span = chatSpan(this);
+    let raw: string;
+    let toolCalls: ToolCall[] | undefined;
+    try {
+      if (this.tools === undefined) raw = llm.chat(prompt, options);
+      else ({ content: raw, toolCalls } = llm.generate(prompt, modelParams(this, options)));
+    } catch (error) {
+      if (span) endChatSpan(span, this, error);
+      throw error;
+    }
+    if (span) endChatSpan(span, this);
+    return buildReply(this, raw, options.sessionId, toolCalls);
   }
 }
 

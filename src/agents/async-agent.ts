@@ -1,7 +1,9 @@
 import { driveAsync } from '../core/steps';
+import type { Span } from '../core/tracing';
 import type { AsyncHook } from '../hooks/hook';
 import type { AsyncBaseLLM } from '../llms/base-llm';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
+import type { ChatMessage, ToolCall } from '../schema/chat-message';
 import {
   AgentBase,
   type AgentOptions,
@@ -14,6 +16,8 @@ import {
   agentCallSteps,
   buildPrompt,
   buildReply,
+  chatSpan,
+  endChatSpan,
   modelParams,
   registerPlainForward,
   requireLLM,
@@ -48,6 +52,8 @@ export class AsyncAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F, AsyncHoo
     try {
       const llm = requireLLM(this);
       const prompt = buildPrompt(this, messages, options.sessionId);
+      const span = chatSpan(this);
+      if (span) return this.#tracedForward(llm, prompt, options, span);
       if (this.tools === undefined) {
         return llm.chat(prompt, options).then((raw) => buildReply(this, raw, options.sessionId));
       }
@@ -57,6 +63,26 @@ export class AsyncAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F, AsyncHoo
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /** The model call of {@link forward} inside a `chat` span (tracing is on). */
+  async #tracedForward(
+    llm: AsyncBaseLLM,
+    prompt: ChatMessage[],
+    options: AsyncForwardOptions,
+    span: Span,
+  ): Promise<ForwardResult> {
+    let raw: string;
+    let toolCalls: ToolCall[] | undefined;
+    try {
+      if (this.tools === undefined) raw = await llm.chat(prompt, options);
+      else ({ content: raw, toolCalls } = await llm.generate(prompt, modelParams(this, options)));
+    } catch (error) {
+      endChatSpan(span, this, error);
+      throw error;
+    }
+    endChatSpan(span, this);
+    return buildReply(this, raw, options.sessionId, toolCalls);
   }
 }
 

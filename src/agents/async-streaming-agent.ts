@@ -19,9 +19,12 @@ import {
   buildChunk,
   buildPrompt,
   buildReply,
+  chatSpan,
+  endChatSpan,
   modelParams,
   registerPlainForward,
   requireLLM,
+  STREAM_LEFT,
 } from './lifecycle';
 
 /**
@@ -61,13 +64,23 @@ export class AsyncStreamingAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F,
     const prompt = buildPrompt(this, messages, options.sessionId);
     let content = '';
     let toolCalls: ToolCall[] | undefined;
-    for await (const chunk of llm.streamChat(prompt, modelParams(this, options))) {
-      content = chunk.content;
-      if (chunk.state !== ModelStatusCode.STREAM_ING) {
-        toolCalls = chunk.toolCalls;
-        break;
+    const span = chatSpan(this);
+    let failure: unknown = STREAM_LEFT;
+    try {
+      for await (const chunk of llm.streamChat(prompt, modelParams(this, options))) {
+        content = chunk.content;
+        if (chunk.state !== ModelStatusCode.STREAM_ING) {
+          toolCalls = chunk.toolCalls;
+          break;
+        }
+        yield buildChunk(this, content);
       }
-      yield buildChunk(this, content);
+      failure = undefined;
+    } catch (error) {
+      failure = error;
+      throw error;
+    } finally {
+      if (span) endChatSpan(span, this, failure);
     }
     return buildReply(this, content, options.sessionId, toolCalls);
   }

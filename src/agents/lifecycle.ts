@@ -10,6 +10,7 @@ import {
 } from '../core/call-context';
 import { hookStep } from '../core/hook-step';
 import { PromiseInSyncCall, type Steps } from '../core/steps';
+import { activeTracer, endSpan, type Span, startAgentSpan, startChatSpan } from '../core/tracing';
 import { Memory } from '../memory/memory';
 import { AgentMessage, type MessageInput, toAgentMessage } from '../schema/agent-message';
 import type { ChatMessage, ToolCall } from '../schema/chat-message';
@@ -18,6 +19,7 @@ import type { SessionId } from '../schema/session';
 import { AgentStatusCode } from '../schema/status';
 import { isIterator, isThenable } from '../utils/is';
 import { type AgentBase, type AgentEvents, EMITTER, type ForwardOptions, LANES } from './agent-base';
+import { observers } from './observers';
 
 const DEFAULT_OPTIONS: ForwardOptions = Object.freeze({ sessionId: 0 });
 
@@ -75,15 +77,20 @@ export function* agentCallSteps(
     }
   }
   const emitter = agent[EMITTER];
-  // A frame only for forwards that may make calls of their own (see PLAIN_FORWARDS).
+  // Events reach this agent's listeners, and those of the agents it runs inside that watch their tree.
+  const observed = emitter !== undefined || (observers.count > 0 && parent !== undefined);
+  const tracer = activeTracer();
+  const span = tracer ? startAgentSpan(tracer, agent.name, sessionId, parent?.span) : undefined;
+  // A frame only for forwards that may make calls of their own (see PLAIN_FORWARDS), or to parent spans.
   let frame: CallFrame | undefined;
   let memory: Memory | undefined;
   let inputs: AgentMessage[] | undefined;
   let result: AgentMessage | undefined;
   let finished = false;
+  let failure: unknown;
   try {
     let messages = toMessages(input);
-    if (emitter) emitSafely(agent, 'callStart', { agent, sessionId, messages });
+    if (observed) emitEvent(agent, parent, 'callStart', { agent, sessionId, messages, path: '' });
     for (const hook of agent.hooks) {
       if (hook.beforeAgent)
         messages = (yield* hookStep(hook, 'beforeAgent', agent, messages, sessionId)) ?? messages;
@@ -95,7 +102,8 @@ export function* agentCallSteps(
     }
     const forward = (agent as unknown as Forwarding).forward;
     let output: unknown;
-    if (PLAIN_FORWARDS.has(forward)) output = forward.call(agent, messages, forwardOptions);
+    if (span === undefined && PLAIN_FORWARDS.has(forward))
+      output = forward.call(agent, messages, forwardOptions);
     else {
       if (inputs) inputs = inputs.slice(); // a custom forward may change the array it is given
       const callFrame: CallFrame = {
@@ -105,6 +113,7 @@ export function* agentCallSteps(
         signal,
         journal: undefined,
         failed: false,
+        span,
       };
       frame = callFrame;
       output = runInFrame(callFrame, () => forward.call(agent, messages, forwardOptions));
@@ -119,17 +128,89 @@ export function* agentCallSteps(
       if (hook.afterAgent) reply = (yield* hookStep(hook, 'afterAgent', agent, reply, sessionId)) ?? reply;
     }
     finished = true;
-    if (emitter) emitSafely(agent, 'callEnd', { agent, sessionId, message: reply });
+    if (observed) emitEvent(agent, parent, 'callEnd', { agent, sessionId, message: reply, path: '' });
     return reply;
   } catch (error) {
-    if (agent[EMITTER]) emitSafely(agent, 'error', { agent, sessionId, error });
+    failure = error;
+    if (agent[EMITTER] !== undefined || (observers.count > 0 && parent !== undefined))
+      emitEvent(agent, parent, 'error', { agent, sessionId, error, path: '' });
     throw error;
   } finally {
     if (parent !== undefined || frame !== undefined || !finished) {
       settle(parent, frame, finished, memory, inputs, result);
     }
     lanes.release(sessionKey);
+    if (span)
+      endSpan(
+        span,
+        finished ? undefined : (failure ?? new Error('the call was abandoned before it finished')),
+      );
   }
+}
+
+/**
+ * Emits an agent event to the agent's own listeners, then to each agent whose call this one runs inside
+ * (the frames above) that has listeners for it and holds this agent in its tree, with `path` set to this
+ * agent's dotted path there (`writer`, `experts.0`, ...).
+ */
+export function emitEvent<E extends keyof AgentEvents>(
+  agent: AgentBase,
+  parent: CallFrame | undefined,
+  event: E,
+  payload: AgentEvents[E][0],
+): void {
+  if (agent[EMITTER]) emitSafely(agent, event, payload);
+  let last: object | undefined;
+  for (let frame = parent; frame !== undefined; frame = frame.parent) {
+    const owner = frame.owner as AgentBase;
+    if (owner === last || owner === agent) continue;
+    last = owner;
+    const emitter = owner[EMITTER];
+    if (emitter === undefined || emitter.listenerCount(event) === 0) continue;
+    const path = pathIn(owner, agent);
+    if (path !== undefined) emitSafely(owner, event, { ...payload, path });
+  }
+}
+
+/** The dotted path of `agent` in `owner`'s tree, or undefined when it is not a descendant. */
+function pathIn(owner: AgentBase, agent: AgentBase): string | undefined {
+  // namedAgents() gives state-dict prefixes (`writer.`, `experts.0.`): the path is the prefix without its dot.
+  for (const [prefix, node] of owner.namedAgents()) if (node === agent && prefix !== '') return prefix.slice(0, -1);
+  return undefined;
+}
+
+/** The error a `chat` span ends with when its stream's consumer left before the end. */
+export const STREAM_LEFT = new Error('the stream was closed before it finished');
+
+/** A `chat` span for a model call of `agent`'s built-in forward, when tracing is on. */
+export function chatSpan(agent: AgentBase): Span | undefined {
+  const tracer = activeTracer();
+  if (tracer === undefined) return undefined;
+  const model = (agent.llm as { model?: unknown } | undefined)?.model;
+  return startChatSpan(tracer, typeof model === 'string' ? model : undefined, currentFrame()?.span);
+}
+
+/** Ends a `chat` span: the token usage the model reported, or the error. */
+export function endChatSpan(span: Span, agent: AgentBase, error?: unknown): void {
+  if (error === undefined) {
+    try {
+      const usage = (
+        agent.llm as { getLastUsage?(): TokenUsageLike | undefined } | undefined
+      )?.getLastUsage?.();
+      if (usage) {
+        span.setAttribute('gen_ai.usage.input_tokens', usage.promptTokens);
+        span.setAttribute('gen_ai.usage.output_tokens', usage.completionTokens);
+      }
+    } catch {
+      // usage is optional
+    }
+  }
+  endSpan(span, error);
+}
+
+interface TokenUsageLike {
+  promptTokens: number;
+  completionTokens: number;
 }
 
 /**
@@ -235,7 +316,8 @@ export function buildPrompt(agent: AgentBase, messages: AgentMessage[], sessionI
     memory.add(messages);
   }
   const prompt = agent.aggregator.aggregate(memory, agent.name, agent.outputFormat, agent.template);
-  if (agent[EMITTER]) emitSafely(agent, 'llmStart', { agent, sessionId, messages: prompt });
+  if (agent[EMITTER] !== undefined || observers.count > 0)
+    emitEvent(agent, currentFrame(), 'llmStart', { agent, sessionId, messages: prompt, path: '' });
   return prompt;
 }
 
@@ -249,7 +331,8 @@ export function buildReply(
   sessionId: SessionId,
   toolCalls?: ToolCall[] | undefined,
 ): AgentMessage | string {
-  if (agent[EMITTER]) emitSafely(agent, 'llmEnd', { agent, sessionId, response: raw });
+  if (agent[EMITTER] !== undefined || observers.count > 0)
+    emitEvent(agent, currentFrame(), 'llmEnd', { agent, sessionId, response: raw, path: '' });
   // A reply that calls tools is not parsed: its `formatted` is the calls, for an executor to run.
   if (toolCalls !== undefined && toolCalls.length > 0) {
     return new AgentMessage({ sender: agent.name, content: raw, formatted: { toolCalls } });

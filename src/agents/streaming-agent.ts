@@ -19,9 +19,12 @@ import {
   buildChunk,
   buildPrompt,
   buildReply,
+  chatSpan,
+  endChatSpan,
   modelParams,
   registerPlainForward,
   requireLLM,
+  STREAM_LEFT,
 } from './lifecycle';
 
 /**
@@ -62,13 +65,23 @@ export class StreamingAgent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook>
     const prompt = buildPrompt(this, messages, options.sessionId);
     let content = '';
     let toolCalls: ToolCall[] | undefined;
-    for (const chunk of llm.streamChat(prompt, modelParams(this, options))) {
-      content = chunk.content;
-      if (chunk.state !== ModelStatusCode.STREAM_ING) {
-        toolCalls = chunk.toolCalls;
-        break;
+    const span = chatSpan(this);
+    let failure: unknown = STREAM_LEFT;
+    try {
+      for (const chunk of llm.streamChat(prompt, modelParams(this, options))) {
+        content = chunk.content;
+        if (chunk.state !== ModelStatusCode.STREAM_ING) {
+          toolCalls = chunk.toolCalls;
+          break;
+        }
+        yield buildChunk(this, content);
       }
-      yield buildChunk(this, content);
+      failure = undefined;
+    } catch (error) {
+      failure = error;
+      throw error;
+    } finally {
+      if (span) endChatSpan(span, this, failure);
     }
     return buildReply(this, content, options.sessionId, toolCalls);
   }

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Span } from './tracing';
 
 /** A memory that a failed call can take its messages back from (structurally: `Memory`). */
 export interface Retractable<M = unknown> {
@@ -27,6 +28,8 @@ export interface CallFrame {
   journal: JournalEntry[] | undefined;
   /** Set when the call failed and took its turns back: sub-calls finishing later take theirs back too. */
   failed: boolean;
+  /** The call's `invoke_agent` span, when tracing is on: the parent of the spans made inside it. */
+  readonly span?: Span | undefined;
 }
 
 const storage = new AsyncLocalStorage<CallFrame>();
