@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { HTTPAgentServer } from '../src/distributed/index';
 import { AsyncAgent } from '../src/index';
@@ -168,7 +169,7 @@ export const run: Suite = async (report) => {
       value: paced.p99,
       unit: 'ms',
       target: 5,
-      note: `p50 ${paced.p50.toFixed(2)} ms, ${paced.rate.toFixed(0)} calls/s measured, ${paced.errors} errors; open loop, from the scheduled send`,
+      note: `p50 ${paced.p50.toFixed(2)} ms, ${paced.rate.toFixed(0)} calls/s measured, ${paced.errors} errors; open loop, from the scheduled send; host load average ${loadavg()[0]!.toFixed(1)} on ${availableParallelism()} cores`,
     });
     const loaded = await runLoad(url, 100, 500, 4_000);
     report({

@@ -309,7 +309,10 @@ export class HTTPAgentServer {
     if (this.#token !== undefined) {
       const expected = this.#token;
       app.addHook('onRequest', (request, reply, done) => {
-        if (request.url === '/health_check' || authorized(request.headers.authorization, expected)) {
+        if (
+          request.url.split('?', 1)[0] === '/health_check' ||
+          authorized(request.headers.authorization, expected)
+        ) {
           done();
           return;
         }
