@@ -135,7 +135,7 @@ export async function main(): Promise<void> {
     for (const line of served) console.log(`  ${line}`);
 
     heading('Session memory in Redis (Lagent’s state-dict shape)');
-    const memory = await remote.stateDict('alice', { format: 'lagent' });
+    const memory = await remote.stateDict('alice');
     for (const message of memory.memory ?? []) console.log(`  ${message.sender}: ${String(message.content)}`);
   } finally {
     await remote.close();

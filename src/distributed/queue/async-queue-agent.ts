@@ -154,29 +154,33 @@ export class AsyncQueueAgent {
   }
 
   /**
-   * The session's memory as stored in Redis: `{ memory: [...], 'writer.memory': [...] }`, camelCase by default,
-   * Python Lagent's shape with `{ format: 'lagent' }`. An unknown session gives the served agent's keys with
-   * empty lists (once a worker has started).
+   * The session's memory as stored in Redis: `{ memory: [...], 'writer.memory': [...] }` in Python Lagent's
+   * snake_case shape (what its `load_state_dict` and `GET /memory/{session_id}` use), or lagent-ts's camelCase
+   * one with `{ format: 'lagent-ts' }`. An unknown session gives the served agent's keys with empty lists
+   * (once a worker has started).
    */
   async stateDict(
-    sessionId: SessionId | undefined,
-    options: StateDictOptions & { format: 'lagent' },
+    sessionId?: SessionId,
+    options?: StateDictOptions & { format?: 'lagent' | undefined },
   ): Promise<LagentStateDict>;
-  async stateDict(sessionId?: SessionId, options?: StateDictOptions): Promise<StateDict>;
+  async stateDict(
+    sessionId: SessionId | undefined,
+    options: StateDictOptions & { format: 'lagent-ts' },
+  ): Promise<StateDict>;
   async stateDict(
     sessionId: SessionId = 0,
     options: StateDictOptions = {},
   ): Promise<StateDict | LagentStateDict> {
+    const lagent = options.format !== 'lagent-ts';
     const { redis, store } = await this.#connect();
     const [stored, shapeJSON] = await guard(async () => {
       const { state } = await store.read(sessionId);
-      const shape =
-        state !== undefined && options.format === 'lagent' ? null : await redis.get(store.keys.shape);
+      const shape = state !== undefined && lagent ? null : await redis.get(store.keys.shape);
       return [state, shape] as const;
     });
     const shape = shapeJSON ? (JSON.parse(shapeJSON) as AgentShape) : undefined;
     const dict = stored !== undefined ? (JSON.parse(stored) as LagentStateDict) : (shape?.state ?? {});
-    if (options.format === 'lagent') return dict;
+    if (lagent) return dict;
     const names = new Map(shape?.keys ?? []);
     const converted: StateDict = {};
     for (const [key, messages] of Object.entries(dict)) {

@@ -210,7 +210,7 @@ export class QueueAgentWorker {
       const acquired = await this.#acquire(store, sessionId, jobId, holder, signal);
       if (acquired.status === 'done') return JSON.parse(acquired.reply);
       if (acquired.status === 'cancelled')
-        throw abortError('the caller cancelled the call before it started');
+        throw namedError('AbortError', 'the caller cancelled the call before it started');
       if (acquired.status !== 'ok') throw new Error('unreachable');
       const renewal = setInterval(() => {
         store.renew(sessionId, holder, this.#leaseMs).catch(() => {});
@@ -237,9 +237,10 @@ export class QueueAgentWorker {
       if (committed.status === 'ok') return turn.reply;
       if (committed.status === 'done') return JSON.parse(committed.reply);
       if (run >= MAX_RUNS) {
-        throw new ConfigurationError({
-          message: `session ${JSON.stringify(String(sessionId))} kept changing under the call (${run} runs)`,
-        });
+        throw namedError(
+          'SessionConflictError',
+          `session ${JSON.stringify(String(sessionId))} kept changing under the call (${run} runs)`,
+        );
       }
     }
   }
@@ -254,7 +255,7 @@ export class QueueAgentWorker {
   ): Promise<Exclude<Acquired, { status: 'busy' }>> {
     let pause = 1;
     for (;;) {
-      if (signal?.aborted) throw abortError('the caller cancelled the call before it started');
+      if (signal?.aborted) throw namedError('AbortError', 'the caller cancelled the call before it started');
       const acquired = await store.acquire(sessionId, jobId, holder, this.#leaseMs);
       if (acquired.status !== 'busy') return acquired;
       await sleep(Math.max(1, Math.min(pause, acquired.retryInMs)), signal);
@@ -315,9 +316,10 @@ function readJob(job: Job): CallJobData {
   return { message: data.message, session_id: data.session_id, kwargs: data.kwargs ?? {} };
 }
 
-function abortError(message: string): Error {
+/** An error with its own name: BullMQ passes only `Name: message` on to the caller. */
+function namedError(name: string, message: string): Error {
   const error = new Error(message);
-  error.name = 'AbortError';
+  error.name = name;
   return error;
 }
 

@@ -1,5 +1,11 @@
 import { Redis } from 'ioredis';
-import { AgentMessage, AsyncAgent, type AsyncForwardOptions, TimeoutError } from 'lagent-ts';
+import {
+  AgentMessage,
+  AsyncAgent,
+  type AsyncForwardOptions,
+  ConfigurationError,
+  TimeoutError,
+} from 'lagent-ts';
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -75,7 +81,8 @@ describe('QueueAgentWorker and AsyncQueueAgent', () => {
     await local.call('again', { sessionId: 'alice' });
     const expected = local.stateDict('alice', { format: 'lagent' });
     expect(await remote.stateDict('alice', { format: 'lagent' })).toEqual(expected);
-    expect(await remote.stateDict('alice')).toEqual(local.stateDict('alice'));
+    expect(await remote.stateDict('alice')).toEqual(expected);
+    expect(await remote.stateDict('alice', { format: 'lagent-ts' })).toEqual(local.stateDict('alice'));
     const stored = await admin.hgetall(`bull:${queue}:lagent:session:alice`);
     expect(JSON.parse(stored.state!)).toEqual(expected);
     expect(stored.version).toBe('2');
@@ -158,6 +165,9 @@ describe('QueueAgentWorker and AsyncQueueAgent', () => {
     const reply = await editor.call('topic', { sessionId: 7 });
     expect(reply.content).toBe('edited(topic#1)');
     expect(contents(await editor.writer.stateDict(7))).toEqual(['topic', 'topic#1']);
+    // The remote memory is in Redis, not in the local tree (as with Python Lagent's remote clients).
+    expect(editor.stateDict(7)).toEqual({});
+    expect(editor.children()).toEqual([]);
   });
 
   it('an aborted call removes its job when no worker took it, and it never runs', async () => {
@@ -227,9 +237,12 @@ describe('QueueAgentWorker and AsyncQueueAgent', () => {
   it('a failing agent gives RemoteAgentError and leaves the session as it was', async () => {
     const queue = nextQueue();
     let fail = false;
+    class ModelDown extends Error {
+      override name = 'ModelDown';
+    }
     const llm = new AsyncMockLLM({
       responses: (messages) => {
-        if (fail) throw new Error('model down');
+        if (fail) throw new ModelDown('model down');
         return `${messages.at(-1)?.content}#${messages.length}`;
       },
     });
@@ -240,9 +253,36 @@ describe('QueueAgentWorker and AsyncQueueAgent', () => {
     const error = await remote.call('boom', { sessionId: 4 }).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(RemoteAgentError);
     expect((error as RemoteAgentError).message).toContain('model down');
+    expect((error as RemoteAgentError).remoteName).toBe('ModelDown');
     expect(contents(await remote.stateDict(4))).toEqual(['ok', 'ok#1']);
     fail = false;
     expect((await remote.call('next', { sessionId: 4 })).content).toBe('next#3');
+  });
+
+  it('passes the call’s options to the remote model, and keeps the caller’s own ones local', async () => {
+    const queue = nextQueue();
+    const llm = counting();
+    await worker(queue, { agent: new AsyncAgent({ llm }) }).ready();
+    const remote = client(queue);
+    await remote.call('warm', {
+      sessionId: 8,
+      temperature: 0.25,
+      timeout: 5_000,
+      signal: new AbortController().signal,
+    });
+    expect(llm.calls[0]!.params.temperature).toBe(0.25);
+  });
+
+  it('refuses bad options at construction', () => {
+    const agent = new AsyncAgent({ llm: counting() });
+    expect(() => new QueueAgentWorker({ agent, connection: redis.url, concurrency: 0 })).toThrow(
+      ConfigurationError,
+    );
+    expect(() => new QueueAgentWorker({ agent, connection: 'http://x', queue: 'a' })).toThrow(/redis:\/\//);
+    expect(() => new QueueAgentWorker({ agent, connection: redis.url, queue: 'a:b' })).toThrow(
+      ConfigurationError,
+    );
+    expect(() => new AsyncQueueAgent({ connection: redis.url, timeout: -1 })).toThrow(ConfigurationError);
   });
 
   it('runs up to `concurrency` calls at once on one worker', async () => {
