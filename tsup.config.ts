@@ -7,6 +7,7 @@ const shared: Options = {
     'tools/index': 'src/tools/index.ts',
     'distributed/index': 'src/distributed/index.ts',
     'mcp/index': 'src/mcp/index.ts',
+    'cli/index': 'src/cli/index.ts',
     // The sync bridge starts a worker thread from this file; it must stay a separate file next to index.*.
     'sync-bridge-worker': 'src/utils/sync-bridge-worker.ts',
   },
