@@ -9,16 +9,18 @@ describe('HTTPAgentClient (sync, through the bridge)', () => {
   let plain: Child & { url: string };
   let streaming: Child & { url: string };
   let guarded: Child & { url: string };
+  let slow: Child & { url: string };
 
   beforeAll(async () => {
-    [plain, streaming, guarded] = await Promise.all([
+    [plain, streaming, guarded, slow] = await Promise.all([
       serveInChild(['--kind', 'async']),
       serveInChild(['--kind', 'stream']),
       serveInChild(['--kind', 'sync', '--token', 'tok']),
+      serveInChild(['--kind', 'async', '--delay', '3000']),
     ]);
   }, 30_000);
   afterAll(async () => {
-    await Promise.all([plain?.stop(), streaming?.stop(), guarded?.stop()]);
+    await Promise.all([plain?.stop(), streaming?.stop(), guarded?.stop(), slow?.stop()]);
   });
 
   it('calls, streams and reads memory', () => {
@@ -80,6 +82,35 @@ describe('HTTPAgentClient (sync, through the bridge)', () => {
       }
     } finally {
       composite.helper.close();
+    }
+  });
+
+  it('has deadlines; an aborted signal is refused before the call; a dead server is an HTTPAgentError', () => {
+    const remote = new HTTPAgentClient({ url: slow.url, timeout: 200 });
+    try {
+      const started = performance.now();
+      expect(() => remote.call('late', { sessionId: 1 })).toThrow(TimeoutError);
+      expect(performance.now() - started).toBeLessThan(2_000);
+      expect(() => [...remote.stream('late', { sessionId: 1 })]).toThrow(TimeoutError);
+      // The server's call was stopped when the client left: the session stays empty.
+      const pause = new Int32Array(new SharedArrayBuffer(4));
+      let memory = remote.stateDict(1, { timeout: 5_000 });
+      for (let i = 0; i < 40 && memory.memory!.length > 0; i++) {
+        Atomics.wait(pause, 0, 0, 50);
+        memory = remote.stateDict(1, { timeout: 5_000 });
+      }
+      expect(memory).toEqual({ memory: [] });
+      const aborted = AbortSignal.abort(new Error('stop'));
+      expect(() => remote.call('x', { signal: aborted })).toThrow('stop');
+    } finally {
+      remote.close();
+    }
+    const dead = new HTTPAgentClient({ url: 'http://127.0.0.1:9', retries: 1, retryDelay: 10 });
+    try {
+      expect(() => dead.call('x')).toThrow(HTTPAgentError);
+      expect(dead.isAlive()).toBe(false);
+    } finally {
+      dead.close();
     }
   });
 
