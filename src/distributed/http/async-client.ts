@@ -15,7 +15,10 @@ export interface HTTPAgentClientOptions {
   url: string;
   /** Sent as `Authorization: Bearer <token>` (an `HTTPAgentServer` started with `token` needs it). */
   token?: string | undefined;
-  /** Milliseconds one call may take, retries included; `Infinity` for none. @default 300_000 */
+  /**
+   * Milliseconds one call may take, retries included (for `stream()`, until its first event); `Infinity` for none.
+   * @default 300_000
+   */
   timeout?: number | undefined;
   /** Attempts after the first when the server could not be reached (refused, or a closed keep-alive socket). @default 2 */
   retries?: number | undefined;
@@ -167,7 +170,10 @@ export class AsyncHTTPAgentClient {
   /**
    * Streams the remote agent's reply: its chunks (messages with `streamState` 1 and cumulative content), then the
    * final message, which is also the generator's return value. A non-streaming remote agent gives only the final
-   * message, and so does a server without the stream route (Lagent's own), through `/chat_completion`. Leaving the loop early closes the request, which stops the remote call and leaves its session as it was.
+   * message, and so does a server without the stream route (Lagent's own), through `/chat_completion`. Leaving
+   * the loop early closes the request, which stops the remote call and leaves its session as it was. The
+   * `timeout` runs until the first event (the server sends its headers with it); the stream then lasts as long as
+   * the remote agent streams, and `signal` stops it.
    */
   async *stream(
     input?: MessageInput | readonly MessageInput[],
@@ -202,7 +208,7 @@ export class AsyncHTTPAgentClient {
           }
           return answer;
         },
-        // The deadline covers reaching the server; the stream itself runs as long as the remote agent does.
+        // The deadline covers the wait for the first event; the stream itself runs as long as the remote agent does.
         options.timeout ?? this.#transport.timeout,
       );
       const { single, fallback } = response as { single?: unknown; fallback?: boolean };
