@@ -119,7 +119,9 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  *
  * Bad requests are answered and touch no session: malformed JSON or a missing `message` 400, a body over
  * `bodyLimit` 413, a bad or missing token 401; a failing agent answers 500 with `{ detail, error }` and its call
- * takes its turn back, as any failed call does.
+ * takes its turn back, as any failed call does. A client too slow to send its headers (`headersTimeout`) or its
+ * whole request (`requestTimeout`) gets 408; the agent's own work has no server-side deadline (the client's
+ * `timeout` bounds it, and a client that leaves stops the call). `close()` drains the calls in flight.
  *
  * Calls on one session run one at a time in order (the agent's own session lanes); sessions run
  * concurrently with an async agent. A sync agent (`Agent`, `StreamingAgent`) is served as it is: each call
