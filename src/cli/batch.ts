@@ -1,0 +1,304 @@
+import { createWriteStream, existsSync, type WriteStream } from 'node:fs';
+import { readFile, stat, writeFile } from 'node:fs/promises';
+import { AgentMessage, type MessageInput } from '../schema/agent-message';
+import type { SessionId } from '../schema/session';
+import { type AgentLike, runAgent } from './agent-like';
+import { CliError, messageOf } from './errors';
+
+/** Options of {@link runBatch}. */
+export interface BatchOptions {
+  /** The input JSONL file: one `{ "id": ..., "message": ... }` object per line. */
+  input: string;
+  /** The output JSONL file: one `{ id, message }` per answered line, appended to (resumable). */
+  output: string;
+  /** Where failures go, one `{ id?, line, error }` per line. @default the output's name with `.errors.jsonl` */
+  errors?: string | undefined;
+  /** Lines in flight at once. @default 4 */
+  concurrency?: number | undefined;
+  /** Show progress (a bar on a terminal, a line every few seconds otherwise). @default true */
+  progress?: boolean | undefined;
+  /** Where progress and the summary go. @default process.stderr */
+  log?: (NodeJS.WritableStream & { isTTY?: boolean | undefined }) | undefined;
+  /** Stops the run: calls in flight are aborted and not recorded, so the next run does them. */
+  signal?: AbortSignal | undefined;
+}
+
+/** What a batch run did. */
+export interface BatchSummary {
+  /** Lines answered in this run. */
+  done: number;
+  /** Lines that failed in this run (the agent's error, a malformed line, a duplicate id). */
+  failed: number;
+  /** Lines skipped because their id is already in the output. */
+  skipped: number;
+  /** Whether the run was stopped before the end. */
+  interrupted: boolean;
+}
+
+/** One line to run. */
+interface Task {
+  line: number;
+  id: string | number;
+  message: MessageInput | MessageInput[];
+}
+
+/** One line of the errors file. */
+interface Failure {
+  line: number;
+  id?: string | number | undefined;
+  error: string;
+  /** The error's class name (`LLMRequestError`, ...), or `InvalidLine` for a line that cannot run. */
+  name: string;
+  /** The line as it was, for a malformed one (cut at 1000 characters). */
+  input?: string | undefined;
+}
+
+/** The default errors file of an output file: `out.jsonl` → `out.errors.jsonl`. */
+export function defaultErrorsPath(output: string): string {
+  return output.endsWith('.jsonl')
+    ? `${output.slice(0, -'.jsonl'.length)}.errors.jsonl`
+    : `${output}.errors.jsonl`;
+}
+
+const idKey = (id: string | number) => JSON.stringify(id);
+
+/** The ids already answered in `output` (a line that does not parse, e.g. cut by a crash, counts for nothing). */
+async function answeredIds(output: string): Promise<Set<string>> {
+  const done = new Set<string>();
+  if (!existsSync(output)) return done;
+  const text = await readFile(output, 'utf8');
+  for (const line of text.split('\n')) {
+    if (line.trim() === '') continue;
+    try {
+      const record = JSON.parse(line) as { id?: unknown };
+      if (typeof record.id === 'string' || typeof record.id === 'number') done.add(idKey(record.id));
+    } catch {
+      // a partial line: its id runs again
+    }
+  }
+  return done;
+}
+
+/** Whether the file exists and does not end with a newline (the last write was cut short). */
+async function endsMidLine(path: string): Promise<boolean> {
+  if (!existsSync(path)) return false;
+  const { size } = await stat(path);
+  if (size === 0) return false;
+  const text = await readFile(path);
+  return text[text.length - 1] !== 0x0a;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** Checks one message of a line; a message object is read as Lagent's JSON (snake_case) or lagent-ts's. */
+function readMessage(value: unknown): MessageInput {
+  if (typeof value === 'string') return value;
+  if (isPlainObject(value)) return AgentMessage.from(value);
+  throw new Error(`"message" must be a string, a message object or a list of them, got ${typeof value}`);
+}
+
+/** Parses one input line into a task, or says why it cannot run. */
+function readLine(text: string, line: number): Task | Failure {
+  const invalid = (error: string, id?: string | number) => ({
+    line,
+    ...(id === undefined ? {} : { id }),
+    error,
+    name: 'InvalidLine',
+    input: text.length > 1000 ? `${text.slice(0, 1000)}...` : text,
+  });
+  let record: unknown;
+  try {
+    record = JSON.parse(text);
+  } catch (error) {
+    return invalid(`malformed JSON: ${messageOf(error)}`);
+  }
+  if (!isPlainObject(record)) return invalid('a line must be a JSON object with "id" and "message"');
+  const { id, message } = record;
+  if (typeof id !== 'string' && typeof id !== 'number') {
+    return invalid('"id" is missing (a string or a number)');
+  }
+  if (message === undefined) return invalid('"message" is missing', id);
+  try {
+    const parsed = Array.isArray(message) ? message.map(readMessage) : readMessage(message);
+    if (Array.isArray(parsed) && parsed.length === 0) return invalid('"message" is an empty list', id);
+    return { line, id, message: parsed };
+  } catch (error) {
+    return invalid(messageOf(error), id);
+  }
+}
+
+function isTask(value: Task | Failure): value is Task {
+  return !('error' in value);
+}
+
+function write(stream: WriteStream, record: unknown): void {
+  stream.write(`${JSON.stringify(record)}\n`);
+}
+
+function end(stream: WriteStream): Promise<void> {
+  return new Promise((resolve, reject) => {
+    stream.once('error', reject);
+    stream.end(resolve);
+  });
+}
+
+/** Progress display: a cli-progress bar on a terminal, a plain line every few seconds otherwise. */
+interface Progress {
+  update(done: number, failed: number): void;
+  stop(): void;
+}
+
+async function createProgress(
+  total: number,
+  log: NodeJS.WritableStream & { isTTY?: boolean | undefined },
+  enabled: boolean,
+): Promise<Progress> {
+  const started = Date.now();
+  const rate = (done: number) => {
+    const seconds = (Date.now() - started) / 1000;
+    return seconds > 0 ? (done / seconds).toFixed(1) : '0.0';
+  };
+  if (!enabled || total === 0) return { update() {}, stop() {} };
+  if (log.isTTY) {
+    const { default: cliProgress } = await import('cli-progress');
+    const bar = new cliProgress.SingleBar(
+      {
+        stream: log,
+        format:
+          'batch {bar} {percentage}% | {value}/{total} | {rate}/s | ETA {eta_formatted} | {failed} failed',
+        hideCursor: true,
+        etaBuffer: 50,
+        fps: 10,
+      },
+      cliProgress.Presets.shades_classic,
+    );
+    bar.start(total, 0, { rate: '0.0', failed: 0 });
+    return {
+      update(done, failed) {
+        bar.update(done + failed, { rate: rate(done + failed), failed });
+      },
+      stop() {
+        bar.stop();
+      },
+    };
+  }
+  let last = started;
+  return {
+    update(done, failed) {
+      const now = Date.now();
+      const finished = done + failed;
+      if (now - last < 2000 && finished < total) return;
+      last = now;
+      const perSecond = Number(rate(finished));
+      const eta = perSecond > 0 ? `${Math.ceil((total - finished) / perSecond)}s` : '?';
+      log.write(`batch: ${finished}/${total} (${failed} failed), ${perSecond}/s, ETA ${eta}\n`);
+    },
+    stop() {},
+  };
+}
+
+/**
+ * `lagent batch`: runs the agent on every line of a JSONL file, `concurrency` lines at a time, each on its own
+ * session (the line's id), and appends `{ id, message }` per answer to the output (the reply in Lagent's JSON
+ * shape). Ids already in the output are skipped, so a stopped run continues where it was. Failures, malformed
+ * lines and duplicate ids go to the errors file (rewritten by each run: failed lines run again).
+ */
+export async function runBatch(agent: AgentLike, options: BatchOptions): Promise<BatchSummary> {
+  const concurrency = options.concurrency ?? 4;
+  const log = options.log ?? process.stderr;
+  const errorsPath = options.errors ?? defaultErrorsPath(options.output);
+  if (errorsPath === options.output || errorsPath === options.input) {
+    throw new CliError('--errors must name another file than the input and the output');
+  }
+  let text: string;
+  try {
+    text = await readFile(options.input, 'utf8');
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    throw new CliError(
+      code === 'ENOENT'
+        ? `input file not found: ${options.input}`
+        : `cannot read ${options.input}: ${messageOf(error)}`,
+    );
+  }
+  const answered = await answeredIds(options.output);
+  const failures: Failure[] = [];
+  const tasks: Task[] = [];
+  const seen = new Set<string>();
+  let skipped = 0;
+  text.split('\n').forEach((raw, index) => {
+    const trimmed = raw.trim();
+    if (trimmed === '') return;
+    const parsed = readLine(trimmed, index + 1);
+    if (!isTask(parsed)) {
+      failures.push(parsed);
+      return;
+    }
+    const key = idKey(parsed.id);
+    if (seen.has(key)) {
+      failures.push({ line: parsed.line, id: parsed.id, error: `duplicate id ${key}`, name: 'InvalidLine' });
+      return;
+    }
+    seen.add(key);
+    if (answered.has(key)) skipped++;
+    else tasks.push(parsed);
+  });
+
+  const prefix = (await endsMidLine(options.output)) ? '\n' : '';
+  const output = createWriteStream(options.output, { flags: 'a' });
+  if (prefix) output.write(prefix);
+  await writeFile(errorsPath, '');
+  const errors = createWriteStream(errorsPath, { flags: 'a' });
+  for (const failure of failures) write(errors, failure);
+
+  const progress = await createProgress(tasks.length, log, options.progress ?? true);
+  const signal = options.signal;
+  let done = 0;
+  let failed = 0;
+  let next = 0;
+  const run = async (task: Task) => {
+    const sessionId: SessionId = task.id;
+    try {
+      const reply = await runAgent(agent, task.message, { sessionId, signal });
+      write(output, { id: task.id, message: reply.toJSON({ format: 'lagent' }) });
+      done++;
+    } catch (error) {
+      if (signal?.aborted) return;
+      write(errors, {
+        line: task.line,
+        id: task.id,
+        error: messageOf(error),
+        name: error instanceof Error ? error.name : 'Error',
+      } satisfies Failure);
+      failed++;
+    } finally {
+      try {
+        await agent.reset?.(sessionId);
+      } catch {
+        // freeing the session's memory is best effort
+      }
+    }
+    progress.update(done, failed);
+  };
+  const lane = async () => {
+    while (next < tasks.length && !signal?.aborted) await run(tasks[next++]!);
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.min(concurrency, tasks.length) }, lane));
+  } finally {
+    progress.stop();
+    await Promise.all([end(output), end(errors)]);
+  }
+  const interrupted = signal?.aborted === true && done + failed < tasks.length;
+  const invalid = failures.length;
+  const parts = [
+    `${done} done`,
+    `${failed + invalid} failed${invalid > 0 ? ` (${invalid} invalid line${invalid === 1 ? '' : 's'})` : ''}`,
+  ];
+  if (skipped > 0) parts.push(`${skipped} already in ${options.output}`);
+  const where = failed + invalid > 0 ? `; failures in ${errorsPath}` : '';
+  log.write(`batch: ${parts.join(', ')}${where}${interrupted ? '; stopped: run again to continue' : ''}\n`);
+  return { done, failed: failed + invalid, skipped, interrupted };
+}

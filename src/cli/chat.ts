@@ -1,0 +1,162 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+import type { AgentMessage } from '../schema/agent-message';
+import type { SessionId } from '../schema/session';
+import { type AgentLike, runAgent } from './agent-like';
+import { messageOf } from './errors';
+
+/** Options of {@link runChat}. */
+export interface ChatOptions {
+  /** The session the conversation uses. @default 0 */
+  sessionId?: SessionId | undefined;
+  input?: NodeJS.ReadableStream & { isTTY?: boolean | undefined };
+  output?: NodeJS.WritableStream;
+  errorOutput?: NodeJS.WritableStream;
+}
+
+export const CHAT_HELP = `Commands:
+  /reset        clear the conversation (the agent's memory of this session)
+  /save FILE    write the agent's state (its state dict, Lagent's JSON shape) to FILE
+  /load FILE    restore a state written by /save
+  /help         this list
+  /exit         leave (or Ctrl-D, or Ctrl-C at an empty prompt)
+Ctrl-C while the agent answers stops the answer; the conversation stays as it was before the question.`;
+
+/** Text of a message's content for the terminal. */
+function render(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (content === null || content === undefined) return '';
+  try {
+    return JSON.stringify(content, null, 2);
+  } catch {
+    return String(content);
+  }
+}
+
+function countMessages(state: unknown): number {
+  if (state === null || typeof state !== 'object') return 0;
+  return Object.values(state).reduce<number>(
+    (sum, memory) => sum + (Array.isArray(memory) ? memory.length : 0),
+    0,
+  );
+}
+
+/**
+ * The `lagent chat` REPL: each line is a question to the agent, its reply streams as it arrives. Slash
+ * commands reset, save and load the session's state. Resolves when the user leaves.
+ */
+export async function runChat(agent: AgentLike, options: ChatOptions = {}): Promise<void> {
+  const input = options.input ?? process.stdin;
+  const output = options.output ?? process.stdout;
+  const errors = options.errorOutput ?? process.stderr;
+  const sessionId = options.sessionId ?? 0;
+  const terminal = input.isTTY === true;
+  const rl = createInterface({ input, output, prompt: '> ', terminal, historySize: 200 });
+  let current: AbortController | undefined;
+
+  const interrupt = () => {
+    if (current) {
+      current.abort(new Error('stopped by Ctrl-C'));
+      return;
+    }
+    if (rl.line.length > 0) {
+      // Ctrl-C with text at the prompt drops that text, as shells do.
+      rl.write(null, { ctrl: true, name: 'e' });
+      rl.write(null, { ctrl: true, name: 'u' });
+      return;
+    }
+    output.write('\n');
+    rl.close();
+  };
+  rl.on('SIGINT', interrupt);
+  // Without a terminal (piped input), Ctrl-C reaches the process as a signal.
+  if (!terminal) process.on('SIGINT', interrupt);
+
+  const ask = async (text: string) => {
+    const controller = new AbortController();
+    current = controller;
+    let printed = '';
+    const show = (message: AgentMessage) => {
+      const content = render(message.content);
+      if (content === printed) return;
+      output.write(content.startsWith(printed) ? content.slice(printed.length) : `\n${content}`);
+      printed = content;
+    };
+    try {
+      show(await runAgent(agent, text, { sessionId, signal: controller.signal, onChunk: show }));
+      output.write('\n');
+    } catch (error) {
+      if (printed !== '') output.write('\n');
+      if (controller.signal.aborted) errors.write('[stopped]\n');
+      else errors.write(`[error] ${messageOf(error)}\n`);
+    } finally {
+      current = undefined;
+    }
+  };
+
+  const command = async (line: string): Promise<boolean> => {
+    const [name = '', ...rest] = line.split(/\s+/);
+    const argument = rest.join(' ').trim();
+    try {
+      switch (name) {
+        case '/exit':
+        case '/quit':
+          return true;
+        case '/help':
+          output.write(`${CHAT_HELP}\n`);
+          return false;
+        case '/reset':
+          if (typeof agent.reset !== 'function') throw new Error('this agent cannot be reset');
+          await agent.reset(sessionId);
+          output.write('[reset] the conversation is cleared\n');
+          return false;
+        case '/save': {
+          if (argument === '') throw new Error('usage: /save FILE');
+          const state = await agent.stateDict(sessionId, { format: 'lagent' });
+          await writeFile(argument, `${JSON.stringify(state, null, 2)}\n`);
+          output.write(`[saved] ${countMessages(state)} message(s) to ${argument}\n`);
+          return false;
+        }
+        case '/load': {
+          if (argument === '') throw new Error('usage: /load FILE');
+          if (typeof agent.loadStateDict !== 'function') throw new Error('this agent cannot load a state');
+          const text = await readFile(argument, 'utf8');
+          let state: unknown;
+          try {
+            state = JSON.parse(text);
+          } catch (error) {
+            throw new Error(`${argument} is not JSON: ${messageOf(error)}`);
+          }
+          await agent.loadStateDict(state, sessionId);
+          output.write(`[loaded] ${countMessages(state)} message(s) from ${argument}\n`);
+          return false;
+        }
+        default:
+          errors.write(`unknown command ${name} (/help lists them)\n`);
+          return false;
+      }
+    } catch (error) {
+      errors.write(`[error] ${messageOf(error)}\n`);
+      return false;
+    }
+  };
+
+  const name = agent.name ? ` with ${agent.name}` : '';
+  output.write(`lagent chat${name}: /help for commands, Ctrl-D to leave\n`);
+  try {
+    rl.prompt();
+    for await (const raw of rl) {
+      const line = raw.trim();
+      if (line.startsWith('/')) {
+        if (await command(line)) break;
+      } else if (line !== '') {
+        await ask(line);
+      }
+      rl.prompt();
+    }
+  } finally {
+    if (!terminal) process.off('SIGINT', interrupt);
+    current?.abort();
+    rl.close();
+  }
+}

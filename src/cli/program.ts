@@ -1,0 +1,250 @@
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { LagentError } from '../schema/errors';
+import type { SessionId } from '../schema/session';
+import {
+  type AgentFactoryContext,
+  type AgentFlags,
+  type CommandName,
+  DEFAULT_MODEL,
+  type LoadedAgent,
+  loadAgent,
+  TOOLS,
+} from './agent-source';
+import { defaultErrorsPath } from './batch';
+import { CliError, messageOf } from './errors';
+
+/** The package version, for `lagent --version`. */
+function version(): string {
+  try {
+    const url = new URL('../../package.json', import.meta.url);
+    return (JSON.parse(readFileSync(url, 'utf8')) as { version?: string }).version ?? '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+function integer(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
+  return (value: string): number => {
+    const parsed = Number(value);
+    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(parsed) || parsed < min || parsed > max) {
+      throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}.`);
+    }
+    return parsed;
+  };
+}
+
+const MODEL_FLAGS = ['model', 'baseUrl', 'apiKey', 'tools', 'system', 'maxTurn'] as const;
+
+/** Adds the flags that say which agent a command drives. */
+function withAgentOptions(command: Command): Command {
+  return command
+    .option(
+      '-a, --agent <module>',
+      'a module whose default export is an agent, or a function (sync or async) returning one; .ts works under tsx',
+    )
+    .addOption(
+      new Option('-m, --model <name>', 'model name for the built-in agent (OpenAI-compatible API)')
+        .env('LAGENT_MODEL')
+        .default(DEFAULT_MODEL),
+    )
+    .addOption(
+      new Option('--base-url <url>', 'API base URL (default https://api.openai.com/v1)').env(
+        'OPENAI_BASE_URL',
+      ),
+    )
+    .addOption(new Option('--api-key <key>', 'API key').env('OPENAI_API_KEY'))
+    .option(
+      '-t, --tools <names>',
+      `comma-separated tools for a function-calling agent: ${Object.keys(TOOLS).join(', ')}`,
+    )
+    .option('-s, --system <prompt>', 'system prompt of the built-in agent')
+    .option('--max-turn <n>', 'model turns per call with --tools (default 10)', integer('--max-turn', 1));
+}
+
+/** The agent flags of a parsed command. */
+function agentFlags(command: Command): AgentFlags {
+  const options = command.opts<Record<string, unknown>>();
+  const modelFlagsGiven = MODEL_FLAGS.some((key) => command.getOptionValueSource(key) === 'cli');
+  return {
+    agent: options.agent as string | undefined,
+    model: options.model as string | undefined,
+    baseUrl: options.baseUrl as string | undefined,
+    apiKey: options.apiKey as string | undefined,
+    tools: options.tools as string | undefined,
+    system: options.system as string | undefined,
+    maxTurn: options.maxTurn as number | undefined,
+    modelFlagsGiven,
+  };
+}
+
+async function withAgent(
+  command: Command,
+  name: CommandName,
+  streaming: boolean,
+  body: (loaded: LoadedAgent) => Promise<void>,
+): Promise<void> {
+  const context: AgentFactoryContext = { command: name, streaming };
+  let loaded: LoadedAgent;
+  try {
+    loaded = await loadAgent(agentFlags(command), context);
+  } catch (error) {
+    if (error instanceof LagentError) throw new CliError(error.message, { cause: error });
+    throw error;
+  }
+  try {
+    await body(loaded);
+  } finally {
+    await loaded.close();
+  }
+}
+
+function sessionId(value: string): SessionId {
+  return /^\d+$/.test(value) ? Number(value) : value;
+}
+
+const AGENT_HELP = `
+The agent:
+  --agent ./my-agent.ts   a module; its default export is an agent, or a function returning one. A function
+                          gets { command, streaming } (streaming: true for chat and serve).
+  otherwise               an agent on an OpenAI-compatible API: --model (default ${DEFAULT_MODEL}, or
+                          LAGENT_MODEL), --base-url (OPENAI_BASE_URL), --api-key (OPENAI_API_KEY);
+                          with --tools, a function-calling agent offering those tools.
+
+Tools (--tools):
+${Object.entries(TOOLS)
+  .map(([name, tool]) => `  ${name.padEnd(22)}  ${tool.description}`)
+  .join('\n')}
+
+Set LAGENT_DEBUG=1 to see stack traces of errors.`;
+
+/**
+ * The `lagent` command line (commander): `chat`, `serve`, `worker` and `batch`. Errors of the person running it
+ * are thrown (commander's as `CommanderError`, after it printed them); see {@link main}.
+ */
+export function createProgram(): Command {
+  const program = new Command('lagent')
+    .description(
+      'Run lagent-ts agents: chat in the terminal, serve over HTTP, work a queue, or run a JSONL batch.',
+    )
+    .version(version(), '-v, --version')
+    .exitOverride()
+    .showHelpAfterError('(lagent --help lists the commands and flags)')
+    .addHelpText('after', AGENT_HELP);
+
+  withAgentOptions(
+    program
+      .command('chat')
+      .description(
+        'a streaming REPL with the agent (/reset, /save FILE, /load FILE, /exit; Ctrl-C stops a reply)',
+      ),
+  )
+    .option('--session <id>', 'the session id of the conversation', '0')
+    .action(async (_options, command: Command) => {
+      const { runChat } = await import('./chat');
+      const session = sessionId(command.opts<{ session: string }>().session);
+      await withAgent(command, 'chat', true, (loaded) => runChat(loaded.agent, { sessionId: session }));
+    });
+
+  withAgentOptions(
+    program
+      .command('serve')
+      .description(
+        "serve the agent over HTTP with Lagent's protocol (POST /chat_completion, GET /memory/:id, ...)",
+      ),
+  )
+    .option('--host <host>', 'address to bind', '127.0.0.1')
+    .option('-p, --port <port>', 'port (0: a free one)', integer('--port', 0, 65535), 8090)
+    .addOption(new Option('--token <token>', 'require Authorization: Bearer <token>').env('LAGENT_TOKEN'))
+    .action(async (_options, command: Command) => {
+      const { runServe } = await import('./serve');
+      const options = command.opts<{ host: string; port: number; token?: string }>();
+      await withAgent(command, 'serve', true, (loaded) =>
+        runServe(loaded, { host: options.host, port: options.port, token: options.token }),
+      );
+    });
+
+  withAgentOptions(program.command('worker').description('host the agent on a BullMQ queue (Redis)'))
+    .addOption(new Option('--redis <url>', 'Redis URL').env('REDIS_URL').default('redis://127.0.0.1:6379'))
+    .option('-q, --queue <name>', 'queue name', 'agents')
+    .option('-c, --concurrency <n>', 'calls at once (on different sessions)', integer('--concurrency', 1), 1)
+    .action(async (_options, command: Command) => {
+      const { runWorker } = await import('./worker');
+      const options = command.opts<{ redis: string; queue: string; concurrency: number }>();
+      await withAgent(command, 'worker', false, (loaded) => runWorker(loaded, options));
+    });
+
+  withAgentOptions(
+    program
+      .command('batch')
+      .description(
+        'run the agent on each line of a JSONL file ({"id": ..., "message": ...}); resumable: ids already in the output are skipped',
+      )
+      .argument('<input>', 'input JSONL file'),
+  )
+    .requiredOption('-o, --output <file>', 'output JSONL file, appended to: {"id", "message"} per answer')
+    .option(
+      '-e, --errors <file>',
+      'failures, one JSON line each (default: the output name with .errors.jsonl)',
+    )
+    .option('-c, --concurrency <n>', 'lines in flight at once', integer('--concurrency', 1), 4)
+    .option('--no-progress', 'no progress bar or progress lines')
+    .addHelpText(
+      'after',
+      `
+Each output line is {"id": ..., "message": <the reply, Lagent's JSON shape>}; each line runs on its own
+session (its id). Failures, malformed lines and duplicate ids go to the errors file (rewritten by each run;
+failed lines run again next time). Exit code: 0 when every line succeeded, 2 when some failed, 130 when stopped.`,
+    )
+    .action(async (input: string, _options, command: Command) => {
+      const { runBatch } = await import('./batch');
+      const options = command.opts<{
+        output: string;
+        errors?: string;
+        concurrency: number;
+        progress: boolean;
+      }>();
+      await withAgent(command, 'batch', false, async (loaded) => {
+        const controller = new AbortController();
+        const stop = () => controller.abort();
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+        try {
+          const summary = await runBatch(loaded.agent, {
+            input,
+            output: options.output,
+            errors: options.errors ?? defaultErrorsPath(options.output),
+            concurrency: options.concurrency,
+            progress: options.progress,
+            signal: controller.signal,
+          });
+          if (summary.interrupted) process.exitCode = 130;
+          else if (summary.failed > 0) process.exitCode = 2;
+        } finally {
+          process.off('SIGINT', stop);
+          process.off('SIGTERM', stop);
+        }
+      });
+    });
+
+  return program;
+}
+
+/**
+ * Runs the `lagent` command line with `argv` (`process.argv`'s shape: node, script, arguments...) and resolves
+ * with the exit code. User errors print one line on stderr (a stack only with `LAGENT_DEBUG=1`).
+ */
+export async function main(argv: readonly string[] = process.argv): Promise<number> {
+  process.exitCode = undefined;
+  const program = createProgram();
+  try {
+    await program.parseAsync([...argv]);
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+  } catch (error) {
+    if (error instanceof CommanderError) return error.exitCode;
+    const debug = process.env.LAGENT_DEBUG === '1';
+    process.stderr.write(`lagent: ${messageOf(error)}\n`);
+    if (debug && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
+    return error instanceof CliError ? error.exitCode : 1;
+  }
+}

@@ -1,0 +1,52 @@
+import type { QueueHostedAgent } from '../distributed/queue/worker';
+import { asMessageAgent } from './agent-like';
+import type { LoadedAgent } from './agent-source';
+import { CliError, messageOf } from './errors';
+import { untilStopped } from './lifetime';
+
+/** Options of {@link runWorker}. */
+export interface WorkerOptions {
+  redis: string;
+  queue: string;
+  concurrency: number;
+}
+
+/** A Redis URL with its password hidden, for messages. */
+function safeURL(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return url;
+  }
+}
+
+/**
+ * `lagent worker`: hosts the agent on a BullMQ queue with `QueueAgentWorker` until SIGINT or SIGTERM, then
+ * lets the calls in progress finish and disconnects.
+ */
+export async function runWorker(loaded: LoadedAgent, options: WorkerOptions): Promise<void> {
+  const { QueueAgentWorker } = await import('../distributed/queue/worker');
+  const stopped = untilStopped();
+  const worker = new QueueAgentWorker({
+    agent: asMessageAgent(loaded.agent) as unknown as QueueHostedAgent,
+    queue: options.queue,
+    connection: options.redis,
+    concurrency: options.concurrency,
+  });
+  try {
+    await Promise.race([worker.ready(), stopped]);
+  } catch (error) {
+    await worker.close().catch(() => {});
+    throw new CliError(`cannot start the worker on ${safeURL(options.redis)}: ${messageOf(error)}`, {
+      cause: error,
+    });
+  }
+  process.stdout.write(
+    `lagent worker: serving queue "${options.queue}" on ${safeURL(options.redis)} (concurrency ${options.concurrency})\n`,
+  );
+  const signal = await stopped;
+  process.stderr.write(`lagent worker: ${signal}, finishing the calls in progress\n`);
+  await worker.close();
+}

@@ -1,0 +1,199 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type FakeOpenAIServer, type FakeRequest, startFakeOpenAI } from '../../src/testing/index';
+import { FIXTURES, runCli } from './helpers';
+
+/** `lagent batch` end to end: the CLI in a child process, the model a fake OpenAI server in this process. */
+
+let fake: FakeOpenAIServer;
+let dir: string;
+let inFlight = 0;
+let maxInFlight = 0;
+
+const lastUser = (request: FakeRequest): string => String(request.body?.messages?.at(-1)?.content ?? '');
+
+beforeAll(async () => {
+  fake = await startFakeOpenAI();
+});
+
+afterAll(async () => {
+  await fake.close();
+});
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'lagent-batch-'));
+  inFlight = 0;
+  maxInFlight = 0;
+  // Each question takes 150 ms; a question containing FAIL gets a 400 (not retried).
+  fake.setScript(async (request) => {
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    inFlight--;
+    const question = lastUser(request);
+    if (question.includes('FAIL')) return { status: 400, error: { message: `refused: ${question}` } };
+    return `answer to ${question}`;
+  });
+});
+
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const modelFlags = () => ['--model', 'fake-model', '--base-url', fake.baseURL, '--api-key', 'test-key'];
+
+function jsonl(path: string): any[] {
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line));
+}
+
+function writeInput(lines: unknown[]): string {
+  const path = join(dir, 'in.jsonl');
+  writeFileSync(
+    path,
+    `${lines.map((line) => (typeof line === 'string' ? line : JSON.stringify(line))).join('\n')}\n`,
+  );
+  return path;
+}
+
+describe('lagent batch', () => {
+  it('answers every line, writes { id, message } in Lagent shape, and runs lines concurrently', async () => {
+    const input = writeInput(
+      Array.from({ length: 8 }, (_, i) => ({ id: `q${i}`, message: `question ${i}` })),
+    );
+    const output = join(dir, 'out.jsonl');
+    const result = await runCli(['batch', input, '-o', output, '--concurrency', '4', ...modelFlags()]);
+    expect(result.stderr).toContain('batch: 8 done, 0 failed');
+    expect(result.code).toBe(0);
+    const lines = jsonl(output);
+    expect(lines.map((line) => line.id).sort()).toEqual(Array.from({ length: 8 }, (_, i) => `q${i}`).sort());
+    for (const line of lines) {
+      expect(line.message.content).toBe(`answer to question ${line.id.slice(1)}`);
+      expect(line.message.sender).toBe('assistant');
+      expect(line.message).toHaveProperty('stream_state');
+      expect(line.message).not.toHaveProperty('streamState');
+    }
+    expect(maxInFlight).toBe(4);
+    // Each line runs on its own session: the model saw only that line's question.
+    for (const request of fake.requests.slice(-8)) {
+      expect(request.body.messages.filter((m: { role: string }) => m.role === 'user')).toHaveLength(1);
+    }
+    expect(readFileSync(join(dir, 'out.errors.jsonl'), 'utf8')).toBe('');
+  });
+
+  it('resumes: ids already in the output are skipped, and a line cut short by a crash runs again', async () => {
+    const input = writeInput([
+      { id: 1, message: 'one' },
+      { id: 2, message: 'two' },
+      { id: 3, message: 'three' },
+    ]);
+    const output = join(dir, 'out.jsonl');
+    // A previous run answered id 1 and was killed while writing id 2.
+    writeFileSync(
+      output,
+      `${JSON.stringify({ id: 1, message: { content: 'old answer' } })}\n{"id": 2, "mess`,
+    );
+    const before = fake.requests.length;
+    const result = await runCli(['batch', input, '-o', output, '--concurrency', '1', ...modelFlags()]);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain('2 done');
+    expect(result.stderr).toContain('1 already in');
+    expect(fake.requests.slice(before).map(lastUser)).toEqual(['two', 'three']);
+    const lines = readFileSync(output, 'utf8').split('\n');
+    const parsed = lines.flatMap((line) => {
+      try {
+        return [JSON.parse(line)];
+      } catch {
+        return [];
+      }
+    });
+    expect(parsed.map((line) => line.id)).toEqual([1, 2, 3]);
+    expect(parsed[0].message.content).toBe('old answer');
+
+    // A third run has nothing to do.
+    const again = await runCli(['batch', input, '-o', output, ...modelFlags()]);
+    expect(again.code).toBe(0);
+    expect(again.stderr).toContain('0 done, 0 failed, 3 already in');
+    expect(fake.requests.length).toBe(before + 2);
+  });
+
+  it('writes failures and malformed lines to the errors file, and exits 2', async () => {
+    const input = writeInput([
+      { id: 'a', message: 'fine' },
+      { id: 'b', message: 'please FAIL' },
+      'this is not json',
+      { message: 'no id here' },
+      { id: 'a', message: 'duplicate' },
+      { id: 'c', message: 42 },
+      { id: 'd', message: [{ sender: 'user', content: 'as a message object' }] },
+    ]);
+    const output = join(dir, 'results.jsonl');
+    const errors = join(dir, 'failures.jsonl');
+    const result = await runCli(['batch', input, '-o', output, '-e', errors, ...modelFlags()]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`failures in ${errors}`);
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+    expect(
+      jsonl(output)
+        .map((line) => line.id)
+        .sort(),
+    ).toEqual(['a', 'd']);
+    const failures = jsonl(errors);
+    const byLine = new Map(failures.map((failure) => [failure.line, failure]));
+    expect(byLine.get(2)).toMatchObject({ id: 'b', name: 'LLMRequestError' });
+    expect(byLine.get(2).error).toContain('refused: please FAIL');
+    expect(byLine.get(3)).toMatchObject({ name: 'InvalidLine', input: 'this is not json' });
+    expect(byLine.get(3).error).toContain('malformed JSON');
+    expect(byLine.get(4).error).toContain('"id" is missing');
+    expect(byLine.get(5)).toMatchObject({ id: 'a', error: 'duplicate id "a"' });
+    expect(byLine.get(6)).toMatchObject({ id: 'c', name: 'InvalidLine' });
+    expect(failures).toHaveLength(5);
+
+    // The next run retries the failed line (and rewrites the errors file).
+    fake.setScript((request) => `fixed: ${lastUser(request)}`);
+    const retry = await runCli(['batch', input, '-o', output, '-e', errors, ...modelFlags()]);
+    expect(retry.code).toBe(2); // the invalid lines are still invalid
+    expect(jsonl(output).find((line) => line.id === 'b').message.content).toBe('fixed: please FAIL');
+    expect(jsonl(errors).map((failure) => failure.line)).toEqual([3, 4, 5, 6]);
+  });
+
+  it('runs an agent module, and prints progress lines when stderr is not a terminal', async () => {
+    const input = writeInput(Array.from({ length: 3 }, (_, i) => ({ id: i, message: `m${i}` })));
+    const output = join(dir, 'out.jsonl');
+    const result = await runCli(['batch', input, '-o', output, '--agent', `${FIXTURES}echo-agent.ts`]);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toMatch(/batch: 3\/3 \(0 failed\), [\d.]+\/s, ETA 0s/);
+    expect(jsonl(output).map((line) => line.message.content)).toEqual([
+      'echo:m0#1',
+      'echo:m1#1',
+      'echo:m2#1',
+    ]);
+    const quiet = await runCli([
+      'batch',
+      input,
+      '-o',
+      join(dir, 'q.jsonl'),
+      '--no-progress',
+      '-a',
+      `${FIXTURES}echo-agent.ts`,
+    ]);
+    expect(quiet.stderr).not.toContain('/s, ETA');
+  });
+
+  it('says clearly when the input file is missing', async () => {
+    const result = await runCli([
+      'batch',
+      join(dir, 'missing.jsonl'),
+      '-o',
+      join(dir, 'out.jsonl'),
+      ...modelFlags(),
+    ]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(`lagent: input file not found: ${join(dir, 'missing.jsonl')}\n`);
+    expect(existsSync(join(dir, 'out.jsonl'))).toBe(false);
+  });
+});
