@@ -10,7 +10,14 @@ import { AgentMessage, type LagentMessageJSON, type MessageInput } from '../../s
 import { ConfigurationError, TimeoutError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { isPlainObject } from '../../utils/is';
-import { connectionOptions, connectRedis, describeConnection, type RedisConnection } from './connection';
+import {
+  closeBullMQ,
+  closeRedis,
+  connectionOptions,
+  connectRedis,
+  describeConnection,
+  type RedisConnection,
+} from './connection';
 import { QueueConnectionError, RemoteAgentError } from './errors';
 import { loadQueuePeers } from './load';
 import { CALL_JOB, type CallJobData, jobKwargs, parseFailure } from './protocol';
@@ -198,8 +205,8 @@ export class AsyncQueueAgent {
   }
 
   /**
-   * Disconnects. Calls still waiting reject with a `QueueConnectionError` (their jobs stay queued and may
-   * still run).
+   * Disconnects (at once when Redis is down). Calls still waiting reject with a `QueueConnectionError` (their
+   * jobs stay queued and may still run).
    */
   async close(): Promise<void> {
     if (this.#closed) return;
@@ -213,8 +220,9 @@ export class AsyncQueueAgent {
       return;
     }
     if (!connected) return;
-    await Promise.allSettled([connected.events.close(), connected.queue.close()]);
-    await connected.redis.quit().catch(() => connected.redis.disconnect());
+    const { events, queue, redis } = connected;
+    await closeBullMQ(redis, [events], Promise.allSettled([events.close(), queue.close()]));
+    await closeRedis(connected.redis);
   }
 
   #connect(): Promise<Connected> {

@@ -73,3 +73,39 @@ export async function connectRedis(
   }
   return redis;
 }
+
+/** Closes a connection: politely when it is up, at once when it is not (a QUIT would wait for a reconnect). */
+export async function closeRedis(redis: Redis | undefined): Promise<void> {
+  if (redis === undefined) return;
+  if (redis.status !== 'ready') {
+    redis.disconnect();
+    return;
+  }
+  await redis.quit().catch(() => redis.disconnect());
+}
+
+/**
+ * Closes BullMQ objects (a Worker, a QueueEvents), gracefully while Redis is up. BullMQ's close waits for
+ * Redis to come back when it is down (its QUIT sits in ioredis's offline queue, and a client that is between
+ * reconnection attempts never ends), so when `redis` is or goes down this disconnects them instead, which
+ * stops their reconnection timers: nothing is left running.
+ */
+export async function closeBullMQ(
+  redis: Redis | undefined,
+  items: readonly { close(): Promise<void>; disconnect(): Promise<void> }[],
+  graceful: Promise<unknown>,
+): Promise<void> {
+  let onClose: (() => void) | undefined;
+  const down = new Promise<'down'>((resolve) => {
+    if (redis === undefined || redis.status !== 'ready') resolve('down');
+    else {
+      onClose = () => resolve('down');
+      redis.once('close', onClose);
+    }
+  });
+  const outcome = await Promise.race([graceful.then(() => 'closed' as const), down]);
+  if (onClose) redis?.off('close', onClose);
+  if (outcome === 'closed') return;
+  for (const item of items) item.disconnect().catch(() => {});
+  await Promise.race([graceful, new Promise((resolve) => setTimeout(resolve, 100).unref())]);
+}

@@ -6,7 +6,7 @@ import { AgentMessage, type MessageInput } from '../../schema/agent-message';
 import { ConfigurationError, ValidationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { isPlainObject } from '../../utils/is';
-import { connectionOptions, connectRedis, type RedisConnection } from './connection';
+import { closeBullMQ, closeRedis, connectionOptions, connectRedis, type RedisConnection } from './connection';
 import { loadQueuePeers } from './load';
 import { type CallJobData, failureReason } from './protocol';
 import { type Acquired, type AgentShape, SessionKeys, SessionStore } from './session-store';
@@ -177,7 +177,8 @@ export class QueueAgentWorker {
 
   /**
    * Stops taking jobs, lets the calls in progress finish (and commit), then disconnects. A job that had not
-   * started stays in the queue for another worker.
+   * started stays in the queue for another worker. When Redis is down it stops at once instead: the calls in
+   * progress could not commit, and their jobs run again on another worker once their locks expire.
    */
   close(): Promise<void> {
     this.#closing ??= (async () => {
@@ -193,10 +194,12 @@ export class QueueAgentWorker {
 
   async #shutdown(): Promise<void> {
     try {
-      await this.#worker?.close();
+      const worker = this.#worker;
+      // Redis down: nothing in progress could commit, so stop at once; those jobs run again elsewhere later.
+      if (worker) await closeBullMQ(this.#redis, [worker], worker.close(this.#redis?.status !== 'ready'));
     } finally {
       this.#subscriber?.disconnect();
-      await this.#redis?.quit().catch(() => this.#redis?.disconnect());
+      await closeRedis(this.#redis);
     }
   }
 

@@ -106,4 +106,21 @@ describe('Redis restarted mid-load', () => {
     }
     await remote.close();
   }, 60_000);
+
+  it('close() of a worker and a client does not wait for a Redis that is down', async () => {
+    const down = await startRedis();
+    const worker = new QueueAgentWorker({
+      agent: new AsyncAgent({ llm: new AsyncMockLLM({ responses: () => 'ok' }) }),
+      queue: 'down',
+      connection: down.url,
+    });
+    const remote = new AsyncQueueAgent({ queue: 'down', connection: down.url });
+    await Promise.all([worker.ready(), remote.ready()]);
+    await down.stop();
+    const error = await remote.call('hi').catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(QueueConnectionError);
+    const started = Date.now();
+    await Promise.all([worker.close(), remote.close()]);
+    expect(Date.now() - started).toBeLessThan(3_000);
+  });
 });
