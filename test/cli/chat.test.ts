@@ -1,0 +1,173 @@
+import { execFile, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeOpenAIServer, type FakeRequest, startFakeOpenAI } from '../../src/testing/index';
+import { CLI, childEnv, FIXTURES, ROOT } from './helpers';
+
+/**
+ * `lagent chat` in a real terminal: tmux runs the REPL, the test types with `send-keys` and reads the screen with
+ * `capture-pane`. The model is a fake OpenAI server in this process that streams a slow reply on request.
+ */
+
+const run = promisify(execFile);
+const hasTmux = spawnSync('tmux', ['-V']).status === 0;
+const SOCKET = `lagent-cli-test-${process.pid}`;
+
+let fake: FakeOpenAIServer;
+let dir: string;
+
+const lastUser = (request: FakeRequest): string => String(request.body?.messages?.at(-1)?.content ?? '');
+
+function tmux(...args: string[]): Promise<{ stdout: string }> {
+  return run('tmux', ['-L', SOCKET, ...args], { env: childEnv() });
+}
+
+async function screen(session: string): Promise<string> {
+  return (await tmux('capture-pane', '-p', '-t', session)).stdout;
+}
+
+/** Waits until the pane shows what `check` looks for, and gives the screen. */
+async function waitFor(
+  session: string,
+  check: (text: string) => boolean,
+  timeoutMs = 15_000,
+): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  let text = '';
+  while (Date.now() < deadline) {
+    text = await screen(session);
+    if (check(text)) return text;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`the terminal never showed what was expected; it shows:\n${text}`);
+}
+
+const shows = (needle: string) => (text: string) => text.includes(needle);
+const quote = (value: string) => `'${value.replaceAll("'", "'\\''")}'`;
+
+/** Starts `lagent chat ...args` in a new tmux session; the pane says EXITED <code> when the command ends. */
+async function startChat(session: string, args: string[]): Promise<void> {
+  const command = [process.execPath, '--import', 'tsx', CLI, 'chat', ...args].map(quote).join(' ');
+  await tmux(
+    'new-session',
+    '-d',
+    '-s',
+    session,
+    '-x',
+    '120',
+    '-y',
+    '40',
+    '-c',
+    ROOT,
+    `${command}; echo "EXITED $?"; sleep 60`,
+  );
+  await waitFor(session, (text) => /^> ?$/m.test(text));
+}
+
+beforeAll(async () => {
+  if (!hasTmux) return;
+  dir = mkdtempSync(join(tmpdir(), 'lagent-chat-'));
+  fake = await startFakeOpenAI({
+    script: (request) => {
+      const question = lastUser(request);
+      // A slow reply: 60 words, 5 characters every 100 ms (about 6 s), ending with a marker.
+      if (question.includes('slow'))
+        return { content: `${'word '.repeat(60)}THE-END`, chunkSize: 5, chunkDelayMs: 100 };
+      return `echo: ${question} [${request.body.messages.length} messages]`;
+    },
+  });
+});
+
+afterAll(async () => {
+  if (!hasTmux) return;
+  await tmux('kill-server').catch(() => {});
+  await fake.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe.skipIf(!hasTmux)('lagent chat in a terminal', () => {
+  it('streams replies, stops one on Ctrl-C and stays, and saves, resets and loads the conversation', async () => {
+    const session = 'main';
+    await startChat(session, ['--model', 'fake', '--base-url', fake.baseURL, '--api-key', 'test-key']);
+
+    await tmux('send-keys', '-t', session, 'hello', 'Enter');
+    await waitFor(session, shows('echo: hello [1 messages]'));
+
+    // The slow reply shows up piece by piece.
+    await tmux('send-keys', '-t', session, 'be slow', 'Enter');
+    const partial = await waitFor(session, shows('word word word'));
+    expect(partial).not.toContain('THE-END');
+    const later = await waitFor(
+      session,
+      (text) => (text.match(/word/g) ?? []).length > (partial.match(/word/g) ?? []).length,
+    );
+    expect(later).not.toContain('THE-END');
+
+    // Ctrl-C stops the reply, not the program.
+    await tmux('send-keys', '-t', session, 'C-c');
+    await waitFor(session, shows('[stopped]'));
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    expect(await screen(session)).not.toContain('THE-END');
+    expect(fake.requests.at(-1)?.aborted).toBe(true);
+
+    // The stopped question left no trace: the model sees hello, its answer, and the new question.
+    await tmux('send-keys', '-t', session, 'again', 'Enter');
+    await waitFor(session, shows('echo: again [3 messages]'));
+
+    const saved = join(dir, 'state.json');
+    await tmux('send-keys', '-t', session, `/save ${saved}`, 'Enter');
+    await waitFor(session, shows('[saved] 4 message(s)'));
+    const state = JSON.parse(readFileSync(saved, 'utf8'));
+    expect(state.memory.map((message: { content: string }) => message.content)).toEqual([
+      'hello',
+      'echo: hello [1 messages]',
+      'again',
+      'echo: again [3 messages]',
+    ]);
+    expect(state.memory[0]).toHaveProperty('stream_state');
+
+    await tmux('send-keys', '-t', session, '/reset', 'Enter');
+    await waitFor(session, shows('[reset]'));
+    await tmux('send-keys', '-t', session, 'fresh', 'Enter');
+    await waitFor(session, shows('echo: fresh [1 messages]'));
+
+    await tmux('send-keys', '-t', session, `/load ${saved}`, 'Enter');
+    await waitFor(session, shows('[loaded] 4 message(s)'));
+    await tmux('send-keys', '-t', session, 'resumed', 'Enter');
+    await waitFor(session, shows('echo: resumed [5 messages]'));
+    expect(fake.requests.at(-1)?.body.messages.map((m: { content: string }) => m.content)).toEqual([
+      'hello',
+      'echo: hello [1 messages]',
+      'again',
+      'echo: again [3 messages]',
+      'resumed',
+    ]);
+
+    // A bad command and a missing file are reported; the REPL goes on.
+    await tmux('send-keys', '-t', session, `/load ${join(dir, 'missing.json')}`, 'Enter');
+    await waitFor(session, shows('[error] ENOENT'));
+
+    // Ctrl-C with text at the prompt drops the text; at an empty prompt it leaves, with exit code 0.
+    const lastLine = (text: string) => text.trimEnd().split('\n').at(-1) ?? '';
+    await tmux('send-keys', '-t', session, 'half-typed');
+    await waitFor(session, (text) => lastLine(text) === '> half-typed');
+    await tmux('send-keys', '-t', session, 'C-c');
+    await waitFor(session, (text) => lastLine(text) === '>');
+    expect(await screen(session)).not.toContain('EXITED');
+    await tmux('send-keys', '-t', session, 'C-c');
+    await waitFor(session, shows('EXITED 0'));
+  });
+
+  it('runs an agent module and leaves on Ctrl-D', async () => {
+    const session = 'module';
+    await startChat(session, ['--agent', `${FIXTURES}echo-agent.ts`]);
+    expect(await screen(session)).toContain('lagent chat with echo');
+    await tmux('send-keys', '-t', session, 'hi there', 'Enter');
+    await waitFor(session, shows('echo:hi there#1'));
+    await tmux('send-keys', '-t', session, 'C-d');
+    await waitFor(session, shows('EXITED 0'));
+  });
+});
