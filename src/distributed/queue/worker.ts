@@ -11,12 +11,15 @@ import { loadQueuePeers } from './load';
 import { type CallJobData, failureReason } from './protocol';
 import { type Acquired, type AgentShape, SessionKeys, SessionStore } from './session-store';
 
-/** What a worker can host: an agent whose `call` gives a message (or a promise of one), with its state dict. */
+/**
+ * What a worker can host: any agent, with its state dict. `call` may give a message, a promise of one, or a
+ * stream of messages (a streaming agent: its final message is the reply; a queue job has no chunks).
+ */
 export type QueueHostedAgent = Pick<AgentBase, 'name' | 'stateDict' | 'loadStateDict' | 'reset'> & {
   call(
     input?: MessageInput | readonly MessageInput[],
     options?: AsyncCallOptions,
-  ): Promise<AgentMessage> | AgentMessage;
+  ): Promise<AgentMessage> | AgentMessage | AsyncIterable<AgentMessage> | Iterable<AgentMessage>;
 };
 
 /** Options of {@link QueueAgentWorker}. */
@@ -280,7 +283,7 @@ export class QueueAgentWorker {
       const messages = data.message.map((json) => AgentMessage.from(json));
       const options: AsyncCallOptions = { ...data.kwargs, sessionId };
       if (signal) options.signal = signal;
-      const reply = await agent.call(messages, options);
+      const reply = await finalMessage(agent.call(messages, options));
       return {
         reply: reply.toJSON({ format: 'lagent' }),
         state: JSON.stringify(agent.stateDict(sessionId, { format: 'lagent' })),
@@ -317,6 +320,21 @@ function readJob(job: Job): CallJobData {
     });
   }
   return { message: data.message, session_id: data.session_id, kwargs: data.kwargs ?? {} };
+}
+
+/** The reply of a call: the message itself, or the last message of a stream. */
+async function finalMessage(
+  result: Promise<AgentMessage> | AgentMessage | AsyncIterable<AgentMessage> | Iterable<AgentMessage>,
+): Promise<AgentMessage> {
+  const value = await result;
+  if (value instanceof AgentMessage) return value;
+  let last: AgentMessage | undefined;
+  if (Symbol.asyncIterator in value) for await (const message of value) last = message;
+  else for (const message of value) last = message;
+  if (!(last instanceof AgentMessage)) {
+    throw new ValidationError({ field: '(root)', message: "the agent's stream ended without a message" });
+  }
+  return last;
 }
 
 /** An error with its own name: BullMQ passes only `Name: message` on to the caller. */

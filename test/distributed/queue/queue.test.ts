@@ -1,8 +1,10 @@
 import { Redis } from 'ioredis';
 import {
   AgentMessage,
+  AgentStatusCode,
   AsyncAgent,
   type AsyncForwardOptions,
+  AsyncStreamingAgent,
   ConfigurationError,
   TimeoutError,
 } from 'lagent-ts';
@@ -149,6 +151,16 @@ describe('QueueAgentWorker and AsyncQueueAgent', () => {
     expect(new Set(memory.filter((_, i) => i % 2 === 0))).toEqual(
       new Set(Array.from({ length: 12 }, (_, i) => `m${i}`)),
     );
+  });
+
+  it('hosts a streaming agent: its final message is the reply', async () => {
+    const queue = nextQueue();
+    await worker(queue, { agent: new AsyncStreamingAgent({ llm: counting() }) }).ready();
+    const remote = client(queue);
+    const reply = await remote.call('stream me', { sessionId: 9 });
+    expect(reply.content).toBe('stream me#1');
+    expect(reply.streamState).toBe(AgentStatusCode.END);
+    expect(contents(await remote.stateDict(9))).toEqual(['stream me', 'stream me#1']);
   });
 
   it('is usable as a sub-agent of a local composite', async () => {
