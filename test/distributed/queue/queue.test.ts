@@ -235,6 +235,26 @@ describe('QueueAgentWorker and AsyncQueueAgent', () => {
     expect(contents(await outer.remote.stateDict(2))).toEqual([]);
   });
 
+  it('an aborted call whose job waits for the session behind another call does not run', async () => {
+    const queue = nextQueue();
+    await worker(queue, {
+      agent: new AsyncAgent({ llm: counting({ latencyMs: 300 }) }),
+      concurrency: 2,
+    }).ready();
+    const [first, second] = [client(queue), client(queue)];
+    const running = first.call('first', { sessionId: 'busy' });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const controller = new AbortController();
+    const waiting = second.call('second', { sessionId: 'busy', signal: controller.signal });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    controller.abort(new Error('not any more'));
+    await expect(waiting).rejects.toThrow('not any more');
+    expect((await running).content).toBe('first#1');
+    // Had it run after the first call, it would have committed by now.
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(contents(await first.stateDict('busy'))).toEqual(['first', 'first#1']);
+  });
+
   it('a timeout rejects with TimeoutError and removes a job no worker took', async () => {
     const queue = nextQueue();
     const remote = client(queue, { timeout: 100 });
