@@ -44,6 +44,8 @@ export interface LoadedAgent {
   close(): Promise<void>;
 }
 
+const OPENAI_BASE_URL = 'https://api.openai.com/v1';
+
 /** The model used when neither `--model` nor `LAGENT_MODEL` says otherwise. */
 export const DEFAULT_MODEL = 'gpt-4o-mini';
 
@@ -143,10 +145,18 @@ export async function loadAgentModule(path: string, context: AgentFactoryContext
  */
 export async function buildAgent(flags: AgentFlags, context: AgentFactoryContext): Promise<LoadedAgent> {
   const names = flags.tools === undefined ? [] : parseToolNames(flags.tools);
+  // Empty environment variables count as unset.
+  const apiKey = flags.apiKey ?? (process.env.OPENAI_API_KEY || undefined);
+  const baseURL = flags.baseUrl ?? (process.env.OPENAI_BASE_URL || undefined);
+  if (apiKey === undefined && baseURL === undefined) {
+    throw new CliError(
+      'no API key: pass --api-key or set OPENAI_API_KEY (for a local OpenAI-compatible server, pass --base-url), or use --agent',
+    );
+  }
   const llm = new AsyncGPTAPI({
     model: flags.model ?? DEFAULT_MODEL,
-    apiKey: flags.apiKey,
-    baseURL: flags.baseUrl,
+    apiKey,
+    baseURL: baseURL ?? OPENAI_BASE_URL,
   });
   const template = flags.system;
   if (names.length === 0) {

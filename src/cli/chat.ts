@@ -65,7 +65,6 @@ export async function runChat(agent: AgentLike, options: ChatOptions = {}): Prom
       rl.write(null, { ctrl: true, name: 'u' });
       return;
     }
-    output.write('\n');
     rl.close();
   };
   rl.on('SIGINT', interrupt);
@@ -143,18 +142,26 @@ export async function runChat(agent: AgentLike, options: ChatOptions = {}): Prom
 
   const name = agent.name ? ` with ${agent.name}` : '';
   output.write(`lagent chat${name}: /help for commands, Ctrl-D to leave\n`);
-  try {
+  // Whether the cursor is after the prompt (so leaving needs a line break).
+  let atPrompt = false;
+  const prompt = () => {
     rl.prompt();
+    atPrompt = true;
+  };
+  try {
+    prompt();
     for await (const raw of rl) {
+      atPrompt = false;
       const line = raw.trim();
       if (line.startsWith('/')) {
         if (await command(line)) break;
       } else if (line !== '') {
         await ask(line);
       }
-      rl.prompt();
+      prompt();
     }
   } finally {
+    if (atPrompt) output.write('\n');
     if (!terminal) process.off('SIGINT', interrupt);
     current?.abort();
     rl.close();

@@ -66,13 +66,18 @@ function withAgentOptions(command: Command): Command {
 function agentFlags(command: Command): AgentFlags {
   const options = command.opts<Record<string, unknown>>();
   const modelFlagsGiven = MODEL_FLAGS.some((key) => command.getOptionValueSource(key) === 'cli');
+  // An empty value (OPENAI_BASE_URL= in the environment) means not set.
+  const text = (key: string) => {
+    const value = options[key];
+    return typeof value === 'string' && value !== '' ? value : undefined;
+  };
   return {
-    agent: options.agent as string | undefined,
-    model: options.model as string | undefined,
-    baseUrl: options.baseUrl as string | undefined,
-    apiKey: options.apiKey as string | undefined,
-    tools: options.tools as string | undefined,
-    system: options.system as string | undefined,
+    agent: text('agent'),
+    model: text('model'),
+    baseUrl: text('baseUrl'),
+    apiKey: text('apiKey'),
+    tools: text('tools'),
+    system: text('system'),
     maxTurn: options.maxTurn as number | undefined,
     modelFlagsGiven,
   };
