@@ -87,6 +87,6 @@ export const run: Suite = async (report) => {
     });
   } finally {
     await Promise.allSettled(open.map((item) => item.close()));
-    await redis.stop();
+    await redis.close();
   }
 };

@@ -29,7 +29,7 @@ afterEach(async () => {
 });
 afterAll(async () => {
   admin?.disconnect();
-  await redis?.stop();
+  await redis?.close();
 });
 
 /** Starts the worker script in its own process and resolves once it takes jobs. */

@@ -33,7 +33,7 @@ afterEach(async () => {
 });
 afterAll(async () => {
   admin?.disconnect();
-  await redis?.stop();
+  await redis?.close();
 });
 
 /** A fresh queue name per test, so tests never see each other's jobs or sessions. */

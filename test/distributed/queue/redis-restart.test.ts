@@ -20,7 +20,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   admin?.disconnect();
-  await redis?.stop();
+  await redis?.close();
 });
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -115,12 +115,17 @@ describe('Redis restarted mid-load', () => {
       connection: down.url,
     });
     const remote = new AsyncQueueAgent({ queue: 'down', connection: down.url });
-    await Promise.all([worker.ready(), remote.ready()]);
-    await down.stop();
-    const error = await remote.call('hi').catch((caught: unknown) => caught);
-    expect(error).toBeInstanceOf(QueueConnectionError);
-    const started = Date.now();
-    await Promise.all([worker.close(), remote.close()]);
-    expect(Date.now() - started).toBeLessThan(3_000);
+    try {
+      await Promise.all([worker.ready(), remote.ready()]);
+      await down.stop();
+      const error = await remote.call('hi').catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(QueueConnectionError);
+      const started = Date.now();
+      await Promise.all([worker.close(), remote.close()]);
+      expect(Date.now() - started).toBeLessThan(3_000);
+    } finally {
+      await Promise.all([worker.close(), remote.close()]);
+      await down.close();
+    }
   });
 });

@@ -12,6 +12,8 @@ export interface RedisServer {
   stop(): Promise<void>;
   /** Starts it again on the same port (and, with `persist`, the same data). */
   start(): Promise<void>;
+  /** Stops it for good and removes its data directory. */
+  close(): Promise<void>;
 }
 
 /** Whether `redis-server` can be run here. */
@@ -90,9 +92,10 @@ export async function startRedis(options: { persist?: boolean } = {}): Promise<R
     port,
     url: `redis://127.0.0.1:${port}`,
     start,
-    stop: async () => {
+    stop,
+    close: async () => {
       await stop();
-      if (!options.persist) rmSync(dir, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }
