@@ -1,9 +1,10 @@
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeOpenAIServer, type FakeRequest, startFakeOpenAI } from '../../src/testing/index';
-import { FIXTURES, runCli } from './helpers';
+import { childEnv, FIXTURES, NODE_ARGS, ROOT, runCli } from './helpers';
 
 /** `lagent batch` end to end: the CLI in a child process, the model a fake OpenAI server in this process. */
 
@@ -182,6 +183,47 @@ describe('lagent batch', () => {
       `${FIXTURES}echo-agent.ts`,
     ]);
     expect(quiet.stderr).not.toContain('/s, ETA');
+  });
+
+  it('stops on SIGINT without recording the calls it aborted (exit 130), and the next run finishes', async () => {
+    const input = writeInput(Array.from({ length: 6 }, (_, i) => ({ id: i, message: `slow ${i}` })));
+    const output = join(dir, 'out.jsonl');
+    let sendSignal: () => void = () => {};
+    let signalled = false;
+    fake.setScript(async (request, index) => {
+      // The first two answer at once; the third request is the moment to stop the run.
+      if (index === 2 && !signalled) {
+        signalled = true;
+        sendSignal();
+      }
+      if (index >= 2) await new Promise((resolve) => setTimeout(resolve, 2000));
+      return `answer to ${lastUser(request)}`;
+    });
+    const child = spawn(
+      process.execPath,
+      [...NODE_ARGS, 'batch', input, '-o', output, '--concurrency', '1', ...modelFlags()],
+      { env: childEnv(), cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    sendSignal = () => child.kill('SIGINT');
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (text: string) => {
+      stderr += text;
+    });
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+    expect(code).toBe(130);
+    expect(stderr).toContain('stopped: run again to continue');
+    expect(jsonl(output).map((line) => line.id)).toEqual([0, 1]);
+    expect(readFileSync(join(dir, 'out.errors.jsonl'), 'utf8')).toBe('');
+
+    fake.setScript((request) => `answer to ${lastUser(request)}`);
+    const rest = await runCli(['batch', input, '-o', output, ...modelFlags()]);
+    expect(rest.code).toBe(0);
+    expect(rest.stderr).toContain('4 done, 0 failed, 2 already in');
+    expect(
+      jsonl(output)
+        .map((line) => line.id)
+        .sort(),
+    ).toEqual([0, 1, 2, 3, 4, 5]);
   });
 
   it('says clearly when the input file is missing', async () => {

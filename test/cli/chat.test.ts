@@ -1,5 +1,5 @@
 import { execFile, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -169,5 +169,35 @@ describe.skipIf(!hasTmux)('lagent chat in a terminal', () => {
     await waitFor(session, shows('echo:hi there#1'));
     await tmux('send-keys', '-t', session, 'C-d');
     await waitFor(session, shows('EXITED 0'));
+  });
+});
+
+describe.skipIf(!hasTmux)('lagent batch in a terminal', () => {
+  it('draws a progress bar with the rate and the ETA', async () => {
+    const session = 'batch';
+    const input = join(dir, 'in.jsonl');
+    writeFileSync(
+      input,
+      `${Array.from({ length: 5 }, (_, i) => JSON.stringify({ id: i, message: `q${i}` })).join('\n')}\n`,
+    );
+    const args = ['batch', input, '-o', join(dir, 'out.jsonl'), '--agent', `${FIXTURES}echo-agent.ts`];
+    const command = [process.execPath, '--import', 'tsx', CLI, ...args].map(quote).join(' ');
+    await tmux(
+      'new-session',
+      '-d',
+      '-s',
+      session,
+      '-x',
+      '120',
+      '-y',
+      '10',
+      '-c',
+      ROOT,
+      `${command}; echo "EXITED $?"; sleep 60`,
+    );
+    const text = await waitFor(session, shows('EXITED'));
+    expect(text).toMatch(/batch [█░]+ 100% \| 5\/5 \| [\d.]+\/s \| ETA 0s \| 0 failed/);
+    expect(text).toContain('batch: 5 done, 0 failed');
+    expect(text).toContain('EXITED 0');
   });
 });
