@@ -374,26 +374,20 @@ export class AsyncQueueAgent {
     const lost = [...this.#waiting].filter(([, waiter]) => waiter.since < old).slice(0, 100);
     for (const [jobId] of lost) {
       try {
+        // The state first: a job BullMQ finished had committed before, so its marker is there to read next.
+        const state = await connected.queue.getJobState(jobId);
         const reply = await connected.store.committedReply(jobId);
-        const state = reply === null ? await connected.queue.getJobState(jobId) : 'committed';
-        if (state === 'committed' || state === 'completed') {
-          // Completed means committed: read the marker again, the commit may have landed just now.
-          const committed = reply ?? (await connected.store.committedReply(jobId));
+        const finished = state === 'completed' || state === 'unknown'; // completed jobs are removed at once
+        if (reply !== null) {
           const waiter = this.#take(jobId);
           if (!waiter) continue;
-          connected.store.forgetDone(jobId).catch(() => {});
-          if (committed === null) {
-            waiter.reject(
-              new QueueConnectionError({
-                message: `${this.name}: job ${jobId} completed but its reply is gone`,
-                jobId,
-              }),
-            );
-          } else waiter.resolve(AgentMessage.from(JSON.parse(committed)));
+          // While BullMQ may still run the job again, its marker must stay (it keeps the turn from doubling).
+          if (finished) connected.store.forgetDone(jobId).catch(() => {});
+          waiter.resolve(AgentMessage.from(JSON.parse(reply)));
         } else if (state === 'failed') {
           const job = await connected.queue.getJob(jobId);
           this.#take(jobId)?.reject(remoteError(jobId, job?.failedReason));
-        } else if (state === 'unknown') {
+        } else if (finished) {
           this.#take(jobId)?.reject(
             new QueueConnectionError({
               message: `${this.name}: job ${jobId} is no longer in Redis (was Redis restarted without persistence?)`,
