@@ -8,7 +8,7 @@ import type { SessionId } from '../../schema/session';
 import { isPlainObject } from '../../utils/is';
 import { closeBullMQ, closeRedis, connectionOptions, connectRedis, type RedisConnection } from './connection';
 import { loadQueuePeers } from './load';
-import { type CallJobData, failureReason } from './protocol';
+import { type CallJobData, failureReason, jobKwargs } from './protocol';
 import { type Acquired, type AgentShape, SessionKeys, SessionStore } from './session-store';
 
 /**
@@ -319,7 +319,8 @@ function readJob(job: Job): CallJobData {
       message: `job ${job.id} is not an agent call ({ message: [...], session_id, kwargs })`,
     });
   }
-  return { message: data.message, session_id: data.session_id, kwargs: data.kwargs ?? {} };
+  // Options that belong to a calling process (a signal, a timeout) never come from a job.
+  return { message: data.message, session_id: data.session_id, kwargs: jobKwargs(data.kwargs) };
 }
 
 /** The reply of a call: the message itself, or the last message of a stream. */

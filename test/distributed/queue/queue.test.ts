@@ -91,6 +91,10 @@ describe('QueueAgentWorker and AsyncQueueAgent', () => {
     expect(Object.keys(expected.memory![0]!).sort()).toEqual(
       ['content', 'extra_info', 'formatted', 'receiver', 'sender', 'stream_state', 'type'].sort(),
     );
+    // ioredis options work as well as a URL.
+    const byOptions = new AsyncQueueAgent({ queue, connection: { host: '127.0.0.1', port: redis.port } });
+    open.push(byOptions);
+    expect(contents(await byOptions.stateDict('alice'))).toEqual(['hello', 'hello#1', 'again', 'again#3']);
     // An unknown session has the served agent's keys, empty.
     expect(await remote.stateDict('nobody')).toEqual({ memory: [] });
   });
