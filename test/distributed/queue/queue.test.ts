@@ -157,6 +157,41 @@ describe('QueueAgentWorker and AsyncQueueAgent', () => {
     );
   });
 
+  it('keeps a served composite’s whole tree per session, and a failed call commits none of it', async () => {
+    const queue = nextQueue();
+    let criticFails = false;
+    const make = () => {
+      class Pair extends AsyncAgent {
+        writer = new AsyncAgent({ llm: counting(), name: 'writer' });
+        critic = new AsyncAgent({
+          llm: new AsyncMockLLM({
+            responses: (messages) => {
+              if (criticFails) throw new Error('critic down');
+              return `ok(${messages.at(-1)?.content})`;
+            },
+          }),
+          name: 'critic',
+        });
+        override async forward(messages: AgentMessage[], options: AsyncForwardOptions) {
+          const draft = await this.writer.call(messages, { sessionId: options.sessionId });
+          return (await this.critic.call(draft, { sessionId: options.sessionId })).content as string;
+        }
+      }
+      return new Pair({ name: 'pair' });
+    };
+    await Promise.all([worker(queue, { agent: make() }).ready(), worker(queue, { agent: make() }).ready()]);
+    const remote = client(queue);
+    await remote.call('one', { sessionId: 'tree' });
+    await remote.call('two', { sessionId: 'tree' });
+    const before = await remote.stateDict('tree');
+    expect(Object.keys(before)).toEqual(['memory', 'writer.memory', 'critic.memory']);
+    expect(contents(before, 'writer.memory')).toEqual(['one', 'one#1', 'two', 'two#3']);
+    expect(contents(before, 'critic.memory')).toEqual(['one#1', 'ok(one#1)', 'two#3', 'ok(two#3)']);
+    criticFails = true;
+    await expect(remote.call('three', { sessionId: 'tree' })).rejects.toBeInstanceOf(RemoteAgentError);
+    expect(await remote.stateDict('tree')).toEqual(before);
+  });
+
   it('hosts a streaming agent: its final message is the reply', async () => {
     const queue = nextQueue();
     await worker(queue, { agent: new AsyncStreamingAgent({ llm: counting() }) }).ready();
