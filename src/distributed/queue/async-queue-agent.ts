@@ -220,6 +220,7 @@ export class AsyncQueueAgent {
       return;
     }
     if (!connected) return;
+    clearInterval(this.#sweep); // started by a connection that finished opening after close() began
     const { events, queue, redis } = connected;
     await closeBullMQ(redis, [events], Promise.allSettled([events.close(), queue.close()]));
     await closeRedis(connected.redis);
@@ -285,7 +286,8 @@ export class AsyncQueueAgent {
       this.#sweep.unref();
       return connected;
     } catch (error) {
-      await Promise.allSettled([events?.close(), queue?.close()]);
+      const opened = events;
+      await closeBullMQ(redis, opened ? [opened] : [], Promise.allSettled([opened?.close(), queue?.close()]));
       redis.disconnect();
       if (error instanceof QueueConnectionError) throw error;
       throw new QueueConnectionError({
