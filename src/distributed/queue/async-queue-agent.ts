@@ -64,8 +64,10 @@ const SWEEP_MS = 5_000;
  * at a time in call order; the session's memory is in Redis (`stateDict` reads it).
  *
  * An abort or a timeout removes the job when no worker took it yet (it then never runs); otherwise the call
- * stops waiting and asks the worker to stop, and a turn that was already committed stays. A failure of the
- * local composite after this call returned does not take back the remote turn (as with any remote agent).
+ * stops waiting and asks the worker to stop the agent (its model request is aborted and nothing is committed),
+ * unless the turn was committed first, which then stays. A failure of the local composite after this call
+ * returned does not take back the remote turn (as with any remote agent), and the remote memory is not part
+ * of the composite's own `stateDict`.
  *
  * @example
  * const remote = new AsyncQueueAgent({ queue: 'agents', connection: 'redis://127.0.0.1:6379', timeout: 30_000 });
