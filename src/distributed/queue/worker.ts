@@ -9,7 +9,7 @@ import { isPlainObject } from '../../utils/is';
 import { closeBullMQ, closeRedis, connectionOptions, connectRedis, type RedisConnection } from './connection';
 import { loadQueuePeers } from './load';
 import { type CallJobData, failureReason, jobKwargs } from './protocol';
-import { type Acquired, type AgentShape, SessionKeys, SessionStore } from './session-store';
+import { type Acquired, type AgentShape, type Committed, SessionKeys, SessionStore } from './session-store';
 
 /**
  * What a worker can host: any agent, with its state dict. `call` may give a message, a promise of one, or a
@@ -218,30 +218,45 @@ export class QueueAgentWorker {
       if (acquired.status === 'cancelled')
         throw namedError('AbortError', 'the caller cancelled the call before it started');
       if (acquired.status !== 'ok') throw new Error('unreachable');
+      // A lease found taken at renewal (this process stalled past it) stops the call: another call may run
+      // on the session now, and this one could not commit anyway. It runs again once the session is free.
+      const lost = new AbortController();
       const renewal = setInterval(() => {
-        store.renew(sessionId, holder, this.#leaseMs).catch(() => {});
+        store.renew(sessionId, holder, this.#leaseMs).then(
+          (kept) => {
+            if (kept === 0) lost.abort(namedError('LeaseLostError', 'the session lease was lost'));
+          },
+          () => {},
+        );
       }, this.#leaseMs / 2);
       renewal.unref();
-      let turn: { reply: unknown; state: string };
-      let committed: Awaited<ReturnType<SessionStore['commit']>>;
+      let committed: Committed | 'lost' = 'lost';
+      let reply: unknown;
       try {
-        turn = await this.#run(data, acquired.state, signal);
+        const turn = await this.#run(
+          data,
+          acquired.state,
+          signal ? AbortSignal.any([signal, lost.signal]) : lost.signal,
+        );
+        reply = turn.reply;
         committed = await store.commit(
           sessionId,
           jobId,
           holder,
           acquired.version,
           turn.state,
-          JSON.stringify(turn.reply),
+          JSON.stringify(reply),
         );
       } catch (error) {
         await store.release(sessionId, holder).catch(() => {});
-        throw error;
+        if (!lost.signal.aborted || signal?.aborted) throw error;
       } finally {
         clearInterval(renewal);
       }
-      if (committed.status === 'ok') return turn.reply;
-      if (committed.status === 'done') return JSON.parse(committed.reply);
+      if (committed !== 'lost') {
+        if (committed.status === 'ok') return reply;
+        if (committed.status === 'done') return JSON.parse(committed.reply);
+      }
       if (run >= MAX_RUNS) {
         throw namedError(
           'SessionConflictError',

@@ -294,6 +294,25 @@ describe('QueueAgentWorker and AsyncQueueAgent', () => {
     expect(contents(await first.stateDict('busy'))).toEqual(['first', 'first#1']);
   });
 
+  it('a call whose session lease was taken from it stops, and runs again once the session is free', async () => {
+    const queue = nextQueue();
+    const llm = counting({ latencyMs: 1_000 });
+    const served = new AsyncAgent({ llm });
+    const errors: string[] = [];
+    served.events.on('error', ({ error }) => errors.push((error as Error).name));
+    await worker(queue, { agent: served, lockDuration: 400 }).ready();
+    const remote = client(queue);
+    const call = remote.call('once', { sessionId: 'stolen' });
+    const lease = `bull:${queue}:lagent:lease:stolen`;
+    while ((await admin.exists(lease)) === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    // As if this worker had stalled past its lease and another call took the session.
+    await admin.set(lease, 'another-call', 'PX', 700);
+    expect((await call).content).toBe('once#1');
+    expect(errors).toEqual(['LeaseLostError']);
+    expect(llm.calls).toHaveLength(2);
+    expect(contents(await remote.stateDict('stolen'))).toEqual(['once', 'once#1']);
+  });
+
   it('a timeout rejects with TimeoutError and removes a job no worker took', async () => {
     const queue = nextQueue();
     const remote = client(queue, { timeout: 100 });
