@@ -8,9 +8,11 @@ import { main as dataVisualizer } from './data-visualizer';
 import { main as functionCalling } from './function-calling';
 import { main as internLMAgent } from './internlm-agent';
 import { main as mcp } from './mcp';
+import { main as queue } from './queue';
 import { main as quickstart } from './quickstart';
 import { main as react } from './react';
 import { main as responseFormatting } from './response-formatting';
+import { main as serve } from './serve';
 import { main as toolCalling } from './tool-calling';
 
 quickstart();
@@ -23,4 +25,6 @@ await react();
 internLMAgent();
 await dataVisualizer();
 await mcp();
+await serve();
+await queue();
 console.log('\nAll examples ran. Each file in examples/ also runs on its own: npx tsx examples/<name>.ts');

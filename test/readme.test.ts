@@ -10,6 +10,7 @@ import {
   AsyncStreamingAgent,
   tool,
 } from 'lagent-ts';
+import { AsyncHTTPAgentClient, HTTPAgentServer } from 'lagent-ts/distributed';
 import { AsyncMockLLM, MockLLM, startFakeOpenAI } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -130,5 +131,26 @@ describe('README', () => {
     expect(new Agent({ llm }).call('Capital of France?').content).toBe('Paris');
     expect(llm.calls[0]!.messages.at(-1)).toEqual({ role: 'user', content: 'Capital of France?' });
     llm.assertComplete();
+  });
+
+  it('Serving an agent over HTTP', async () => {
+    const llm = new AsyncMockLLM({ responses: ['Yes: keep-alive is the default.'] });
+    const expert = new AsyncAgent({ llm, name: 'expert' });
+    const server = new HTTPAgentServer({ agent: expert, port: 0 });
+    await server.listen();
+    class Coordinator extends AsyncAgent {
+      expert = new AsyncHTTPAgentClient({ url: server.url, timeout: 60_000 });
+      override async forward(messages: AgentMessage[], { sessionId }: AsyncForwardOptions) {
+        const answer = await this.expert.call(messages, { sessionId });
+        return new AgentMessage({ sender: this.name, content: `The expert says: ${answer.content}` });
+      }
+    }
+    const coordinator = new Coordinator();
+    const reply = await coordinator.call('Does HTTP/1.1 reuse connections?', { sessionId: 1 });
+    expect(reply.content).toBe('The expert says: Yes: keep-alive is the default.');
+    const state = (await coordinator.expert.stateDict(1)) as { memory: { sender: string }[] };
+    expect(state.memory.map((message) => message.sender)).toEqual(['user', 'expert']);
+    coordinator.expert.close();
+    await server.close();
   });
 });
