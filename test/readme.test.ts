@@ -148,8 +148,8 @@ describe('README', () => {
     const coordinator = new Coordinator();
     const reply = await coordinator.call('Does HTTP/1.1 reuse connections?', { sessionId: 1 });
     expect(reply.content).toBe('The expert says: Yes: keep-alive is the default.');
-    const state = (await coordinator.expert.stateDict(1)) as { memory: { sender: string }[] };
-    expect(state.memory.map((message) => message.sender)).toEqual(['user', 'expert']);
+    const state = await coordinator.expert.stateDict(1);
+    expect(state.memory!.map((message) => message.sender)).toEqual(['user', 'expert']);
     coordinator.expert.close();
     await server.close();
   });
