@@ -112,7 +112,7 @@ export async function loadAgentModule(path: string, context: AgentFactoryContext
   } catch (error) {
     const hint =
       /\.[cm]?tsx?$/.test(file) && (error as { code?: unknown }).code === 'ERR_UNKNOWN_FILE_EXTENSION'
-        ? ' (a TypeScript module needs tsx: npx tsx node_modules/.bin/lagent ..., or node --import tsx)'
+        ? " (TypeScript modules load under tsx: NODE_OPTIONS='--import tsx' npx lagent-ts ...)"
         : '';
     throw new CliError(`cannot load agent module ${path}: ${messageOf(error)}${hint}`, { cause: error });
   }

@@ -165,7 +165,7 @@ export function createProgram(): Command {
       const { runServe } = await import('./serve');
       const options = command.opts<{ host: string; port: number; token?: string }>();
       await withAgent(command, 'serve', true, (loaded) =>
-        runServe(loaded, { host: options.host, port: options.port, token: options.token }),
+        runServe(loaded, { host: options.host, port: options.port, token: options.token || undefined }),
       );
     });
 

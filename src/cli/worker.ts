@@ -35,18 +35,24 @@ export async function runWorker(loaded: LoadedAgent, options: WorkerOptions): Pr
     connection: options.redis,
     concurrency: options.concurrency,
   });
+  let signal: NodeJS.Signals | undefined;
   try {
-    await Promise.race([worker.ready(), stopped]);
+    signal = await Promise.race([worker.ready().then(() => undefined), stopped]);
   } catch (error) {
     await worker.close().catch(() => {});
     throw new CliError(`cannot start the worker on ${safeURL(options.redis)}: ${messageOf(error)}`, {
       cause: error,
     });
   }
+  if (signal !== undefined) {
+    // Stopped while connecting.
+    await worker.close();
+    return;
+  }
   process.stdout.write(
     `lagent worker: serving queue "${options.queue}" on ${safeURL(options.redis)} (concurrency ${options.concurrency})\n`,
   );
-  const signal = await stopped;
+  signal = await stopped;
   process.stderr.write(`lagent worker: ${signal}, finishing the calls in progress\n`);
   await worker.close();
 }

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -225,6 +225,31 @@ describe('lagent batch', () => {
         .sort(),
     ).toEqual([0, 1, 2, 3, 4, 5]);
   });
+
+  it.skipIf(spawnSync('python3', ['--version']).status !== 0)(
+    '--tools python builds a function-calling agent with the real interpreter',
+    async () => {
+      fake.setScript((request) => {
+        const result = request.body.messages.find((message: { role: string }) => message.role === 'tool');
+        if (result === undefined) {
+          return {
+            toolCalls: [
+              { name: request.body.tools[0].function.name, arguments: { command: 'print(6 * 7)' } },
+            ],
+          };
+        }
+        return `the interpreter printed ${String(result.content).trim()}`;
+      });
+      const input = writeInput([{ id: 'math', message: 'what is 6 * 7?' }]);
+      const output = join(dir, 'out.jsonl');
+      const result = await runCli(['batch', input, '-o', output, '--tools', 'python', ...modelFlags()]);
+      expect(result.code).toBe(0);
+      expect(fake.requests.at(-2)?.body.tools.map((tool: any) => tool.function.name)).toEqual([
+        'IPythonInteractive',
+      ]);
+      expect(jsonl(output)[0].message.content).toBe('the interpreter printed 42');
+    },
+  );
 
   it('says clearly when the input file is missing', async () => {
     const result = await runCli([

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -50,6 +50,20 @@ describe('lagent --help', () => {
     });
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^\d+\.\d+\.\d+/);
+  });
+});
+
+describe('examples/agents/assistant.ts', () => {
+  it('is an agent module the commands load (the mock model without OPENAI_* variables)', async () => {
+    const input = join(dir, 'questions.jsonl');
+    writeFileSync(input, '{"id": "q", "message": "what is lagent?"}\n');
+    const output = join(dir, 'answers.jsonl');
+    const result = await runCli(['batch', input, '-o', output, '--agent', 'examples/agents/assistant.ts']);
+    expect(result.code).toBe(0);
+    expect(JSON.parse(readFileSync(output, 'utf8')).message).toMatchObject({
+      sender: 'assistant',
+      content: '(mock model, turn 1) You asked: what is lagent?',
+    });
   });
 });
 
@@ -111,7 +125,6 @@ describe('lagent errors', () => {
 
   it('an unreachable model: batch records it per line, exit code 2', async () => {
     const input = join(dir, 'in.jsonl');
-    const { writeFileSync, readFileSync } = await import('node:fs');
     writeFileSync(input, '{"id": 1, "message": "hi"}\n');
     const output = join(dir, 'out.jsonl');
     const result = await runCli([

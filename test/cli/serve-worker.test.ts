@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AsyncQueueAgent } from '../../src/distributed/queue/index';
 import { hasRedisServer, type RedisServer, startRedis } from '../distributed/queue/redis-server';
-import { FIXTURES, type RunningCli, startCli } from './helpers';
+import { FIXTURES, type RunningCli, runCli, startCli } from './helpers';
 
 /** `lagent serve` and `lagent worker` as child processes: called once, then SIGTERM ends them with exit code 0. */
 
@@ -48,7 +48,6 @@ describe('lagent serve', () => {
     const first = await startCli(['serve', '--agent', AGENT, '--port', '0'], /listening on http:/);
     try {
       const port = /:(\d+)\s/.exec(`${first.line} `)![1]!;
-      const { runCli } = await import('./helpers');
       const second = await runCli(['serve', '--agent', AGENT, '--port', port]);
       expect(second.code).toBe(1);
       expect(second.stderr).toMatch(/^lagent: cannot listen on 127\.0\.0\.1:\d+: .*EADDRINUSE/);
