@@ -1,5 +1,6 @@
 import { createWriteStream, existsSync, type WriteStream } from 'node:fs';
 import { readFile, stat, writeFile } from 'node:fs/promises';
+import { resolve as resolvePath } from 'node:path';
 import { AgentMessage, type MessageInput } from '../schema/agent-message';
 import type { SessionId } from '../schema/session';
 import { type AgentLike, runAgent } from './agent-like';
@@ -209,7 +210,13 @@ export async function runBatch(agent: AgentLike, options: BatchOptions): Promise
   const concurrency = options.concurrency ?? 4;
   const log = options.log ?? process.stderr;
   const errorsPath = options.errors ?? defaultErrorsPath(options.output);
-  if (errorsPath === options.output || errorsPath === options.input) {
+  if (resolvePath(options.output) === resolvePath(options.input)) {
+    throw new CliError('the output file must not be the input file');
+  }
+  if (
+    resolvePath(errorsPath) === resolvePath(options.output) ||
+    resolvePath(errorsPath) === resolvePath(options.input)
+  ) {
     throw new CliError('--errors must name another file than the input and the output');
   }
   let text: string;

@@ -121,6 +121,14 @@ ${Object.entries(TOOLS)
   .map(([name, tool]) => `  ${name.padEnd(22)}  ${tool.description}`)
   .join('\n')}
 
+Examples:
+  lagent chat --tools python                       chat with gpt-4o-mini and a Python interpreter
+  lagent chat --base-url http://127.0.0.1:8000/v1 --model qwen2.5   a local OpenAI-compatible server
+  lagent serve --agent ./my-agent.js --port 8090 --token secret
+  lagent worker --agent ./my-agent.js --redis redis://127.0.0.1:6379 --concurrency 4
+  lagent batch questions.jsonl -o answers.jsonl --concurrency 8
+  NODE_OPTIONS='--import tsx' lagent chat --agent ./my-agent.ts   a TypeScript agent module
+
 Set LAGENT_DEBUG=1 to see stack traces of errors.`;
 
 /**

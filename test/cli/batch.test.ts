@@ -251,7 +251,7 @@ describe('lagent batch', () => {
     },
   );
 
-  it('says clearly when the input file is missing', async () => {
+  it('says clearly when the input file is missing, or is also the output', async () => {
     const result = await runCli([
       'batch',
       join(dir, 'missing.jsonl'),
@@ -262,5 +262,10 @@ describe('lagent batch', () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toBe(`lagent: input file not found: ${join(dir, 'missing.jsonl')}\n`);
     expect(existsSync(join(dir, 'out.jsonl'))).toBe(false);
+    const input = writeInput([{ id: 1, message: 'x' }]);
+    const same = await runCli(['batch', input, '-o', input, ...modelFlags()]);
+    expect(same.code).toBe(1);
+    expect(same.stderr).toBe('lagent: the output file must not be the input file\n');
+    expect(readFileSync(input, 'utf8')).toBe('{"id":1,"message":"x"}\n');
   });
 });
