@@ -9,9 +9,12 @@ import { messageOf } from './errors';
 export interface ChatOptions {
   /** The session the conversation uses. @default 0 */
   sessionId?: SessionId | undefined;
-  input?: NodeJS.ReadableStream & { isTTY?: boolean | undefined };
-  output?: NodeJS.WritableStream;
-  errorOutput?: NodeJS.WritableStream;
+  /** Where lines come from; a terminal gets line editing and Ctrl-C handling. @default process.stdin */
+  input?: (NodeJS.ReadableStream & { isTTY?: boolean | undefined }) | undefined;
+  /** Where the prompt and replies go. @default process.stdout */
+  output?: NodeJS.WritableStream | undefined;
+  /** Where errors and `[stopped]` go. @default process.stderr */
+  errorOutput?: NodeJS.WritableStream | undefined;
 }
 
 export const CHAT_HELP = `Commands:
