@@ -185,7 +185,7 @@ export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook>
   get events(): EventEmitter<AgentEvents> {
     if (this[EMITTER] === undefined) {
       this[EMITTER] = new EventEmitter<AgentEvents>();
-      observers.count++;
+      observers.add(this);
     }
     return this[EMITTER];
   }

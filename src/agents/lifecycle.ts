@@ -77,8 +77,8 @@ export function* agentCallSteps(
     }
   }
   const emitter = agent[EMITTER];
-  // Events reach this agent's listeners, and those of the agents it runs inside that watch their tree.
-  const observed = emitter !== undefined || (observers.count > 0 && parent !== undefined);
+  // Events reach this agent's listeners, and those of the agents that hold it in their tree.
+  const observed = emitter !== undefined || observers.count > 0;
   const tracer = activeTracer();
   const span = tracer ? startAgentSpan(tracer, agent.name, sessionId, parent?.span) : undefined;
   // A frame only for forwards that may make calls of their own (see PLAIN_FORWARDS), or to parent spans.
@@ -90,7 +90,7 @@ export function* agentCallSteps(
   let failure: unknown;
   try {
     let messages = toMessages(input);
-    if (observed) emitEvent(agent, parent, 'callStart', { agent, sessionId, messages, path: '' });
+    if (observed) emitEvent(agent, 'callStart', { agent, sessionId, messages, path: '' });
     for (const hook of agent.hooks) {
       if (hook.beforeAgent)
         messages = (yield* hookStep(hook, 'beforeAgent', agent, messages, sessionId)) ?? messages;
@@ -128,12 +128,12 @@ export function* agentCallSteps(
       if (hook.afterAgent) reply = (yield* hookStep(hook, 'afterAgent', agent, reply, sessionId)) ?? reply;
     }
     finished = true;
-    if (observed) emitEvent(agent, parent, 'callEnd', { agent, sessionId, message: reply, path: '' });
+    if (observed) emitEvent(agent, 'callEnd', { agent, sessionId, message: reply, path: '' });
     return reply;
   } catch (error) {
     failure = error;
-    if (agent[EMITTER] !== undefined || (observers.count > 0 && parent !== undefined))
-      emitEvent(agent, parent, 'error', { agent, sessionId, error, path: '' });
+    if (agent[EMITTER] !== undefined || observers.count > 0)
+      emitEvent(agent, 'error', { agent, sessionId, error, path: '' });
     throw error;
   } finally {
     if (parent !== undefined || frame !== undefined || !finished) {
@@ -149,24 +149,25 @@ export function* agentCallSteps(
 }
 
 /**
- * Emits an agent event to the agent's own listeners, then to each agent whose call this one runs inside
- * (the frames above) that has listeners for it and holds this agent in its tree, with `path` set to this
- * agent's dotted path there (`writer`, `experts.0`, ...).
+ * Emits an agent event to the agent's own listeners, then to every other agent with listeners for it that
+ * holds this agent in its tree (wherever the call was made from), with `path` set to this agent's dotted
+ * path there (`writer`, `experts.0`, ...).
  */
 export function emitEvent<E extends keyof AgentEvents>(
   agent: AgentBase,
-  parent: CallFrame | undefined,
   event: E,
   payload: AgentEvents[E][0],
 ): void {
   if (agent[EMITTER]) emitSafely(agent, event, payload);
-  let last: object | undefined;
-  for (let frame = parent; frame !== undefined; frame = frame.parent) {
-    const owner = frame.owner as AgentBase;
-    if (owner === last || owner === agent) continue;
-    last = owner;
-    const emitter = owner[EMITTER];
-    if (emitter === undefined || emitter.listenerCount(event) === 0) continue;
+  if (observers.count === 0 || (observers.count === 1 && agent[EMITTER] !== undefined)) return;
+  for (const ref of observers.agents) {
+    const owner = ref.deref() as AgentBase | undefined;
+    if (owner === undefined) {
+      observers.agents.delete(ref);
+      observers.count = observers.agents.size;
+      continue;
+    }
+    if (owner === agent || owner[EMITTER]!.listenerCount(event) === 0) continue;
     const path = pathIn(owner, agent);
     if (path !== undefined) emitSafely(owner, event, { ...payload, path });
   }
@@ -318,7 +319,7 @@ export function buildPrompt(agent: AgentBase, messages: AgentMessage[], sessionI
   }
   const prompt = agent.aggregator.aggregate(memory, agent.name, agent.outputFormat, agent.template);
   if (agent[EMITTER] !== undefined || observers.count > 0)
-    emitEvent(agent, currentFrame(), 'llmStart', { agent, sessionId, messages: prompt, path: '' });
+    emitEvent(agent, 'llmStart', { agent, sessionId, messages: prompt, path: '' });
   return prompt;
 }
 
@@ -333,7 +334,7 @@ export function buildReply(
   toolCalls?: ToolCall[] | undefined,
 ): AgentMessage | string {
   if (agent[EMITTER] !== undefined || observers.count > 0)
-    emitEvent(agent, currentFrame(), 'llmEnd', { agent, sessionId, response: raw, path: '' });
+    emitEvent(agent, 'llmEnd', { agent, sessionId, response: raw, path: '' });
   // A reply that calls tools is not parsed: its `formatted` is the calls, for an executor to run.
   if (toolCalls !== undefined && toolCalls.length > 0) {
     return new AgentMessage({ sender: agent.name, content: raw, formatted: { toolCalls } });

@@ -1,5 +1,12 @@
 /**
- * How many agents have an event emitter. While none has, agent calls skip looking for observers among the
- * agents they run inside (see `emitEvent` in `lifecycle.ts`).
+ * The agents that have an event emitter (held weakly). An agent's event also goes to each of them that holds
+ * the agent in its tree (see `emitEvent` in `lifecycle.ts`); while there are none, events skip the lookup.
  */
-export const observers = { count: 0 };
+export const observers = {
+  count: 0,
+  agents: new Set<WeakRef<object>>(),
+  add(agent: object): void {
+    this.agents.add(new WeakRef(agent));
+    this.count = this.agents.size;
+  },
+};

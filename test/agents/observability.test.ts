@@ -65,6 +65,14 @@ describe("an agent's events include its descendants'", () => {
     ]);
   });
 
+  it('wherever the descendant is called from', () => {
+    const panel = new Panel(new Agent({ llm: new MockLLM({ responses: () => 'x' }) }));
+    const seen: string[] = [];
+    panel.events.on('callEnd', ({ path, message }) => seen.push(`${path}: ${message.content}`));
+    panel.experts.get(1).call('directly, not through the panel');
+    expect(seen).toEqual(['experts.1: second view']);
+  });
+
   it('each level sees the paths from itself, and errors too', async () => {
     class Inner extends AsyncAgent {
       leaf = new AsyncAgent({
