@@ -69,7 +69,7 @@ describe("an agent's events include its descendants'", () => {
     const panel = new Panel(new Agent({ llm: new MockLLM({ responses: () => 'x' }) }));
     const seen: string[] = [];
     panel.events.on('callEnd', ({ path, message }) => seen.push(`${path}: ${message.content}`));
-    panel.experts.get(1).call('directly, not through the panel');
+    panel.experts.get(1)!.call('directly, not through the panel');
     expect(seen).toEqual(['experts.1: second view']);
   });
 
