@@ -3,7 +3,8 @@
 // runs them, and compares their output. The entries are the quickstart example on the mock model, and the
 // quickstart's agent on the sync GPTAPI (through the worker-thread bridge) against the fake server.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
 const out = new URL('../.smoke/', import.meta.url);
@@ -59,6 +60,20 @@ for (const [name, source] of Object.entries(entries)) {
   if (outputs.esm !== outputs.cjs)
     throw new Error(`${name}: the ESM and CJS builds printed different output`);
 }
+
+// The package's bin, run the way npm installs it: through a symlink in a .bin folder.
+const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+const bin = new URL(`.bin/${Object.keys(manifest.bin)[0]}`, out);
+mkdirSync(new URL('.bin/', out), { recursive: true });
+symlinkSync(fileURLToPath(new URL(`../${manifest.bin.lagent}`, import.meta.url)), bin);
+const help = execFileSync(fileURLToPath(bin), ['--help'], { env, encoding: 'utf8', timeout: 30_000 });
+const version = execFileSync(fileURLToPath(bin), ['--version'], { env, encoding: 'utf8', timeout: 30_000 });
+if (
+  !['chat', 'serve', 'worker', 'batch'].every((command) => help.includes(command)) ||
+  version.trim() !== manifest.version
+) {
+  throw new Error(`the lagent bin did not answer --help / --version:\n${help}\n${version}`);
+}
 console.log(
-  'dist smoke test: the ESM and CJS builds run the quickstart, GPTAPI through the bridge, and a sync Python interpreter',
+  'dist smoke test: the ESM and CJS builds run the quickstart, GPTAPI through the bridge, and a sync Python interpreter; the lagent bin runs through a .bin symlink',
 );
