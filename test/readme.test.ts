@@ -1,3 +1,4 @@
+import { existsSync, readFileSync } from 'node:fs';
 import {
   ActionExecutor,
   ActionReturn,
@@ -152,5 +153,16 @@ describe('README', () => {
     expect(state.memory!.map((message) => message.sender)).toEqual(['user', 'expert']);
     coordinator.expert.close();
     await server.close();
+  });
+
+  it('names only examples that exist', () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const named = [...readme.matchAll(/`((?:examples\/)?[\w/-]+\.ts)`/g)].map((match) => match[1]!);
+    const examples = named.filter((name) => !name.includes('/') || name.startsWith('examples/'));
+    expect(examples.length).toBeGreaterThan(10);
+    for (const name of examples) {
+      const path = name.startsWith('examples/') ? name : `examples/${name}`;
+      expect(existsSync(new URL(`../${path}`, import.meta.url)), path).toBe(true);
+    }
   });
 });
