@@ -1,12 +1,12 @@
-import { driveSync } from '../core/steps';
+import { driveSync, type Steps } from '../core/steps';
 import type { SyncHook } from '../hooks/hook';
 import type { ActionReturn } from '../schema/action-return';
-import type { MessageInput } from '../schema/agent-message';
+import type { AgentMessage, MessageInput } from '../schema/agent-message';
 import { ConfigurationError } from '../schema/errors';
 import type { CallSettings } from './action-steps';
 import { BaseAction } from './base-action';
 import { type ActionExecutorOptions, ExecutorBase } from './executor-base';
-import { executeSteps, FORWARD_STEPS } from './executor-steps';
+import { CALL_STEPS, executeSteps, FORWARD_STEPS } from './executor-steps';
 import type { ActionCallOptions, ExecutorReply, ToolContext } from './types';
 
 const DEFAULT_SETTINGS: CallSettings = Object.freeze({
@@ -51,7 +51,12 @@ export class ActionExecutor<H extends SyncHook = SyncHook> extends ExecutorBase<
    * native tool calls (`formatted.toolCalls`) has each call run in order, and one reply holds all results.
    */
   call<M extends MessageInput>(message: M, options?: ActionCallOptions): ExecutorReply<H, M> {
-    return driveSync(executeSteps(this, message, settingsOf(options))) as ExecutorReply<H, M>;
+    return driveSync(this[CALL_STEPS](message, options)) as ExecutorReply<H, M>;
+  }
+
+  /** The steps of {@link call} (internal). */
+  [CALL_STEPS](message: MessageInput, options?: ActionCallOptions): Steps<AgentMessage> {
+    return executeSteps(this, message, settingsOf(options));
   }
 
   /** Runs one call by name (`Name` or `Name.api`) without hooks. */

@@ -171,23 +171,11 @@ function* untracedActionSteps(
       state: ActionStatusCode.ARGS_ERROR,
     });
   }
-  const failed = (error: unknown): ActionReturn => {
-    if (settings.signal?.aborted) throw settings.signal.reason;
-    const message = isPromiseInSyncCall(error)
-      ? `${label} returned a Promise, which a synchronous call cannot wait for; declare it with asyncTool() / AsyncBaseAction and use an AsyncActionExecutor`
-      : thrownText(error, `the tool ${label}`);
-    return new ActionReturn({
-      args: checked.input,
-      type: action.name,
-      errmsg: message,
-      state: ActionStatusCode.API_ERROR,
-    });
-  };
   let output: unknown;
   try {
     output = api.run(checked.args, settings.context);
   } catch (error) {
-    return failed(error);
+    return failedCall(error, action, label, checked.input, settings);
   }
   let thenable = false;
   try {
@@ -202,8 +190,31 @@ function* untracedActionSteps(
         ? withDeadline(promise, settings, label)
         : promise;
     } catch (error) {
-      return failed(error);
+      return failedCall(error, action, label, checked.input, settings);
     }
   }
   return toActionReturn(output, checked.input, action.name, label);
+}
+
+/**
+ * The result of a call whose tool threw or rejected; the caller's own abort is thrown instead. (A function
+ * rather than a closure in the steps: every call would make one.)
+ */
+function failedCall(
+  error: unknown,
+  action: CallableAction,
+  label: string,
+  input: Record<string, unknown>,
+  settings: CallSettings,
+): ActionReturn {
+  if (settings.signal?.aborted) throw settings.signal.reason;
+  const message = isPromiseInSyncCall(error)
+    ? `${label} returned a Promise, which a synchronous call cannot wait for; declare it with asyncTool() / AsyncBaseAction and use an AsyncActionExecutor`
+    : thrownText(error, `the tool ${label}`);
+  return new ActionReturn({
+    args: input,
+    type: action.name,
+    errmsg: message,
+    state: ActionStatusCode.API_ERROR,
+  });
 }

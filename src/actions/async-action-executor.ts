@@ -1,12 +1,12 @@
-import { driveAsync } from '../core/steps';
+import { driveAsync, type Steps } from '../core/steps';
 import type { AsyncHook } from '../hooks/hook';
 import type { ActionReturn } from '../schema/action-return';
-import type { MessageInput } from '../schema/agent-message';
+import type { AgentMessage, MessageInput } from '../schema/agent-message';
 import { ConfigurationError } from '../schema/errors';
 import type { CallSettings } from './action-steps';
 import { ActionBase, callSettings, checkTimeout } from './base-action';
 import { type ActionExecutorOptions, ExecutorBase } from './executor-base';
-import { executeSteps, FORWARD_STEPS } from './executor-steps';
+import { CALL_STEPS, executeSteps, FORWARD_STEPS } from './executor-steps';
 import type { AsyncActionCallOptions, ExecutorReply } from './types';
 
 /** Options of {@link AsyncActionExecutor}: also a default per-call timeout for async tools. */
@@ -60,12 +60,15 @@ export class AsyncActionExecutor<H extends AsyncHook = AsyncHook> extends Execut
    */
   call<M extends MessageInput>(message: M, options?: AsyncActionCallOptions): Promise<ExecutorReply<H, M>> {
     try {
-      return driveAsync(executeSteps(this, message, this.#settings(options), 'parallel')) as Promise<
-        ExecutorReply<H, M>
-      >;
+      return driveAsync(this[CALL_STEPS](message, options)) as Promise<ExecutorReply<H, M>>;
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /** The steps of {@link call} (internal). */
+  [CALL_STEPS](message: MessageInput, options?: AsyncActionCallOptions): Steps<AgentMessage> {
+    return executeSteps(this, message, this.#settings(options), 'parallel');
   }
 
   /** Runs one call by name (`Name` or `Name.api`) without hooks. */

@@ -21,6 +21,8 @@ export interface TextToolCall {
 export const FORWARD_STEPS: unique symbol = Symbol('lagent-ts.forwardSteps');
 export const INVALID_CALL_STEPS: unique symbol = Symbol('lagent-ts.invalidCallSteps');
 export const TOOL_CALL_STEPS: unique symbol = Symbol('lagent-ts.toolCallSteps');
+/** An executor's `call` as steps: what its `call` drives (agent loops run them with their own driver). */
+export const CALL_STEPS: unique symbol = Symbol('lagent-ts.callSteps');
 
 /** What the executor steps need from an executor. */
 export interface StepsExecutor extends HookExecutor {

@@ -228,18 +228,17 @@ function settle(
   inputs: AgentMessage[] | undefined,
   result: AgentMessage | undefined,
 ): void {
-  const own = memory && inputs ? (result ? [...inputs, result] : inputs) : undefined;
   if (!finished || parent?.failed) {
     if (frame) {
       frame.failed = true;
       retract(frame.journal);
     }
-    if (own) memory!.remove(own);
+    if (memory && inputs) memory.remove(result ? [...inputs, result] : inputs);
     return;
   }
   if (parent === undefined) return;
   if (frame?.journal) for (const entry of frame.journal) journal(parent, entry);
-  if (own) journal(parent, { memory: memory!, messages: own });
+  if (memory && inputs) journal(parent, { memory, messages: result ? [...inputs, result] : inputs });
 }
 
 /** What `forward` receives: the call options with the session set and the effective signal. */

@@ -1,6 +1,7 @@
 import { ActionExecutor } from '../../actions/action-executor';
 import { AsyncActionExecutor } from '../../actions/async-action-executor';
 import type { ActionBase, BaseAction } from '../../actions/base-action';
+import { CALL_STEPS } from '../../actions/executor-steps';
 import { driveAsync, driveSync, type Steps } from '../../core/steps';
 import { driveStream, driveStreamAsync } from '../../core/stream-drivers';
 import type { AsyncHook, SyncHook } from '../../hooks/hook';
@@ -10,10 +11,11 @@ import type { ToolCall } from '../../schema/chat-message';
 import type { SessionId } from '../../schema/session';
 import { toolCallsOf } from '../../schema/tool-calls';
 import { Agent } from '../agent';
-import type { AsyncForwardOptions, ForwardOptions, MemoryConfig } from '../agent-base';
+import type { AgentBase, AsyncForwardOptions, ForwardOptions, MemoryConfig } from '../agent-base';
 import type { SystemInstruction } from '../aggregator/default-aggregator';
 import { AsyncAgent } from '../async-agent';
 import { AsyncStreamingAgent } from '../async-streaming-agent';
+import { agentCallSteps } from '../lifecycle';
 import { StreamingAgent } from '../streaming-agent';
 import { checkMaxTurn, type MaxTurnInfo, subCall } from './loop-turns';
 
@@ -47,6 +49,23 @@ interface Loop {
 }
 
 /**
+ * The stock `call` of the sub-agent class and of the executor class of a variant whose driver is of the
+ * loop's own kind (sync or async): such a `call` only drives its steps, so the loop runs those steps itself
+ * under its driver. That is the same code under the same kind of driver, without a driver, a promise and
+ * a microtask hop per sub-call. Any other `call` (a subclass's, a replaced sub-agent's) is called.
+ */
+interface DirectCalls {
+  readonly agent: unknown;
+  readonly executor: unknown;
+}
+
+const SYNC_CALLS: DirectCalls = { agent: Agent.prototype.call, executor: ActionExecutor.prototype.call };
+const ASYNC_CALLS: DirectCalls = {
+  agent: AsyncAgent.prototype.call,
+  executor: AsyncActionExecutor.prototype.call,
+};
+
+/**
  * The function-calling loop, written once for the four variants: the model-facing sub-agent answers (with
  * the tools offered natively); while its reply calls tools, the executor runs them (the async one in
  * parallel) and its results go back to the model. The tool turns are in the sub-agent's memory.
@@ -55,15 +74,28 @@ function* functionCallingSteps(
   loop: Loop,
   messages: AgentMessage[],
   sessionId: SessionId,
+  direct?: DirectCalls,
 ): Steps<AgentMessage> {
   let input: AgentMessage | AgentMessage[] = messages;
   for (let turn = 1; ; turn++) {
-    const reply: AgentMessage = yield* subCall(loop.agent.call(input, { sessionId }));
+    const agent = loop.agent;
+    const reply: AgentMessage =
+      direct !== undefined && agent.call === direct.agent
+        ? yield* agentCallSteps(agent as unknown as AgentBase, input, { sessionId })
+        : yield* subCall(agent.call(input, { sessionId }));
     const calls = toolCallsOf(reply.formatted);
     if (calls === null) return reply;
     if (turn >= loop.maxTurn) return stoppedReply(loop, calls);
-    input = yield* subCall(loop.executor.call(reply, { sessionId }));
+    const executor = loop.executor;
+    input =
+      direct !== undefined && executor.call === direct.executor
+        ? yield* (executor as unknown as DirectExecutor)[CALL_STEPS](reply, { sessionId })
+        : yield* subCall(executor.call(reply, { sessionId }));
   }
+}
+
+interface DirectExecutor {
+  [CALL_STEPS](message: AgentMessage, options: { sessionId: SessionId }): Steps<AgentMessage>;
 }
 
 /**
@@ -123,7 +155,7 @@ export class FunctionCallingAgent extends Agent {
   }
 
   override forward(messages: AgentMessage[], options: ForwardOptions): AgentMessage {
-    return driveSync(functionCallingSteps(this, messages, options.sessionId));
+    return driveSync(functionCallingSteps(this, messages, options.sessionId, SYNC_CALLS));
   }
 }
 
@@ -142,7 +174,7 @@ export class AsyncFunctionCallingAgent extends AsyncAgent {
   }
 
   override forward(messages: AgentMessage[], options: AsyncForwardOptions): Promise<AgentMessage> {
-    return driveAsync(functionCallingSteps(this, messages, options.sessionId));
+    return driveAsync(functionCallingSteps(this, messages, options.sessionId, ASYNC_CALLS));
   }
 }
 
