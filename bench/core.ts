@@ -96,24 +96,30 @@ export const run: Suite = async (report) => {
 
 const AI_SDK_NOTE = 'AI SDK: generateText, messages array built per call, scripted v4 model';
 const AGENTS_NOTE = 'Agents JS: Runner.run(agent, input), tracing off, scripted Model';
-/** Fresh processes per framework and scenario; the frameworks take turns: lagent, ai, agents, lagent, ... */
+const LANGGRAPH_NOTE =
+  'LangGraph.js: StateGraph(MessagesAnnotation), one model node, MemorySaver with thread_id = session id, graph.invoke, scripted BaseChatModel';
+/**
+ * Fresh processes per framework and scenario; the frameworks take turns: lagent, ai, agents, langgraph,
+ * lagent, ...
+ */
 const PROCESSES = 3;
 
 const list = (values: number[], digits: number) => values.map((value) => value.toFixed(digits)).join(', ');
 
 /**
- * Per-call time of lagent-ts, the AI SDK and OpenAI Agents JS, each a new session per call against a 0 ms
- * scripted model, each framework in its own process (`competitors/runner.ts`): 3 processes per framework,
- * started in turn (lagent, AI SDK, Agents JS, lagent, ...), each warming up for 1.5 s and reporting the
- * median of 60 measured rounds. Each figure is the median over its 3 processes; each ratio is the ratio
- * of those medians.
+ * Per-call time of lagent-ts, the AI SDK, OpenAI Agents JS and LangGraph.js, each a new session per call
+ * against a 0 ms scripted model, each framework in its own process (`competitors/runner.ts`): 3 processes
+ * per framework, started in turn (lagent, AI SDK, Agents JS, LangGraph.js, lagent, ...), each warming up
+ * for 1.5 s and reporting the median of 60 measured rounds. Each figure is the median over its 3
+ * processes; each ratio is the ratio of those medians.
  */
 async function sideBySidePerCall(report: Report): Promise<void> {
-  const results = await alternating(['lagent', 'ai', 'agents'], 'per-call', PROCESSES);
+  const results = await alternating(['lagent', 'ai', 'agents', 'langgraph'], 'per-call', PROCESSES);
   const medians = (framework: keyof typeof results) => results[framework].map((result) => result.median);
   const mine = median(medians('lagent'));
   const ai = median(medians('ai'));
   const agents = median(medians('agents'));
+  const langgraph = median(medians('langgraph'));
   const perProcess = (framework: keyof typeof results) =>
     `each framework in its own process; median over ${PROCESSES} processes (${list(medians(framework), 2)} µs), each the median of ${results[framework][0]!.rounds.length} rounds of ${results[framework][0]!.calls} calls after a 1.5 s warm-up`;
   report({
@@ -135,6 +141,12 @@ async function sideBySidePerCall(report: Report): Promise<void> {
     note: `${AGENTS_NOTE}; ${perProcess('agents')}`,
   });
   report({
+    name: 'side by side: LangGraph.js, one turn',
+    value: langgraph,
+    unit: 'µs',
+    note: `${LANGGRAPH_NOTE}; ${perProcess('langgraph')}`,
+  });
+  report({
     name: 'AsyncAgent.call speed-up over AI SDK generateText',
     value: ai / mine,
     unit: 'x',
@@ -148,25 +160,32 @@ async function sideBySidePerCall(report: Report): Promise<void> {
     unit: 'x',
     note: 'each framework in its own process; ratio of the medians over processes',
   });
+  report({
+    name: 'AsyncAgent.call speed-up over LangGraph.js',
+    value: langgraph / mine,
+    unit: 'x',
+    note: 'each framework in its own process; ratio of the medians over processes',
+  });
 }
 
 /**
  * 10,000 concurrent sessions against a model that takes 50 ms, through each framework, and through the
  * bare scripted model (`AsyncMockLLM.chat` alone, nothing kept): the floor any framework built on it can
  * reach. Each in its own process, 3 processes each, started in turn (model, lagent, AI SDK, Agents JS,
- * model, ...); each process runs 2 warm-up rounds, then 3 measured rounds, each on fresh state, and
+ * LangGraph.js, model, ...); each process runs 2 warm-up rounds, then 3 measured rounds, each on fresh state, and
  * reports their medians. Figures are medians over the 3 processes.
  */
 async function sideBySideConcurrent(report: Report): Promise<void> {
-  const results = await alternating(['model', 'lagent', 'ai', 'agents'], 'concurrent', PROCESSES);
+  const frameworks = ['model', 'lagent', 'ai', 'agents', 'langgraph'] as const;
+  const results = await alternating(frameworks, 'concurrent', PROCESSES);
   const walls = (framework: keyof typeof results) => results[framework].map((result) => result.wall);
   const heaps = (framework: keyof typeof results) => results[framework].map((result) => result.heap);
-  const [floorWall, mineWall, aiWall, agentsWall] = (['model', 'lagent', 'ai', 'agents'] as const).map(
-    (framework) => median(walls(framework)),
-  ) as [number, number, number, number];
-  const [floorHeap, mineHeap, aiHeap, agentsHeap] = (['model', 'lagent', 'ai', 'agents'] as const).map(
-    (framework) => median(heaps(framework)),
-  ) as [number, number, number, number];
+  const [floorWall, mineWall, aiWall, agentsWall, langgraphWall] = frameworks.map((framework) =>
+    median(walls(framework)),
+  ) as [number, number, number, number, number];
+  const [floorHeap, mineHeap, aiHeap, agentsHeap, langgraphHeap] = frameworks.map((framework) =>
+    median(heaps(framework)),
+  ) as [number, number, number, number, number];
   const own = `each framework in its own process; median over ${PROCESSES} processes`;
   const aboveFloor = ((mineWall - floorWall) * 1e6) / 10_000;
   report({
@@ -180,7 +199,7 @@ async function sideBySideConcurrent(report: Report): Promise<void> {
     value: mineWall,
     unit: 's',
     target: 0.1,
-    note: `${aboveFloor.toFixed(2)} µs per call above the bare model's ${floorWall.toFixed(3)} s; ${own} (${list(walls('lagent'), 3)} s); AI SDK ${aiWall.toFixed(3)} s, Agents JS ${agentsWall.toFixed(3)} s`,
+    note: `${aboveFloor.toFixed(2)} µs per call above the bare model's ${floorWall.toFixed(3)} s; ${own} (${list(walls('lagent'), 3)} s); AI SDK ${aiWall.toFixed(3)} s, Agents JS ${agentsWall.toFixed(3)} s, LangGraph.js ${langgraphWall.toFixed(3)} s`,
   });
   report({
     name: '10,000 concurrent sessions, 50 ms model: AI SDK generateText wall time',
@@ -195,11 +214,17 @@ async function sideBySideConcurrent(report: Report): Promise<void> {
     note: `${(agentsWall / mineWall).toFixed(1)}x lagent-ts; ${own} (${list(walls('agents'), 3)} s)`,
   });
   report({
+    name: '10,000 concurrent sessions, 50 ms model: LangGraph.js wall time',
+    value: langgraphWall,
+    unit: 's',
+    note: `${(langgraphWall / mineWall).toFixed(1)}x lagent-ts; ${own} (${list(walls('langgraph'), 3)} s)`,
+  });
+  report({
     name: '10,000 concurrent AsyncAgent sessions: heap growth (all sessions kept)',
     value: mineHeap,
     unit: 'MB',
     target: 25,
-    note: `${own}; AI SDK ${aiHeap.toFixed(2)} MB, Agents JS ${agentsHeap.toFixed(2)} MB`,
+    note: `${own}; AI SDK ${aiHeap.toFixed(2)} MB, Agents JS ${agentsHeap.toFixed(2)} MB, LangGraph.js ${langgraphHeap.toFixed(2)} MB`,
   });
   report({
     name: '10,000 concurrent sessions: AI SDK heap growth (histories kept)',
@@ -210,6 +235,12 @@ async function sideBySideConcurrent(report: Report): Promise<void> {
   report({
     name: '10,000 concurrent sessions: OpenAI Agents JS heap growth (histories kept)',
     value: agentsHeap,
+    unit: 'MB',
+    note: own,
+  });
+  report({
+    name: '10,000 concurrent sessions: LangGraph.js heap growth (MemorySaver checkpoints kept)',
+    value: langgraphHeap,
     unit: 'MB',
     note: own,
   });

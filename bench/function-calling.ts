@@ -2,7 +2,7 @@ import { alternating, median } from './competitors/processes';
 import { TOOL_FRAMEWORKS } from './competitors/tool-contenders';
 import type { Suite } from './report';
 
-/** Fresh processes per framework; the frameworks take turns: lagent, ai, agents, lagent, ... */
+/** Fresh processes per framework; the frameworks take turns: lagent, ai, agents, langgraph, lagent, ... */
 const PROCESSES = 3;
 
 const list = (values: number[]) => values.map((value) => value.toFixed(2)).join(', ');
@@ -12,7 +12,10 @@ const list = (values: number[]) => values.map((value) => value.toFixed(2)).join(
  * for `Weather({ city: 'Paris' })`, the framework runs the tool (synchronous, zod-checked arguments) and
  * sends its result back, the model answers with text. lagent-ts: `AsyncFunctionCallingAgent.call` on
  * `AsyncMockLLM`; the AI SDK: `generateText` with one `tool()` and `stopWhen: isStepCount(2)`; OpenAI
- * Agents JS: `Runner.run` with one `tool()`, tracing off. A new session every turn, sessions dropped
+ * Agents JS: `Runner.run` with one `tool()`, tracing off; LangGraph.js: `graph.invoke` on a
+ * `StateGraph(MessagesAnnotation)` with an agent node (scripted `BaseChatModel`, `bindTools`) and a
+ * `ToolNode` running one `tool()` with a zod schema, routed by `toolsCondition`, compiled with a
+ * `MemorySaver` (`thread_id` = the session id). A new session every turn, sessions dropped
  * every 10,000 turns. Each framework in its own process (`competitors/runner.ts`, scenario `tool-turn`):
  * 3 processes per framework, started in turn, each warming up for 1.5 s and reporting the median of 60
  * measured rounds. Figures are medians over the processes; ratios are ratios of those medians.
@@ -20,7 +23,8 @@ const list = (values: number[]) => values.map((value) => value.toFixed(2)).join(
 export const run: Suite = async (report) => {
   const results = await alternating(TOOL_FRAMEWORKS, 'tool-turn', PROCESSES);
   const medians = (framework: keyof typeof results) => results[framework].map((result) => result.median);
-  const [mine, ai, agents] = TOOL_FRAMEWORKS.map((framework) => median(medians(framework))) as [
+  const [mine, ai, agents, langgraph] = TOOL_FRAMEWORKS.map((framework) => median(medians(framework))) as [
+    number,
     number,
     number,
     number,
@@ -47,6 +51,12 @@ export const run: Suite = async (report) => {
     note: `tool() with zod parameters, tracing off, scripted Model; ${perProcess('agents')}`,
   });
   report({
+    name: 'side by side: LangGraph.js, one turn with one tool call',
+    value: langgraph,
+    unit: 'µs',
+    note: `StateGraph(MessagesAnnotation): agent node (scripted BaseChatModel, bindTools) + ToolNode, toolsCondition, MemorySaver with thread_id = session id; tool() with a zod schema; ${perProcess('langgraph')}`,
+  });
+  report({
     name: 'AsyncFunctionCallingAgent tool turn speed-up over AI SDK generateText',
     value: ai / mine,
     unit: 'x',
@@ -60,6 +70,12 @@ export const run: Suite = async (report) => {
     unit: 'x',
     target: 10,
     atLeast: true,
+    note: 'each framework in its own process; ratio of the medians over processes',
+  });
+  report({
+    name: 'AsyncFunctionCallingAgent tool turn speed-up over LangGraph.js',
+    value: langgraph / mine,
+    unit: 'x',
     note: 'each framework in its own process; ratio of the medians over processes',
   });
 };

@@ -8,7 +8,8 @@ export const REPLY = 'ok';
 /**
  * One framework set up for the side-by-side benchmarks. Every `call` does the same work: one user
  * message in, the system instruction, one model turn, text out, and the turn kept as session `id`'s
- * conversation (lagent-ts: the agent's memory; the others: the history they return, kept in a map).
+ * conversation (lagent-ts: the agent's memory; LangGraph.js: its checkpointer, `thread_id` = the session
+ * id; the others: the history they return, kept in a map).
  */
 export interface Contender {
   call(id: number, input: string): Promise<string>;
@@ -28,7 +29,7 @@ export interface ContenderKind {
  * (`AsyncMockLLM.chat` with the system and user message, nothing kept), the floor any framework built on
  * that model can reach.
  */
-export const FRAMEWORKS = ['model', 'lagent', 'ai', 'agents'] as const;
+export const FRAMEWORKS = ['model', 'lagent', 'ai', 'agents', 'langgraph'] as const;
 export type Framework = (typeof FRAMEWORKS)[number];
 
 export function isFramework(name: string | undefined): name is Framework {
@@ -125,6 +126,20 @@ export async function loadContender(framework: Framework): Promise<ContenderKind
             },
             sessions,
             reset,
+          };
+        },
+      };
+    }
+    case 'langgraph': {
+      const { langGraphReset, langGraphSetup, langGraphThreads, langGraphTurn } = await import('./langgraph');
+      return {
+        name: 'LangGraph.js StateGraph invoke',
+        create(latencyMs) {
+          const setup = langGraphSetup(REPLY, INSTRUCTIONS, latencyMs);
+          return {
+            call: (id, input) => langGraphTurn(setup, id, input),
+            sessions: () => langGraphThreads(setup),
+            reset: () => langGraphReset(setup),
           };
         },
       };

@@ -28,14 +28,20 @@ import { isToolFramework, loadToolContender, type ToolFramework } from './tool-c
  */
 
 /** Calls per round in the per-call scenario: a few ms per round for every framework. */
-const PER_CALL_BATCH: Record<Framework, number> = { model: 1_000, lagent: 1_000, ai: 100, agents: 50 };
+const PER_CALL_BATCH: Record<Framework, number> = {
+  model: 1_000,
+  lagent: 1_000,
+  ai: 100,
+  agents: 50,
+  langgraph: 5,
+};
 /**
  * Warm-up by time, the same for every framework: the competitors take a few thousand calls to reach
  * their pace (JIT, heap sizing), lagent-ts a few hundred.
  */
 const PER_CALL_WARM_UP_MS = 1_500;
 /** Calls per round in the tool-turn scenario (two model turns and a tool run each): a few ms per round. */
-const TOOL_TURN_BATCH: Record<ToolFramework, number> = { lagent: 500, ai: 50, agents: 25 };
+const TOOL_TURN_BATCH: Record<ToolFramework, number> = { lagent: 500, ai: 50, agents: 25, langgraph: 2 };
 const PER_CALL_ROUNDS = 60;
 /** Every framework drops its kept sessions after this many calls, so memory use stays flat alike. */
 const PER_CALL_RESET = 10_000;

@@ -6,9 +6,10 @@ import { type ContenderKind, INSTRUCTIONS, REPLY } from './contenders';
  * message in, the system instruction, a model turn that calls the `Weather` tool once
  * (`{ city: 'Paris' }`), the tool run (synchronous, a string out, arguments checked by a zod schema), a
  * second model turn that answers with text, text out, and the whole turn kept as session `id`'s
- * conversation (lagent-ts: the agents' memories; the others: the history they return, kept in a map).
+ * conversation (lagent-ts: the agents' memories; LangGraph.js: its checkpointer, `thread_id` = the
+ * session id; the others: the history they return, kept in a map).
  */
-export const TOOL_FRAMEWORKS = ['lagent', 'ai', 'agents'] as const;
+export const TOOL_FRAMEWORKS = ['lagent', 'ai', 'agents', 'langgraph'] as const;
 export type ToolFramework = (typeof TOOL_FRAMEWORKS)[number];
 
 export function isToolFramework(name: string | undefined): name is ToolFramework {
@@ -88,6 +89,22 @@ export async function loadToolContender(framework: ToolFramework): Promise<Conte
             },
             sessions: () => kept.size,
             reset: () => kept.clear(),
+          };
+        },
+      };
+    }
+    case 'langgraph': {
+      const { langGraphReset, langGraphThreads, langGraphToolSetup, langGraphTurn } = await import(
+        './langgraph'
+      );
+      return {
+        name: 'LangGraph.js StateGraph invoke with ToolNode',
+        create(latencyMs) {
+          const setup = langGraphToolSetup(REPLY, INSTRUCTIONS, latencyMs);
+          return {
+            call: (id, input) => langGraphTurn(setup, id, input),
+            sessions: () => langGraphThreads(setup),
+            reset: () => langGraphReset(setup),
           };
         },
       };
