@@ -66,7 +66,9 @@ function cloneObject(value: object, seen: Map<object, unknown> | undefined, dept
       copy = Object.create(Object.getPrototypeOf(value)) as Record<string, unknown>;
     }
     seen?.set(value, copy);
-    for (const key of Object.keys(value)) {
+    // The own enumerable keys, in Object.keys order: for-in with an own-key check allocates no key array.
+    for (const key in value) {
+      if (!Object.hasOwn(value, key)) continue;
       const item = cloneValue((value as Record<string, unknown>)[key], seen, depth);
       if (item === RETRY) return RETRY;
       put(copy, key, item);
