@@ -43,6 +43,8 @@ function* toolCallsSteps(
   order: CallOrder,
 ): Steps<ActionReturn[]> {
   if (order === 'parallel') {
+    // One call runs alone: its steps directly, without the bookkeeping of running several at once.
+    if (calls.length === 1) return [yield* executor[TOOL_CALL_STEPS](calls[0]!, ownSettings(settings))];
     return yield* parallelSteps(calls.map((call) => executor[TOOL_CALL_STEPS](call, ownSettings(settings))));
   }
   const results: ActionReturn[] = [];

@@ -9,6 +9,7 @@ import {
   streamInFrame,
 } from '../core/call-context';
 import { hookStep } from '../core/hook-step';
+import type { PendingTurn } from '../core/session-lanes';
 import { PromiseInSyncCall, type Steps } from '../core/steps';
 import { activeTracer, endSpan, type Span, startAgentSpan, startChatSpan } from '../core/tracing';
 import { Memory } from '../memory/memory';
@@ -65,22 +66,10 @@ export function* agentCallSteps(
   }
   const lanes = agent[LANES];
   const pending = lanes.acquire(sessionKey, signal);
-  if (pending !== undefined) {
-    try {
-      yield pending.ready;
-    } catch (error) {
-      if (!(error instanceof PromiseInSyncCall)) throw error;
-      pending.cancel();
-      throw new ConfigurationError({
-        message: `${agent.name}: session ${JSON.stringify(sessionKey)} has a call in progress (an unfinished stream?); a synchronous agent cannot wait for it: finish that stream or call its return() first`,
-      });
-    }
-  }
-  const emitter = agent[EMITTER];
+  if (pending !== undefined) yield* waitForLane(agent, pending, sessionKey);
   // Events reach this agent's listeners, and those of the agents that hold it in their tree.
-  const observed = emitter !== undefined || observers.count > 0;
-  const tracer = activeTracer();
-  const span = tracer ? startAgentSpan(tracer, agent.name, sessionId, parent?.span) : undefined;
+  const observed = agent[EMITTER] !== undefined || observers.count > 0;
+  const span = agentSpan(agent, sessionId, parent);
   // A frame only for forwards that may make calls of their own (see PLAIN_FORWARDS), or to parent spans.
   let frame: CallFrame | undefined;
   let memory: Memory | undefined;
@@ -91,10 +80,8 @@ export function* agentCallSteps(
   try {
     let messages = toMessages(input);
     if (observed) emitEvent(agent, 'callStart', { agent, sessionId, messages, path: '' });
-    for (const hook of agent.hooks) {
-      if (hook.beforeAgent)
-        messages = (yield* hookStep(hook, 'beforeAgent', agent, messages, sessionId)) ?? messages;
-    }
+    const before = agent.hooks;
+    if (before.length > 0) messages = yield* beforeAgentSteps(agent, before, messages, sessionId);
     memory = agent.memory?.getOrCreate(sessionId);
     if (memory) {
       memory.add(messages);
@@ -106,27 +93,15 @@ export function* agentCallSteps(
       output = forward.call(agent, messages, forwardOptions);
     else {
       if (inputs) inputs = inputs.slice(); // a custom forward may change the array it is given
-      const callFrame: CallFrame = {
-        parent,
-        owner: agent,
-        sessionKey,
-        signal,
-        journal: undefined,
-        failed: false,
-        span,
-      };
-      frame = callFrame;
-      output = runInFrame(callFrame, () => forward.call(agent, messages, forwardOptions));
-      if (needsDriving(output) && !isThenable(output))
-        output = streamInFrame(callFrame, output as Iterator<unknown>);
+      frame = { parent, owner: agent, sessionKey, signal, journal: undefined, failed: false, span };
+      output = forwardInFrame(frame, agent, forward, messages, forwardOptions);
     }
     if (needsDriving(output)) output = yield output;
     result = toReply(agent, output);
     memory?.add(result);
     let reply = result.clone();
-    for (const hook of agent.hooks) {
-      if (hook.afterAgent) reply = (yield* hookStep(hook, 'afterAgent', agent, reply, sessionId)) ?? reply;
-    }
+    const after = agent.hooks;
+    if (after.length > 0) reply = yield* afterAgentSteps(agent, after, reply, sessionId);
     finished = true;
     if (observed) emitEvent(agent, 'callEnd', { agent, sessionId, message: reply, path: '' });
     return reply;
@@ -146,6 +121,69 @@ export function* agentCallSteps(
         finished ? undefined : (failure ?? new Error('the call was abandoned before it finished')),
       );
   }
+}
+
+/*
+ * The hook loops and the framed forward live outside agentCallSteps: every local of a generator is kept in
+ * its frame for each call (and a closure would give every call a heap context), so the steps stay small.
+ */
+
+/** Waits for the session's earlier calls; a sync driver cannot wait, so the call is refused. */
+function* waitForLane(agent: AgentBase, pending: PendingTurn, sessionKey: string): Steps<void> {
+  try {
+    yield pending.ready;
+  } catch (error) {
+    if (!(error instanceof PromiseInSyncCall)) throw error;
+    pending.cancel();
+    throw new ConfigurationError({
+      message: `${agent.name}: session ${JSON.stringify(sessionKey)} has a call in progress (an unfinished stream?); a synchronous agent cannot wait for it: finish that stream or call its return() first`,
+    });
+  }
+}
+
+/** The call's `invoke_agent` span, when tracing is on. */
+function agentSpan(agent: AgentBase, sessionId: SessionId, parent: CallFrame | undefined): Span | undefined {
+  const tracer = activeTracer();
+  return tracer ? startAgentSpan(tracer, agent.name, sessionId, parent?.span) : undefined;
+}
+
+function* beforeAgentSteps(
+  agent: AgentBase,
+  hooks: readonly AgentBase['hooks'][number][],
+  messages: AgentMessage[],
+  sessionId: SessionId,
+): Steps<AgentMessage[]> {
+  for (const hook of hooks) {
+    if (hook.beforeAgent)
+      messages = (yield* hookStep(hook, 'beforeAgent', agent, messages, sessionId)) ?? messages;
+  }
+  return messages;
+}
+
+function* afterAgentSteps(
+  agent: AgentBase,
+  hooks: readonly AgentBase['hooks'][number][],
+  reply: AgentMessage,
+  sessionId: SessionId,
+): Steps<AgentMessage> {
+  for (const hook of hooks) {
+    if (hook.afterAgent) reply = (yield* hookStep(hook, 'afterAgent', agent, reply, sessionId)) ?? reply;
+  }
+  return reply;
+}
+
+/** Runs `forward` inside the call's frame; a stream it returns is wrapped so each pull runs there too. */
+function forwardInFrame(
+  frame: CallFrame,
+  agent: AgentBase,
+  forward: Forwarding['forward'],
+  messages: AgentMessage[],
+  options: ForwardOptions,
+): unknown {
+  const output = runInFrame(frame, () => forward.call(agent, messages, options));
+  return needsDriving(output) && !isThenable(output)
+    ? streamInFrame(frame, output as Iterator<unknown>)
+    : output;
 }
 
 /**
