@@ -187,21 +187,18 @@ export abstract class ExecutorBase<A extends ActionBase, H extends Hook = Hook> 
     return null;
   }
 
-  /** Dispatch of one call, as steps (internal). */
-  *[FORWARD_STEPS](name: string, parameters: unknown, settings: CallSettings): Steps<ActionReturn> {
+  /**
+   * Dispatch of one call, as steps (internal). Not a generator itself: it picks the action's steps (its
+   * callers run them at once), which saves a generator per call.
+   */
+  [FORWARD_STEPS](name: string, parameters: unknown, settings: CallSettings): Steps<ActionReturn> {
     const target = typeof name === 'string' ? this.#resolve(name) : null;
-    if (target) return yield* actionCallSteps(target.action, parameters, target.api, settings);
-    if (name === this.noAction.name)
-      return yield* actionCallSteps(this.noAction, parameters, 'run', settings);
+    if (target) return actionCallSteps(target.action, parameters, target.api, settings);
+    if (name === this.noAction.name) return actionCallSteps(this.noAction, parameters, 'run', settings);
     if (name === this.finishAction.name)
-      return yield* actionCallSteps(this.finishAction, parameters, 'run', settings);
+      return actionCallSteps(this.finishAction, parameters, 'run', settings);
     const toolName = toText(name);
-    return yield* actionCallSteps(
-      this.invalidAction,
-      { toolName, availableTools: this.keys() },
-      'run',
-      settings,
-    );
+    return actionCallSteps(this.invalidAction, { toolName, availableTools: this.keys() }, 'run', settings);
   }
 
   /**

@@ -271,12 +271,20 @@ function settle(
       frame.failed = true;
       retract(frame.journal);
     }
-    if (memory && inputs) memory.remove(result ? [...inputs, result] : inputs);
+    if (memory && inputs) memory.remove(turnOf(inputs, result));
     return;
   }
   if (parent === undefined) return;
   if (frame?.journal) for (const entry of frame.journal) journal(parent, entry);
-  if (memory && inputs) journal(parent, { memory, messages: result ? [...inputs, result] : inputs });
+  if (memory && inputs) journal(parent, { memory, messages: turnOf(inputs, result) });
+}
+
+/** The messages a call added: its inputs, then its reply when there is one. */
+function turnOf(inputs: AgentMessage[], result: AgentMessage | undefined): AgentMessage[] {
+  if (result === undefined) return inputs;
+  const own = inputs.slice();
+  own.push(result);
+  return own;
 }
 
 /** What `forward` receives: the call options with the session set and the effective signal. */

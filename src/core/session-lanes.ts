@@ -27,20 +27,33 @@ export interface PendingTurn {
  */
 export class SessionLanes {
   readonly #lanes = new Map<string, Lane>();
+  /**
+   * A session whose call runs with nobody waiting, kept out of the map: an agent called on one session at a
+   * time (the common case) takes and frees it without touching the map. Never also a key of `#lanes`.
+   */
+  #solo: string | undefined = undefined;
 
   /**
    * Takes the session, or queues for it. A queued call whose `signal` aborts leaves the queue and its
    * `ready` rejects with the abort reason.
    */
   acquire(key: string, signal?: AbortSignal): PendingTurn | undefined {
-    let lane = this.#lanes.get(key);
-    if (lane === undefined) {
-      this.#lanes.set(key, RUNNING);
-      return undefined;
-    }
-    if (lane === RUNNING) {
+    let lane: Lane | undefined;
+    if (key === this.#solo) {
+      this.#solo = undefined;
       lane = { waiters: [], head: 0 };
       this.#lanes.set(key, lane);
+    } else {
+      lane = this.#lanes.get(key);
+      if (lane === undefined) {
+        if (this.#solo === undefined) this.#solo = key;
+        else this.#lanes.set(key, RUNNING);
+        return undefined;
+      }
+      if (lane === RUNNING) {
+        lane = { waiters: [], head: 0 };
+        this.#lanes.set(key, lane);
+      }
     }
     let waiter!: Waiter;
     let onAbort: (() => void) | undefined;
@@ -72,6 +85,10 @@ export class SessionLanes {
 
   /** Ends the running call of a session: the next waiting call (in call order) runs, else the lane goes. */
   release(key: string): void {
+    if (key === this.#solo) {
+      this.#solo = undefined;
+      return;
+    }
     const lane = this.#lanes.get(key);
     if (lane === undefined) return;
     const { waiters } = lane;
