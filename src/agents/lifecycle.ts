@@ -282,8 +282,10 @@ function settle(
 /** The messages a call added: its inputs, then its reply when there is one. */
 function turnOf(inputs: AgentMessage[], result: AgentMessage | undefined): AgentMessage[] {
   if (result === undefined) return inputs;
-  const own = inputs.slice();
-  own.push(result);
+  // Sized once: a push past a copy's length would grow it to 17 slots.
+  const own = new Array<AgentMessage>(inputs.length + 1);
+  for (let i = 0; i < inputs.length; i++) own[i] = inputs[i]!;
+  own[inputs.length] = result;
   return own;
 }
 
