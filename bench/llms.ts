@@ -1,7 +1,8 @@
 /**
  * LLM client overhead against a local fake OpenAI server (no network):
  * - per-call latency of GPTAPI (sync, through the worker bridge) vs AsyncGPTAPI, same server, same run;
- * - 1,000 concurrent AsyncGPTAPI calls to a server that answers after 20 ms, vs the 20 ms latency bound.
+ * - 1,000 concurrent AsyncGPTAPI calls to a server that answers after 20 ms, vs bare fetch() (and, for
+ *   information, vs the 20 ms latency bound).
  */
 import { AsyncGPTAPI } from '../src/llms/async-gpt-api';
 import { GPTAPI } from '../src/llms/gpt-api';
@@ -120,7 +121,8 @@ export const run: Suite = async (report) => {
       name: 'concurrent wall time / latency bound',
       value: clientMs / latencyMs,
       unit: 'x',
-      target: 2,
+      // No target: loopback HTTP cannot reach 2x the latency on this machine (bare fetch() cannot either); the
+      // bound that replaced it is the ratio to bare fetch() above.
       note: `${calls} calls vs one ${latencyMs} ms latency; bare fetch() ratio ${(fetchMs / latencyMs).toFixed(1)}x`,
     });
   } finally {
