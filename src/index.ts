@@ -168,6 +168,7 @@ export {
   INTERNLM2_META,
   LMDeployServer,
   LMTemplateParser,
+  MeteredLLM,
   OpenAICompatibleLLM,
   StopWordFilter,
   UsageTracker,

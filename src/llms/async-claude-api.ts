@@ -3,7 +3,6 @@ import { effectiveSignal } from '../core/call-context';
 import { ConfigurationError } from '../schema/errors';
 import { ModelStatusCode } from '../schema/status';
 import { AttemptSignal } from './attempt-signal';
-import { AsyncBaseLLM } from './base-llm';
 import {
   readClaudeMessage,
   toClaudeMessages,
@@ -12,6 +11,7 @@ import {
   usageFromClaude,
 } from './claude-messages';
 import { type AnthropicSDK, loadAnthropicSDK, toSharedError } from './claude-sdk';
+import { MeteredLLM } from './metered-llm';
 import { type RetryPolicy, toRequestError, withRetries } from './request-retry';
 import { StopWordFilter } from './stop-word-filter';
 import { cutAtStopWords } from './stop-words';
@@ -25,7 +25,6 @@ import type {
   ResolvedGenParams,
   StreamChunk,
 } from './types';
-import { type TokenUsage, UsageTracker } from './usage';
 
 /** Options of {@link AsyncClaudeAPI} and `ClaudeAPI`. */
 export interface ClaudeAPIOptions extends GenParams {
@@ -101,7 +100,7 @@ type ClaudeClient = InstanceType<AnthropicSDK['default']>;
  * for await (const chunk of llm.streamChat([{ role: 'user', content: 'hi' }])) process.stdout.write(chunk.delta);
  * llm.getUsage(); // { promptTokens, completionTokens, totalTokens }
  */
-export class AsyncClaudeAPI extends AsyncBaseLLM {
+export class AsyncClaudeAPI extends MeteredLLM {
   /** The model name sent with every request. */
   readonly model: string;
   /** The API's base URL (requests go to `${baseURL}/v1/messages`). */
@@ -119,7 +118,6 @@ export class AsyncClaudeAPI extends AsyncBaseLLM {
   readonly #apiKey: string;
   readonly #headers: Record<string, string> | undefined;
   readonly #policy: RetryPolicy;
-  readonly #usage = new UsageTracker();
   readonly #sendTopP: boolean;
   readonly #sendTopK: boolean;
   readonly #where: string;
@@ -203,7 +201,7 @@ export class AsyncClaudeAPI extends AsyncBaseLLM {
       signal,
     );
     const { text, toolCalls, finishReason, usage } = readClaudeMessage(response, tools, this.#where);
-    if (usage) this.#usage.record(usage, call.sessionId);
+    if (usage) this.recordUsage(usage, call.sessionId);
     const reply: ModelReply = { content: cutAtStopWords(text, resolved.stopWords), toolCalls };
     if (finishReason !== undefined) reply.finishReason = finishReason;
     return reply;
@@ -273,7 +271,7 @@ export class AsyncClaudeAPI extends AsyncBaseLLM {
       const rest = filter.flush();
       if (rest.length > 0) yield { state: ModelStatusCode.STREAM_ING, content: filter.text, delta: rest };
       const usage = usageFromClaude(rawUsage);
-      if (usage) this.#usage.record(usage, call.sessionId);
+      if (usage) this.recordUsage(usage, call.sessionId);
       const end: StreamChunk = { state: ModelStatusCode.END, content: filter.text, delta: '' };
       // Calls cut short by a stop word are incomplete: they are dropped with the rest of the reply.
       if (!assembler.isEmpty && !filter.stopped) end.toolCalls = assembler.finish();
@@ -281,31 +279,6 @@ export class AsyncClaudeAPI extends AsyncBaseLLM {
     } finally {
       attempt.abort();
     }
-  }
-
-  /** Summed token usage of one session (calls without a `sessionId` count under `0`). */
-  getUsage(sessionId: LLMCallParams['sessionId'] = 0): TokenUsage {
-    return this.#usage.get(sessionId);
-  }
-
-  /** Summed token usage of every session. */
-  getTotalUsage(): TokenUsage {
-    return this.#usage.total();
-  }
-
-  /** The latest call's token usage, when the server reported it. */
-  getLastUsage(): TokenUsage | undefined {
-    return this.#usage.last;
-  }
-
-  /** Forgets one session's usage, or all of it. */
-  resetUsage(sessionId?: LLMCallParams['sessionId']): void {
-    this.#usage.reset(sessionId);
-  }
-
-  /** The model name and server, for logs. */
-  describe(): { model: string; baseURL: string } {
-    return { model: this.model, baseURL: this.baseURL };
   }
 
   /** The SDK client, made on first use (the SDK is imported then). */

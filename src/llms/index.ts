@@ -14,6 +14,7 @@ export { GPTAPI } from './gpt-api';
 export type { LMMetaTemplate, LMRoleBegin, LMRoleTemplate } from './lm-template-parser';
 export { LMTemplateParser } from './lm-template-parser';
 export { INTERNLM2_META } from './meta-template';
+export { MeteredLLM } from './metered-llm';
 export type {
   CompletionRequest,
   OpenAICallParams,

@@ -3,7 +3,7 @@ import { effectiveSignal } from '../core/call-context';
 import { ConfigurationError, LLMRequestError } from '../schema/errors';
 import { ModelStatusCode } from '../schema/status';
 import { AttemptSignal } from './attempt-signal';
-import { AsyncBaseLLM } from './base-llm';
+import { MeteredLLM } from './metered-llm';
 import { postJSON } from './post-json';
 import { type RetryPolicy, toRequestError, withRetries } from './request-retry';
 import { StopWordFilter } from './stop-word-filter';
@@ -27,7 +27,7 @@ import type {
   ResolvedGenParams,
   StreamChunk,
 } from './types';
-import { type TokenUsage, UsageTracker, usageFromAPI } from './usage';
+import { type TokenUsage, usageFromAPI } from './usage';
 
 /** Options shared by every client of an OpenAI-compatible server. */
 export interface OpenAICompatibleOptions extends GenParams {
@@ -109,7 +109,7 @@ function snippet(value: unknown): string {
  * words, native function calling (`tools` in, typed tool calls out, streamed deltas assembled), and token
  * usage per call and per session. Subclasses only build the request body.
  */
-export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
+export abstract class OpenAICompatibleLLM extends MeteredLLM {
   /** The model name sent with every request. */
   readonly model: string;
   /** The server's base URL. */
@@ -130,7 +130,6 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
   readonly #requestHeaders = new Map<string, Record<string, string>>();
   readonly #chatURL: URL;
   readonly #completionsURL: URL;
-  readonly #usage = new UsageTracker();
   readonly #policy: RetryPolicy;
   readonly #organization: string | undefined;
   readonly #headers: Record<string, string> | undefined;
@@ -228,7 +227,7 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
       where,
       signal,
     );
-    if (usage) this.#usage.record(usage, call.sessionId);
+    if (usage) this.recordUsage(usage, call.sessionId);
     const reply: ModelReply = { content: cutAtStopWords(text, resolved.stopWords), toolCalls };
     if (finishReason !== undefined) reply.finishReason = finishReason;
     return reply;
@@ -291,7 +290,7 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
       if (attempt.timedOut) throw toRequestError(attempt.signal.reason, where, 1);
       const rest = filter.flush();
       if (rest.length > 0) yield { state: ModelStatusCode.STREAM_ING, content: filter.text, delta: rest };
-      if (usage) this.#usage.record(usage, call.sessionId);
+      if (usage) this.recordUsage(usage, call.sessionId);
       const end: StreamChunk = { state: ModelStatusCode.END, content: filter.text, delta: '' };
       // Calls cut short by a stop word are incomplete: they are dropped with the rest of the reply.
       if (!assembler.isEmpty && !filter.stopped) end.toolCalls = assembler.finish();
@@ -299,31 +298,6 @@ export abstract class OpenAICompatibleLLM extends AsyncBaseLLM {
     } finally {
       attempt.abort();
     }
-  }
-
-  /** Summed token usage of one session (calls without a `sessionId` count under `0`). */
-  getUsage(sessionId: LLMCallParams['sessionId'] = 0): TokenUsage {
-    return this.#usage.get(sessionId);
-  }
-
-  /** Summed token usage of every session. */
-  getTotalUsage(): TokenUsage {
-    return this.#usage.total();
-  }
-
-  /** The latest call's token usage, when the server reported it. */
-  getLastUsage(): TokenUsage | undefined {
-    return this.#usage.last;
-  }
-
-  /** Forgets one session's usage, or all of it. */
-  resetUsage(sessionId?: LLMCallParams['sessionId']): void {
-    this.#usage.reset(sessionId);
-  }
-
-  /** The model name and server, for logs. */
-  describe(): { model: string; baseURL: string } {
-    return { model: this.model, baseURL: this.baseURL };
   }
 
   /** The request for one call: the subclass's body, plus tools and tool turns in the wire's shape. */
