@@ -1,7 +1,13 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { registerSameThreadServer } from '../utils/sync-bridge-same-thread';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FakeToolCall } from './fake-openai';
+import {
+  countTokens,
+  cutAtStop,
+  type LoopbackServer,
+  readBody,
+  scriptedReply,
+  serveOnLoopback,
+} from './fake-server';
 
 /** One scripted reply of {@link startFakeAnthropic}. A plain string is `{ content: string }`. */
 export interface FakeAnthropicReply {
@@ -127,38 +133,8 @@ const echo: FakeAnthropicScript = (request) => {
   return Array.isArray(messages) ? textOf(messages.at(-1)?.content) : '';
 };
 
-/** The text before the first stop sequence, and the sequence that cut it. */
-function cutAtStop(text: string, stop: unknown): { text: string; sequence: string | null } {
-  const words = Array.isArray(stop) ? stop : [];
-  let end = text.length;
-  let sequence: string | null = null;
-  for (const word of words) {
-    if (typeof word !== 'string' || word.length === 0) continue;
-    const index = text.indexOf(word);
-    if (index !== -1 && index < end) {
-      end = index;
-      sequence = word;
-    }
-  }
-  return { text: text.slice(0, end), sequence };
-}
-
-function countTokens(value: unknown): number {
-  const text = typeof value === 'string' ? value : JSON.stringify(value ?? '');
-  return Math.ceil(text.length / 4);
-}
-
 function errorBody(type: string, message: string): string {
   return JSON.stringify({ type: 'error', error: { type, message } });
-}
-
-function readBody(request: IncomingMessage): Promise<string> {
-  return new Promise((resolve) => {
-    const parts: Buffer[] = [];
-    request.on('data', (part: Buffer) => parts.push(part));
-    request.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
-    request.on('error', () => resolve(''));
-  });
 }
 
 function parseInput(value: Record<string, unknown> | string): unknown {
@@ -190,52 +166,25 @@ function parseInput(value: Record<string, unknown> | string): unknown {
 export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Promise<FakeAnthropicServer> {
   let script: FakeAnthropicScript = options.script ?? echo;
   const requests: FakeAnthropicRequest[] = [];
-  const timers = new Set<NodeJS.Timeout>();
   let scriptIndex = 0;
   let served = 0;
   let toolCallCount = 0;
 
-  /** Waits `ms`; false when the client left meanwhile. */
-  const wait = (ms: number, response: ServerResponse) =>
-    new Promise<boolean>((resolve) => {
-      if (ms <= 0) {
-        resolve(!response.destroyed);
-        return;
-      }
-      const onClose = () => {
-        clearTimeout(timer);
-        timers.delete(timer);
-        resolve(false);
-      };
-      const timer = setTimeout(() => {
-        timers.delete(timer);
-        response.off('close', onClose);
-        resolve(!response.destroyed);
-      }, ms);
-      timers.add(timer);
-      response.once('close', onClose);
-    });
+  const replyFor = (request: FakeAnthropicRequest, index: number): Promise<FakeAnthropicReply> =>
+    scriptedReply(script, request, index, (length) => ({
+      status: 400,
+      error: {
+        type: 'invalid_request_error',
+        message: `fake Anthropic server: no scripted reply for request #${index + 1} (the script has ${length})`,
+      },
+    }));
 
-  async function replyFor(request: FakeAnthropicRequest, index: number): Promise<FakeAnthropicReply> {
-    let reply: string | FakeAnthropicReply | undefined;
-    if (typeof script === 'function') reply = await script(request, index);
-    else if (Array.isArray(script)) {
-      reply = script[index];
-      if (reply === undefined) {
-        return {
-          status: 400,
-          error: {
-            type: 'invalid_request_error',
-            message: `fake Anthropic server: no scripted reply for request #${index + 1} (the script has ${script.length})`,
-          },
-        };
-      }
-    } else reply = script as string | FakeAnthropicReply;
-    return typeof reply === 'string' ? { content: reply } : reply;
-  }
-
-  async function handle(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
-    const text = await readBody(incoming);
+  async function handle(
+    incoming: IncomingMessage,
+    response: ServerResponse,
+    { wait }: LoopbackServer,
+  ): Promise<void> {
+    const text = (await readBody(incoming, Number.POSITIVE_INFINITY)) ?? '';
     const path = (incoming.url ?? '/').split('?')[0] ?? '/';
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(incoming.headers)) {
@@ -436,36 +385,17 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     response.end();
   }
 
-  const server = createServer((incoming, response) => {
-    handle(incoming, response).catch((error: unknown) => {
-      if (!response.headersSent) response.writeHead(500, { 'content-type': 'application/json' });
-      response.end(errorBody('api_error', `fake Anthropic server failed: ${String(error)}`));
-    });
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  const url = `http://127.0.0.1:${port}`;
-  // A sync client on this thread cannot be answered by this server: its timeout error will say so.
-  const unregister = registerSameThreadServer(port, 'startFakeAnthropic()');
+  const server = await serveOnLoopback(handle, options.port, 'startFakeAnthropic()', (error) =>
+    errorBody('api_error', `fake Anthropic server failed: ${String(error)}`),
+  );
   return {
-    url,
-    baseURL: url,
+    url: server.url,
+    baseURL: server.url,
     requests,
     setScript(next: FakeAnthropicScript) {
       script = next;
       scriptIndex = 0;
     },
-    close() {
-      unregister();
-      for (const timer of timers) clearTimeout(timer);
-      timers.clear();
-      return new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-    },
+    close: server.close,
   };
 }

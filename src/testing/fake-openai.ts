@@ -1,6 +1,12 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { registerSameThreadServer } from '../utils/sync-bridge-same-thread';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import {
+  countTokens,
+  cutAtStop,
+  type LoopbackServer,
+  readBody,
+  scriptedReply,
+  serveOnLoopback,
+} from './fake-server';
 
 /** One scripted reply of {@link startFakeOpenAI}. A plain string is `{ content: string }`. */
 export interface FakeReply {
@@ -117,17 +123,6 @@ function endpointOf(path: string): FakeRequest['endpoint'] {
   return 'other';
 }
 
-function cutAtStop(text: string, stop: unknown): string {
-  const words = typeof stop === 'string' ? [stop] : Array.isArray(stop) ? stop : [];
-  let end = text.length;
-  for (const word of words) {
-    if (typeof word !== 'string' || word.length === 0) continue;
-    const index = text.indexOf(word);
-    if (index !== -1 && index < end) end = index;
-  }
-  return text.slice(0, end);
-}
-
 /**
  * OpenAI's streamed tool-call deltas: per call, a first delta with `index`, `id`, `type`, the name and empty
  * arguments, then the arguments text `size` characters at a time; call after call, or alternating by index.
@@ -159,45 +154,8 @@ function toolCallDeltas(
   return result;
 }
 
-function countTokens(value: unknown): number {
-  const text = typeof value === 'string' ? value : JSON.stringify(value ?? '');
-  return Math.ceil(text.length / 4);
-}
-
 const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
 
-/**
- * The request body as text, or undefined once it is longer than `limit` (by its content-length, or as soon as
- * the bytes received pass it: what follows is dropped, never kept).
- */
-function readBody(request: IncomingMessage, limit: number): Promise<string | undefined> {
-  return new Promise((resolve) => {
-    const declared = Number(request.headers['content-length']);
-    if (Number.isFinite(declared) && declared > limit) {
-      resolve(undefined);
-      return;
-    }
-    const parts: Buffer[] = [];
-    let size = 0;
-    let over = false;
-    request.on('data', (part: Buffer) => {
-      if (over) return;
-      size += part.length;
-      if (size > limit) {
-        over = true;
-        parts.length = 0;
-        resolve(undefined);
-      } else parts.push(part);
-    });
-    request.on('end', () => {
-      if (!over) resolve(Buffer.concat(parts).toString('utf8'));
-    });
-    // A client that goes away mid-body: there is nothing left to answer.
-    request.on('error', () => resolve(undefined));
-  });
-}
-
-/** An OpenAI-style error body. */
 function errorBody(message: string, type: string, code: string | null = null, param: string | null = null) {
   return JSON.stringify({ error: { message, type, param, code } });
 }
@@ -237,7 +195,6 @@ function parseBody(text: string): ParsedBody {
 export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<FakeOpenAIServer> {
   let script: FakeScript = options.script ?? echo;
   const requests: FakeRequest[] = [];
-  const timers = new Set<NodeJS.Timeout>();
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   if (!(maxBodyBytes > 0)) throw new RangeError(`maxBodyBytes must be positive, got ${maxBodyBytes}`);
   /** Completion requests since the script was set: the index the script sees. */
@@ -247,46 +204,20 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
   /** Tool calls ever sent: numbers their default ids. */
   let toolCallCount = 0;
 
-  /** Waits `ms`; false when the client left meanwhile. Leaves no listener behind (streams wait once per event). */
-  const wait = (ms: number, response: ServerResponse) =>
-    new Promise<boolean>((resolve) => {
-      if (ms <= 0) {
-        resolve(!response.destroyed);
-        return;
-      }
-      const onClose = () => {
-        clearTimeout(timer);
-        timers.delete(timer);
-        resolve(false);
-      };
-      const timer = setTimeout(() => {
-        timers.delete(timer);
-        response.off('close', onClose);
-        resolve(!response.destroyed);
-      }, ms);
-      timers.add(timer);
-      response.once('close', onClose);
-    });
+  const replyFor = (request: FakeRequest, index: number): Promise<FakeReply> =>
+    scriptedReply(script, request, index, (length) => ({
+      status: 400,
+      error: {
+        message: `fake OpenAI server: no scripted reply for request #${index + 1} (the script has ${length})`,
+        type: 'invalid_request_error',
+      },
+    }));
 
-  async function replyFor(request: FakeRequest, index: number): Promise<FakeReply> {
-    let reply: string | FakeReply | undefined;
-    if (typeof script === 'function') reply = await script(request, index);
-    else if (Array.isArray(script)) {
-      reply = script[index];
-      if (reply === undefined) {
-        return {
-          status: 400,
-          error: {
-            message: `fake OpenAI server: no scripted reply for request #${index + 1} (the script has ${script.length})`,
-            type: 'invalid_request_error',
-          },
-        };
-      }
-    } else reply = script as string | FakeReply;
-    return typeof reply === 'string' ? { content: reply } : reply;
-  }
-
-  async function handle(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
+  async function handle(
+    incoming: IncomingMessage,
+    response: ServerResponse,
+    { wait }: LoopbackServer,
+  ): Promise<void> {
     const text = await readBody(incoming, maxBodyBytes);
     if (text === undefined) {
       if (response.destroyed) return;
@@ -376,7 +307,9 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       return;
     }
     if (reply.hang && !request.stream) return; // never answer; close() drops the connection
-    const content = reply.ignoreStop ? (reply.content ?? '') : cutAtStop(reply.content ?? '', body?.stop);
+    const content = reply.ignoreStop
+      ? (reply.content ?? '')
+      : cutAtStop(reply.content ?? '', body?.stop).text;
     const isChat = request.endpoint === 'chat';
     const toolCalls =
       isChat && reply.toolCalls !== undefined && reply.toolCalls.length > 0
@@ -469,36 +402,17 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     response.end();
   }
 
-  const server = createServer((incoming, response) => {
-    handle(incoming, response).catch((error: unknown) => {
-      if (!response.headersSent) response.writeHead(500, { 'content-type': 'application/json' });
-      response.end(JSON.stringify({ error: { message: `fake OpenAI server failed: ${String(error)}` } }));
-    });
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  const url = `http://127.0.0.1:${port}`;
-  // A sync client on this thread cannot be answered by this server: its timeout error will say so.
-  const unregister = registerSameThreadServer(port, 'startFakeOpenAI()');
+  const server = await serveOnLoopback(handle, options.port, 'startFakeOpenAI()', (error) =>
+    JSON.stringify({ error: { message: `fake OpenAI server failed: ${String(error)}` } }),
+  );
   return {
-    url,
-    baseURL: `${url}/v1`,
+    url: server.url,
+    baseURL: `${server.url}/v1`,
     requests,
     setScript(next: FakeScript) {
       script = next;
       scriptIndex = 0;
     },
-    close() {
-      unregister();
-      for (const timer of timers) clearTimeout(timer);
-      timers.clear();
-      return new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-    },
+    close: server.close,
   };
 }
