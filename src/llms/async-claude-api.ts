@@ -1,7 +1,6 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { effectiveSignal } from '../core/call-context';
 import { ConfigurationError } from '../schema/errors';
-import { ModelStatusCode } from '../schema/status';
 import { AttemptSignal } from './attempt-signal';
 import {
   readClaudeMessage,
@@ -12,11 +11,9 @@ import {
 } from './claude-messages';
 import { type AnthropicSDK, loadAnthropicSDK, toSharedError } from './claude-sdk';
 import { MeteredLLM } from './metered-llm';
-import { type RetryPolicy, toRequestError, withRetries } from './request-retry';
-import { StopWordFilter } from './stop-word-filter';
-import { cutAtStopWords } from './stop-words';
+import { type RetryPolicy, withRetries } from './request-retry';
 import { MAX_TIMER_MS, resolveTiming } from './timing';
-import { prepareTools, type RequestTools, ToolCallAssembler, toolCallsError } from './tool-calls';
+import { prepareTools, type RequestTools, type ToolCallAssembler, toolCallsError } from './tool-calls';
 import type {
   ChatMessage,
   GenParams,
@@ -185,26 +182,21 @@ export class AsyncClaudeAPI extends MeteredLLM {
     const signal = effectiveSignal(call.signal);
     signal?.throwIfAborted();
     const { client, sdk } = await this.#connect();
+    const translate = (error: unknown) => toSharedError(error, sdk);
     const response = await withRetries(
-      async () => {
-        const attempt = new AttemptSignal(signal, this.timeout);
-        try {
-          return await client.messages.create(body as never, { signal: attempt.signal });
-        } catch (error) {
-          throw attempt.timedOut ? attempt.signal.reason : toSharedError(error, sdk);
-        } finally {
-          attempt.dispose();
-        }
-      },
+      () =>
+        AttemptSignal.run(
+          signal,
+          this.timeout,
+          (attempt) => client.messages.create(body as never, { signal: attempt }),
+          translate,
+        ),
       this.#policy,
       this.#where,
       signal,
     );
     const { text, toolCalls, finishReason, usage } = readClaudeMessage(response, tools, this.#where);
-    if (usage) this.recordUsage(usage, call.sessionId);
-    const reply: ModelReply = { content: cutAtStopWords(text, resolved.stopWords), toolCalls };
-    if (finishReason !== undefined) reply.finishReason = finishReason;
-    return reply;
+    return this.reply(text, toolCalls, finishReason, usage, resolved.stopWords, call.sessionId);
   }
 
   /**
@@ -225,60 +217,39 @@ export class AsyncClaudeAPI extends MeteredLLM {
     const signal = effectiveSignal(call.signal);
     signal?.throwIfAborted();
     const { client, sdk } = await this.#connect();
+    const translate = (error: unknown) => toSharedError(error, sdk);
     const { stream, attempt } = await withRetries(
-      async () => {
-        const attempt = new AttemptSignal(signal, this.timeout);
-        try {
-          const stream = (await client.messages.create(body as never, {
-            signal: attempt.signal,
-          })) as unknown as AsyncIterable<unknown>;
-          return { stream, attempt };
-        } catch (error) {
-          attempt.dispose();
-          throw attempt.timedOut ? attempt.signal.reason : toSharedError(error, sdk);
-        }
-      },
+      () =>
+        AttemptSignal.open(
+          signal,
+          this.timeout,
+          async (attemptSignal) =>
+            (await client.messages.create(body as never, {
+              signal: attemptSignal,
+            })) as unknown as AsyncIterable<unknown>,
+          translate,
+        ),
       this.#policy,
       this.#where,
       signal,
     );
-    const filter = new StopWordFilter(resolved.stopWords);
-    const assembler = new ToolCallAssembler(tools);
     let rawUsage: Record<string, unknown> | undefined;
-    try {
-      try {
-        for await (const event of stream) {
-          attempt.touch();
-          const { text, usage } = readEvent(event, assembler);
-          if (usage !== undefined) rawUsage = { ...rawUsage, ...usage };
-          const released = filter.push(text);
-          if (released.length > 0) {
-            yield { state: ModelStatusCode.STREAM_ING, content: filter.text, delta: released };
-          }
-          if (filter.stopped) break;
-        }
-      } catch (error) {
-        if (signal?.aborted) throw signal.reason;
-        throw toRequestError(
-          attempt.timedOut ? attempt.signal.reason : toSharedError(error, sdk),
-          this.#where,
-          1,
-        );
-      }
-      // The SDK ends a stream quietly when it is aborted: say why it ended.
-      if (signal?.aborted) throw signal.reason;
-      if (attempt.timedOut) throw toRequestError(attempt.signal.reason, this.#where, 1);
-      const rest = filter.flush();
-      if (rest.length > 0) yield { state: ModelStatusCode.STREAM_ING, content: filter.text, delta: rest };
-      const usage = usageFromClaude(rawUsage);
-      if (usage) this.recordUsage(usage, call.sessionId);
-      const end: StreamChunk = { state: ModelStatusCode.END, content: filter.text, delta: '' };
-      // Calls cut short by a stop word are incomplete: they are dropped with the rest of the reply.
-      if (!assembler.isEmpty && !filter.stopped) end.toolCalls = assembler.finish();
-      yield end;
-    } finally {
-      attempt.abort();
-    }
+    yield* this.relayStream({
+      stream,
+      attempt,
+      read: (event, assembler) => {
+        const { text, usage } = readEvent(event, assembler);
+        if (usage !== undefined) rawUsage = { ...rawUsage, ...usage };
+        return text;
+      },
+      usage: () => usageFromClaude(rawUsage),
+      signal,
+      stopWords: resolved.stopWords,
+      tools,
+      sessionId: call.sessionId,
+      where: this.#where,
+      translate,
+    });
   }
 
   /** The SDK client, made on first use (the SDK is imported then). */

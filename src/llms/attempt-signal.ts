@@ -47,6 +47,45 @@ export class AttemptSignal {
     this.dispose();
   }
 
+  /**
+   * One attempt of a request: `request` runs with the attempt's signal; an attempt that timed out throws its
+   * `TimeoutError`, any other failure goes through `translate`.
+   */
+  static async run<T>(
+    parent: AbortSignal | undefined,
+    timeoutMs: number,
+    request: (signal: AbortSignal) => Promise<T>,
+    translate: (error: unknown) => unknown = (error) => error,
+  ): Promise<T> {
+    const attempt = new AttemptSignal(parent, timeoutMs);
+    try {
+      return await request(attempt.signal);
+    } catch (error) {
+      throw attempt.timedOut ? attempt.signal.reason : translate(error);
+    } finally {
+      attempt.dispose();
+    }
+  }
+
+  /**
+   * One attempt at opening a stream: resolves with the stream and the attempt that guards it (its owner
+   * touches it per event and aborts it when done); fails as {@link AttemptSignal.run} does.
+   */
+  static async open<T>(
+    parent: AbortSignal | undefined,
+    timeoutMs: number,
+    open: (signal: AbortSignal) => Promise<T>,
+    translate: (error: unknown) => unknown = (error) => error,
+  ): Promise<{ stream: T; attempt: AttemptSignal }> {
+    const attempt = new AttemptSignal(parent, timeoutMs);
+    try {
+      return { stream: await open(attempt.signal), attempt };
+    } catch (error) {
+      attempt.dispose();
+      throw attempt.timedOut ? attempt.signal.reason : translate(error);
+    }
+  }
+
   /** Stops the timer and detaches from the caller's signal. */
   dispose(): void {
     clearTimeout(this.#timer);

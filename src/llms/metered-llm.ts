@@ -1,6 +1,33 @@
+import type { ToolCall } from '../schema/chat-message';
+import { ModelStatusCode } from '../schema/status';
+import type { AttemptSignal } from './attempt-signal';
 import { AsyncBaseLLM } from './base-llm';
-import type { LLMCallParams } from './types';
+import { toRequestError } from './request-retry';
+import { StopWordFilter } from './stop-word-filter';
+import { cutAtStopWords } from './stop-words';
+import { type RequestTools, ToolCallAssembler } from './tool-calls';
+import type { LLMCallParams, ModelReply, StreamChunk } from './types';
 import { type TokenUsage, UsageTracker } from './usage';
+
+/** How {@link MeteredLLM.relayStream} reads and reports one opened stream. */
+export interface StreamRelay {
+  /** The stream, and the attempt that guards it (touched per event, aborted at the end). */
+  stream: AsyncIterable<unknown>;
+  attempt: AttemptSignal;
+  /** The text one event adds; tool-call pieces go to `assembler`, usage wherever the client keeps it. */
+  read(event: unknown, assembler: ToolCallAssembler): string;
+  /** The usage the events reported, read once the stream ended. */
+  usage(): TokenUsage | undefined;
+  /** The caller's (effective) signal. */
+  signal: AbortSignal | undefined;
+  stopWords: readonly string[];
+  tools: RequestTools | undefined;
+  sessionId: LLMCallParams['sessionId'];
+  /** Where the request went, for error messages. */
+  where: string;
+  /** The client's translation of a failure mid-stream (e.g. an SDK's error to the shared classes). */
+  translate?: ((error: unknown) => unknown) | undefined;
+}
 
 /**
  * What the API clients share besides the model interface: token usage per call and per session, as the
@@ -17,6 +44,61 @@ export abstract class MeteredLLM extends AsyncBaseLLM {
   /** Counts one call's usage under its session (calls without a `sessionId` count under `0`). */
   protected recordUsage(usage: TokenUsage, sessionId: LLMCallParams['sessionId']): void {
     this.#usage.record(usage, sessionId);
+  }
+
+  /** A finished reply: its usage counted, its text cut at the first stop word. */
+  protected reply(
+    text: string,
+    toolCalls: ToolCall[],
+    finishReason: string | undefined,
+    usage: TokenUsage | undefined,
+    stopWords: readonly string[],
+    sessionId: LLMCallParams['sessionId'],
+  ): ModelReply {
+    if (usage) this.recordUsage(usage, sessionId);
+    const reply: ModelReply = { content: cutAtStopWords(text, stopWords), toolCalls };
+    if (finishReason !== undefined) reply.finishReason = finishReason;
+    return reply;
+  }
+
+  /**
+   * Relays an opened stream as `STREAM_ING` chunks with cumulative `content`, then one `END` chunk (with the
+   * assembled `toolCalls`). Text from the first stop word on is never yielded; a stream that stalls past the
+   * attempt's timeout, fails or is aborted throws; leaving early aborts the request.
+   */
+  protected async *relayStream(relay: StreamRelay): AsyncGenerator<StreamChunk, void, undefined> {
+    const { stream, attempt, signal, where } = relay;
+    const filter = new StopWordFilter(relay.stopWords);
+    const assembler = new ToolCallAssembler(relay.tools);
+    try {
+      try {
+        for await (const event of stream) {
+          attempt.touch();
+          const released = filter.push(relay.read(event, assembler));
+          if (released.length > 0) {
+            yield { state: ModelStatusCode.STREAM_ING, content: filter.text, delta: released };
+          }
+          if (filter.stopped) break;
+        }
+      } catch (error) {
+        if (signal?.aborted) throw signal.reason;
+        const failure = attempt.timedOut ? attempt.signal.reason : (relay.translate?.(error) ?? error);
+        throw toRequestError(failure, where, 1);
+      }
+      // An SDK ends a stream quietly when it is aborted: say why it ended.
+      if (signal?.aborted) throw signal.reason;
+      if (attempt.timedOut) throw toRequestError(attempt.signal.reason, where, 1);
+      const rest = filter.flush();
+      if (rest.length > 0) yield { state: ModelStatusCode.STREAM_ING, content: filter.text, delta: rest };
+      const usage = relay.usage();
+      if (usage) this.recordUsage(usage, relay.sessionId);
+      const end: StreamChunk = { state: ModelStatusCode.END, content: filter.text, delta: '' };
+      // Calls cut short by a stop word are incomplete: they are dropped with the rest of the reply.
+      if (!assembler.isEmpty && !filter.stopped) end.toolCalls = assembler.finish();
+      yield end;
+    } finally {
+      attempt.abort();
+    }
   }
 
   /** Summed token usage of one session (calls without a `sessionId` count under `0`). */

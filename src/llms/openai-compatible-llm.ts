@@ -1,13 +1,10 @@
 import OpenAI, { APIError } from 'openai';
 import { effectiveSignal } from '../core/call-context';
 import { ConfigurationError, LLMRequestError } from '../schema/errors';
-import { ModelStatusCode } from '../schema/status';
 import { AttemptSignal } from './attempt-signal';
 import { MeteredLLM } from './metered-llm';
 import { postJSON } from './post-json';
-import { type RetryPolicy, toRequestError, withRetries } from './request-retry';
-import { StopWordFilter } from './stop-word-filter';
-import { cutAtStopWords } from './stop-words';
+import { type RetryPolicy, withRetries } from './request-retry';
 import { MAX_TIMER_MS, resolveTiming } from './timing';
 import {
   addToolFields,
@@ -15,7 +12,7 @@ import {
   prepareTools,
   type RequestTools,
   readToolCalls,
-  ToolCallAssembler,
+  type ToolCallAssembler,
   toAPIMessages,
   toolCallsError,
 } from './tool-calls';
@@ -212,25 +209,16 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
     const where = this.#where(request);
     const { text, toolCalls, finishReason, usage } = await withRetries(
       () =>
-        this.#withKey(async (_client, key) => {
-          const attempt = new AttemptSignal(signal, this.timeout);
-          try {
-            const response = await this.#post(key, request, attempt.signal);
-            return this.#readCompletion(response, request.endpoint, where, tools);
-          } catch (error) {
-            throw attempt.timedOut ? attempt.signal.reason : error;
-          } finally {
-            attempt.dispose();
-          }
-        }),
+        this.#withKey((_client, key) =>
+          AttemptSignal.run(signal, this.timeout, async (attempt) =>
+            this.#readCompletion(await this.#post(key, request, attempt), request.endpoint, where, tools),
+          ),
+        ),
       this.#policy,
       where,
       signal,
     );
-    if (usage) this.recordUsage(usage, call.sessionId);
-    const reply: ModelReply = { content: cutAtStopWords(text, resolved.stopWords), toolCalls };
-    if (finishReason !== undefined) reply.finishReason = finishReason;
-    return reply;
+    return this.reply(text, toolCalls, finishReason, usage, resolved.stopWords, call.sessionId);
   }
 
   /**
@@ -253,51 +241,32 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
     const where = this.#where(request);
     const { stream, attempt } = await withRetries(
       () =>
-        this.#withKey(async (client) => {
-          const attempt = new AttemptSignal(signal, this.timeout);
-          try {
-            const stream = (await send(client, request, attempt.signal)) as AsyncIterable<unknown>;
-            return { stream, attempt };
-          } catch (error) {
-            attempt.dispose();
-            throw attempt.timedOut ? attempt.signal.reason : error;
-          }
-        }),
+        this.#withKey((client) =>
+          AttemptSignal.open(
+            signal,
+            this.timeout,
+            async (attemptSignal) => (await send(client, request, attemptSignal)) as AsyncIterable<unknown>,
+          ),
+        ),
       this.#policy,
       where,
       signal,
     );
-    const filter = new StopWordFilter(resolved.stopWords);
-    const assembler = new ToolCallAssembler(tools);
     let usage: TokenUsage | undefined;
-    try {
-      try {
-        for await (const event of stream) {
-          attempt.touch();
-          usage = usageFromAPI((event as { usage?: unknown } | null)?.usage) ?? usage;
-          const released = filter.push(this.#deltaOf(event, request.endpoint, where, assembler));
-          if (released.length > 0) {
-            yield { state: ModelStatusCode.STREAM_ING, content: filter.text, delta: released };
-          }
-          if (filter.stopped) break;
-        }
-      } catch (error) {
-        if (signal?.aborted) throw signal.reason;
-        throw toRequestError(attempt.timedOut ? attempt.signal.reason : error, where, 1);
-      }
-      // The SDK ends a stream quietly when it is aborted: say why it ended.
-      if (signal?.aborted) throw signal.reason;
-      if (attempt.timedOut) throw toRequestError(attempt.signal.reason, where, 1);
-      const rest = filter.flush();
-      if (rest.length > 0) yield { state: ModelStatusCode.STREAM_ING, content: filter.text, delta: rest };
-      if (usage) this.recordUsage(usage, call.sessionId);
-      const end: StreamChunk = { state: ModelStatusCode.END, content: filter.text, delta: '' };
-      // Calls cut short by a stop word are incomplete: they are dropped with the rest of the reply.
-      if (!assembler.isEmpty && !filter.stopped) end.toolCalls = assembler.finish();
-      yield end;
-    } finally {
-      attempt.abort();
-    }
+    yield* this.relayStream({
+      stream,
+      attempt,
+      read: (event, assembler) => {
+        usage = usageFromAPI((event as { usage?: unknown } | null)?.usage) ?? usage;
+        return this.#deltaOf(event, request.endpoint, where, assembler);
+      },
+      usage: () => usage,
+      signal,
+      stopWords: resolved.stopWords,
+      tools,
+      sessionId: call.sessionId,
+      where,
+    });
   }
 
   /** The request for one call: the subclass's body, plus tools and tool turns in the wire's shape. */
