@@ -4,6 +4,7 @@
 // quickstart's agent on the sync GPTAPI (through the worker-thread bridge) against the fake server.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
@@ -60,6 +61,29 @@ for (const [name, source] of Object.entries(entries)) {
   if (outputs.esm !== outputs.cjs)
     throw new Error(`${name}: the ESM and CJS builds printed different output`);
 }
+
+// The root entry loads only its four runtime dependencies (and Node's modules): every other package, the CLI's
+// included, is reached through a subpath or a dynamic import where it is used.
+const ROOT_DEPENDENCIES = ['openai', 'zod', 'eventemitter3', 'p-retry'];
+const seen = new Set();
+const bare = new Set();
+const visit = (file) => {
+  if (seen.has(file)) return;
+  seen.add(file);
+  const code = readFileSync(file, 'utf8');
+  for (const [, specifier] of code.matchAll(
+    /^(?:import|export)\b[^'"]*?from\s*["']([^"']+)["']|^import\s*["']([^"']+)["']/gm,
+  )) {
+    if (specifier === undefined) continue;
+    if (specifier.startsWith('.')) visit(fileURLToPath(new URL(specifier, `file://${file}`)));
+    else if (!specifier.startsWith('node:') && !builtinModules.includes(specifier)) bare.add(specifier);
+  }
+};
+visit(fileURLToPath(new URL('../dist/index.js', import.meta.url)));
+const stray = [...bare].filter(
+  (name) => !ROOT_DEPENDENCIES.some((dep) => name === dep || name.startsWith(`${dep}/`)),
+);
+if (stray.length > 0) throw new Error(`the root entry imports ${stray.join(', ')} at load time`);
 
 // The package's bin, run the way npm installs it: through a symlink in a .bin folder.
 const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
