@@ -1,3 +1,4 @@
+import { finalReply } from '../agents/final-reply';
 import { AgentMessage, type MessageInput } from '../schema/agent-message';
 import type { SessionId } from '../schema/session';
 import { CliError } from './errors';
@@ -21,25 +22,6 @@ export function isAgentLike(value: unknown): value is AgentLike {
     typeof value === 'object' &&
     typeof (value as { call?: unknown }).call === 'function' &&
     typeof (value as { stateDict?: unknown }).stateDict === 'function'
-  );
-}
-
-function isAsyncIterator(value: unknown): value is AsyncIterator<unknown> {
-  return (
-    value !== null &&
-    typeof value === 'object' &&
-    Symbol.asyncIterator in value &&
-    typeof (value as { next?: unknown }).next === 'function'
-  );
-}
-
-function isSyncIterator(value: unknown): value is Iterator<unknown> {
-  return (
-    value !== null &&
-    typeof value === 'object' &&
-    !Array.isArray(value) &&
-    Symbol.iterator in value &&
-    typeof (value as { next?: unknown }).next === 'function'
   );
 }
 
@@ -75,17 +57,11 @@ export async function runAgent(
 ): Promise<AgentMessage> {
   const { onChunk, ...callOptions } = options;
   if (callOptions.signal === undefined) delete callOptions.signal;
-  const result: unknown = await agent.call(input, callOptions);
-  if (isAsyncIterator(result) || isSyncIterator(result)) {
-    let last: AgentMessage | undefined;
-    const iterable = result as unknown as AsyncIterable<unknown> | Iterable<unknown>;
-    for await (const item of iterable) {
-      last = toMessage(item);
-      onChunk?.(last);
-    }
-    if (last === undefined) throw new CliError('the agent streamed nothing');
-    return last;
-  }
+  const result = await finalReply(
+    agent.call(input, callOptions),
+    onChunk && ((chunk: unknown) => onChunk(toMessage(chunk))),
+  );
+  if (result === undefined) throw new CliError('the agent streamed nothing');
   return toMessage(result);
 }
 

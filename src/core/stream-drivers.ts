@@ -1,17 +1,13 @@
 import { AgentMessage } from '../schema/agent-message';
 import { ConfigurationError } from '../schema/errors';
 import { AgentStatusCode } from '../schema/status';
-import { isThenable } from '../utils/is';
+import { isAsyncIterator, isThenable } from '../utils/is';
 import { promiseNotAllowed, type Steps } from './steps';
 
 /*
  * The streaming drivers: like `driveSync` / `driveAsync` in utils/steps, but a stream that the steps
  * yield is relayed to the consumer chunk by chunk, and its final message is sent back into the steps.
  */
-
-function isAsyncIterator(value: unknown): value is AsyncIterator<unknown> {
-  return typeof value === 'object' && value !== null && Symbol.asyncIterator in value;
-}
 
 /**
  * Final replies of agent calls, as their streaming drivers yield them. When a streaming sub-agent's call is

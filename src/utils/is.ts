@@ -14,6 +14,16 @@ export function isIterator(value: unknown): value is Iterator<unknown> | AsyncIt
   );
 }
 
+/** True for async iterators (what an async generator function returns: an async streaming agent's call). */
+export function isAsyncIterator(value: unknown): value is AsyncIterator<unknown> {
+  return (
+    value !== null &&
+    typeof value === 'object' &&
+    Symbol.asyncIterator in value &&
+    typeof (value as { next?: unknown }).next === 'function'
+  );
+}
+
 /** True for `{}`-style objects: no class prototype. */
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (value === null || typeof value !== 'object') return false;

@@ -1,12 +1,13 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AgentBase } from '../../agents/agent-base';
+import { finalReply } from '../../agents/final-reply';
 import type { LagentStateDict } from '../../agents/state-dict';
 import { AgentMessage, type MessageInput } from '../../schema/agent-message';
 import { ConfigurationError, LagentError, ValidationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { AgentStatusCode } from '../../schema/status';
-import { isIterator, isThenable } from '../../utils/is';
+import { isAsyncIterator, isIterator, isThenable } from '../../utils/is';
 import { registerSameThreadServer } from '../../utils/sync-bridge-same-thread';
 import { readChatRequest, SSE_EVENTS } from './protocol';
 
@@ -90,16 +91,6 @@ function positive(name: string, value: number | undefined, fallback: number): nu
 function errorName(error: unknown): string {
   if (error instanceof Error) return error.name;
   return 'Error';
-}
-
-/** True for async iterators (an async streaming agent's call). */
-function isAsyncIterator(value: unknown): value is AsyncIterator<unknown> {
-  return (
-    value !== null &&
-    typeof value === 'object' &&
-    Symbol.asyncIterator in value &&
-    typeof (value as { next?: unknown }).next === 'function'
-  );
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -411,12 +402,7 @@ export class HTTPAgentServer {
     reply.raw.once('close', onClose);
     try {
       const options = { ...parsed.kwargs, sessionId: parsed.sessionId, signal: controller.signal };
-      let result = this.agent.call(parsed.messages, options);
-      if (isThenable(result)) result = await result;
-      else if (isAsyncIterator(result)) result = await lastOfAsync(result);
-      else if (isIterator(result) && !(result instanceof AgentMessage))
-        result = lastOf(result as Iterator<unknown>);
-      const json = toWire(result);
+      const json = toWire(await finalReply(this.agent.call(parsed.messages, options)));
       reply.type(JSON_TYPE).send(JSON.stringify(json));
     } catch (error) {
       if (controller.signal.aborted)
@@ -572,24 +558,6 @@ function relaySync(stream: Iterator<unknown>, onChunk: (chunk: unknown) => boole
 /** A streamed chunk rather than a final message. */
 function isChunk(value: unknown): boolean {
   return value instanceof AgentMessage && value.streamState === AgentStatusCode.STREAM_ING;
-}
-
-async function lastOfAsync(stream: AsyncIterator<unknown>): Promise<unknown> {
-  let last: unknown;
-  for (;;) {
-    const step = await stream.next();
-    if (step.done) return step.value ?? last;
-    last = step.value;
-  }
-}
-
-function lastOf(stream: Iterator<unknown>): unknown {
-  let last: unknown;
-  for (;;) {
-    const step = stream.next();
-    if (step.done) return step.value ?? last;
-    last = step.value;
-  }
 }
 
 /** A call's result in its wire form. */

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ConnectionOptions, Job, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { AgentBase, AsyncCallOptions } from '../../agents/agent-base';
+import { finalReply } from '../../agents/final-reply';
 import { AgentMessage, type MessageInput } from '../../schema/agent-message';
 import { ConfigurationError, ValidationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
@@ -339,14 +340,8 @@ function readJob(job: Job): CallJobData {
 }
 
 /** The reply of a call: the message itself, or the last message of a stream. */
-async function finalMessage(
-  result: Promise<AgentMessage> | AgentMessage | AsyncIterable<AgentMessage> | Iterable<AgentMessage>,
-): Promise<AgentMessage> {
-  const value = await result;
-  if (value instanceof AgentMessage) return value;
-  let last: AgentMessage | undefined;
-  if (Symbol.asyncIterator in value) for await (const message of value) last = message;
-  else for (const message of value) last = message;
+async function finalMessage(result: unknown): Promise<AgentMessage> {
+  const last = await finalReply(result);
   if (!(last instanceof AgentMessage)) {
     throw new ValidationError({ field: '(root)', message: "the agent's stream ended without a message" });
   }
