@@ -46,23 +46,48 @@ export function driveSync<T>(steps: Steps<T>): T {
 /**
  * Runs steps, awaiting the promises they yield. `started` continues steps whose first step was already
  * taken (e.g. several tool calls started in turn, then awaited together).
+ *
+ * Most steps yield one promise (an agent's model call, a tool's run): that one is followed with a single
+ * `then`, whose promise is the result. Only steps that yield again continue in an async loop. An agent
+ * call in flight thus holds one promise reaction instead of an async function's frame and its awaits,
+ * which is what 10,000 concurrent sessions keep alive at once.
  */
-export async function driveAsync<T>(steps: Steps<T>, started?: IteratorResult<unknown, T>): Promise<T> {
-  let step = started ?? steps.next();
+export function driveAsync<T>(steps: Steps<T>, started?: IteratorResult<unknown, T>): Promise<T> {
+  let step: IteratorResult<unknown, T>;
+  try {
+    step = untilPromise(steps, started ?? steps.next());
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  if (step.done) return Promise.resolve(step.value);
+  return Promise.resolve(step.value).then(
+    (value) => afterFirst(steps, steps.next(value)),
+    (error: unknown) => afterFirst(steps, steps.throw(error)),
+  );
+}
+
+/** Refuses what the async driver cannot relay (a stream) until the steps yield a promise or end. */
+function untilPromise<T>(steps: Steps<T>, step: IteratorResult<unknown, T>): IteratorResult<unknown, T> {
+  while (!step.done && !isThenable(step.value)) step = steps.throw(streamNotAllowed());
+  return step;
+}
+
+/** After the first promise: the result when the steps ended, else the loop over the promises left. */
+function afterFirst<T>(steps: Steps<T>, step: IteratorResult<unknown, T>): T | Promise<T> {
+  step = untilPromise(steps, step);
+  return step.done ? step.value : driveLoop(steps, step);
+}
+
+async function driveLoop<T>(steps: Steps<T>, step: IteratorResult<unknown, T>): Promise<T> {
   while (!step.done) {
-    const value = step.value;
-    if (!isThenable(value)) {
-      step = steps.throw(streamNotAllowed());
-      continue;
-    }
     let resolved: unknown;
     try {
-      resolved = await value;
+      resolved = await step.value;
     } catch (error) {
-      step = steps.throw(error);
+      step = untilPromise(steps, steps.throw(error));
       continue;
     }
-    step = steps.next(resolved);
+    step = untilPromise(steps, steps.next(resolved));
   }
   return step.value;
 }
