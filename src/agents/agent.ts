@@ -2,7 +2,6 @@ import { driveSync } from '../core/steps';
 import type { SyncHook } from '../hooks/hook';
 import type { BaseLLM } from '../llms/base-llm';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
-import type { ToolCall } from '../schema/chat-message';
 import {
   AgentBase,
   type AgentOptions,
@@ -11,16 +10,7 @@ import {
   type ForwardOptions,
   type ForwardResult,
 } from './agent-base';
-import {
-  agentCallSteps,
-  buildPrompt,
-  buildReply,
-  chatSpan,
-  endChatSpan,
-  modelParams,
-  registerPlainForward,
-  requireLLM,
-} from './lifecycle';
+import { agentCallSteps, chatSpan, endChatSpan, MODEL_TURN, registerPlainForward } from './lifecycle';
 
 /**
  * A synchronous agent: `call()` returns the reply directly. Takes only a sync {@link BaseLLM} and sync
@@ -48,22 +38,19 @@ export class Agent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook> {
 
   /** One turn: aggregate the session's memory, ask the model, parse with `outputFormat`. */
   forward(messages: AgentMessage[], options: ForwardOptions): ForwardResult {
-    const llm = requireLLM(this);
-    const prompt = buildPrompt(this, messages, options.sessionId);
     const span = chatSpan(this);
-    let raw: string;
-    let toolCalls: ToolCall[] | undefined;
+    let answer: unknown;
     try {
-      if (this.tools === undefined) raw = llm.chat(prompt, options);
-      else ({ content: raw, toolCalls } = llm.generate(prompt, modelParams(this, options)));
+      answer = MODEL_TURN.ask(this, undefined, messages, options);
     } catch (error) {
       if (span) endChatSpan(span, this, error);
       throw error;
     }
     if (span) endChatSpan(span, this);
-    return buildReply(this, raw, options.sessionId, toolCalls);
+    return MODEL_TURN.answer(this, answer, options.sessionId);
   }
 }
 
-// Its built-in forward makes no sub-calls, so calls run it without a call frame (see agentCallSteps).
-registerPlainForward(Agent.prototype.forward);
+// Its built-in forward makes no sub-calls, so calls run it without a call frame, as their own steps (see
+// agentCallSteps).
+registerPlainForward(Agent.prototype.forward, MODEL_TURN);

@@ -1,9 +1,7 @@
-import { driveAsync } from '../core/steps';
 import type { Span } from '../core/tracing';
 import type { AsyncHook } from '../hooks/hook';
 import type { AsyncBaseLLM } from '../llms/base-llm';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
-import type { ChatMessage, ToolCall } from '../schema/chat-message';
 import {
   AgentBase,
   type AgentOptions,
@@ -12,16 +10,7 @@ import {
   type AsyncForwardOptions,
   type ForwardResult,
 } from './agent-base';
-import {
-  agentCallSteps,
-  buildPrompt,
-  buildReply,
-  chatSpan,
-  endChatSpan,
-  modelParams,
-  registerPlainForward,
-  requireLLM,
-} from './lifecycle';
+import { callAsync, chatSpan, endChatSpan, MODEL_TURN, registerPlainForward } from './lifecycle';
 
 /**
  * The asynchronous agent: `call()` returns a promise and takes an `AbortSignal`. Takes an
@@ -42,49 +31,39 @@ export class AsyncAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F, AsyncHoo
     input?: MessageInput | readonly MessageInput[],
     options?: AsyncCallOptions,
   ): Promise<AgentReply<Awaited<ReturnType<this['forward']>>, F>> {
-    return driveAsync(agentCallSteps(this, input, options)) as Promise<
-      AgentReply<Awaited<ReturnType<this['forward']>>, F>
-    >;
+    return callAsync(this, input, options) as Promise<AgentReply<Awaited<ReturnType<this['forward']>>, F>>;
   }
 
   /** One turn: aggregate the session's memory, ask the model, parse with `outputFormat`. */
   forward(messages: AgentMessage[], options: AsyncForwardOptions): Promise<ForwardResult> {
     try {
-      const llm = requireLLM(this);
-      const prompt = buildPrompt(this, messages, options.sessionId);
       const span = chatSpan(this);
-      if (span) return this.#tracedForward(llm, prompt, options, span);
-      if (this.tools === undefined) {
-        return llm.chat(prompt, options).then((raw) => buildReply(this, raw, options.sessionId));
-      }
-      return llm
-        .generate(prompt, modelParams(this, options))
-        .then((reply) => buildReply(this, reply.content, options.sessionId, reply.toolCalls));
+      if (span) return this.#tracedForward(messages, options, span);
+      const answer = MODEL_TURN.ask(this, undefined, messages, options) as Promise<unknown>;
+      return answer.then((value) => MODEL_TURN.answer(this, value, options.sessionId));
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
-  /** The model call of {@link forward} inside a `chat` span (tracing is on). */
+  /** {@link forward} with its model call inside a `chat` span (tracing is on). */
   async #tracedForward(
-    llm: AsyncBaseLLM,
-    prompt: ChatMessage[],
+    messages: AgentMessage[],
     options: AsyncForwardOptions,
     span: Span,
   ): Promise<ForwardResult> {
-    let raw: string;
-    let toolCalls: ToolCall[] | undefined;
+    let answer: unknown;
     try {
-      if (this.tools === undefined) raw = await llm.chat(prompt, options);
-      else ({ content: raw, toolCalls } = await llm.generate(prompt, modelParams(this, options)));
+      answer = await MODEL_TURN.ask(this, undefined, messages, options);
     } catch (error) {
       endChatSpan(span, this, error);
       throw error;
     }
     endChatSpan(span, this);
-    return buildReply(this, raw, options.sessionId, toolCalls);
+    return MODEL_TURN.answer(this, answer, options.sessionId);
   }
 }
 
-// Its built-in forward makes no sub-calls, so calls run it without a call frame (see agentCallSteps).
-registerPlainForward(AsyncAgent.prototype.forward);
+// Its built-in forward makes no sub-calls, so calls run it without a call frame, as their own steps (see
+// agentCallSteps).
+registerPlainForward(AsyncAgent.prototype.forward, MODEL_TURN);

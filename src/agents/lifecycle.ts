@@ -10,16 +10,26 @@ import {
 } from '../core/call-context';
 import { hookStep } from '../core/hook-step';
 import type { PendingTurn } from '../core/session-lanes';
-import { PromiseInSyncCall, type Steps } from '../core/steps';
+import { driveAsync, PromiseInSyncCall, type Steps } from '../core/steps';
 import { activeTracer, endSpan, type Span, startAgentSpan, startChatSpan } from '../core/tracing';
+import type { ModelReply } from '../llms/types';
 import { Memory } from '../memory/memory';
+import { MEMORY_AT, MemoryManager } from '../memory/memory-manager';
 import { AgentMessage, type MessageInput, toAgentMessage } from '../schema/agent-message';
 import type { ChatMessage, ToolCall } from '../schema/chat-message';
 import { ConfigurationError, LagentError, ParseError } from '../schema/errors';
 import type { SessionId } from '../schema/session';
 import { AgentStatusCode } from '../schema/status';
 import { isIterator, isThenable } from '../utils/is';
-import { type AgentBase, type AgentEvents, EMITTER, type ForwardOptions, LANES } from './agent-base';
+import {
+  type AgentBase,
+  type AgentEvents,
+  type AsyncForwardOptions,
+  EMITTER,
+  type ForwardOptions,
+  type ForwardResult,
+  LANES,
+} from './agent-base';
 import { observers } from './observers';
 
 const DEFAULT_OPTIONS: ForwardOptions = Object.freeze({ sessionId: 0 });
@@ -34,6 +44,172 @@ export function toMessages(input: MessageInput | readonly MessageInput[] | undef
   if (input === undefined || input === null) return [];
   if (Array.isArray(input)) return input.map(toAgentMessage);
   return [toAgentMessage(input as MessageInput)];
+}
+
+/**
+ * One agent call in progress: its options, its session and what it has done so far. The call's steps
+ * ({@link agentCallSteps}, or {@link callAsync}'s direct run of the same steps) are its methods, so each
+ * is written once; what sequences them only decides when to wait.
+ */
+class Turn {
+  readonly agent: AgentBase;
+  /** The agent call this one is made inside, if any. */
+  readonly parent: CallFrame | undefined;
+  /** What `forward` receives: the session set, and the effective signal (own and inherited). */
+  readonly options: AsyncForwardOptions;
+  readonly sessionKey: string;
+  /** Events reach this agent's listeners, and those of the agents that hold it in their tree. */
+  observed = false;
+  span: Span | undefined = undefined;
+  /** A frame only for forwards that may make calls of their own (see PLAIN_FORWARDS), or to parent spans. */
+  frame: CallFrame | undefined = undefined;
+  /** The built-in forward's parts, when the call runs them as its own steps. */
+  parts: ForwardParts | undefined = undefined;
+  memory: Memory | undefined = undefined;
+  /** The inputs as stored in memory: taken back when the call fails. */
+  inputs: AgentMessage[] | undefined = undefined;
+  /** The reply as stored in memory. */
+  result: AgentMessage | undefined = undefined;
+  finished = false;
+  failure: unknown = undefined;
+
+  /** Checks the call can start: not aborted, and not waiting for itself. */
+  constructor(agent: AgentBase, options: Record<string, unknown> | undefined) {
+    const parent = currentFrame();
+    const ownSignal = options?.signal as AbortSignal | undefined;
+    const signal = combineSignals(ownSignal, parent?.signal);
+    this.agent = agent;
+    this.parent = parent;
+    this.options = forwardOptionsOf(options, signal, ownSignal) as AsyncForwardOptions;
+    signal?.throwIfAborted();
+    const sessionKey = String(this.options.sessionId);
+    if (isRunningIn(parent, agent, sessionKey)) {
+      throw new ConfigurationError({
+        message: `${agent.name}.call on session ${JSON.stringify(sessionKey)} was made from inside a call of the same agent and session, which it would wait for forever; use another session or agent`,
+      });
+    }
+    this.sessionKey = sessionKey;
+  }
+
+  /** Takes the session (undefined), or queues for it behind its earlier calls. */
+  acquire(): PendingTurn | undefined {
+    return this.agent[LANES].acquire(this.sessionKey, this.options.signal);
+  }
+
+  /** The session is ours: the call begins (its span, when tracing is on). */
+  begin(): void {
+    const agent = this.agent;
+    this.observed = agent[EMITTER] !== undefined || observers.count > 0;
+    this.span = agentSpan(agent, this.options.sessionId, this.parent);
+  }
+
+  /** The inputs as fresh messages the caller's objects do not share. */
+  inputsOf(input: MessageInput | readonly MessageInput[] | undefined): AgentMessage[] {
+    const messages = toMessages(input);
+    if (this.observed) {
+      emitEvent(this.agent, 'callStart', {
+        agent: this.agent,
+        sessionId: this.options.sessionId,
+        messages,
+        path: '',
+      });
+    }
+    return messages;
+  }
+
+  /** The inputs (after `beforeAgent` hooks) to the session's memory. */
+  remember(messages: AgentMessage[]): void {
+    const manager = this.agent.memory;
+    if (!manager) return;
+    const sessionId = this.options.sessionId;
+    // The key at hand saves making it again, unless a subclass has its own getOrCreate.
+    const memory =
+      manager.getOrCreate === MemoryManager.prototype.getOrCreate
+        ? manager[MEMORY_AT](this.sessionKey, sessionId)
+        : manager.getOrCreate(sessionId);
+    if (memory) {
+      memory.add(messages);
+      this.memory = memory;
+      this.inputs = messages;
+    }
+  }
+
+  /**
+   * Runs `forward`: a built-in one with parts asks the model (the answer, or a promise of it, goes to
+   * {@link reply}); other plain ones run as they are, any other inside the call's frame.
+   */
+  forward(messages: AgentMessage[]): unknown {
+    const agent = this.agent;
+    const forward = (agent as unknown as Forwarding).forward;
+    const plain = this.span === undefined ? PLAIN_FORWARDS.get(forward) : undefined;
+    if (plain !== undefined && plain !== null) {
+      this.parts = plain;
+      return plain.ask(agent, this.memory, messages, this.options);
+    }
+    if (plain === null) return forward.call(agent, messages, this.options);
+    if (this.inputs) this.inputs = this.inputs.slice(); // a custom forward may change the array it is given
+    const frame: CallFrame = {
+      parent: this.parent,
+      owner: agent,
+      sessionKey: this.sessionKey,
+      signal: this.options.signal,
+      journal: undefined,
+      failed: false,
+      span: this.span,
+    };
+    this.frame = frame;
+    return forwardInFrame(frame, agent, forward, messages, this.options);
+  }
+
+  /** The forward's output (or the model's answer) as the reply: stored, and a copy the caller owns. */
+  reply(output: unknown): AgentMessage {
+    const agent = this.agent;
+    if (this.parts !== undefined) output = this.parts.answer(agent, output, this.options.sessionId);
+    const result = toReply(agent, output);
+    this.result = result;
+    this.memory?.add(result);
+    return result.clone();
+  }
+
+  /** The call succeeded with `reply` (after `afterAgent` hooks). */
+  succeed(reply: AgentMessage): AgentMessage {
+    this.finished = true;
+    if (this.observed) {
+      emitEvent(this.agent, 'callEnd', {
+        agent: this.agent,
+        sessionId: this.options.sessionId,
+        message: reply,
+        path: '',
+      });
+    }
+    return reply;
+  }
+
+  /** The call failed with `error` (not yet taken back: see {@link close}). */
+  fail(error: unknown): void {
+    this.failure = error;
+    const agent = this.agent;
+    if (agent[EMITTER] !== undefined || observers.count > 0)
+      emitEvent(agent, 'error', { agent, sessionId: this.options.sessionId, error, path: '' });
+  }
+
+  /**
+   * Ends the call, however it ended: one that did not finish takes back exactly its own messages and
+   * every turn its sub-calls stored; the session passes to its next call.
+   */
+  close(): void {
+    const { parent, frame, finished, span } = this;
+    if (parent !== undefined || frame !== undefined || !finished) {
+      settle(parent, frame, finished, this.memory, this.inputs, this.result);
+    }
+    this.agent[LANES].release(this.sessionKey);
+    if (span) {
+      endSpan(
+        span,
+        finished ? undefined : (this.failure ?? new Error('the call was abandoned before it finished')),
+      );
+    }
+  }
 }
 
 /**
@@ -52,75 +228,89 @@ export function* agentCallSteps(
   input: MessageInput | readonly MessageInput[] | undefined,
   options: Record<string, unknown> | undefined,
 ): Steps<AgentMessage> {
-  const parent = currentFrame();
-  const ownSignal = options?.signal as AbortSignal | undefined;
-  const signal = combineSignals(ownSignal, parent?.signal);
-  const forwardOptions = forwardOptionsOf(options, signal, ownSignal);
-  const sessionId = forwardOptions.sessionId;
-  signal?.throwIfAborted();
-  const sessionKey = String(sessionId);
-  if (isRunningIn(parent, agent, sessionKey)) {
-    throw new ConfigurationError({
-      message: `${agent.name}.call on session ${JSON.stringify(sessionKey)} was made from inside a call of the same agent and session, which it would wait for forever; use another session or agent`,
-    });
-  }
-  const lanes = agent[LANES];
-  const pending = lanes.acquire(sessionKey, signal);
-  if (pending !== undefined) yield* waitForLane(agent, pending, sessionKey);
-  // Events reach this agent's listeners, and those of the agents that hold it in their tree.
-  const observed = agent[EMITTER] !== undefined || observers.count > 0;
-  const span = agentSpan(agent, sessionId, parent);
-  // A frame only for forwards that may make calls of their own (see PLAIN_FORWARDS), or to parent spans.
-  let frame: CallFrame | undefined;
-  let memory: Memory | undefined;
-  let inputs: AgentMessage[] | undefined;
-  let result: AgentMessage | undefined;
-  let finished = false;
-  let failure: unknown;
+  const turn = new Turn(agent, options);
+  const pending = turn.acquire();
+  if (pending !== undefined) yield* waitForLane(agent, pending, turn.sessionKey);
+  turn.begin();
   try {
-    let messages = toMessages(input);
-    if (observed) emitEvent(agent, 'callStart', { agent, sessionId, messages, path: '' });
-    const before = agent.hooks;
-    if (before.length > 0) messages = yield* beforeAgentSteps(agent, before, messages, sessionId);
-    memory = agent.memory?.getOrCreate(sessionId);
-    if (memory) {
-      memory.add(messages);
-      inputs = messages;
-    }
-    const forward = (agent as unknown as Forwarding).forward;
-    let output: unknown;
-    if (span === undefined && PLAIN_FORWARDS.has(forward))
-      output = forward.call(agent, messages, forwardOptions);
-    else {
-      if (inputs) inputs = inputs.slice(); // a custom forward may change the array it is given
-      frame = { parent, owner: agent, sessionKey, signal, journal: undefined, failed: false, span };
-      output = forwardInFrame(frame, agent, forward, messages, forwardOptions);
-    }
+    let messages = turn.inputsOf(input);
+    if (agent.hooks.length > 0) messages = yield* beforeAgentSteps(agent, messages, turn.options.sessionId);
+    turn.remember(messages);
+    let output = turn.forward(messages);
     if (needsDriving(output)) output = yield output;
-    result = toReply(agent, output);
-    memory?.add(result);
-    let reply = result.clone();
-    const after = agent.hooks;
-    if (after.length > 0) reply = yield* afterAgentSteps(agent, after, reply, sessionId);
-    finished = true;
-    if (observed) emitEvent(agent, 'callEnd', { agent, sessionId, message: reply, path: '' });
-    return reply;
+    let reply = turn.reply(output);
+    if (agent.hooks.length > 0) reply = yield* afterAgentSteps(agent, reply, turn.options.sessionId);
+    return turn.succeed(reply);
   } catch (error) {
-    failure = error;
-    if (agent[EMITTER] !== undefined || observers.count > 0)
-      emitEvent(agent, 'error', { agent, sessionId, error, path: '' });
+    turn.fail(error);
     throw error;
   } finally {
-    if (parent !== undefined || frame !== undefined || !finished) {
-      settle(parent, frame, finished, memory, inputs, result);
-    }
-    lanes.release(sessionKey);
-    if (span)
-      endSpan(
-        span,
-        finished ? undefined : (failure ?? new Error('the call was abandoned before it finished')),
-      );
+    turn.close();
   }
+}
+
+/**
+ * `AsyncAgent.call`: {@link agentCallSteps} driven by `driveAsync`, except in the common case (the
+ * built-in forward, no hooks, the session free), where the same steps run directly and the model's
+ * promise is followed with one `then`: a call in flight then holds its {@link Turn} and that reaction,
+ * not a suspended generator and its driver. 10,000 concurrent sessions keep that much less alive.
+ */
+export function callAsync(
+  agent: AgentBase,
+  input: MessageInput | readonly MessageInput[] | undefined,
+  options: Record<string, unknown> | undefined,
+): Promise<AgentMessage> {
+  const parts = PLAIN_FORWARDS.get((agent as unknown as Forwarding).forward);
+  if (parts === undefined || parts === null || agent.hooks.length > 0) {
+    return driveAsync(agentCallSteps(agent, input, options));
+  }
+  let turn: Turn;
+  try {
+    turn = new Turn(agent, options);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  const pending = turn.acquire();
+  if (pending !== undefined) {
+    // The session is busy: the steps wait for it (queueing again, at the same place in line).
+    pending.cancel();
+    return driveAsync(agentCallSteps(agent, input, options));
+  }
+  turn.begin();
+  let answer: unknown;
+  try {
+    const messages = turn.inputsOf(input);
+    turn.remember(messages);
+    answer = turn.forward(messages);
+    if (!isThenable(answer)) return Promise.resolve(finishTurn(turn, answer));
+  } catch (error) {
+    return Promise.reject(failTurn(turn, error));
+  }
+  return Promise.resolve(answer).then(
+    (value) => finishTurn(turn, value),
+    (error: unknown) => {
+      throw failTurn(turn, error);
+    },
+  );
+}
+
+/** The last steps of {@link callAsync}'s direct run: the reply from the model's answer, and the close. */
+function finishTurn(turn: Turn, answer: unknown): AgentMessage {
+  let reply: AgentMessage;
+  try {
+    reply = turn.succeed(turn.reply(answer));
+  } catch (error) {
+    throw failTurn(turn, error);
+  }
+  turn.close();
+  return reply;
+}
+
+/** A failed direct run: reported and taken back; returns the error for the caller to throw. */
+function failTurn(turn: Turn, error: unknown): unknown {
+  turn.fail(error);
+  turn.close();
+  return error;
 }
 
 /*
@@ -149,24 +339,18 @@ function agentSpan(agent: AgentBase, sessionId: SessionId, parent: CallFrame | u
 
 function* beforeAgentSteps(
   agent: AgentBase,
-  hooks: readonly AgentBase['hooks'][number][],
   messages: AgentMessage[],
   sessionId: SessionId,
 ): Steps<AgentMessage[]> {
-  for (const hook of hooks) {
+  for (const hook of agent.hooks) {
     if (hook.beforeAgent)
       messages = (yield* hookStep(hook, 'beforeAgent', agent, messages, sessionId)) ?? messages;
   }
   return messages;
 }
 
-function* afterAgentSteps(
-  agent: AgentBase,
-  hooks: readonly AgentBase['hooks'][number][],
-  reply: AgentMessage,
-  sessionId: SessionId,
-): Steps<AgentMessage> {
-  for (const hook of hooks) {
+function* afterAgentSteps(agent: AgentBase, reply: AgentMessage, sessionId: SessionId): Steps<AgentMessage> {
+  for (const hook of agent.hooks) {
     if (hook.afterAgent) reply = (yield* hookStep(hook, 'afterAgent', agent, reply, sessionId)) ?? reply;
   }
   return reply;
@@ -321,12 +505,65 @@ export function emitSafely<E extends keyof AgentEvents>(
   }
 }
 
-/** The `forward` methods of the four agent classes (registered by each class). */
-const PLAIN_FORWARDS = new WeakSet<object>();
+/**
+ * A built-in `forward` with one model call, in two parts around it. A call runs the parts as its own
+ * steps, so while the model works the call holds no promise, closure or frame of the forward's.
+ */
+export interface ForwardParts {
+  /**
+   * Builds the prompt from the session's memory (`memory` when the caller has it at hand; just `messages`
+   * for an agent without memory) and asks the model: its answer, or a promise of it.
+   */
+  ask(
+    agent: AgentBase,
+    memory: Memory | undefined,
+    messages: AgentMessage[],
+    options: ForwardOptions,
+  ): unknown;
+  /** The forward's result, from the model's answer. */
+  answer(agent: AgentBase, answer: unknown, sessionId: SessionId): ForwardResult;
+}
+
+/**
+ * The `forward` methods of the four agent classes (registered by each class): they make no sub-calls, so
+ * calls run them without a call frame. The non-streaming ones come with their {@link ForwardParts}.
+ */
+const PLAIN_FORWARDS = new WeakMap<object, ForwardParts | null>();
 
 /** Registers a built-in `forward` that makes no sub-calls (see {@link agentCallSteps}). */
-export function registerPlainForward(forward: object): void {
-  PLAIN_FORWARDS.add(forward);
+export function registerPlainForward(forward: object, parts: ForwardParts | null = null): void {
+  PLAIN_FORWARDS.set(forward, parts);
+}
+
+/**
+ * The default forward of `Agent` and `AsyncAgent` in parts: the session's memory through the aggregator
+ * to the model (`chat`, or `generate` with the agent's native tools), then the reply from its answer.
+ * The model's answer is a value for a sync model and a promise for an async one; the parts are the same.
+ */
+export const MODEL_TURN: ForwardParts = {
+  ask(agent, memory, messages, options) {
+    const llm = requireLLM(agent) as ModelLike;
+    const sessionId = options.sessionId;
+    const prompt = promptOf(
+      agent,
+      agent.memory ? (memory ?? agent.memory.get(sessionId)) : scratchMemory(messages),
+      sessionId,
+    );
+    return agent.tools === undefined
+      ? llm.chat(prompt, options)
+      : llm.generate(prompt, modelParams(agent, options));
+  },
+  answer(agent, answer, sessionId) {
+    if (agent.tools === undefined) return buildReply(agent, answer as string, sessionId);
+    const reply = answer as ModelReply;
+    return buildReply(agent, reply.content, sessionId, reply.toolCalls);
+  },
+};
+
+/** What {@link MODEL_TURN} needs of a model, sync or async. */
+interface ModelLike {
+  chat(messages: ChatMessage[], params?: object): unknown;
+  generate(messages: ChatMessage[], params?: object): unknown;
 }
 
 interface Forwarding {
@@ -358,12 +595,18 @@ export function requireLLM<L>(agent: AgentBase<L>): L {
 
 /** The chat messages for the default forward: the session's memory through the aggregator. */
 export function buildPrompt(agent: AgentBase, messages: AgentMessage[], sessionId: SessionId): ChatMessage[] {
-  let memory: Memory | undefined;
-  if (agent.memory) memory = agent.memory.get(sessionId);
-  else {
-    memory = new Memory();
-    memory.add(messages);
-  }
+  return promptOf(agent, agent.memory ? agent.memory.get(sessionId) : scratchMemory(messages), sessionId);
+}
+
+/** The turn's messages alone, for an agent without memory. */
+function scratchMemory(messages: AgentMessage[]): Memory {
+  const memory = new Memory();
+  memory.add(messages);
+  return memory;
+}
+
+/** {@link buildPrompt} with the memory to aggregate at hand. */
+function promptOf(agent: AgentBase, memory: Memory | undefined, sessionId: SessionId): ChatMessage[] {
   const prompt = agent.aggregator.aggregate(memory, agent.name, agent.outputFormat, agent.template);
   if (agent[EMITTER] !== undefined || observers.count > 0)
     emitEvent(agent, 'llmStart', { agent, sessionId, messages: prompt, path: '' });
