@@ -3,6 +3,12 @@ import { ConfigurationError } from '../schema/errors';
 import type { SessionId } from '../schema/session';
 import { type GetMemoryOptions, Memory } from './memory';
 
+/**
+ * `manager[MEMORY_AT](key, sessionId)` is `getOrCreate(sessionId)` for a caller that already has the
+ * session's key, `String(sessionId)` (an agent call does), so it is not made twice.
+ */
+export const MEMORY_AT: unique symbol = Symbol('lagent.memory.at');
+
 /** Options of {@link MemoryManager}. */
 export interface MemoryManagerOptions {
   /**
@@ -45,7 +51,11 @@ export class MemoryManager {
 
   /** The memory of a session, created when missing. */
   getOrCreate(sessionId: SessionId = 0): Memory {
-    const key = String(sessionId);
+    return this[MEMORY_AT](String(sessionId), sessionId);
+  }
+
+  /** See {@link MEMORY_AT}. */
+  [MEMORY_AT](key: string, sessionId: SessionId): Memory {
     const session = this.#sessions.get(key);
     if (session) {
       if (this.maxSessions !== undefined) this.#touch(key, session);

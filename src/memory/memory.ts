@@ -28,6 +28,16 @@ export interface GetMemoryOptions {
 }
 
 /**
+ * `memory[RECENT]()` is `memory.getMemory()` for a read-only pass of the library's own (an aggregator
+ * building a prompt): the stored array itself when that is what `getMemory()` would copy. The caller must
+ * neither change nor keep it.
+ */
+export const RECENT: unique symbol = Symbol('lagent.memory.recent');
+
+/** Histories up to this length are kept in exact-size arrays (see `Memory.#append`). */
+const EXACT_UP_TO = 16;
+
+/**
  * The message history of one session. Messages are stored as given (an agent's `call()` hands it copies);
  * `getMemory()` returns the stored messages themselves in a new array.
  *
@@ -38,7 +48,7 @@ export interface GetMemoryOptions {
  */
 export class Memory {
   readonly recentN: number | undefined;
-  readonly #messages: AgentMessage[] = [];
+  #messages: AgentMessage[] = [];
 
   constructor(options: MemoryOptions = {}) {
     if (options.recentN !== undefined && !(Number.isInteger(options.recentN) && options.recentN >= 0)) {
@@ -74,11 +84,17 @@ export class Memory {
     return out;
   }
 
+  /** See {@link RECENT}. A subclass's own `getMemory` is honoured. */
+  [RECENT](): readonly AgentMessage[] {
+    if (this.recentN !== undefined || this.getMemory !== Memory.prototype.getMemory) return this.getMemory();
+    return this.#messages;
+  }
+
   /** Appends one message or several; strings become user messages, plain objects are validated. */
   add(input: MessageInput | readonly MessageInput[]): void {
     if (!Array.isArray(input)) {
       const item = input as MessageInput;
-      this.#messages.push(item instanceof AgentMessage ? item : toAgentMessage(item));
+      this.#append(item instanceof AgentMessage ? item : toAgentMessage(item));
       return;
     }
     // Convert everything first so one invalid entry adds nothing.
@@ -90,7 +106,24 @@ export class Memory {
         converted.push(toAgentMessage(item));
       } else converted?.push(item);
     }
-    for (const message of converted ?? (input as readonly AgentMessage[])) this.#messages.push(message);
+    for (const message of converted ?? (input as readonly AgentMessage[])) this.#append(message);
+  }
+
+  /**
+   * Appends one message. A short history is kept in an array of its exact size: a push onto a full array
+   * reserves 16 more slots, 128 bytes that each of 10,000 two-message sessions would keep for nothing.
+   */
+  #append(message: AgentMessage): void {
+    const stored = this.#messages;
+    const length = stored.length;
+    if (length >= EXACT_UP_TO) {
+      stored.push(message);
+      return;
+    }
+    const grown = new Array<AgentMessage>(length + 1);
+    for (let i = 0; i < length; i++) grown[i] = stored[i]!;
+    grown[length] = message;
+    this.#messages = grown;
   }
 
   /**

@@ -1,8 +1,9 @@
-import type { Memory } from '../../memory/memory';
+import { type Memory, RECENT } from '../../memory/memory';
 import type { OutputParser } from '../../prompts/output-parser';
 import type { ChatMessage } from '../../schema/chat-message';
 import { ConfigurationError } from '../../schema/errors';
 import { toolCallsOf } from '../../schema/tool-calls';
+import { withRoom } from '../../utils/arrays';
 import { contentToText } from './content';
 import { ToolTurns } from './tool-turns';
 
@@ -13,6 +14,8 @@ export interface SystemTemplate {
 
 /** An agent's system instruction: text, one chat message, several, or a template. */
 export type SystemInstruction = string | ChatMessage | readonly ChatMessage[] | SystemTemplate;
+
+const NO_MESSAGES: readonly ChatMessage[] = [];
 
 /**
  * Turns a session's memory into chat messages: the system instruction first, then the agent's own turns
@@ -41,10 +44,21 @@ export class DefaultAggregator {
     parser?: OutputParser,
     systemInstruction?: SystemInstruction,
   ): ChatMessage[] {
-    const out = this.aggregateSystemInstruction(systemInstruction, parser);
-    if (!memory) return out;
+    if (!memory) return this.aggregateSystemInstruction(systemInstruction, parser);
+    const history = memory[RECENT]();
+    // Usually one message per turn at most: room for that, so the prompt is allocated once. A plain
+    // text instruction (with the method not overridden) goes straight in, without a list of its own.
+    let out: ChatMessage[];
+    if (
+      typeof systemInstruction === 'string' &&
+      systemInstruction !== '' &&
+      this.aggregateSystemInstruction === DefaultAggregator.prototype.aggregateSystemInstruction
+    ) {
+      out = withRoom(NO_MESSAGES, history.length + 1);
+      out.push({ role: 'system', content: systemInstruction });
+    } else out = withRoom(this.aggregateSystemInstruction(systemInstruction, parser), history.length);
     let tools: ToolTurns | undefined;
-    for (const message of memory.getMemory()) {
+    for (const message of history) {
       const calls = toolCallsOf(message.formatted);
       let text: string;
       if (message.sender === name) {
