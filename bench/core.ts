@@ -172,7 +172,7 @@ async function sideBySidePerCall(report: Report): Promise<void> {
  * 10,000 concurrent sessions against a model that takes 50 ms, through each framework, and through the
  * bare scripted model (`AsyncMockLLM.chat` alone, nothing kept): the floor any framework built on it can
  * reach. Each in its own process, 3 processes each, started in turn (model, lagent, AI SDK, Agents JS,
- * LangGraph.js, model, ...); each process runs 2 warm-up rounds, then 3 measured rounds, each on fresh state, and
+ * LangGraph.js, model, ...); each process warms up for at least 2 rounds and 2 s, then runs 5 measured rounds, each on fresh state, and
  * reports their medians. Figures are medians over the 3 processes.
  */
 async function sideBySideConcurrent(report: Report): Promise<void> {

@@ -67,15 +67,21 @@ async function perCall(kind: ContenderKind, calls: number): Promise<PerCallResul
 }
 
 const SESSIONS = 10_000;
-const CONCURRENT_WARM_UP = 2;
-const CONCURRENT_ROUNDS = 3;
+/**
+ * Warm-up by time here too, the same for every framework: at least 2 rounds and 2 s, so each is measured
+ * at its steady pace (JIT done, heap sized) rather than while still compiling.
+ */
+const CONCURRENT_WARM_UP_ROUNDS = 2;
+const CONCURRENT_WARM_UP_MS = 2_000;
+const CONCURRENT_ROUNDS = 5;
 
 async function concurrent(kind: ContenderKind): Promise<ConcurrentResult> {
   const walls: number[] = [];
   const heaps: number[] = [];
-  for (let round = 0; round < CONCURRENT_WARM_UP + CONCURRENT_ROUNDS; round++) {
+  const warmUpEnd = performance.now() + CONCURRENT_WARM_UP_MS;
+  for (let round = 0; walls.length < CONCURRENT_ROUNDS; round++) {
     const { wall, heapGrowth } = await concurrentRound(kind);
-    if (round < CONCURRENT_WARM_UP) continue;
+    if (round < CONCURRENT_WARM_UP_ROUNDS || performance.now() < warmUpEnd) continue;
     walls.push(wall);
     heaps.push(heapGrowth);
   }

@@ -13,6 +13,7 @@ import type {
 import type { ChatMessage, OpenAITool, ToolCall } from '../schema/chat-message';
 import { ConfigurationError, LagentError } from '../schema/errors';
 import { ModelStatusCode } from '../schema/status';
+import { Latency } from './latency';
 
 /** One scripted tool call. String arguments are read like a server's (a JSON object is parsed, other text kept). */
 export interface MockToolCall {
@@ -96,7 +97,7 @@ class Script {
     messages: ChatMessage[],
     params: ResolvedGenParams,
     call: LLMCallParams | undefined,
-  ): ModelReply {
+  ): ModelReply | string {
     const index = this.#count++;
     const tools = call?.tools === undefined ? undefined : prepareTools(call.tools, owner);
     if (this.#record) {
@@ -117,9 +118,8 @@ class Script {
       }
       reply = responses[index];
     }
-    if (typeof reply === 'string') {
-      return { content: cutAtStopWords(reply, params.stopWords), toolCalls: [], finishReason: 'stop' };
-    }
+    // Plain text stays text (`chat()` needs nothing else; see `replyOf`).
+    if (typeof reply === 'string') return cutAtStopWords(reply, params.stopWords);
     const scripted = reply as MockReply | null;
     if (
       scripted === null ||
@@ -149,6 +149,18 @@ class Script {
       toolCalls,
       finishReason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
     };
+  }
+
+  /** What `chat()` returns: the text; a reply that calls tools is refused as a real client refuses it. */
+  static text(owner: string, reply: ModelReply | string): string {
+    if (typeof reply === 'string') return reply;
+    if (reply.toolCalls.length > 0) throw toolCallsError(owner, reply.toolCalls);
+    return reply.content;
+  }
+
+  /** What `generate()` returns: the reply, text and tool calls. */
+  static replyOf(reply: ModelReply | string): ModelReply {
+    return typeof reply === 'string' ? { content: reply, toolCalls: [], finishReason: 'stop' } : reply;
   }
 
   *chunks(reply: ModelReply): Generator<StreamChunk> {
@@ -202,14 +214,12 @@ export class MockLLM extends BaseLLM {
 
   /** The scripted reply's text; throws a `ModelOutputError` when it calls tools (use `generate()`). */
   chat(messages: ChatMessage[], params?: LLMCallParams): string {
-    const reply = this.#script.next('MockLLM', messages, this.resolveParams(params), params);
-    if (reply.toolCalls.length > 0) throw toolCallsError('MockLLM', reply.toolCalls);
-    return reply.content;
+    return Script.text('MockLLM', this.#script.next('MockLLM', messages, this.resolveParams(params), params));
   }
 
   /** The scripted reply, text and tool calls. */
   override generate(messages: ChatMessage[], params?: LLMCallParams): ModelReply {
-    return this.#script.next('MockLLM', messages, this.resolveParams(params), params);
+    return Script.replyOf(this.#script.next('MockLLM', messages, this.resolveParams(params), params));
   }
 
   override *streamChat(
@@ -229,11 +239,13 @@ export class MockLLM extends BaseLLM {
 export class AsyncMockLLM extends AsyncBaseLLM {
   readonly latencyMs: number;
   readonly #script: Script;
+  readonly #latency: Latency | undefined;
 
   constructor(options: AsyncMockLLMOptions) {
     super(options);
     this.#script = new Script('AsyncMockLLM', options);
     this.latencyMs = options.latencyMs ?? 0;
+    this.#latency = this.latencyMs > 0 ? new Latency(this.latencyMs) : undefined;
   }
 
   get calls(): MockCall[] {
@@ -243,13 +255,13 @@ export class AsyncMockLLM extends AsyncBaseLLM {
   /** The scripted reply's text; rejects with a `ModelOutputError` when it calls tools (use `generate()`). */
   chat(messages: ChatMessage[], params?: LLMCallParams): Promise<string> {
     try {
-      const reply = this.#script.next('AsyncMockLLM', messages, this.resolveParams(params), params);
-      if (reply.toolCalls.length > 0) throw toolCallsError('AsyncMockLLM', reply.toolCalls);
+      const text = Script.text(
+        'AsyncMockLLM',
+        this.#script.next('AsyncMockLLM', messages, this.resolveParams(params), params),
+      );
       const signal = params?.signal;
       signal?.throwIfAborted();
-      return this.latencyMs > 0
-        ? delay(this.latencyMs, reply.content, signal)
-        : Promise.resolve(reply.content);
+      return this.#latency ? this.#latency.wait(text, signal) : Promise.resolve(text);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -258,10 +270,12 @@ export class AsyncMockLLM extends AsyncBaseLLM {
   /** The scripted reply, text and tool calls, after `latencyMs`. */
   override generate(messages: ChatMessage[], params?: LLMCallParams): Promise<ModelReply> {
     try {
-      const reply = this.#script.next('AsyncMockLLM', messages, this.resolveParams(params), params);
+      const reply = Script.replyOf(
+        this.#script.next('AsyncMockLLM', messages, this.resolveParams(params), params),
+      );
       const signal = params?.signal;
       signal?.throwIfAborted();
-      return this.latencyMs > 0 ? delay(this.latencyMs, reply, signal) : Promise.resolve(reply);
+      return this.#latency ? this.#latency.wait(reply, signal) : Promise.resolve(reply);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -309,20 +323,4 @@ function cloneArguments(args: Record<string, unknown>): Record<string, unknown> 
     copy[key] = value;
   }
   return copy;
-}
-
-/** Resolves to `value` after `ms`, or rejects with the signal's reason when aborted first. */
-function delay<T>(ms: number, value: T, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return new Promise((resolve) => setTimeout(resolve, ms, value));
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve(value);
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }
