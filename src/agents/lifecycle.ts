@@ -18,7 +18,7 @@ import { MEMORY_AT, MemoryManager } from '../memory/memory-manager';
 import { AgentMessage, type MessageInput, toAgentMessage } from '../schema/agent-message';
 import type { ChatMessage, ToolCall } from '../schema/chat-message';
 import { ConfigurationError, LagentError, ParseError } from '../schema/errors';
-import type { SessionId } from '../schema/session';
+import { type SessionId, type SessionKey, sessionKey as toSessionKey } from '../schema/session';
 import { AgentStatusCode } from '../schema/status';
 import { isIterator, isThenable } from '../utils/is';
 import {
@@ -57,7 +57,7 @@ class Turn {
   readonly parent: CallFrame | undefined;
   /** What `forward` receives: the session set, and the effective signal (own and inherited). */
   readonly options: AsyncForwardOptions;
-  readonly sessionKey: string;
+  readonly sessionKey: SessionKey;
   /** Events reach this agent's listeners, and those of the agents that hold it in their tree. */
   observed = false;
   span: Span | undefined = undefined;
@@ -82,10 +82,10 @@ class Turn {
     this.parent = parent;
     this.options = forwardOptionsOf(options, signal, ownSignal) as AsyncForwardOptions;
     signal?.throwIfAborted();
-    const sessionKey = String(this.options.sessionId);
+    const sessionKey = toSessionKey(this.options.sessionId);
     if (isRunningIn(parent, agent, sessionKey)) {
       throw new ConfigurationError({
-        message: `${agent.name}.call on session ${JSON.stringify(sessionKey)} was made from inside a call of the same agent and session, which it would wait for forever; use another session or agent`,
+        message: `${agent.name}.call on session ${JSON.stringify(String(sessionKey))} was made from inside a call of the same agent and session, which it would wait for forever; use another session or agent`,
       });
     }
     this.sessionKey = sessionKey;
@@ -319,14 +319,14 @@ function failTurn(turn: Turn, error: unknown): unknown {
  */
 
 /** Waits for the session's earlier calls; a sync driver cannot wait, so the call is refused. */
-function* waitForLane(agent: AgentBase, pending: PendingTurn, sessionKey: string): Steps<void> {
+function* waitForLane(agent: AgentBase, pending: PendingTurn, sessionKey: SessionKey): Steps<void> {
   try {
     yield pending.ready;
   } catch (error) {
     if (!(error instanceof PromiseInSyncCall)) throw error;
     pending.cancel();
     throw new ConfigurationError({
-      message: `${agent.name}: session ${JSON.stringify(sessionKey)} has a call in progress (an unfinished stream?); a synchronous agent cannot wait for it: finish that stream or call its return() first`,
+      message: `${agent.name}: session ${JSON.stringify(String(sessionKey))} has a call in progress (an unfinished stream?); a synchronous agent cannot wait for it: finish that stream or call its return() first`,
     });
   }
 }

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { SessionKey } from '../schema/session';
 import type { Span } from './tracing';
 
 /** A memory that a failed call can take its messages back from (structurally: `Memory`). */
@@ -21,7 +22,7 @@ export interface CallFrame {
   readonly parent: CallFrame | undefined;
   /** Who is running: the owner object (an agent) and the session key, to refuse self-waiting calls. */
   readonly owner: object;
-  readonly sessionKey: string;
+  readonly sessionKey: SessionKey;
   /** The call's effective signal: its own combined with every enclosing call's. */
   readonly signal: AbortSignal | undefined;
   /** Additions of finished sub-calls, oldest first; created on first use. */
@@ -68,7 +69,7 @@ export function effectiveSignal(own: AbortSignal | undefined): AbortSignal | und
 }
 
 /** True when `owner` is already running a call on `sessionKey` in this chain of calls. */
-export function isRunningIn(frame: CallFrame | undefined, owner: object, sessionKey: string): boolean {
+export function isRunningIn(frame: CallFrame | undefined, owner: object, sessionKey: SessionKey): boolean {
   for (let current = frame; current !== undefined; current = current.parent) {
     if (current.owner === owner && current.sessionKey === sessionKey) return true;
   }

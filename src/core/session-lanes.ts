@@ -1,3 +1,5 @@
+import type { SessionKey } from '../schema/session';
+
 /** A call waiting for its session: resumed by `grant`, or taken out of the queue by an abort. */
 interface Waiter {
   grant: () => void;
@@ -26,18 +28,18 @@ export interface PendingTurn {
  * successful acquire must be paired with one `release`. Idle sessions take no memory.
  */
 export class SessionLanes {
-  readonly #lanes = new Map<string, Lane>();
+  readonly #lanes = new Map<SessionKey, Lane>();
   /**
    * A session whose call runs with nobody waiting, kept out of the map: an agent called on one session at a
    * time (the common case) takes and frees it without touching the map. Never also a key of `#lanes`.
    */
-  #solo: string | undefined = undefined;
+  #solo: SessionKey | undefined = undefined;
 
   /**
    * Takes the session, or queues for it. A queued call whose `signal` aborts leaves the queue and its
    * `ready` rejects with the abort reason.
    */
-  acquire(key: string, signal?: AbortSignal): PendingTurn | undefined {
+  acquire(key: SessionKey, signal?: AbortSignal): PendingTurn | undefined {
     let lane: Lane | undefined;
     if (key === this.#solo) {
       this.#solo = undefined;
@@ -84,7 +86,7 @@ export class SessionLanes {
   }
 
   /** Ends the running call of a session: the next waiting call (in call order) runs, else the lane goes. */
-  release(key: string): void {
+  release(key: SessionKey): void {
     if (key === this.#solo) {
       this.#solo = undefined;
       return;

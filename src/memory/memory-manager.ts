@@ -1,11 +1,11 @@
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
 import { ConfigurationError } from '../schema/errors';
-import type { SessionId } from '../schema/session';
+import { type SessionId, type SessionKey, sessionKey } from '../schema/session';
 import { type GetMemoryOptions, Memory } from './memory';
 
 /**
  * `manager[MEMORY_AT](key, sessionId)` is `getOrCreate(sessionId)` for a caller that already has the
- * session's key, `String(sessionId)` (an agent call does), so it is not made twice.
+ * session's key, `sessionKey(sessionId)` (an agent call does), so it is not made twice.
  */
 export const MEMORY_AT: unique symbol = Symbol('lagent.memory.at');
 
@@ -30,7 +30,7 @@ interface Session {
 export class MemoryManager {
   readonly maxSessions: number | undefined;
   readonly #create: () => Memory;
-  readonly #sessions = new Map<string, Session>();
+  readonly #sessions = new Map<SessionKey, Session>();
 
   constructor(create: () => Memory = () => new Memory(), options: MemoryManagerOptions = {}) {
     const { maxSessions } = options;
@@ -43,7 +43,7 @@ export class MemoryManager {
 
   /** The memory of a session, or undefined when the session has none yet. */
   get(sessionId: SessionId = 0): Memory | undefined {
-    const key = String(sessionId);
+    const key = sessionKey(sessionId);
     const session = this.#sessions.get(key);
     if (session && this.maxSessions !== undefined) this.#touch(key, session);
     return session?.memory;
@@ -51,11 +51,11 @@ export class MemoryManager {
 
   /** The memory of a session, created when missing. */
   getOrCreate(sessionId: SessionId = 0): Memory {
-    return this[MEMORY_AT](String(sessionId), sessionId);
+    return this[MEMORY_AT](sessionKey(sessionId), sessionId);
   }
 
   /** See {@link MEMORY_AT}. */
-  [MEMORY_AT](key: string, sessionId: SessionId): Memory {
+  [MEMORY_AT](key: SessionKey, sessionId: SessionId): Memory {
     const session = this.#sessions.get(key);
     if (session) {
       if (this.maxSessions !== undefined) this.#touch(key, session);
@@ -67,7 +67,7 @@ export class MemoryManager {
     }
     this.#sessions.set(key, { id: sessionId, memory });
     if (this.maxSessions !== undefined && this.#sessions.size > this.maxSessions) {
-      const oldest = this.#sessions.keys().next().value as string;
+      const oldest = this.#sessions.keys().next().value as SessionKey;
       this.#sessions.delete(oldest);
     }
     return memory;
@@ -85,7 +85,7 @@ export class MemoryManager {
 
   /** Forgets a session entirely. */
   reset(sessionId: SessionId = 0): void {
-    this.#sessions.delete(String(sessionId));
+    this.#sessions.delete(sessionKey(sessionId));
   }
 
   /** The ids of the live sessions, least recently created (or used, with `maxSessions`) first. */
@@ -98,7 +98,7 @@ export class MemoryManager {
     return this.#sessions.size;
   }
 
-  #touch(key: string, session: Session): void {
+  #touch(key: SessionKey, session: Session): void {
     this.#sessions.delete(key);
     this.#sessions.set(key, session);
   }

@@ -15,7 +15,7 @@ const echo = (latencyMs = 0) =>
   });
 
 /** A hook that changes nothing: it only sends the call down the steps' path. */
-const passThrough: AsyncHook = { beforeAgent: () => undefined };
+const passThrough: AsyncHook = { hookName: 'passThrough', beforeAgent: () => undefined };
 
 describe('the direct run and the steps of AsyncAgent.call agree', () => {
   it('on prompts, memory, replies and events, over several turns and sessions', async () => {
@@ -119,5 +119,46 @@ describe('the direct run and the steps of AsyncAgent.call agree', () => {
     // Consecutive user turns are joined into one prompt message.
     expect(stored.map((message) => message.content)).toEqual(['mine', 'second', '1:minesecond']);
     expect(stored[0]).not.toBe(input);
+  });
+});
+
+describe('session keys', () => {
+  it('ids are one session exactly when their String()s are equal', async () => {
+    const { sessionKey } = await import('../../src/schema/session');
+    const ids: (string | number)[] = [
+      0,
+      '0',
+      -0,
+      7,
+      '7',
+      '07',
+      '7.0',
+      7.5,
+      '7.5',
+      1e21,
+      '1e+21',
+      2 ** 30,
+      String(2 ** 30),
+      2 ** 30 - 1,
+      String(2 ** 30 - 1),
+      '',
+      'abc',
+      '٣',
+      -1,
+      '-1',
+      NaN,
+      'NaN',
+      1234567890,
+      '1234567890',
+      '12345678901',
+    ];
+    for (const a of ids)
+      for (const b of ids) expect(sessionKey(a) === sessionKey(b)).toBe(String(a) === String(b));
+    const agent = new AsyncAgent({ llm: echo() });
+    await agent.call('x', { sessionId: 7 });
+    await agent.call('y', { sessionId: '7' });
+    await agent.call('z', { sessionId: '07' });
+    expect(agent.memory!.getMemory(7).map((message) => message.content)).toEqual(['x', '1:x', 'y', '3:y']);
+    expect(agent.memory!.sessions()).toEqual([7, '07']);
   });
 });
