@@ -113,7 +113,7 @@ async function concurrentRound(kind: ContenderKind): Promise<{ wall: number; hea
  * collection; figures are medians.
  */
 const QUEUE_CALLS = 4_000;
-const QUEUE_WARM_UP = 2;
+const QUEUE_WARM_UP = 4;
 const QUEUE_ROUNDS = 15;
 
 async function queue(): Promise<QueueResult> {

@@ -231,8 +231,8 @@ export function* agentCallSteps(
   const turn = new Turn(agent, options);
   const pending = turn.acquire();
   if (pending !== undefined) yield* waitForLane(agent, pending, turn.sessionKey);
-  turn.begin();
   try {
+    turn.begin();
     let messages = turn.inputsOf(input);
     if (agent.hooks.length > 0) messages = yield* beforeAgentSteps(agent, messages, turn.options.sessionId);
     turn.remember(messages);
@@ -271,20 +271,32 @@ export function callAsync(
     return Promise.reject(error);
   }
   const pending = turn.acquire();
-  if (pending !== undefined) {
-    // The session is busy: the steps wait for it (queueing again, at the same place in line).
-    pending.cancel();
-    return driveAsync(agentCallSteps(agent, input, options));
-  }
-  turn.begin();
+  // A busy session: the run waits for its place in line (an abort while waiting rejects, touching nothing).
+  if (pending !== undefined) return pending.ready.then(() => runTurn(turn, input));
+  return runTurn(turn, input);
+}
+
+/** {@link callAsync}'s direct run, once the session is the turn's. */
+function runTurn(
+  turn: Turn,
+  input: MessageInput | readonly MessageInput[] | undefined,
+): Promise<AgentMessage> {
   let answer: unknown;
   try {
+    turn.begin();
     const messages = turn.inputsOf(input);
     turn.remember(messages);
     answer = turn.forward(messages);
-    if (!isThenable(answer)) return Promise.resolve(finishTurn(turn, answer));
   } catch (error) {
     return Promise.reject(failTurn(turn, error));
+  }
+  if (!isThenable(answer)) {
+    // A model that answered at once: finishTurn has closed the turn either way.
+    try {
+      return Promise.resolve(finishTurn(turn, answer));
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
   return Promise.resolve(answer).then(
     (value) => finishTurn(turn, value),

@@ -1,9 +1,39 @@
 import type { SessionKey } from '../schema/session';
 
-/** A call waiting for its session: resumed by `grant`, or taken out of the queue by an abort. */
-interface Waiter {
-  grant: () => void;
-  cancelled: boolean;
+/**
+ * A call waiting for its session: `ready` resolves when `grant` gives it the session, or rejects when its
+ * signal aborts first (which takes it out of the queue). One object per waiting call, with the promise.
+ */
+class Waiter implements PendingTurn {
+  readonly ready: Promise<void>;
+  cancelled = false;
+  #resolve!: () => void;
+  readonly #signal: AbortSignal | undefined;
+  #onAbort: (() => void) | undefined = undefined;
+
+  constructor(signal: AbortSignal | undefined) {
+    this.#signal = signal;
+    this.ready = new Promise<void>((resolve, reject) => {
+      this.#resolve = resolve;
+      if (signal) {
+        this.#onAbort = () => {
+          this.cancelled = true;
+          reject(signal.reason);
+        };
+        signal.addEventListener('abort', this.#onAbort, { once: true });
+      }
+    });
+  }
+
+  grant(): void {
+    if (this.#onAbort) this.#signal!.removeEventListener('abort', this.#onAbort);
+    this.#resolve();
+  }
+
+  cancel(): void {
+    if (this.#onAbort) this.#signal!.removeEventListener('abort', this.#onAbort);
+    this.cancelled = true;
+  }
 }
 
 /** The calls of one session: one runs, the others wait in call order. */
@@ -57,32 +87,9 @@ export class SessionLanes {
         this.#lanes.set(key, lane);
       }
     }
-    let waiter!: Waiter;
-    let onAbort: (() => void) | undefined;
-    const ready = new Promise<void>((resolve, reject) => {
-      waiter = {
-        cancelled: false,
-        grant: () => {
-          if (onAbort) signal!.removeEventListener('abort', onAbort);
-          resolve();
-        },
-      };
-      if (signal) {
-        onAbort = () => {
-          waiter.cancelled = true;
-          reject(signal.reason);
-        };
-        signal.addEventListener('abort', onAbort, { once: true });
-      }
-    });
+    const waiter = new Waiter(signal);
     lane.waiters.push(waiter);
-    return {
-      ready,
-      cancel: () => {
-        if (onAbort) signal!.removeEventListener('abort', onAbort);
-        waiter.cancelled = true;
-      },
-    };
+    return waiter;
   }
 
   /** Ends the running call of a session: the next waiting call (in call order) runs, else the lane goes. */
