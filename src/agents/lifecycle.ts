@@ -15,7 +15,7 @@ import { activeTracer, endSpan, type Span, startAgentSpan, startChatSpan } from 
 import type { ModelReply } from '../llms/types';
 import { Memory } from '../memory/memory';
 import { MEMORY_AT, MemoryManager } from '../memory/memory-manager';
-import { AgentMessage, type MessageInput, toAgentMessage } from '../schema/agent-message';
+import { AgentMessage, type MessageInput, messageOf, toAgentMessage } from '../schema/agent-message';
 import type { ChatMessage, ToolCall } from '../schema/chat-message';
 import { ConfigurationError, LagentError, ParseError } from '../schema/errors';
 import { type SessionId, type SessionKey, sessionKey as toSessionKey } from '../schema/session';
@@ -584,8 +584,9 @@ interface Forwarding {
 
 function toReply(agent: AgentBase, output: unknown): AgentMessage {
   let reply: AgentMessage;
-  if (typeof output === 'string') reply = new AgentMessage({ sender: agent.name, content: output });
-  else if (output instanceof AgentMessage) reply = output;
+  if (typeof output === 'string') {
+    reply = messageOf(output, agent.name, null, null, null, null, AgentStatusCode.END);
+  } else if (output instanceof AgentMessage) reply = output;
   else {
     throw new ConfigurationError({
       message: `${agent.name}.forward must return an AgentMessage or a string, got ${output === null ? 'null' : typeof output}`,

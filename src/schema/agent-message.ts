@@ -114,15 +114,15 @@ export class AgentMessage<C = any, F = any> {
 
   /** A deep copy: changing the copy never changes this message. */
   clone(): AgentMessage<C, F> {
-    return new AgentMessage<C, F>({
-      content: deepClone(this.content),
-      sender: this.sender,
-      formatted: deepClone(this.formatted),
-      extraInfo: deepClone(this.extraInfo),
-      type: this.type,
-      receiver: this.receiver,
-      streamState: this.streamState,
-    });
+    return messageOf(
+      deepClone(this.content),
+      this.sender,
+      deepClone(this.formatted),
+      deepClone(this.extraInfo),
+      this.type,
+      this.receiver,
+      this.streamState,
+    );
   }
 
   /**
@@ -210,9 +210,36 @@ export type MessageInput = AgentMessage | string | AgentMessageInit | AgentMessa
 
 /** Turns one input into a fresh AgentMessage that the caller's object does not share. */
 export function toAgentMessage(input: MessageInput): AgentMessage {
-  if (typeof input === 'string') return new AgentMessage({ content: input });
+  if (typeof input === 'string') return messageOf(input, 'user', null, null, null, null, AgentStatusCode.END);
   if (input instanceof AgentMessage) return input.clone();
   return AgentMessage.from(input);
+}
+
+/** What {@link messageOf} constructs from: every field at its default. */
+const BLANK: AgentMessageInit<unknown, unknown> = Object.freeze({ content: undefined });
+
+/**
+ * A message from its fields, without an init object: the copies a call makes (its inputs, its reply, the
+ * caller's copy of it) then allocate the message alone.
+ */
+export function messageOf<C, F>(
+  content: C,
+  sender: string,
+  formatted: F | null,
+  extraInfo: unknown,
+  type: string | null,
+  receiver: string | null,
+  streamState: number,
+): AgentMessage<C, F> {
+  const message = new AgentMessage<C, F>(BLANK as AgentMessageInit<C, F>);
+  message.content = content;
+  message.sender = sender;
+  message.formatted = formatted;
+  message.extraInfo = extraInfo;
+  message.type = type;
+  message.receiver = receiver;
+  message.streamState = streamState;
+  return message;
 }
 
 /**
