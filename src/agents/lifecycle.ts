@@ -253,7 +253,8 @@ export function* agentCallSteps(
  * `AsyncAgent.call`: {@link agentCallSteps} driven by `driveAsync`, except in the common case (the
  * built-in forward, no hooks, the session free), where the same steps run directly and the model's
  * promise is followed with one `then`: a call in flight then holds its {@link Turn} and that reaction,
- * not a suspended generator and its driver. 10,000 concurrent sessions keep that much less alive.
+ * not a suspended generator and its driver. 10,000 concurrent sessions keep that much less alive. Which
+ * way a call runs is decided when it is made: a hook added while it waits or runs applies from the next call.
  */
 export function callAsync(
   agent: AgentBase,

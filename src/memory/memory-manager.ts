@@ -9,6 +9,12 @@ import { type GetMemoryOptions, Memory } from './memory';
  */
 export const MEMORY_AT: unique symbol = Symbol('lagent.memory.at');
 
+/**
+ * The default factory: one function for every manager, so code optimized for one agent's calls still
+ * fits the next agent's (a factory per manager would be a new function to V8 each time).
+ */
+const newMemory = (): Memory => new Memory();
+
 /** Options of {@link MemoryManager}. */
 export interface MemoryManagerOptions {
   /**
@@ -32,7 +38,7 @@ export class MemoryManager {
   readonly #create: () => Memory;
   readonly #sessions = new Map<SessionKey, Session>();
 
-  constructor(create: () => Memory = () => new Memory(), options: MemoryManagerOptions = {}) {
+  constructor(create: () => Memory = newMemory, options: MemoryManagerOptions = {}) {
     const { maxSessions } = options;
     if (maxSessions !== undefined && !(Number.isInteger(maxSessions) && maxSessions > 0)) {
       throw new ConfigurationError({ message: `maxSessions must be a positive integer, got ${maxSessions}` });
