@@ -43,9 +43,6 @@ interface Lane {
   head: number;
 }
 
-/** A session with a call running and nobody waiting: shared, so the common case allocates nothing. */
-const RUNNING: Lane = Object.freeze({ waiters: Object.freeze([]) as unknown as Waiter[], head: 0 });
-
 /** A place in a session's lane that is not ours yet: await `ready`, or `cancel` it. */
 export interface PendingTurn {
   readonly ready: Promise<void>;
@@ -54,52 +51,64 @@ export interface PendingTurn {
 
 /**
  * One call at a time per session, in call order. `acquire` returns `undefined` when the session was idle
- * (the common case costs one map lookup and no promise), or a {@link PendingTurn} to wait for. Every
+ * (the common case costs one set insertion and no promise), or a {@link PendingTurn} to wait for. Every
  * successful acquire must be paired with one `release`. Idle sessions take no memory.
  */
 export class SessionLanes {
-  readonly #lanes = new Map<SessionKey, Lane>();
+  /** Sessions with a call running (except `#solo`). */
+  readonly #running = new Set<SessionKey>();
+  /** The calls waiting, for the sessions that have any. */
+  readonly #queues = new Map<SessionKey, Lane>();
   /**
-   * A session whose call runs with nobody waiting, kept out of the map: an agent called on one session at a
-   * time (the common case) takes and frees it without touching the map. Never also a key of `#lanes`.
+   * A session whose call runs, kept out of `#running`: an agent called on one session at a time (the
+   * common case) takes and frees it without touching a set. Never also in `#running`.
    */
   #solo: SessionKey | undefined = undefined;
 
   /**
    * Takes the session, or queues for it. A queued call whose `signal` aborts leaves the queue and its
-   * `ready` rejects with the abort reason.
+   * `ready` rejects with the abort reason. A free session costs one set insertion (none for `#solo`).
    */
   acquire(key: SessionKey, signal?: AbortSignal): PendingTurn | undefined {
-    let lane: Lane | undefined;
-    if (key === this.#solo) {
-      this.#solo = undefined;
-      lane = { waiters: [], head: 0 };
-      this.#lanes.set(key, lane);
-    } else {
-      lane = this.#lanes.get(key);
-      if (lane === undefined) {
-        if (this.#solo === undefined) this.#solo = key;
-        else this.#lanes.set(key, RUNNING);
+    if (key === this.#solo) return this.#enqueue(key, signal);
+    const running = this.#running;
+    if (this.#solo === undefined) {
+      if (running.size === 0 || !running.has(key)) {
+        this.#solo = key;
         return undefined;
       }
-      if (lane === RUNNING) {
-        lane = { waiters: [], head: 0 };
-        this.#lanes.set(key, lane);
-      }
+      return this.#enqueue(key, signal);
+    }
+    const size = running.size;
+    running.add(key);
+    return running.size !== size ? undefined : this.#enqueue(key, signal);
+  }
+
+  /**
+   * Ends the running call of a session: the next waiting call (in call order) runs, else the session is
+   * free. Without anybody waiting anywhere, that is one set deletion (none for `#solo`).
+   */
+  release(key: SessionKey): void {
+    if (this.#queues.size !== 0 && this.#grantNext(key)) return;
+    if (key === this.#solo) this.#solo = undefined;
+    else this.#running.delete(key);
+  }
+
+  #enqueue(key: SessionKey, signal: AbortSignal | undefined): PendingTurn {
+    let lane = this.#queues.get(key);
+    if (lane === undefined) {
+      lane = { waiters: [], head: 0 };
+      this.#queues.set(key, lane);
     }
     const waiter = new Waiter(signal);
     lane.waiters.push(waiter);
     return waiter;
   }
 
-  /** Ends the running call of a session: the next waiting call (in call order) runs, else the lane goes. */
-  release(key: SessionKey): void {
-    if (key === this.#solo) {
-      this.#solo = undefined;
-      return;
-    }
-    const lane = this.#lanes.get(key);
-    if (lane === undefined) return;
+  /** Gives the session to its next waiting call; false when none is left (the queue then goes). */
+  #grantNext(key: SessionKey): boolean {
+    const lane = this.#queues.get(key);
+    if (lane === undefined) return false;
     const { waiters } = lane;
     while (lane.head < waiters.length) {
       const waiter = waiters[lane.head]!;
@@ -110,9 +119,10 @@ export class SessionLanes {
       }
       if (!waiter.cancelled) {
         waiter.grant();
-        return;
+        return true;
       }
     }
-    this.#lanes.delete(key);
+    this.#queues.delete(key);
+    return false;
   }
 }
