@@ -63,27 +63,36 @@ for (const [name, source] of Object.entries(entries)) {
 }
 
 // The root entry loads only its four runtime dependencies (and Node's modules): every other package, the CLI's
-// included, is reached through a subpath or a dynamic import where it is used.
+// included, is reached through a subpath or a dynamic import where it is used. The CLI's own dependencies
+// (commander, cli-progress) are reached from no library entry at all: only the `lagent` bin loads them.
 const ROOT_DEPENDENCIES = ['openai', 'zod', 'eventemitter3', 'p-retry'];
-const seen = new Set();
-const bare = new Set();
-const visit = (file) => {
-  if (seen.has(file)) return;
-  seen.add(file);
-  const code = readFileSync(file, 'utf8');
-  for (const [, specifier] of code.matchAll(
-    /^(?:import|export)\b[^'"]*?from\s*["']([^"']+)["']|^import\s*["']([^"']+)["']/gm,
-  )) {
-    if (specifier === undefined) continue;
-    if (specifier.startsWith('.')) visit(fileURLToPath(new URL(specifier, `file://${file}`)));
-    else if (!specifier.startsWith('node:') && !builtinModules.includes(specifier)) bare.add(specifier);
-  }
+const CLI_DEPENDENCIES = ['commander', 'cli-progress'];
+const isOneOf = (name, packages) => packages.some((dep) => name === dep || name.startsWith(`${dep}/`));
+/** The packages an entry's static import graph reaches at load time. */
+const loadedBy = (entry) => {
+  const seen = new Set();
+  const bare = new Set();
+  const visit = (file) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const code = readFileSync(file, 'utf8');
+    for (const [, specifier] of code.matchAll(
+      /^(?:import|export)\b[^'"]*?from\s*["']([^"']+)["']|^import\s*["']([^"']+)["']/gm,
+    )) {
+      if (specifier === undefined) continue;
+      if (specifier.startsWith('.')) visit(fileURLToPath(new URL(specifier, `file://${file}`)));
+      else if (!specifier.startsWith('node:') && !builtinModules.includes(specifier)) bare.add(specifier);
+    }
+  };
+  visit(fileURLToPath(new URL(`../dist/${entry}`, import.meta.url)));
+  return [...bare];
 };
-visit(fileURLToPath(new URL('../dist/index.js', import.meta.url)));
-const stray = [...bare].filter(
-  (name) => !ROOT_DEPENDENCIES.some((dep) => name === dep || name.startsWith(`${dep}/`)),
-);
+const stray = loadedBy('index.js').filter((name) => !isOneOf(name, ROOT_DEPENDENCIES));
 if (stray.length > 0) throw new Error(`the root entry imports ${stray.join(', ')} at load time`);
+for (const entry of ['testing', 'tools', 'distributed', 'mcp']) {
+  const cli = loadedBy(`${entry}/index.js`).filter((name) => isOneOf(name, CLI_DEPENDENCIES));
+  if (cli.length > 0) throw new Error(`lagent-ts/${entry} imports the CLI's ${cli.join(', ')} at load time`);
+}
 
 // The package's bin, run the way npm installs it: through a symlink in a .bin folder.
 const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
