@@ -143,28 +143,9 @@ export class AsyncHTTPAgentClient {
     input?: MessageInput | readonly MessageInput[],
     options: RemoteCallOptions = {},
   ): Promise<AgentMessage> {
-    const signal = effectiveSignal(options.signal);
-    signal?.throwIfAborted();
     const body = JSON.stringify(chatRequestBody(wireMessages(input), options.sessionId ?? 0, options));
-    const url = `${this.url}/chat_completion`;
-    const json = await exchange(
-      this.#transport,
-      'POST',
-      'chat_completion',
-      body,
-      signal,
-      async (response, attemptSignal) =>
-        parseAnswer(
-          {
-            status: response.statusCode ?? 0,
-            headers: response.headers,
-            text: await readText(response, attemptSignal),
-          },
-          url,
-        ),
-      options.timeout ?? this.#transport.timeout,
-    );
-    return toMessage(json, url);
+    const json = await this.#requestJSON('POST', 'chat_completion', body, options);
+    return toMessage(json, `${this.url}/chat_completion`);
   }
 
   /**
@@ -256,27 +237,8 @@ export class AsyncHTTPAgentClient {
 
   /** The remote agent's state dict for a session, in Lagent's snake_case shape (empty memories for an unknown session). */
   async stateDict(sessionId: SessionId = 0, options: RemoteReadOptions = {}): Promise<LagentStateDict> {
-    const signal = effectiveSignal(options.signal);
-    signal?.throwIfAborted();
     const path = `memory/${encodeURIComponent(String(sessionId))}`;
-    const url = `${this.url}/${path}`;
-    return (await exchange(
-      this.#transport,
-      'GET',
-      path,
-      undefined,
-      signal,
-      async (response, attemptSignal) =>
-        parseAnswer(
-          {
-            status: response.statusCode ?? 0,
-            headers: response.headers,
-            text: await readText(response, attemptSignal),
-          },
-          url,
-        ),
-      options.timeout ?? this.#transport.timeout,
-    )) as LagentStateDict;
+    return (await this.#requestJSON('GET', path, undefined, options)) as LagentStateDict;
   }
 
   /** Whether the server answers `/health_check` with 200 (Lagent's `is_alive`). */
@@ -297,6 +259,35 @@ export class AsyncHTTPAgentClient {
     } catch {
       return false;
     }
+  }
+
+  /** One request whose answer is JSON: the parsed answer, or the server's error as a thrown one. */
+  #requestJSON(
+    method: 'GET' | 'POST',
+    path: string,
+    body: string | undefined,
+    options: RemoteReadOptions,
+  ): Promise<unknown> {
+    const signal = effectiveSignal(options.signal);
+    signal?.throwIfAborted();
+    const url = `${this.url}/${path}`;
+    return exchange(
+      this.#transport,
+      method,
+      path,
+      body,
+      signal,
+      async (response, attemptSignal) =>
+        parseAnswer(
+          {
+            status: response.statusCode ?? 0,
+            headers: response.headers,
+            text: await readText(response, attemptSignal),
+          },
+          url,
+        ),
+      options.timeout ?? this.#transport.timeout,
+    );
   }
 
   /** Closes the pooled connections. Calls after it still work, on new connections. */
