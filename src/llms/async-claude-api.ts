@@ -12,7 +12,7 @@ import {
 import { type AnthropicSDK, loadAnthropicSDK, toSharedError } from './claude-sdk';
 import { MeteredLLM } from './metered-llm';
 import { type RetryPolicy, withRetries } from './request-retry';
-import { MAX_TIMER_MS, resolveTiming } from './timing';
+import { MAX_TIMER_MS, resolveTiming, type TimingOptions } from './timing';
 import { prepareTools, type RequestTools, type ToolCallAssembler, toolCallsError } from './tool-calls';
 import type {
   ChatMessage,
@@ -24,7 +24,7 @@ import type {
 } from './types';
 
 /** Options of {@link AsyncClaudeAPI} and `ClaudeAPI`. */
-export interface ClaudeAPIOptions extends GenParams {
+export interface ClaudeAPIOptions extends GenParams, TimingOptions {
   /** The Claude model. @default 'claude-sonnet-4-6' */
   model?: string | undefined;
   /** @default process.env.ANTHROPIC_API_KEY (any placeholder when a custom baseURL is set) */
@@ -35,19 +35,6 @@ export interface ClaudeAPIOptions extends GenParams {
    * Tokens the reply may take (`max_tokens`, which Anthropic requires). @default 4096
    */
   maxNewTokens?: number | undefined;
-  /**
-   * Milliseconds one attempt may take; for streams, the longest silence between two events. `Infinity` means no
-   * timeout. `ClaudeAPI` also derives its bridge deadline from it. @default 120000
-   */
-  timeout?: number | undefined;
-  /** Retries after the first attempt (429, 408, 5xx and 529, connection failures, timeouts). @default 2 */
-  retry?: number | undefined;
-  /** First retry delay, doubled per retry, unless the server sends `retry-after(-ms)`. @default 1000 */
-  retryMinDelayMs?: number | undefined;
-  /** Longest retry delay of the backoff. @default 30000 */
-  retryMaxDelayMs?: number | undefined;
-  /** Longest `retry-after` honoured, in ms; `Infinity` honours any. @default 60000 */
-  maxRetryAfter?: number | undefined;
   /** The client's name in error messages. @default the class name (`ClaudeAPI` for the sync twin) */
   clientName?: string | undefined;
   /** Extra HTTP headers on every request (e.g. `anthropic-beta`). */
@@ -149,12 +136,7 @@ export class AsyncClaudeAPI extends MeteredLLM {
     this.timeout = timing.timeout;
     this.retry = timing.retry;
     this.maxRetryAfter = timing.maxRetryAfter;
-    this.#policy = {
-      retries: timing.retry,
-      minDelayMs: timing.retryMinDelayMs,
-      maxDelayMs: timing.retryMaxDelayMs,
-      maxRetryAfterMs: timing.maxRetryAfter,
-    };
+    this.#policy = timing.policy;
     this.#headers = options.headers;
     this.extraBody = { ...options.extraBody };
     this.#sendTopP = options.topP !== undefined;

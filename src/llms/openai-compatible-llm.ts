@@ -5,7 +5,7 @@ import { AttemptSignal } from './attempt-signal';
 import { MeteredLLM } from './metered-llm';
 import { postJSON } from './post-json';
 import { type RetryPolicy, withRetries } from './request-retry';
-import { MAX_TIMER_MS, resolveTiming } from './timing';
+import { MAX_TIMER_MS, resolveTiming, type TimingOptions } from './timing';
 import {
   addToolFields,
   hasToolTurns,
@@ -27,7 +27,7 @@ import type {
 import { type TokenUsage, usageFromAPI } from './usage';
 
 /** Options shared by every client of an OpenAI-compatible server. */
-export interface OpenAICompatibleOptions extends GenParams {
+export interface OpenAICompatibleOptions extends GenParams, TimingOptions {
   /** The model name the server knows; any name works. */
   model?: string | undefined;
   /** One key, or several used round-robin; a key the server rejects for quota is skipped from then on. */
@@ -36,23 +36,6 @@ export interface OpenAICompatibleOptions extends GenParams {
   baseURL?: string | undefined;
   /** OpenAI organization header. */
   organization?: string | undefined;
-  /**
-   * Milliseconds one attempt may take; for streams, the longest silence between two events. `Infinity` means no
-   * timeout; finite values above 2147483647 (about 24.8 days) are a `ConfigurationError` (Node cannot time them).
-   * The sync twins (`GPTAPI`, ...) also derive their bridge deadline from it. @default 120000
-   */
-  timeout?: number | undefined;
-  /** Retries after the first attempt (429, 408, 5xx, connection failures, timeouts). @default 2 */
-  retry?: number | undefined;
-  /** First retry delay, doubled per retry, unless the server sends `retry-after(-ms)`. @default 1000 */
-  retryMinDelayMs?: number | undefined;
-  /** Longest retry delay of the backoff. At most 2147483647. @default 30000 */
-  retryMaxDelayMs?: number | undefined;
-  /**
-   * Longest wait a server's `retry-after-ms` / `retry-after` is honoured for, in ms: a longer request is cut to
-   * this, and the final error says what the server asked. `Infinity` honours any. @default 60000
-   */
-  maxRetryAfter?: number | undefined;
   /** The client's name in error messages. @default the class name (`GPTAPI` for the sync twin, not `AsyncGPTAPI`) */
   clientName?: string | undefined;
   /** Extra HTTP headers on every request. */
@@ -166,12 +149,7 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
     this.timeout = timing.timeout;
     this.retry = timing.retry;
     this.maxRetryAfter = timing.maxRetryAfter;
-    this.#policy = {
-      retries: timing.retry,
-      minDelayMs: timing.retryMinDelayMs,
-      maxDelayMs: timing.retryMaxDelayMs,
-      maxRetryAfterMs: timing.maxRetryAfter,
-    };
+    this.#policy = timing.policy;
     this.#organization = options.organization;
     this.#headers = options.headers;
     this.extraBody = { ...options.extraBody };

@@ -1,14 +1,27 @@
 import { ConfigurationError } from '../schema/errors';
+import type { RetryPolicy } from './request-retry';
 
 /** The longest delay Node's timers support; a longer one fires after 1 ms. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/** The timing options of an OpenAI-compatible client, as given. */
+/** The timing options of a model API client (OpenAI-compatible or Claude), as given. */
 export interface TimingOptions {
+  /**
+   * Milliseconds one attempt may take; for streams, the longest silence between two events. `Infinity` means no
+   * timeout; finite values above 2147483647 (about 24.8 days) are a `ConfigurationError` (Node cannot time them).
+   * The sync twins (`GPTAPI`, `ClaudeAPI`, ...) also derive their bridge deadline from it. @default 120000
+   */
   timeout?: number | undefined;
+  /** Retries after the first attempt (429, 408, 5xx and Anthropic's 529, connection failures, timeouts). @default 2 */
   retry?: number | undefined;
+  /** First retry delay, doubled per retry, unless the server sends `retry-after(-ms)`. @default 1000 */
   retryMinDelayMs?: number | undefined;
+  /** Longest retry delay of the backoff. At most 2147483647. @default 30000 */
   retryMaxDelayMs?: number | undefined;
+  /**
+   * Longest wait a server's `retry-after-ms` / `retry-after` is honoured for, in ms: a longer request is cut to
+   * this, and the final error says what the server asked. `Infinity` honours any. @default 60000
+   */
   maxRetryAfter?: number | undefined;
 }
 
@@ -21,6 +34,8 @@ export interface ClientTiming {
   retryMaxDelayMs: number;
   /** The longest `retry-after` honoured; `Infinity` for any. */
   maxRetryAfter: number;
+  /** The same, as `withRetries` takes it. */
+  policy: RetryPolicy;
 }
 
 export const DEFAULT_TIMEOUT_MS = 120_000;
@@ -61,7 +76,7 @@ export function resolveTiming(options: TimingOptions, owner: string): ClientTimi
       message: `${owner}: retry must be a non-negative integer, got ${String(retry)}`,
     });
   }
-  return {
+  const timing = {
     timeout: milliseconds(owner, 'timeout', options.timeout, DEFAULT_TIMEOUT_MS, {
       zero: false,
       infinity: true,
@@ -80,6 +95,13 @@ export function resolveTiming(options: TimingOptions, owner: string): ClientTimi
       infinity: true,
     }),
   };
+  const policy: RetryPolicy = {
+    retries: timing.retry,
+    minDelayMs: timing.retryMinDelayMs,
+    maxDelayMs: timing.retryMaxDelayMs,
+    maxRetryAfterMs: timing.maxRetryAfter,
+  };
+  return { ...timing, policy };
 }
 
 /**
