@@ -5,6 +5,7 @@ import {
   cutAtStop,
   type LoopbackServer,
   readBody,
+  type Script,
   scriptedReply,
   serveOnLoopback,
 } from './fake-server';
@@ -70,14 +71,7 @@ export interface FakeAnthropicRequest {
  * gets a 400 error saying so), or a function of the request and its index (0-based, counting the message
  * requests since the script was set).
  */
-export type FakeAnthropicScript =
-  | string
-  | FakeAnthropicReply
-  | readonly (string | FakeAnthropicReply)[]
-  | ((
-      request: FakeAnthropicRequest,
-      index: number,
-    ) => string | FakeAnthropicReply | Promise<string | FakeAnthropicReply>);
+export type FakeAnthropicScript = Script<FakeAnthropicRequest, FakeAnthropicReply>;
 
 /** Options of {@link startFakeAnthropic}. */
 export interface FakeAnthropicOptions {

@@ -4,6 +4,7 @@ import {
   cutAtStop,
   type LoopbackServer,
   readBody,
+  type Script,
   scriptedReply,
   serveOnLoopback,
 } from './fake-server';
@@ -78,11 +79,7 @@ export interface FakeRequest {
  * list gets a 400 error saying so), or a function of the request and its index (0-based). The index counts
  * the completion requests received since the script was set.
  */
-export type FakeScript =
-  | string
-  | FakeReply
-  | readonly (string | FakeReply)[]
-  | ((request: FakeRequest, index: number) => string | FakeReply | Promise<string | FakeReply>);
+export type FakeScript = Script<FakeRequest, FakeReply>;
 
 /** Options of {@link startFakeOpenAI}. */
 export interface FakeOpenAIOptions {
