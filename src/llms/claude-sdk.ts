@@ -4,7 +4,7 @@ import {
   APIError as OpenAIError,
   APIUserAbortError as OpenAIUserAbortError,
 } from 'openai';
-import { ConfigurationError } from '../schema/errors';
+import { ConfigurationError, missingPeer } from '../schema/errors';
 
 /** The `@anthropic-ai/sdk` module, as `import()` gives it. */
 export type AnthropicSDK = typeof import('@anthropic-ai/sdk');
@@ -35,11 +35,7 @@ export function loadAnthropicSDK(
   } else loading = importer();
   return loading.catch((error: unknown) => {
     if (shared) loaded = undefined;
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new ConfigurationError({
-      message: `install @anthropic-ai/sdk to use ${feature} (npm install @anthropic-ai/sdk): ${reason}`,
-      cause: error,
-    });
+    throw missingPeer(['@anthropic-ai/sdk'], feature, error);
   });
 }
 

@@ -1,4 +1,4 @@
-import { ConfigurationError } from '../schema/errors';
+import { ConfigurationError, missingPeer } from '../schema/errors';
 
 /** The parts of `@modelcontextprotocol/sdk` the client side uses. */
 export interface ClientSDK {
@@ -16,12 +16,8 @@ export interface ServerSDK {
   types: typeof import('@modelcontextprotocol/sdk/types.js');
 }
 
-function missing(feature: string, error: unknown): ConfigurationError {
-  return new ConfigurationError({
-    message: `install @modelcontextprotocol/sdk to use ${feature} (npm install @modelcontextprotocol/sdk): ${error instanceof Error ? error.message : String(error)}`,
-    cause: error,
-  });
-}
+const missing = (feature: string, error: unknown) =>
+  missingPeer(['@modelcontextprotocol/sdk'], feature, error);
 
 let client: Promise<ClientSDK> | undefined;
 let server: Promise<ServerSDK> | undefined;

@@ -137,3 +137,22 @@ export class TemplateError extends ConfigurationError {
     this.variable = options.variable;
   }
 }
+
+/**
+ * The error for an optional peer that could not be loaded: what to install, for which feature, and why the
+ * import failed (also kept as `cause`). Every subpath says it the same way.
+ *
+ * @example missingPeer(['fastify'], 'HTTPAgentServer', error)
+ * // install fastify to use HTTPAgentServer (npm install fastify): Cannot find package 'fastify' ...
+ */
+export function missingPeer(
+  packages: readonly string[],
+  feature: string,
+  cause: unknown,
+): ConfigurationError {
+  const reason = cause instanceof Error ? cause.message : String(cause);
+  return new ConfigurationError({
+    message: `install ${packages.join(' and ')} to use ${feature} (npm install ${packages.join(' ')}): ${reason}`,
+    cause,
+  });
+}

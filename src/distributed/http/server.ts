@@ -4,7 +4,7 @@ import type { AgentBase } from '../../agents/agent-base';
 import { finalReply } from '../../agents/final-reply';
 import type { LagentStateDict } from '../../agents/state-dict';
 import { AgentMessage, type MessageInput } from '../../schema/agent-message';
-import { ConfigurationError, LagentError, ValidationError } from '../../schema/errors';
+import { ConfigurationError, LagentError, missingPeer, ValidationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { AgentStatusCode } from '../../schema/status';
 import { isAsyncIterator, isIterator, isThenable } from '../../utils/is';
@@ -71,10 +71,7 @@ async function loadFastify(): Promise<(options: Record<string, unknown>) => Fast
     if (typeof factory !== 'function') throw new Error('fastify exports no factory');
     return factory;
   } catch (error) {
-    throw new ConfigurationError({
-      message: 'install fastify to use HTTPAgentServer (npm install fastify)',
-      cause: error,
-    });
+    throw missingPeer(['fastify'], 'HTTPAgentServer', error);
   }
 }
 

@@ -1,4 +1,4 @@
-import { ConfigurationError } from '../../schema/errors';
+import { ConfigurationError, missingPeer } from '../../schema/errors';
 
 /** The parts of the optional peers the queue classes use, loaded on first use (never at import time). */
 export interface QueuePeers {
@@ -19,9 +19,6 @@ export function loadQueuePeers(feature: string): Promise<QueuePeers> {
   }));
   return loaded.catch((error: unknown) => {
     loaded = undefined;
-    throw new ConfigurationError({
-      message: `install bullmq and ioredis to use ${feature} (npm install bullmq ioredis): ${(error as Error).message}`,
-      cause: error,
-    });
+    throw missingPeer(['bullmq', 'ioredis'], feature, error);
   });
 }

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { AsyncBaseAction } from '../../actions/base-action';
 import type { ToolContext } from '../../actions/types';
 import { ActionReturn } from '../../schema/action-return';
-import { ConfigurationError } from '../../schema/errors';
+import { ConfigurationError, missingPeer } from '../../schema/errors';
 import { ActionStatusCode } from '../../schema/status';
 import { BridgedTool } from '../bridged-tool';
 import { readImageInfo } from './image-info';
@@ -105,7 +105,7 @@ export async function loadPptxGenJS(
   try {
     return (await importer()).default;
   } catch (cause) {
-    throw new ConfigurationError({ message: 'install pptxgenjs to use PPT (npm install pptxgenjs)', cause });
+    throw missingPeer(['pptxgenjs'], 'PPT', cause);
   }
 }
 

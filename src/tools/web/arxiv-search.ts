@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { AsyncBaseAction } from '../../actions/base-action';
 import type { ToolContext } from '../../actions/types';
 import { ActionReturn } from '../../schema/action-return';
-import { ConfigurationError } from '../../schema/errors';
+import { missingPeer } from '../../schema/errors';
 import { BridgedTool } from '../bridged-tool';
 import { HttpClient, HttpFailure } from './http';
 
@@ -42,10 +42,7 @@ function loadXmlParser(): Promise<new (options: Record<string, unknown>) => XmlP
     (module) => module.XMLParser as unknown as new (options: Record<string, unknown>) => XmlParser,
     (error: unknown) => {
       parserModule = undefined;
-      throw new ConfigurationError({
-        message: 'install fast-xml-parser to use ArxivSearch (npm install fast-xml-parser)',
-        cause: error,
-      });
+      throw missingPeer(['fast-xml-parser'], 'ArxivSearch', error);
     },
   );
   return parserModule;

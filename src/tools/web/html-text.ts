@@ -1,4 +1,4 @@
-import { ConfigurationError } from '../../schema/errors';
+import { missingPeer } from '../../schema/errors';
 
 /** The readable text of a page. */
 export interface PageText {
@@ -46,11 +46,11 @@ function loadLibraries(): Promise<HtmlLibraries> {
       };
     } catch (error) {
       libraries = undefined;
-      throw new ConfigurationError({
-        message:
-          'install @mozilla/readability and linkedom to use WebBrowser.select and WebBrowser.open_url (npm install @mozilla/readability linkedom)',
-        cause: error,
-      });
+      throw missingPeer(
+        ['@mozilla/readability', 'linkedom'],
+        'WebBrowser.select and WebBrowser.open_url',
+        error,
+      );
     }
   })();
   return libraries;
