@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { type JSONSchemaNode, toJSONSchemaNode, typeNameOf } from '../prompts/schema-text';
+import { isPlainObject } from '../utils/is';
 import type { ActionParameter, ActionParameterType, ApiDescription } from './types';
 
 /** Lagent's sentence telling the model how to pass arguments. */
@@ -37,12 +38,28 @@ export interface ApiSchemaInfo {
 
 /** Describes one API from its zod schema. */
 export function describeApi(name: string, description: string, schema: z.ZodObject): ApiSchemaInfo {
-  const jsonSchema = toJSONSchemaNode(schema);
-  const required = new Set(jsonSchema.required ?? []);
+  return describeJSONSchema(name, description, toJSONSchemaNode(schema));
+}
+
+/**
+ * Describes one API from the JSON Schema of its arguments (a zod schema's, or one an MCP server sent):
+ * Lagent's parameters and required list, and the signature. Malformed parts (`required` that is not a
+ * list, `properties` that is not an object) describe nothing rather than throw.
+ */
+export function describeJSONSchema(
+  name: string,
+  description: string,
+  jsonSchema: JSONSchemaNode,
+): ApiSchemaInfo {
+  const required = new Set(Array.isArray(jsonSchema.required) ? jsonSchema.required : []);
+  const properties = isPlainObject(jsonSchema.properties)
+    ? (jsonSchema.properties as Record<string, JSONSchemaNode>)
+    : {};
   const parameters: ActionParameter[] = [];
   const signature: string[] = [];
-  for (const [key, node] of Object.entries(jsonSchema.properties ?? {})) {
-    parameters.push({ name: key, type: lagentTypeOf(node), description: node.description ?? '' });
+  for (const [key, node] of Object.entries(properties)) {
+    const text = typeof node?.description === 'string' ? node.description : '';
+    parameters.push({ name: key, type: lagentTypeOf(node), description: text });
     signature.push(`${key}${required.has(key) ? '' : '?'}: ${typeNameOf(node)}`);
   }
   return {

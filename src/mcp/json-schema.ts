@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import type { ApiSchemaInfo } from '../actions/describe';
-import { JSON_PARAMETER_DESCRIPTION, lagentTypeOf } from '../actions/describe';
-import type { ActionParameter } from '../actions/types';
-import { type JSONSchemaNode, typeNameOf } from '../prompts/schema-text';
+import { describeJSONSchema } from '../actions/describe';
+import type { JSONSchemaNode } from '../prompts/schema-text';
 import { isPlainObject } from '../utils/is';
 
 /** An MCP tool's arguments as lagent checks and describes them. */
@@ -46,29 +45,5 @@ function zodOf(json: JSONSchemaNode): z.ZodObject {
  */
 export function toolSchema(apiName: string, description: string, inputSchema: unknown): ToolSchema {
   const jsonSchema = cleanSchema(inputSchema);
-  const required = new Set(Array.isArray(jsonSchema.required) ? jsonSchema.required : []);
-  const parameters: ActionParameter[] = [];
-  const signature: string[] = [];
-  const properties = isPlainObject(jsonSchema.properties)
-    ? (jsonSchema.properties as Record<string, JSONSchemaNode>)
-    : {};
-  for (const [key, node] of Object.entries(properties)) {
-    const description = typeof node?.description === 'string' ? node.description : '';
-    parameters.push({ name: key, type: lagentTypeOf(node), description });
-    signature.push(`${key}${required.has(key) ? '' : '?'}: ${typeNameOf(node)}`);
-  }
-  return {
-    schema: zodOf(jsonSchema),
-    info: {
-      description: {
-        name: apiName,
-        description,
-        parameters,
-        required: parameters.map((parameter) => parameter.name).filter((key) => required.has(key)),
-        parameter_description: JSON_PARAMETER_DESCRIPTION,
-      },
-      jsonSchema,
-      signature: signature.length === 0 ? 'no arguments' : signature.join(', '),
-    },
-  };
+  return { schema: zodOf(jsonSchema), info: describeJSONSchema(apiName, description, jsonSchema) };
 }
