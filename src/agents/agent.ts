@@ -2,6 +2,7 @@ import { driveSync } from '../core/steps';
 import type { SyncHook } from '../hooks/hook';
 import type { BaseLLM } from '../llms/base-llm';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
+import { keepShape } from '../utils/keep-shape';
 import {
   AgentBase,
   type AgentOptions,
@@ -54,3 +55,6 @@ export class Agent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook> {
 // Its built-in forward makes no sub-calls, so calls run it without a call frame, as their own steps (see
 // agentCallSteps).
 registerPlainForward(Agent.prototype.forward, MODEL_TURN);
+
+// An app may make an agent per request: see keepShape.
+keepShape(new Agent());

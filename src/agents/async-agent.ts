@@ -2,6 +2,7 @@ import type { Span } from '../core/tracing';
 import type { AsyncHook } from '../hooks/hook';
 import type { AsyncBaseLLM } from '../llms/base-llm';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
+import { keepShape } from '../utils/keep-shape';
 import {
   AgentBase,
   type AgentOptions,
@@ -67,3 +68,6 @@ export class AsyncAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F, AsyncHoo
 // Its built-in forward makes no sub-calls, so calls run it without a call frame, as their own steps (see
 // agentCallSteps).
 registerPlainForward(AsyncAgent.prototype.forward, MODEL_TURN);
+
+// An app may make an agent per request: see keepShape.
+keepShape(new AsyncAgent());

@@ -21,6 +21,7 @@ import { ConfigurationError, LagentError, ParseError } from '../schema/errors';
 import { type SessionId, type SessionKey, sessionKey as toSessionKey } from '../schema/session';
 import { AgentStatusCode } from '../schema/status';
 import { isIterator, isThenable } from '../utils/is';
+import { keepShape } from '../utils/keep-shape';
 import {
   type AgentBase,
   type AgentEvents,
@@ -211,6 +212,9 @@ class Turn {
     }
   }
 }
+
+// Every turn is dropped when its call ends, so between bursts none is left: see keepShape.
+keepShape(new Turn(Object.create(null) as AgentBase, undefined));
 
 /**
  * `call()`, written once for all four variants:

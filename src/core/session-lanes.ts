@@ -1,4 +1,5 @@
 import type { SessionKey } from '../schema/session';
+import { keepShape } from '../utils/keep-shape';
 
 /**
  * A call waiting for its session: `ready` resolves when `grant` gives it the session, or rejects when its
@@ -35,6 +36,9 @@ class Waiter implements PendingTurn {
     this.cancelled = true;
   }
 }
+
+// A waiter lives while its call waits, so a drained queue leaves none: see keepShape.
+keepShape(new Waiter(undefined));
 
 /** The calls of one session: one runs, the others wait in call order. */
 interface Lane {

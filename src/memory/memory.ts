@@ -5,6 +5,7 @@ import {
   toAgentMessage,
 } from '../schema/agent-message';
 import { ConfigurationError, ValidationError } from '../schema/errors';
+import { keepShape } from '../utils/keep-shape';
 
 /** Options of {@link Memory}. */
 export interface MemoryOptions {
@@ -192,3 +193,6 @@ export class Memory {
     return this.#messages.map((message) => message.toJSON());
   }
 }
+
+// One per session, all dropped when the agent is: see keepShape.
+keepShape(new Memory());

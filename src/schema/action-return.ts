@@ -1,5 +1,6 @@
 import { deepClone } from '../utils/clone';
 import { isPlainObject } from '../utils/is';
+import { keepShape } from '../utils/keep-shape';
 import { toText } from '../utils/text';
 import { ValidationError } from './errors';
 import { ActionStatusCode, ActionValidCode } from './status';
@@ -153,6 +154,9 @@ export class ActionReturn {
     });
   }
 }
+
+// One per tool call, and dropped with the turn's messages: see keepShape.
+keepShape(new ActionReturn());
 
 const FIELDS = ['args', 'url', 'type', 'result', 'errmsg', 'state', 'thought', 'valid'] as const;
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { deepClone } from '../utils/clone';
 import { isPlainObject } from '../utils/is';
+import { keepShape } from '../utils/keep-shape';
 import { ActionReturn } from './action-return';
 import { ValidationError } from './errors';
 import { AgentStatusCode } from './status';
@@ -241,6 +242,9 @@ export function messageOf<C, F>(
   message.streamState = streamState;
   return message;
 }
+
+// Every call makes messages and a reset session drops them: see keepShape.
+keepShape(messageOf('', 'user', null, null, null, null, AgentStatusCode.END));
 
 /**
  * A message's camelCase JSON form in Python Lagent's shape: `extra_info` and `stream_state`, and a tool

@@ -1,3 +1,5 @@
+import { keepShape } from '../utils/keep-shape';
+
 /**
  * A model's simulated latency: every wait resolves `ms` after it began (never earlier, and within a
  * millisecond or so of it), and the waits pending at once share one timer. Their deadlines come in the
@@ -79,3 +81,6 @@ export class Latency {
     if (head < deadlines.length) this.#timer = setTimeout(this.#fire, Math.ceil(deadlines[head]! - now));
   }
 }
+
+// One per mock model, all dropped with them: see keepShape.
+keepShape(new Latency(1));

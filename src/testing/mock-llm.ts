@@ -13,6 +13,7 @@ import type {
 import type { ChatMessage, OpenAITool, ToolCall } from '../schema/chat-message';
 import { ConfigurationError, LagentError } from '../schema/errors';
 import { ModelStatusCode } from '../schema/status';
+import { keepShape } from '../utils/keep-shape';
 import { Latency } from './latency';
 
 /** One scripted tool call. String arguments are read like a server's (a JSON object is parsed, other text kept). */
@@ -324,3 +325,7 @@ function cloneArguments(args: Record<string, unknown>): Record<string, unknown> 
   }
   return copy;
 }
+
+// A test suite makes a mock per test, a benchmark one per round: see keepShape.
+keepShape(new MockLLM({ responses: [] }));
+keepShape(new AsyncMockLLM({ responses: [], latencyMs: 1 }));
