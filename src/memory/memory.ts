@@ -39,6 +39,13 @@ export const RECENT: unique symbol = Symbol('lagent.memory.recent');
 const EXACT_UP_TO = 16;
 
 /**
+ * The history of every memory that has had no message yet (a session is created with its first turn,
+ * so most are filled at once). Frozen: `#append` and `load` replace it rather than change it, `clear`
+ * goes back to it, and `remove` and `delete` find nothing to take from it.
+ */
+const NO_MESSAGES = Object.freeze([]) as unknown as AgentMessage[];
+
+/**
  * The message history of one session. Messages are stored as given (an agent's `call()` hands it copies);
  * `getMemory()` returns the stored messages themselves in a new array.
  *
@@ -49,15 +56,17 @@ const EXACT_UP_TO = 16;
  */
 export class Memory {
   readonly recentN: number | undefined;
-  #messages: AgentMessage[] = [];
+  /** Shared while empty (see {@link NO_MESSAGES}): every method that adds replaces it first. */
+  #messages: AgentMessage[] = NO_MESSAGES;
 
-  constructor(options: MemoryOptions = {}) {
-    if (options.recentN !== undefined && !(Number.isInteger(options.recentN) && options.recentN >= 0)) {
+  constructor(options?: MemoryOptions) {
+    const recentN = options?.recentN;
+    if (recentN !== undefined && !(Number.isInteger(recentN) && recentN >= 0)) {
       throw new ConfigurationError({
-        message: `Memory recentN must be a non-negative integer, got ${options.recentN}`,
+        message: `Memory recentN must be a non-negative integer, got ${recentN}`,
       });
     }
-    this.recentN = options.recentN;
+    this.recentN = recentN;
   }
 
   /** Number of stored messages. */
@@ -161,7 +170,7 @@ export class Memory {
 
   /** Removes every message. */
   clear(): void {
-    this.#messages.length = 0;
+    this.#messages = NO_MESSAGES;
   }
 
   /**
@@ -184,8 +193,7 @@ export class Memory {
         throw error;
       }
     });
-    if (options.overwrite ?? true) this.#messages.length = 0;
-    for (const message of messages) this.#messages.push(message);
+    this.#messages = (options.overwrite ?? true) ? messages : this.#messages.concat(messages);
   }
 
   /** The messages' JSON form (deep copies). */

@@ -47,6 +47,23 @@ describe('Memory', () => {
     expect(texts(other)).toEqual(['x', 'y', 'x']);
   });
 
+  it('empty memories share nothing: whatever fills, clears or reloads one leaves the others empty', () => {
+    const [a, b, c, d] = [new Memory(), new Memory(), new Memory(), new Memory()];
+    a.load([new AgentMessage({ content: 'loaded' }).toJSON()], { overwrite: false });
+    b.add('added');
+    c.add(Array.from({ length: 20 }, (_, i) => `m${i}`)); // past the exact-size arrays
+    c.clear();
+    c.add('after clear');
+    a.remove(b.getMemory());
+    d.clear();
+    expect(() => d.delete(0)).toThrow(/out of range/);
+    expect(texts(a)).toEqual(['loaded']);
+    expect(texts(b)).toEqual(['added']);
+    expect(texts(c)).toEqual(['after clear']);
+    expect(texts(d)).toEqual([]);
+    expect(texts(new Memory())).toEqual([]);
+  });
+
   it('load validates everything before changing anything', () => {
     const memory = new Memory();
     memory.add('keep');

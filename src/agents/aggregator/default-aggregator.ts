@@ -58,7 +58,8 @@ export class DefaultAggregator {
       out.push({ role: 'system', content: systemInstruction });
     } else out = withRoom(this.aggregateSystemInstruction(systemInstruction, parser), history.length);
     let tools: ToolTurns | undefined;
-    for (const message of history) {
+    for (let i = 0; i < history.length; i++) {
+      const message = history[i]!;
       const calls = toolCallsOf(message.formatted);
       let text: string;
       if (message.sender === name) {
