@@ -57,19 +57,16 @@ export class AttemptSignal {
     request: (signal: AbortSignal) => Promise<T>,
     translate: (error: unknown) => unknown = (error) => error,
   ): Promise<T> {
-    const attempt = new AttemptSignal(parent, timeoutMs);
-    try {
-      return await request(attempt.signal);
-    } catch (error) {
-      throw attempt.timedOut ? attempt.signal.reason : translate(error);
-    } finally {
-      attempt.dispose();
-    }
+    // An attempt that opens and is done at once: its failures are the same, and it ends when its value comes.
+    const { stream: value, attempt } = await AttemptSignal.open(parent, timeoutMs, request, translate);
+    attempt.dispose();
+    return value;
   }
 
   /**
    * One attempt at opening a stream: resolves with the stream and the attempt that guards it (its owner
-   * touches it per event and aborts it when done); fails as {@link AttemptSignal.run} does.
+   * touches it per event and aborts it when done). An attempt that timed out throws its `TimeoutError`,
+   * any other failure goes through `translate`.
    */
   static async open<T>(
     parent: AbortSignal | undefined,
