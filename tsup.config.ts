@@ -13,7 +13,7 @@ const shared: Options = {
   },
   dts: true,
   sourcemap: true,
-  target: 'node20',
+  target: 'node22',
   splitting: true,
   treeshake: true,
 };
@@ -21,6 +21,6 @@ const shared: Options = {
 export default defineConfig([
   { ...shared, format: 'esm', clean: true },
   // p-retry (and its helper) ship only ESM; the CJS build carries its own copy so `require('lagent-ts')`
-  // works on every Node 20 release, not just those that can require() ES modules.
+  // works on every supported Node release, including the 22.x ones before require() of ES modules.
   { ...shared, format: 'cjs', noExternal: ['p-retry', 'is-network-error'] },
 ]);

@@ -3,6 +3,14 @@ import { defineConfig } from 'vitest/config';
 
 const src = (path: string) => fileURLToPath(new URL(`./src/${path}`, import.meta.url));
 
+/**
+ * Two projects. `unit`: the library's core in process (no system package, no Redis, no sandbox; seconds);
+ * `integration`: real tools, servers, queues, MCP servers, the CLI, the examples and Python interop.
+ * `npm test` runs both; `npm run test:unit` and `npm run test:watch` only the first.
+ */
+const UNIT = ['core', 'schema', 'memory', 'prompts', 'hooks', 'agents', 'actions', 'llms', 'utils', 'testing'];
+const INTEGRATION = ['tools', 'distributed', 'mcp', 'cli', 'examples', 'interop'];
+
 export default defineConfig({
   resolve: {
     alias: [
@@ -11,16 +19,31 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ['test/**/*.test.ts'],
-    // When the suite is done, no process a test started may still run.
+    // When the suite is done, no process a test started may still be running.
     globalSetup: ['test/leftover-processes.ts'],
-    typecheck: {
-      enabled: true,
-      include: ['test/**/*.test-d.ts'],
-      tsconfig: './tsconfig.json',
-      ignoreSourceErrors: true,
-    },
     testTimeout: 20_000,
     reporters: ['default', ['json', { outputFile: 'reports/vitest.json' }]],
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'unit',
+          include: UNIT.map((folder) => `test/${folder}/**/*.test.ts`),
+          typecheck: {
+            enabled: true,
+            include: ['test/**/*.test-d.ts'],
+            tsconfig: './tsconfig.json',
+            ignoreSourceErrors: true,
+          },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: [...INTEGRATION.map((folder) => `test/${folder}/**/*.test.ts`), 'test/*.test.ts'],
+        },
+      },
+    ],
   },
 });

@@ -18,7 +18,7 @@ import { describe, expect, it } from 'vitest';
 
 // test/interop/lagent_state.py re-implements (stdlib only) Python Lagent's state-dict load, tool
 // aggregation, continuation and save; see its docstring for exactly which parts.
-const SCRIPT = fileURLToPath(new URL('../interop/lagent_state.py', import.meta.url));
+const SCRIPT = fileURLToPath(new URL('./lagent_state.py', import.meta.url));
 
 function hasPython(): boolean {
   try {
