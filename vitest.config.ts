@@ -4,9 +4,10 @@ import { defineConfig } from 'vitest/config';
 const src = (path: string) => fileURLToPath(new URL(`./src/${path}`, import.meta.url));
 
 /**
- * Two projects. `unit`: the library's core in process (no system package, no Redis, no sandbox; seconds);
- * `integration`: real tools, servers, queues, MCP servers, the CLI, the examples and Python interop.
- * `npm test` runs both; `npm run test:unit` and `npm run test:watch` only the first.
+ * Three projects. `unit`: the library's core in process (no Redis, no sandbox, no MCP server; seconds);
+ * `types`: the type-level tests (`*.test-d.ts`, checked by tsc); `integration`: real tools, servers, queues,
+ * MCP servers, the CLI, the examples and Python interop. `npm test` runs all three; `npm run test:unit` and
+ * `npm run test:watch` only the first.
  */
 const UNIT = ['core', 'schema', 'memory', 'prompts', 'hooks', 'agents', 'actions', 'llms', 'utils', 'testing'];
 const INTEGRATION = ['tools', 'distributed', 'mcp', 'cli', 'examples', 'interop'];
@@ -29,8 +30,16 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: UNIT.map((folder) => `test/${folder}/**/*.test.ts`),
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'types',
+          include: [],
           typecheck: {
             enabled: true,
+            only: true,
             include: ['test/**/*.test-d.ts'],
             tsconfig: './tsconfig.json',
             ignoreSourceErrors: true,

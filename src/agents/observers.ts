@@ -1,6 +1,6 @@
 /**
  * The agents that have an event emitter (held weakly). An agent's event also goes to each of them that holds
- * the agent in its tree (see `emitEvent` in `lifecycle.ts`); while there are none, events skip the lookup.
+ * the agent in its tree (see `emitEvent` in `lifecycle/events.ts`); while there are none, events skip the lookup.
  */
 export const observers = {
   count: 0,

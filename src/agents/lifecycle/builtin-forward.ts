@@ -1,0 +1,171 @@
+import type { ModelReply } from '../../llms/types';
+import { Memory } from '../../memory/memory';
+import { AgentMessage } from '../../schema/agent-message';
+import type { ChatMessage, ToolCall } from '../../schema/chat-message';
+import { ConfigurationError, LagentError, ParseError } from '../../schema/errors';
+import type { SessionId } from '../../schema/session';
+import { AgentStatusCode } from '../../schema/status';
+import { type AgentBase, EMITTER, type ForwardOptions, type ForwardResult } from '../agent-base';
+import { observers } from '../observers';
+import { emitEvent } from './events';
+
+/* The built-in forwards of Agent and AsyncAgent: one model call, in two parts around it. */
+
+/**
+ * A built-in `forward` with one model call, in two parts around it. A call runs the parts as its own
+ * steps, so while the model works the call holds no promise, closure or frame of the forward's.
+ */
+export interface ForwardParts {
+  /**
+   * Builds the prompt from the session's memory (`memory` when the caller has it at hand; just `messages`
+   * for an agent without memory) and asks the model: its answer, or a promise of it.
+   */
+  ask(
+    agent: AgentBase,
+    memory: Memory | undefined,
+    messages: AgentMessage[],
+    options: ForwardOptions,
+  ): unknown;
+  /** The forward's result, from the model's answer. */
+  answer(agent: AgentBase, answer: unknown, sessionId: SessionId): ForwardResult;
+}
+
+/**
+ * The `forward` methods of the four agent classes (registered by each class): they make no sub-calls, so
+ * calls run them without a call frame. The non-streaming ones come with their {@link ForwardParts}.
+ */
+const PLAIN_FORWARDS = new WeakMap<object, ForwardParts | null>();
+
+/** Registers a built-in `forward` that makes no sub-calls (see {@link agentCallSteps}). */
+export function registerPlainForward(forward: object, parts: ForwardParts | null = null): void {
+  PLAIN_FORWARDS.set(forward, parts);
+}
+
+/** A registered built-in `forward`'s parts (null: plain, without parts), or undefined for any other forward. */
+export function plainForwardOf(forward: object): ForwardParts | null | undefined {
+  return PLAIN_FORWARDS.get(forward);
+}
+
+/**
+ * The default forward of `Agent` and `AsyncAgent` in parts: the session's memory through the aggregator
+ * to the model (`chat`, or `generate` with the agent's native tools), then the reply from its answer.
+ * The model's answer is a value for a sync model and a promise for an async one; the parts are the same.
+ */
+export const MODEL_TURN: ForwardParts = {
+  ask(agent, memory, messages, options) {
+    const llm = requireLLM(agent) as ModelLike;
+    const sessionId = options.sessionId;
+    const prompt = promptOf(
+      agent,
+      agent.memory ? (memory ?? agent.memory.get(sessionId)) : scratchMemory(messages),
+      sessionId,
+    );
+    return agent.tools === undefined
+      ? llm.chat(prompt, options)
+      : llm.generate(prompt, modelParams(agent, options));
+  },
+  answer(agent, answer, sessionId) {
+    if (agent.tools === undefined) return buildReply(agent, answer as string, sessionId);
+    const reply = answer as ModelReply;
+    return buildReply(agent, reply.content, sessionId, reply.toolCalls);
+  },
+};
+
+/** What {@link MODEL_TURN} needs of a model, sync or async. */
+interface ModelLike {
+  chat(messages: ChatMessage[], params?: object): unknown;
+  generate(messages: ChatMessage[], params?: object): unknown;
+}
+
+export interface Forwarding {
+  forward(messages: AgentMessage[], options: ForwardOptions): unknown;
+}
+
+/** The model of an agent, or a clear error when a forward that needs one has none. */
+export function requireLLM<L>(agent: AgentBase<L>): L {
+  if (agent.llm === undefined || agent.llm === null) {
+    throw new ConfigurationError({
+      message: `${agent.name} has no llm: pass { llm } to the constructor or override forward()`,
+    });
+  }
+  return agent.llm;
+}
+
+/** The chat messages for the default forward: the session's memory through the aggregator. */
+export function buildPrompt(agent: AgentBase, messages: AgentMessage[], sessionId: SessionId): ChatMessage[] {
+  return promptOf(agent, agent.memory ? agent.memory.get(sessionId) : scratchMemory(messages), sessionId);
+}
+
+/** The turn's messages alone, for an agent without memory. */
+function scratchMemory(messages: AgentMessage[]): Memory {
+  const memory = new Memory();
+  memory.add(messages);
+  return memory;
+}
+
+/** {@link buildPrompt} with the memory to aggregate at hand. */
+function promptOf(agent: AgentBase, memory: Memory | undefined, sessionId: SessionId): ChatMessage[] {
+  const prompt = agent.aggregator.aggregate(memory, agent.name, agent.outputFormat, agent.template);
+  if (agent[EMITTER] !== undefined || observers.count > 0)
+    emitEvent(agent, 'llmStart', { agent, sessionId, messages: prompt, path: '' });
+  return prompt;
+}
+
+/**
+ * The default forward's reply: the raw text, a message with `formatted` when there is an output format,
+ * or a message with `formatted: { toolCalls }` when the model called tools.
+ */
+export function buildReply(
+  agent: AgentBase,
+  raw: string,
+  sessionId: SessionId,
+  toolCalls?: ToolCall[] | undefined,
+): AgentMessage | string {
+  if (agent[EMITTER] !== undefined || observers.count > 0)
+    emitEvent(agent, 'llmEnd', { agent, sessionId, response: raw, path: '' });
+  // A reply that calls tools is not parsed: its `formatted` is the calls, for an executor to run.
+  if (toolCalls !== undefined && toolCalls.length > 0) {
+    return new AgentMessage({ sender: agent.name, content: raw, formatted: { toolCalls } });
+  }
+  const parser = agent.outputFormat;
+  if (!parser) return raw;
+  let formatted: unknown;
+  try {
+    formatted = parser.parseResponse(raw);
+  } catch (error) {
+    if (error instanceof LagentError) throw error;
+    throw new ParseError({
+      text: raw,
+      message: `${agent.name}: could not parse the model output: ${(error as Error).message}`,
+      cause: error,
+    });
+  }
+  return new AgentMessage({ sender: agent.name, content: raw, formatted });
+}
+
+/** A streaming chunk of the default forward; `formatted` is best effort on partial text. */
+export function buildChunk(agent: AgentBase, content: string): AgentMessage {
+  let formatted: unknown = null;
+  const parser = agent.outputFormat;
+  if (parser) {
+    try {
+      formatted = parser.parseResponse(content);
+    } catch {
+      formatted = null;
+    }
+  }
+  return new AgentMessage({
+    sender: agent.name,
+    content,
+    formatted,
+    streamState: AgentStatusCode.STREAM_ING,
+  });
+}
+
+/** The call params for the model: the call's options, with the agent's native tools when it has any. */
+export function modelParams<O extends object>(agent: AgentBase, options: O): O {
+  if (agent.tools === undefined) return options;
+  const params = Object.assign({}, options) as O & { tools: unknown }; // not a spread: see forwardOptionsOf
+  params.tools = agent.tools;
+  return params;
+}

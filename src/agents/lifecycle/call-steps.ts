@@ -1,0 +1,82 @@
+import { hookStep } from '../../core/hook-step';
+import type { PendingTurn } from '../../core/session-lanes';
+import { PromiseInSyncCall, type Steps } from '../../core/steps';
+import type { AgentMessage, MessageInput } from '../../schema/agent-message';
+import { ConfigurationError } from '../../schema/errors';
+import type { SessionId, SessionKey } from '../../schema/session';
+import type { AgentBase } from '../agent-base';
+import { needsDriving, Turn } from './turn';
+
+/**
+ * `call()`, written once for all four variants:
+ *
+ * 1. wait for the session's earlier calls on this agent (one call per session at a time, in call order);
+ * 2. inputs become copies -> `beforeAgent` hooks -> inputs to memory;
+ * 3. `forward`, inside a call frame: calls made in it inherit this call's signal and report their turns;
+ * 4. the reply to memory -> a copy of it -> `afterAgent` hooks -> returned.
+ *
+ * If anything fails (or a stream is abandoned), the call takes back exactly its own messages and every
+ * turn its sub-calls stored; nothing else in any memory moves.
+ */
+export function* agentCallSteps(
+  agent: AgentBase,
+  input: MessageInput | readonly MessageInput[] | undefined,
+  options: Record<string, unknown> | undefined,
+): Steps<AgentMessage> {
+  const turn = new Turn(agent, options);
+  const pending = turn.acquire();
+  if (pending !== undefined) yield* waitForLane(agent, pending, turn.sessionKey);
+  try {
+    turn.begin();
+    let messages = turn.inputsOf(input);
+    if (agent.hooks.length > 0) messages = yield* beforeAgentSteps(agent, messages, turn.options.sessionId);
+    turn.remember(messages);
+    let output = turn.forward(messages);
+    if (needsDriving(output)) output = yield output;
+    let reply = turn.reply(output);
+    if (agent.hooks.length > 0) reply = yield* afterAgentSteps(agent, reply, turn.options.sessionId);
+    return turn.succeed(reply);
+  } catch (error) {
+    turn.fail(error);
+    throw error;
+  } finally {
+    turn.close();
+  }
+}
+
+/*
+ * The hook loops and the framed forward live outside agentCallSteps: every local of a generator is kept in
+ * its frame for each call (and a closure would give every call a heap context), so the steps stay small.
+ */
+
+/** Waits for the session's earlier calls; a sync driver cannot wait, so the call is refused. */
+function* waitForLane(agent: AgentBase, pending: PendingTurn, sessionKey: SessionKey): Steps<void> {
+  try {
+    yield pending.ready;
+  } catch (error) {
+    if (!(error instanceof PromiseInSyncCall)) throw error;
+    pending.cancel();
+    throw new ConfigurationError({
+      message: `${agent.name}: session ${JSON.stringify(String(sessionKey))} has a call in progress (an unfinished stream?); a synchronous agent cannot wait for it: finish that stream or call its return() first`,
+    });
+  }
+}
+
+function* beforeAgentSteps(
+  agent: AgentBase,
+  messages: AgentMessage[],
+  sessionId: SessionId,
+): Steps<AgentMessage[]> {
+  for (const hook of agent.hooks) {
+    if (hook.beforeAgent)
+      messages = (yield* hookStep(hook, 'beforeAgent', agent, messages, sessionId)) ?? messages;
+  }
+  return messages;
+}
+
+function* afterAgentSteps(agent: AgentBase, reply: AgentMessage, sessionId: SessionId): Steps<AgentMessage> {
+  for (const hook of agent.hooks) {
+    if (hook.afterAgent) reply = (yield* hookStep(hook, 'afterAgent', agent, reply, sessionId)) ?? reply;
+  }
+  return reply;
+}

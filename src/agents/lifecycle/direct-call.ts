@@ -1,0 +1,84 @@
+import { driveAsync } from '../../core/steps';
+import type { AgentMessage, MessageInput } from '../../schema/agent-message';
+import { isThenable } from '../../utils/is';
+import type { AgentBase } from '../agent-base';
+import { type Forwarding, plainForwardOf } from './builtin-forward';
+import { agentCallSteps } from './call-steps';
+import { Turn } from './turn';
+
+/**
+ * `AsyncAgent.call`: {@link agentCallSteps} driven by `driveAsync`, except in the common case (the
+ * built-in forward, no hooks, the session free), where the same steps run directly and the model's
+ * promise is followed with one `then`: a call in flight then holds its {@link Turn} and that reaction,
+ * not a suspended generator and its driver. 10,000 concurrent sessions keep that much less alive. Which
+ * way a call runs is decided when it is made: a hook added while it waits or runs applies from the next call.
+ */
+export function callAsync(
+  agent: AgentBase,
+  input: MessageInput | readonly MessageInput[] | undefined,
+  options: Record<string, unknown> | undefined,
+): Promise<AgentMessage> {
+  const parts = plainForwardOf((agent as unknown as Forwarding).forward);
+  if (parts === undefined || parts === null || agent.hooks.length > 0) {
+    return driveAsync(agentCallSteps(agent, input, options));
+  }
+  let turn: Turn;
+  try {
+    turn = new Turn(agent, options);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  const pending = turn.acquire();
+  // A busy session: the run waits for its place in line (an abort while waiting rejects, touching nothing).
+  if (pending !== undefined) return pending.ready.then(() => runTurn(turn, input));
+  return runTurn(turn, input);
+}
+
+/** {@link callAsync}'s direct run, once the session is the turn's. */
+function runTurn(
+  turn: Turn,
+  input: MessageInput | readonly MessageInput[] | undefined,
+): Promise<AgentMessage> {
+  let answer: unknown;
+  try {
+    turn.begin();
+    const messages = turn.inputsOf(input);
+    turn.remember(messages);
+    answer = turn.forward(messages);
+  } catch (error) {
+    return Promise.reject(failTurn(turn, error));
+  }
+  if (!isThenable(answer)) {
+    // A model that answered at once: finishTurn has closed the turn either way.
+    try {
+      return Promise.resolve(finishTurn(turn, answer));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+  return Promise.resolve(answer).then(
+    (value) => finishTurn(turn, value),
+    (error: unknown) => {
+      throw failTurn(turn, error);
+    },
+  );
+}
+
+/** The last steps of {@link callAsync}'s direct run: the reply from the model's answer, and the close. */
+function finishTurn(turn: Turn, answer: unknown): AgentMessage {
+  let reply: AgentMessage;
+  try {
+    reply = turn.succeed(turn.reply(answer));
+  } catch (error) {
+    throw failTurn(turn, error);
+  }
+  turn.close();
+  return reply;
+}
+
+/** A failed direct run: reported and taken back; returns the error for the caller to throw. */
+function failTurn(turn: Turn, error: unknown): unknown {
+  turn.fail(error);
+  turn.close();
+  return error;
+}

@@ -1,0 +1,19 @@
+/*
+ * One agent call, written once for every variant: its steps and settle (turn.ts, call-steps.ts), the async
+ * agent's direct run of the same steps (direct-call.ts), events and spans (events.ts), and the built-in
+ * forwards (builtin-forward.ts).
+ */
+export {
+  buildChunk,
+  buildPrompt,
+  buildReply,
+  type ForwardParts,
+  MODEL_TURN,
+  modelParams,
+  registerPlainForward,
+  requireLLM,
+} from './builtin-forward';
+export { agentCallSteps } from './call-steps';
+export { callAsync } from './direct-call';
+export { chatSpan, emitEvent, emitSafely, endChatSpan, STREAM_LEFT } from './events';
+export { needsDriving, toMessages } from './turn';

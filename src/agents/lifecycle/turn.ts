@@ -1,0 +1,296 @@
+import {
+  type CallFrame,
+  combineSignals,
+  currentFrame,
+  isRunningIn,
+  journal,
+  retract,
+  runInFrame,
+  streamInFrame,
+} from '../../core/call-context';
+import type { PendingTurn } from '../../core/session-lanes';
+import { activeTracer, endSpan, type Span, startAgentSpan } from '../../core/tracing';
+import type { Memory } from '../../memory/memory';
+import { MEMORY_AT, MemoryManager } from '../../memory/memory-manager';
+import { AgentMessage, type MessageInput, messageOf, toAgentMessage } from '../../schema/agent-message';
+import { ConfigurationError } from '../../schema/errors';
+import { type SessionId, type SessionKey, sessionKey as toSessionKey } from '../../schema/session';
+import { AgentStatusCode } from '../../schema/status';
+import { isIterator, isThenable } from '../../utils/is';
+import { keepShape } from '../../utils/keep-shape';
+import { type AgentBase, type AsyncForwardOptions, EMITTER, type ForwardOptions, LANES } from '../agent-base';
+import { observers } from '../observers';
+import { type Forwarding, type ForwardParts, plainForwardOf } from './builtin-forward';
+import { emitEvent } from './events';
+
+/*
+ * One agent call's state and steps (the Turn), and what settles it: taking back a failed call's messages, or
+ * handing a finished sub-call's to its caller.
+ */
+
+const DEFAULT_OPTIONS: ForwardOptions = Object.freeze({ sessionId: 0 });
+
+/** True when a step's result must go through the driver (a promise to await or a stream to relay). */
+export function needsDriving(value: unknown): boolean {
+  return isThenable(value) || (isIterator(value) && !(value instanceof AgentMessage));
+}
+
+/** The inputs of a call as fresh messages the caller's objects do not share. */
+export function toMessages(input: MessageInput | readonly MessageInput[] | undefined | null): AgentMessage[] {
+  if (input === undefined || input === null) return [];
+  if (Array.isArray(input)) return input.map(toAgentMessage);
+  return [toAgentMessage(input as MessageInput)];
+}
+
+/**
+ * One agent call in progress: its options, its session and what it has done so far. The call's steps
+ * ({@link agentCallSteps}, or {@link callAsync}'s direct run of the same steps) are its methods, so each
+ * is written once; what sequences them only decides when to wait.
+ */
+export class Turn {
+  readonly agent: AgentBase;
+  /** The agent call this one is made inside, if any. */
+  readonly parent: CallFrame | undefined;
+  /** What `forward` receives: the session set, and the effective signal (own and inherited). */
+  readonly options: AsyncForwardOptions;
+  readonly sessionKey: SessionKey;
+  /** Events reach this agent's listeners, and those of the agents that hold it in their tree. */
+  observed = false;
+  span: Span | undefined = undefined;
+  /** A frame only for forwards that may make calls of their own (see PLAIN_FORWARDS), or to parent spans. */
+  frame: CallFrame | undefined = undefined;
+  /** The built-in forward's parts, when the call runs them as its own steps. */
+  parts: ForwardParts | undefined = undefined;
+  memory: Memory | undefined = undefined;
+  /** The inputs as stored in memory: taken back when the call fails. */
+  inputs: AgentMessage[] | undefined = undefined;
+  /** The reply as stored in memory. */
+  result: AgentMessage | undefined = undefined;
+  finished = false;
+  failure: unknown = undefined;
+
+  /** Checks the call can start: not aborted, and not waiting for itself. */
+  constructor(agent: AgentBase, options: Record<string, unknown> | undefined) {
+    const parent = currentFrame();
+    const ownSignal = options?.signal as AbortSignal | undefined;
+    const signal = combineSignals(ownSignal, parent?.signal);
+    this.agent = agent;
+    this.parent = parent;
+    this.options = forwardOptionsOf(options, signal, ownSignal) as AsyncForwardOptions;
+    signal?.throwIfAborted();
+    const sessionKey = toSessionKey(this.options.sessionId);
+    if (isRunningIn(parent, agent, sessionKey)) {
+      throw new ConfigurationError({
+        message: `${agent.name}.call on session ${JSON.stringify(String(sessionKey))} was made from inside a call of the same agent and session, which it would wait for forever; use another session or agent`,
+      });
+    }
+    this.sessionKey = sessionKey;
+  }
+
+  /** Takes the session (undefined), or queues for it behind its earlier calls. */
+  acquire(): PendingTurn | undefined {
+    return this.agent[LANES].acquire(this.sessionKey, this.options.signal);
+  }
+
+  /** The session is ours: the call begins (its span, when tracing is on). */
+  begin(): void {
+    const agent = this.agent;
+    this.observed = agent[EMITTER] !== undefined || observers.count > 0;
+    this.span = agentSpan(agent, this.options.sessionId, this.parent);
+  }
+
+  /** The inputs as fresh messages the caller's objects do not share. */
+  inputsOf(input: MessageInput | readonly MessageInput[] | undefined): AgentMessage[] {
+    const messages = toMessages(input);
+    if (this.observed) {
+      emitEvent(this.agent, 'callStart', {
+        agent: this.agent,
+        sessionId: this.options.sessionId,
+        messages,
+        path: '',
+      });
+    }
+    return messages;
+  }
+
+  /** The inputs (after `beforeAgent` hooks) to the session's memory. */
+  remember(messages: AgentMessage[]): void {
+    const manager = this.agent.memory;
+    if (!manager) return;
+    const sessionId = this.options.sessionId;
+    // The key at hand saves making it again, unless a subclass has its own getOrCreate.
+    const memory =
+      manager.getOrCreate === MemoryManager.prototype.getOrCreate
+        ? manager[MEMORY_AT](this.sessionKey, sessionId)
+        : manager.getOrCreate(sessionId);
+    if (memory) {
+      memory.add(messages);
+      this.memory = memory;
+      this.inputs = messages;
+    }
+  }
+
+  /**
+   * Runs `forward`: a built-in one with parts asks the model (the answer, or a promise of it, goes to
+   * {@link reply}); other plain ones run as they are, any other inside the call's frame.
+   */
+  forward(messages: AgentMessage[]): unknown {
+    const agent = this.agent;
+    const forward = (agent as unknown as Forwarding).forward;
+    const plain = this.span === undefined ? plainForwardOf(forward) : undefined;
+    if (plain !== undefined && plain !== null) {
+      this.parts = plain;
+      return plain.ask(agent, this.memory, messages, this.options);
+    }
+    if (plain === null) return forward.call(agent, messages, this.options);
+    if (this.inputs) this.inputs = this.inputs.slice(); // a custom forward may change the array it is given
+    const frame: CallFrame = {
+      parent: this.parent,
+      owner: agent,
+      sessionKey: this.sessionKey,
+      signal: this.options.signal,
+      journal: undefined,
+      failed: false,
+      span: this.span,
+    };
+    this.frame = frame;
+    return forwardInFrame(frame, agent, forward, messages, this.options);
+  }
+
+  /** The forward's output (or the model's answer) as the reply: stored, and a copy the caller owns. */
+  reply(output: unknown): AgentMessage {
+    const agent = this.agent;
+    if (this.parts !== undefined) output = this.parts.answer(agent, output, this.options.sessionId);
+    const result = toReply(agent, output);
+    this.result = result;
+    this.memory?.add(result);
+    return result.clone();
+  }
+
+  /** The call succeeded with `reply` (after `afterAgent` hooks). */
+  succeed(reply: AgentMessage): AgentMessage {
+    this.finished = true;
+    if (this.observed) {
+      emitEvent(this.agent, 'callEnd', {
+        agent: this.agent,
+        sessionId: this.options.sessionId,
+        message: reply,
+        path: '',
+      });
+    }
+    return reply;
+  }
+
+  /** The call failed with `error` (not yet taken back: see {@link close}). */
+  fail(error: unknown): void {
+    this.failure = error;
+    const agent = this.agent;
+    if (agent[EMITTER] !== undefined || observers.count > 0)
+      emitEvent(agent, 'error', { agent, sessionId: this.options.sessionId, error, path: '' });
+  }
+
+  /**
+   * Ends the call, however it ended: one that did not finish takes back exactly its own messages and
+   * every turn its sub-calls stored; the session passes to its next call.
+   */
+  close(): void {
+    const { parent, frame, finished, span } = this;
+    if (parent !== undefined || frame !== undefined || !finished) {
+      settle(parent, frame, finished, this.memory, this.inputs, this.result);
+    }
+    this.agent[LANES].release(this.sessionKey);
+    if (span) {
+      endSpan(
+        span,
+        finished ? undefined : (this.failure ?? new Error('the call was abandoned before it finished')),
+      );
+    }
+  }
+}
+
+// Every turn is dropped when its call ends, so between bursts none is left: see keepShape.
+keepShape(new Turn(Object.create(null) as AgentBase, undefined));
+/** The call's `invoke_agent` span, when tracing is on. */
+function agentSpan(agent: AgentBase, sessionId: SessionId, parent: CallFrame | undefined): Span | undefined {
+  const tracer = activeTracer();
+  return tracer ? startAgentSpan(tracer, agent.name, sessionId, parent?.span) : undefined;
+}
+
+/** Runs `forward` inside the call's frame; a stream it returns is wrapped so each pull runs there too. */
+function forwardInFrame(
+  frame: CallFrame,
+  agent: AgentBase,
+  forward: Forwarding['forward'],
+  messages: AgentMessage[],
+  options: ForwardOptions,
+): unknown {
+  const output = runInFrame(frame, () => forward.call(agent, messages, options));
+  return needsDriving(output) && !isThenable(output)
+    ? streamInFrame(frame, output as Iterator<unknown>)
+    : output;
+}
+
+/**
+ * Closes a call. A failed call takes back its own messages and its sub-calls' turns. A call that
+ * succeeded inside another one hands both to it, so that a later failure out there takes them back too
+ * (or takes them back at once when that call already failed).
+ */
+function settle(
+  parent: CallFrame | undefined,
+  frame: CallFrame | undefined,
+  finished: boolean,
+  memory: Memory | undefined,
+  inputs: AgentMessage[] | undefined,
+  result: AgentMessage | undefined,
+): void {
+  if (!finished || parent?.failed) {
+    if (frame) {
+      frame.failed = true;
+      retract(frame.journal);
+    }
+    if (memory && inputs) memory.remove(turnOf(inputs, result));
+    return;
+  }
+  if (parent === undefined) return;
+  if (frame?.journal) for (const entry of frame.journal) journal(parent, entry);
+  if (memory && inputs) journal(parent, { memory, messages: turnOf(inputs, result) });
+}
+
+/** The messages a call added: its inputs, then its reply when there is one. */
+function turnOf(inputs: AgentMessage[], result: AgentMessage | undefined): AgentMessage[] {
+  if (result === undefined) return inputs;
+  // Sized once: a push past a copy's length would grow it to 17 slots.
+  const own = new Array<AgentMessage>(inputs.length + 1);
+  for (let i = 0; i < inputs.length; i++) own[i] = inputs[i]!;
+  own[inputs.length] = result;
+  return own;
+}
+
+/** What `forward` receives: the call options with the session set and the effective signal. */
+function forwardOptionsOf(
+  options: Record<string, unknown> | undefined,
+  signal: AbortSignal | undefined,
+  ownSignal: AbortSignal | undefined,
+): ForwardOptions {
+  if (options === undefined) return signal === undefined ? DEFAULT_OPTIONS : { sessionId: 0, signal };
+  if (options.sessionId !== undefined && signal === ownSignal) return options as ForwardOptions;
+  // Object.assign, then assignments: a spread copy that then gains keys is many times slower on Node 20.
+  const copy = Object.assign({}, options) as ForwardOptions;
+  copy.sessionId = (options.sessionId as SessionId | undefined) ?? 0;
+  if (signal !== undefined) copy.signal = signal;
+  return copy;
+}
+
+function toReply(agent: AgentBase, output: unknown): AgentMessage {
+  let reply: AgentMessage;
+  if (typeof output === 'string') {
+    reply = messageOf(output, agent.name, null, null, null, null, AgentStatusCode.END);
+  } else if (output instanceof AgentMessage) reply = output;
+  else {
+    throw new ConfigurationError({
+      message: `${agent.name}.forward must return an AgentMessage or a string, got ${output === null ? 'null' : typeof output}`,
+    });
+  }
+  reply.streamState = AgentStatusCode.END;
+  return reply;
+}
