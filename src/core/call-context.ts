@@ -40,11 +40,6 @@ export function currentFrame(): CallFrame | undefined {
   return storage.getStore();
 }
 
-/** The abort signal that a call made here inherits from the agent calls around it. */
-export function inheritedSignal(): AbortSignal | undefined {
-  return storage.getStore()?.signal;
-}
-
 /** Runs `fn` as part of `frame`: calls made inside it (now or in its continuations) see the frame. */
 export function runInFrame<T>(frame: CallFrame, fn: () => T): T {
   return storage.run(frame, fn);

@@ -5,7 +5,7 @@ import { isAsyncIterator, isThenable } from '../utils/is';
 import { promiseNotAllowed, type Steps } from './steps';
 
 /*
- * The streaming drivers: like `driveSync` / `driveAsync` in utils/steps, but a stream that the steps
+ * The streaming drivers: like `driveSync` / `driveAsync` in core/steps, but a stream that the steps
  * yield is relayed to the consumer chunk by chunk, and its final message is sent back into the steps.
  */
 
