@@ -6,7 +6,8 @@
  *   ({@link HttpFailure}) instead of thrown, each with a sentence the model can act on.
  * - {@link safeFetch} opens URLs chosen by a model or found in search results: http(s) only, bounded in size,
  *   time and redirects, and (unless `allowPrivateNetwork`) never connecting to loopback, private, link-local or
- *   metadata addresses — checked on the resolved address the socket really uses, on every redirect.
+ *   metadata addresses — checked on the resolved address the socket really uses and on the connected socket, on
+ *   every redirect, over connections of their own (see `CHECKED_AGENTS`).
  *
  * Nothing here throws for a failed request: every function resolves to an {@link HttpOutcome}.
  */
@@ -15,7 +16,7 @@ import { isIP } from 'node:net';
 import { ActionReturn } from '../../schema/action-return';
 import { ActionStatusCode } from '../../schema/status';
 import { blockedAddressReason } from './http/address';
-import { BlockedAddressError, publicOnlyLookup, type RawResponse, sendRequest } from './http/transport';
+import { BlockedAddressError, type RawResponse, sendRequest } from './http/transport';
 
 export { blockedAddressReason } from './http/address';
 
@@ -528,8 +529,10 @@ function decodeText(body: Buffer, charset: string): string {
  * Fetches a URL that a model chose (or a search result gave): only http(s); at most `maxBytes` of body and
  * `timeout` ms overall; redirects followed by hand, at most `maxRedirects` times. Unless `allowPrivateNetwork`,
  * every hop is checked: an IP literal before connecting, a host name on every address it resolves to, inside
- * the socket's own lookup so the checked address is the one connected to. Only text documents (HTML, XML,
- * JSON, plain text) are read. Resolves to an {@link HttpOutcome}; never throws.
+ * the socket's own lookup so the checked address is the one connected to, and the connected socket's remote
+ * address before the request is written. Checked hops use their own connection pool, never a keep-alive socket
+ * that a trusted request ({@link HttpClient}, or a fetch with `allowPrivateNetwork`) left open. Only text
+ * documents (HTML, XML, JSON, plain text) are read. Resolves to an {@link HttpOutcome}; never throws.
  *
  * @example
  * const page = await safeFetch('https://example.com', { signal: context.signal });
@@ -579,7 +582,7 @@ export async function safeFetch(
           },
           signal,
           maxBytes,
-          lookup: checked ? publicOnlyLookup : undefined,
+          checked,
         });
       } catch (error) {
         if (error instanceof BlockedAddressError) {

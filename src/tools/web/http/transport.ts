@@ -1,7 +1,12 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { request as httpRequest, type IncomingHttpHeaders, type RequestOptions } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import type { LookupFunction } from 'node:net';
+import {
+  Agent as HttpAgent,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type RequestOptions,
+} from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { LookupFunction, Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { blockedAddressReason } from './address';
@@ -24,7 +29,13 @@ export interface RawRequest {
   signal: AbortSignal;
   /** Bytes of (decompressed) body kept; the rest is not read. */
   maxBytes: number;
-  /** Resolves host names (and may refuse them); Node's default when absent. */
+  /**
+   * The request goes to a host a model chose: it is sent over {@link CHECKED_AGENTS} (never over a socket a
+   * trusted request opened), host names resolve through {@link publicOnlyLookup}, and the socket's remote
+   * address is checked once connected, before the request is written. @default false
+   */
+  checked?: boolean | undefined;
+  /** Resolves host names (and may refuse them); {@link publicOnlyLookup} when `checked`, else Node's default. */
   lookup?: LookupFunction | undefined;
 }
 
@@ -34,11 +45,42 @@ export class BlockedAddressError extends Error {
   readonly address: string;
   readonly reason: string;
 
-  constructor(host: string, address: string, reason: string) {
-    super(`${host} resolves to ${address}, ${reason}`);
+  /** `connected` says the address is the one a socket reached, rather than one the name resolved to. */
+  constructor(host: string, address: string, reason: string, connected = false) {
+    super(
+      connected ? `${host} connected to ${address}, ${reason}` : `${host} resolves to ${address}, ${reason}`,
+    );
     this.address = address;
     this.reason = reason;
   }
+}
+
+/**
+ * The agents of checked requests, apart from Node's global agents: an idle keep-alive socket that a trusted
+ * request (an API's baseURL, a fetch allowed onto the private network) opened to an internal host is never
+ * handed to a request a model chose, which would skip the lookup that refuses that host. Every socket in these
+ * pools was opened by a checked request and passed the remote-address check.
+ */
+export const CHECKED_AGENTS = {
+  http: new HttpAgent({ keepAlive: true }),
+  https: new HttpsAgent({ keepAlive: true }),
+} as const;
+
+/**
+ * Refuses `socket` (by destroying `request` with a {@link BlockedAddressError}) when the address it is connected
+ * to is not public: at once for a reused socket, on `connect` for a new one. It is called from the request's
+ * `socket` event, which comes before the request writes anything, and its `connect` listener is added before
+ * the write that waits for the connection, so a refused socket never carries the request.
+ */
+function guardRemoteAddress(socket: Socket, host: string, destroy: (error: Error) => void): void {
+  const verify = () => {
+    const address = socket.remoteAddress;
+    const reason =
+      address === undefined ? 'an address that cannot be checked' : blockedAddressReason(address);
+    if (reason !== undefined) destroy(new BlockedAddressError(host, address ?? 'unknown', reason, true));
+  };
+  if (socket.connecting) socket.once('connect', verify);
+  else verify();
 }
 
 /**
@@ -90,12 +132,15 @@ export function sendRequest(url: URL, request: RawRequest): Promise<RawResponse>
   return new Promise<RawResponse>((resolve, reject) => {
     const { signal } = request;
     if (signal.aborted) return reject(signal.reason);
+    const secure = url.protocol === 'https:';
+    const lookup = request.lookup ?? (request.checked ? publicOnlyLookup : undefined);
     const options: RequestOptions = {
       method: request.method,
       headers: request.headers,
-      ...(request.lookup ? { lookup: request.lookup } : {}),
+      ...(lookup ? { lookup } : {}),
+      ...(request.checked ? { agent: secure ? CHECKED_AGENTS.https : CHECKED_AGENTS.http } : {}),
     };
-    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const send = secure ? httpsRequest : httpRequest;
     let settled = false;
     let incoming: Readable | undefined;
     const onAbort = () => {
@@ -146,6 +191,10 @@ export function sendRequest(url: URL, request: RawRequest): Promise<RawResponse>
       response.on('error', fail);
     });
     outgoing.on('error', fail);
+    if (request.checked) {
+      const host = url.hostname.replace(/^\[|\]$/g, '');
+      outgoing.on('socket', (socket) => guardRemoteAddress(socket, host, (error) => outgoing.destroy(error)));
+    }
     signal.addEventListener('abort', onAbort, { once: true });
     outgoing.end(request.body);
   });
