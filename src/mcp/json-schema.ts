@@ -3,6 +3,7 @@ import type { ApiSchemaInfo } from '../actions/describe';
 import { describeJSONSchema } from '../actions/describe';
 import type { JSONSchemaNode } from '../prompts/schema-text';
 import { isPlainObject } from '../utils/is';
+import { patternIssues, takePatterns } from './patterns';
 
 /** An MCP tool's arguments as lagent checks and describes them. */
 export interface ToolSchema {
@@ -10,6 +11,8 @@ export interface ToolSchema {
   schema: z.ZodObject;
   /** The Lagent description and signature, and the tool's own JSON Schema for OpenAI tools. */
   info: ApiSchemaInfo;
+  /** The schema's patterns that are not checked (RE2 cannot express them); the server checks them. */
+  uncheckedPatterns: string[];
 }
 
 /** A copy of an input schema without `$schema`, always of `type: 'object'` as OpenAI tools require. */
@@ -42,8 +45,21 @@ function zodOf(json: JSONSchemaNode): z.ZodObject {
 /**
  * Reads an MCP tool's `inputSchema`: a zod schema to check calls with, and Lagent's description shape
  * (parameters, required, signature) read from the JSON Schema itself, which OpenAI tools get unchanged.
+ * The zod schema runs none of the server's `pattern`s itself: they are checked in linear time by RE2
+ * (see `patterns.ts`), and those RE2 cannot express are listed in `uncheckedPatterns`.
  */
 export function toolSchema(apiName: string, description: string, inputSchema: unknown): ToolSchema {
   const jsonSchema = cleanSchema(inputSchema);
-  return { schema: zodOf(jsonSchema), info: describeJSONSchema(apiName, description, jsonSchema) };
+  const withoutPatterns = structuredClone(jsonSchema);
+  const patterns = takePatterns(withoutPatterns as Record<string, unknown>);
+  let schema = zodOf(withoutPatterns);
+  if (patterns.size > 0) {
+    schema = schema.superRefine((value, context) => {
+      for (const issue of patternIssues(jsonSchema, value, patterns)) {
+        context.addIssue({ code: 'custom', path: issue.path, message: issue.message, input: value });
+      }
+    });
+  }
+  const uncheckedPatterns = [...patterns].filter(([, re2]) => re2 === undefined).map(([pattern]) => pattern);
+  return { schema, info: describeJSONSchema(apiName, description, jsonSchema), uncheckedPatterns };
 }

@@ -6,6 +6,7 @@ export interface ClientSDK {
   StdioClientTransport: typeof import('@modelcontextprotocol/sdk/client/stdio.js').StdioClientTransport;
   StreamableHTTPClientTransport: typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js').StreamableHTTPClientTransport;
   ToolListChangedNotificationSchema: typeof import('@modelcontextprotocol/sdk/types.js').ToolListChangedNotificationSchema;
+  ToolSchema: typeof import('@modelcontextprotocol/sdk/types.js').ToolSchema;
 }
 
 /** The parts of `@modelcontextprotocol/sdk` the server side uses. */
@@ -37,6 +38,7 @@ export function loadClientSDK(feature = 'MCPToolkit'): Promise<ClientSDK> {
     StdioClientTransport: stdio.StdioClientTransport,
     StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
     ToolListChangedNotificationSchema: types.ToolListChangedNotificationSchema,
+    ToolSchema: types.ToolSchema,
   }));
   return client.catch((error: unknown) => {
     client = undefined;

@@ -1,12 +1,13 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
 import type { ResolvedApi } from '../actions/action-steps';
 import { AsyncBaseAction, checkTimeout } from '../actions/base-action';
 import { deepFreeze } from '../actions/describe';
 import type { ActionDescription, OpenAITool, ToolContext } from '../actions/types';
 import { FROZEN_OPENAI_TOOLS } from '../schema/chat-message';
 import { ConfigurationError } from '../schema/errors';
-import { toText } from '../utils/text';
+import { shorten, toText } from '../utils/text';
 import { toolResultReturn } from './content';
 import { MCPConnectionError } from './errors';
 import { toolSchema } from './json-schema';
@@ -38,6 +39,12 @@ export interface MCPToolkitCommonOptions {
    * model call by themselves.
    */
   onToolsChanged?: ((toolkit: MCPToolkit) => void) | undefined;
+  /**
+   * How long to wait after a `tools/list_changed` notification before listing the tools again, in ms.
+   * Notifications that arrive meanwhile, or while a listing runs, are answered by one more listing.
+   * @default 100
+   */
+  listChangedDebounceMs?: number | undefined;
   /** Cancels connecting. */
   signal?: AbortSignal | undefined;
 }
@@ -82,7 +89,21 @@ export interface MCPServerInfo {
 }
 
 const DEFAULT_TIMEOUT_MS = 60_000;
+const DEFAULT_DEBOUNCE_MS = 100;
 const PLACEHOLDER = 'tools';
+/** OpenAI's limit on a function name, which for a toolkit's API is `Name__api`. */
+const WIRE_NAME_LIMIT = 64;
+/** What a default toolkit name (the server's) is cut to, leaving the rest of the wire name to the API. */
+const DEFAULT_NAME_LIMIT = 32;
+/** The fewest characters a toolkit name must leave to its API names. */
+const MIN_API_NAME = 8;
+/** Pages of a tool listing followed at most (a server could hand out cursors forever). */
+const MAX_PAGES = 100;
+/** Distinct warnings one toolkit gives at most. */
+const MAX_WARNINGS = 100;
+
+/** A `tools/list` page read without judging its tools: each is checked alone, and a bad one is skipped. */
+const ToolPage = z.looseObject({ tools: z.array(z.unknown()), nextCursor: z.string().optional() });
 
 /** A tool name made of `[A-Za-z0-9_-]`, what OpenAI function names allow. */
 function safeApiName(text: string): string {
@@ -94,8 +115,41 @@ function safeApiName(text: string): string {
 function safeName(text: string, fallback: string): string {
   const safe = safeApiName(text)
     .replace(/_{2,}/g, '_')
-    .replace(/^_+|_+$/g, '');
+    .replace(/^_+|_+$/g, '')
+    .slice(0, DEFAULT_NAME_LIMIT)
+    .replace(/_+$/, '');
   return safe === '' ? fallback : safe;
+}
+
+/** A few validation issues as one line: `inputSchema.type: Invalid input`. */
+function issuesText(issues: readonly { path: readonly PropertyKey[]; message: string }[]): string {
+  const text = issues
+    .slice(0, 3)
+    .map((issue) => `${issue.path.map(String).join('.') || 'the tool'}: ${issue.message}`)
+    .join('; ');
+  return shorten(text, 300);
+}
+
+/**
+ * Gives each tool an API name that is OpenAI-safe, at most `limit` characters, and unused so far: the tool's
+ * name, cut, then with `_2`, `_3`, ... (cut further to fit) while taken.
+ */
+function uniqueApiName(
+  toolName: string,
+  limit: number,
+  taken: ReadonlyMap<string, unknown>,
+  next: Map<string, number>,
+): string {
+  const base = safeApiName(toolName).slice(0, limit);
+  if (!taken.has(base)) return base;
+  for (let n = next.get(base) ?? 2; ; n++) {
+    const suffix = `_${n}`;
+    const candidate = `${base.slice(0, limit - suffix.length)}${suffix}`;
+    if (!taken.has(candidate)) {
+      next.set(base, n + 1);
+      return candidate;
+    }
+  }
 }
 
 function isStdio(options: MCPConnectOptions): options is MCPStdioOptions {
@@ -126,7 +180,15 @@ interface Listed {
  * - `close()` ends the session and, for a stdio server, its process.
  *
  * Tool names are kept when they are made of letters, digits, `_` and `-`; other characters become `_` in
- * the API name (the server is still called with the tool's own name).
+ * the API name (the server is still called with the tool's own name), and names are cut so that `Name__api`
+ * fits OpenAI's 64 characters (`_2`, `_3`, ... keep cut names apart).
+ *
+ * The server is not trusted: a tool that is not a valid MCP tool, or whose input schema cannot be read, is
+ * left out with a warning (`LAGENT_MCP_TOOL_SKIPPED`) instead of failing the connection; `pattern`s are run
+ * by RE2, in time linear in the argument, and one RE2 cannot express (lookaround, backreferences) is left
+ * to the server with a warning (`LAGENT_MCP_PATTERN_UNCHECKED`); a storm of `list_changed` notifications
+ * costs one listing per {@link MCPToolkitCommonOptions.listChangedDebounceMs}. Tools' `outputSchema`s are
+ * not compiled or checked.
  *
  * @example
  * const kit = await MCPToolkit.connect({ command: 'npx', args: ['-y', '@modelcontextprotocol/server-everything'], name: 'everything' });
@@ -142,10 +204,16 @@ export class MCPToolkit extends AsyncBaseAction {
   readonly #transport: Transport;
   readonly #onToolsChanged: ((toolkit: MCPToolkit) => void) | undefined;
   readonly #description: string;
+  readonly #debounceMs: number;
   #tools: readonly Tool[] = [];
   #openAI: { separator: string; tools: readonly OpenAITool[] } | undefined;
   #generation = 0;
   #closed: Promise<void> | undefined;
+  /** The pending listing after a `list_changed` notification, whether one runs, and whether to list again after it. */
+  #relistTimer: ReturnType<typeof setTimeout> | undefined;
+  #relisting = false;
+  #relistAgain = false;
+  readonly #warned = new Set<string>();
 
   private constructor(
     client: Client,
@@ -159,6 +227,12 @@ export class MCPToolkit extends AsyncBaseAction {
       options.description ?? `Tools of the MCP server ${serverInfo.title ?? serverInfo.name}.`;
     // The base class wants at least one API; the server's tools replace this one before anyone sees it.
     super({ name, description, apis: { [PLACEHOLDER]: { run: () => undefined } } });
+    if (name.length > WIRE_NAME_LIMIT - 2 - MIN_API_NAME) {
+      throw new ConfigurationError({
+        message: `MCPToolkit: name must be at most ${WIRE_NAME_LIMIT - 2 - MIN_API_NAME} characters, so that its APIs' function names (Name__api) fit OpenAI's ${WIRE_NAME_LIMIT}; got ${name.length}`,
+      });
+    }
+    this.#debounceMs = options.listChangedDebounceMs ?? DEFAULT_DEBOUNCE_MS;
     this.#client = client;
     this.#transport = transport;
     this.#onToolsChanged = options.onToolsChanged;
@@ -189,6 +263,12 @@ export class MCPToolkit extends AsyncBaseAction {
     checkTimeout(timeoutMs);
     const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_TIMEOUT_MS;
     checkTimeout(connectTimeoutMs);
+    const debounceMs = options.listChangedDebounceMs;
+    if (debounceMs !== undefined && !(Number.isFinite(debounceMs) && debounceMs >= 0)) {
+      throw new ConfigurationError({
+        message: `MCPToolkit: listChangedDebounceMs must be a number of ms >= 0, got ${String(debounceMs)}`,
+      });
+    }
     const sdk = await loadClientSDK('MCPToolkit');
     const transport: Transport = stdio
       ? new sdk.StdioClientTransport({
@@ -204,9 +284,7 @@ export class MCPToolkit extends AsyncBaseAction {
     const client = new sdk.Client({ name: 'lagent-ts', version: '1' }, { capabilities: {} });
     let toolkit: MCPToolkit | undefined;
     client.setNotificationHandler(sdk.ToolListChangedNotificationSchema, () => {
-      toolkit?.refresh().catch(() => {
-        // The list stays as it was; the next notification or refresh() tries again.
-      });
+      if (toolkit) toolkit.#listChanged();
     });
     const where = stdio ? `"${[options.command, ...(options.args ?? [])].join(' ')}"` : String(options.url);
     const signal = options.signal;
@@ -219,7 +297,7 @@ export class MCPToolkit extends AsyncBaseAction {
         ...(version?.title !== undefined ? { title: version.title } : {}),
       };
       toolkit = new MCPToolkit(client, transport, options, info, timeoutMs);
-      toolkit.#apply(await toolkit.#listTools(signal, connectTimeoutMs));
+      toolkit.#apply(await toolkit.#listTools(sdk, signal, connectTimeoutMs));
       return toolkit;
     } catch (error) {
       await client.close().catch(() => undefined);
@@ -254,7 +332,7 @@ export class MCPToolkit extends AsyncBaseAction {
    */
   async refresh(options: { signal?: AbortSignal | undefined } = {}): Promise<void> {
     const generation = ++this.#generation;
-    const tools = await this.#listTools(options.signal, this.timeoutMs);
+    const tools = await this.#listTools(await loadClientSDK('MCPToolkit'), options.signal, this.timeoutMs);
     // An older listing that arrives after a newer one is dropped.
     if (generation !== this.#generation || this.#closed) return;
     this.#apply(tools);
@@ -266,6 +344,8 @@ export class MCPToolkit extends AsyncBaseAction {
    * its process stopped (SIGTERM, then SIGKILL, as the SDK does). Safe to call more than once.
    */
   close(): Promise<void> {
+    clearTimeout(this.#relistTimer);
+    this.#relistTimer = undefined;
     this.#closed ??= (async () => {
       const transport = this.#transport as { terminateSession?: () => Promise<void>; sessionId?: string };
       if (typeof transport.terminateSession === 'function' && transport.sessionId !== undefined) {
@@ -293,28 +373,100 @@ export class MCPToolkit extends AsyncBaseAction {
     return tools;
   }
 
-  async #listTools(signal: AbortSignal | undefined, timeoutMs: number): Promise<Tool[]> {
+  /**
+   * Answers `tools/list_changed`: lists again after {@link MCPToolkitCommonOptions.listChangedDebounceMs},
+   * once for every notification that came meanwhile, and once more after a listing that notifications
+   * overtook; a storm of notifications costs one listing per period, not one each.
+   */
+  #listChanged(): void {
+    if (this.#closed) return;
+    if (this.#relisting) {
+      this.#relistAgain = true;
+      return;
+    }
+    if (this.#relistTimer !== undefined) return;
+    this.#relistTimer = setTimeout(() => {
+      this.#relistTimer = undefined;
+      this.#relisting = true;
+      this.refresh()
+        .catch(() => {
+          // The list stays as it was; the next notification or refresh() tries again.
+        })
+        .finally(() => {
+          this.#relisting = false;
+          if (this.#relistAgain) {
+            this.#relistAgain = false;
+            this.#listChanged();
+          }
+        });
+    }, this.#debounceMs);
+    this.#relistTimer.unref?.();
+  }
+
+  /** Reports something about the server's tools once per toolkit (a bounded number of distinct warnings). */
+  #warn(message: string, code: string): void {
+    if (this.#warned.has(message) || this.#warned.size >= MAX_WARNINGS) return;
+    this.#warned.add(message);
+    process.emitWarning(`MCPToolkit ${this.name}: ${message}`, { code });
+  }
+
+  /** Every page of the server's tools; a tool that is not a valid MCP tool is skipped with a warning. */
+  async #listTools(sdk: ClientSDK, signal: AbortSignal | undefined, timeoutMs: number): Promise<Tool[]> {
     const tools: Tool[] = [];
     let cursor: string | undefined;
-    do {
-      const page = await this.#client.listTools(cursor === undefined ? undefined : { cursor }, {
-        timeout: timeoutMs,
-        ...(signal ? { signal } : {}),
-      });
-      tools.push(...page.tools);
-      cursor = page.nextCursor;
-    } while (cursor !== undefined);
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const result = await this.#client.request(
+        { method: 'tools/list', ...(cursor === undefined ? {} : { params: { cursor } }) },
+        ToolPage,
+        { timeout: timeoutMs, ...(signal ? { signal } : {}) },
+      );
+      for (const raw of result.tools) {
+        const tool = sdk.ToolSchema.safeParse(raw);
+        if (tool.success) tools.push(tool.data as Tool);
+        else {
+          const name = (raw as { name?: unknown } | null)?.name;
+          this.#warn(
+            `skipped the tool ${typeof name === 'string' ? JSON.stringify(shorten(name, 80)) : '(no name)'}: it is not a valid MCP tool (${issuesText(tool.error.issues)})`,
+            'LAGENT_MCP_TOOL_SKIPPED',
+          );
+        }
+      }
+      if (result.nextCursor === undefined || result.nextCursor === cursor) return tools;
+      cursor = result.nextCursor;
+    }
+    this.#warn(`the tool list was cut after ${MAX_PAGES} pages`, 'LAGENT_MCP_TOOL_SKIPPED');
     return tools;
   }
 
-  /** Makes `tools` the toolkit's APIs (always a toolkit, even with one tool or none). */
+  /**
+   * Makes `tools` the toolkit's APIs (always a toolkit, even with one tool or none). API names fit OpenAI's
+   * 64 characters as `Name__api`; a tool whose schema cannot be read is skipped with a warning.
+   */
   #apply(tools: readonly Tool[]): void {
     const apis = new Map<string, ResolvedApi>();
+    const kept: Tool[] = [];
+    const next = new Map<string, number>();
+    const limit = WIRE_NAME_LIMIT - 2 - this.name.length;
     for (const tool of tools) {
-      let apiName = safeApiName(tool.name);
-      for (let n = 2; apis.has(apiName); n++) apiName = `${safeApiName(tool.name)}_${n}`;
-      const { schema, info } = toolSchema(apiName, tool.description ?? tool.title ?? '', tool.inputSchema);
       const toolName = tool.name;
+      let read: ReturnType<typeof toolSchema>;
+      const apiName = uniqueApiName(toolName, limit, apis, next);
+      try {
+        read = toolSchema(apiName, tool.description ?? tool.title ?? '', tool.inputSchema);
+      } catch (error) {
+        this.#warn(
+          `skipped the tool ${JSON.stringify(shorten(toolName, 80))}: its input schema could not be read (${shorten(error instanceof Error ? error.message : toText(error), 300)})`,
+          'LAGENT_MCP_TOOL_SKIPPED',
+        );
+        continue;
+      }
+      for (const pattern of read.uncheckedPatterns) {
+        this.#warn(
+          `the pattern /${shorten(pattern, 80)}/ of the tool ${JSON.stringify(shorten(toolName, 80))} is not checked before calls (only patterns RE2 can run in linear time are; the server still checks it)`,
+          'LAGENT_MCP_PATTERN_UNCHECKED',
+        );
+      }
+      const { schema, info } = read;
       apis.set(apiName, {
         name: apiName,
         schema,
@@ -322,6 +474,7 @@ export class MCPToolkit extends AsyncBaseAction {
         info,
         run: (args, context) => this.#callTool(toolName, args, context),
       });
+      kept.push(tool);
     }
     const listed = this as unknown as Listed;
     listed.apis = apis;
@@ -331,7 +484,7 @@ export class MCPToolkit extends AsyncBaseAction {
       description: this.#description,
       api_list: [...apis.values()].map((api) => api.info.description),
     });
-    this.#tools = Object.freeze([...tools]);
+    this.#tools = Object.freeze(kept);
     this.#openAI = undefined;
   }
 
