@@ -143,10 +143,12 @@ export function sendRequest(url: URL, request: RawRequest): Promise<RawResponse>
     const send = secure ? httpsRequest : httpRequest;
     let settled = false;
     let incoming: Readable | undefined;
+    let decoder: Readable | undefined;
     const onAbort = () => {
       fail(signal.reason);
       outgoing.destroy();
       incoming?.destroy();
+      decoder?.destroy();
     };
     const fail = (error: unknown) => {
       if (settled) return;
@@ -160,6 +162,7 @@ export function sendRequest(url: URL, request: RawRequest): Promise<RawResponse>
       let size = 0;
       let truncated = false;
       const body = decoded(response, response.headers['content-encoding']);
+      decoder = body;
       const finish = () => {
         if (settled) return;
         settled = true;
@@ -172,17 +175,21 @@ export function sendRequest(url: URL, request: RawRequest): Promise<RawResponse>
         });
       };
       body.on('data', (chunk: Buffer) => {
-        if (settled) return;
+        if (settled || chunk.length === 0) return;
         const room = request.maxBytes - size;
-        if (chunk.length >= room) {
-          chunks.push(chunk.subarray(0, room));
+        if (chunk.length > room) {
+          if (room > 0) chunks.push(chunk.subarray(0, room));
           size += room;
-          truncated = chunk.length > room || !response.complete;
+          truncated = true;
           finish();
-          // The rest is not wanted: drop the connection instead of reading it.
+          // The rest is not wanted: stop decompressing (a small body may expand to gigabytes) and drop the
+          // connection instead of reading it.
+          body.destroy();
           response.destroy();
           return;
         }
+        // A chunk that fills the cap exactly leaves the question open: the next byte, if any, means the body
+        // was cut there; the end means it was whole.
         chunks.push(chunk);
         size += chunk.length;
       });
