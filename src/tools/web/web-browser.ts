@@ -6,6 +6,7 @@ import { ConfigurationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { ActionStatusCode } from '../../schema/status';
 import { BridgedTool } from '../bridged-tool';
+import { clip, listSome, MAX_TITLE_CHARS } from './clip';
 import { htmlToText, type PageText, tidy } from './html-text';
 import { type HttpFailure, safeFetch } from './http';
 import {
@@ -45,6 +46,8 @@ export interface WebBrowserOptions {
   maxRedirects?: number | undefined;
   /** Pages one `select` fetches; further ids are left out with a note. @default 4 */
   maxSelect?: number | undefined;
+  /** Queries one `search` sends (at the same time); further ones are left out with a note. @default 8 */
+  maxQueries?: number | undefined;
   /** Pages cached per session (least recently used dropped first). @default 32 */
   cacheSize?: number | undefined;
   /** Sessions whose search results and pages are kept (least recently used dropped first). @default 256 */
@@ -182,6 +185,7 @@ export class AsyncWebBrowser extends AsyncBaseAction {
   readonly #sessions: LruMap<string, SessionState>;
   readonly #maxPageChars: number;
   readonly #maxSelect: number;
+  readonly #maxQueries: number;
   readonly #cacheSize: number;
 
   constructor(options: WebBrowserOptions = {}) {
@@ -195,6 +199,7 @@ export class AsyncWebBrowser extends AsyncBaseAction {
     this.#options = options;
     this.#maxPageChars = positive('maxPageChars', options.maxPageChars, 8192);
     this.#maxSelect = positive('maxSelect', options.maxSelect, 4);
+    this.#maxQueries = positive('maxQueries', options.maxQueries, 8);
     this.#cacheSize = positive('cacheSize', options.cacheSize, 32);
     this.#sessions = new LruMap(positive('maxSessions', options.maxSessions, 256));
     const common = {
@@ -219,9 +224,14 @@ export class AsyncWebBrowser extends AsyncBaseAction {
     return state;
   }
 
-  /** Searches every query concurrently and numbers the merged results; the session keeps them for `select`. */
+  /**
+   * Searches the queries (at most `maxQueries`, the rest left out with a note) concurrently and numbers the
+   * merged results; the session keeps them for `select`.
+   */
   async search({ query }: z.output<typeof searchParameters>, context: ToolContext): Promise<ActionReturn> {
-    const queries = [...new Set(Array.isArray(query) ? query : [query])];
+    const asked = [...new Set(Array.isArray(query) ? query : [query])];
+    const queries = asked.slice(0, this.#maxQueries);
+    const leftOut = asked.length - queries.length;
     const outcomes = await Promise.all(
       queries.map((q) => this.searcher.search(q, { signal: context.signal })),
     );
@@ -249,6 +259,12 @@ export class AsyncWebBrowser extends AsyncBaseAction {
     const numbered = new Map([...merged.values()].map((result, index) => [index, result]));
     this.#session(context.sessionId).results = numbered;
     const notes = failures.map(({ query: q, failure }) => `The query "${q}" failed: ${failure.message}`);
+    if (leftOut > 0) {
+      const first = JSON.stringify(clip(asked[queries.length]!, 100));
+      notes.push(
+        `At most ${this.#maxQueries} queries are searched per call; ${leftOut} more were left out, from ${first} on; search them in another call if they are needed.`,
+      );
+    }
     if (numbered.size === 0) {
       const searched = queries.map((q) => JSON.stringify(q)).join(', ');
       return new ActionReturn({
@@ -281,11 +297,11 @@ export class AsyncWebBrowser extends AsyncBaseAction {
     const notes: string[] = [];
     if (unknown.length > 0) {
       const range = results.size > 0 ? `0 to ${results.size - 1}` : 'none';
-      notes.push(`No result numbered ${unknown.join(', ')} in the last search (its results: ${range}).`);
+      notes.push(`No result numbered ${listSome(unknown, 10)} in the last search (its results: ${range}).`);
     }
     if (known.length > chosen.length) {
       notes.push(
-        `At most ${this.#maxSelect} page(s) are read per select; left out: ${known.slice(this.#maxSelect).join(', ')}.`,
+        `At most ${this.#maxSelect} page(s) are read per select; left out: ${listSome(known.slice(this.#maxSelect), 10)}.`,
       );
     }
     if (chosen.length === 0) {
@@ -305,7 +321,7 @@ export class AsyncWebBrowser extends AsyncBaseAction {
       if (outcome.ok) {
         read[id] = {
           url: result.url,
-          title: outcome.page.title || result.title,
+          title: clip(outcome.page.title || result.title, MAX_TITLE_CHARS),
           content: truncate(outcome.page.text, this.#maxPageChars),
         };
       } else {
@@ -327,8 +343,8 @@ export class AsyncWebBrowser extends AsyncBaseAction {
     const state = this.#session(context.sessionId);
     const outcome = await this.#readPage(url.trim(), state, context, `${this.name}.open_url`);
     if (!outcome.ok) return outcome.failure.toActionReturn();
-    const { title, text } = outcome.page;
-    const body = truncate(text, this.#maxPageChars);
+    const title = clip(outcome.page.title, MAX_TITLE_CHARS);
+    const body = truncate(outcome.page.text, this.#maxPageChars);
     return new ActionReturn({ result: [textItem(title ? `${title}\n${body}` : body)] });
   }
 

@@ -1,3 +1,4 @@
+import { clip, MAX_TITLE_CHARS } from '../clip';
 import { HttpClient, type HttpClientOptions, type HttpOutcome } from '../http';
 
 /** One search hit, in Lagent's shape: the page's URL, a snippet (`summ`) and its title. */
@@ -82,13 +83,17 @@ export abstract class BaseSearcher implements Searcher {
     options?: { signal?: AbortSignal | undefined },
   ): Promise<HttpOutcome<SearchResult[]>>;
 
-  /** Lagent's filter: drop blacklisted URLs and PDFs, keep at most `topK`, in order. */
+  /** Lagent's filter: drop blacklisted URLs and PDFs, keep at most `topK`, in order; titles are cut. */
   protected filter(raw: readonly SearchResult[]): SearchResult[] {
     const kept: SearchResult[] = [];
     for (const result of raw) {
       if (this.blackList.some((domain) => result.url.includes(domain))) continue;
       if (/\.pdf$/i.test(result.url)) continue;
-      kept.push({ url: result.url, summ: cleanSnippet(result.summ), title: cleanSnippet(result.title) });
+      kept.push({
+        url: result.url,
+        summ: cleanSnippet(result.summ),
+        title: clip(cleanSnippet(result.title), MAX_TITLE_CHARS),
+      });
       if (kept.length >= this.topK) break;
     }
     return kept;
