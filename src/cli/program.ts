@@ -168,13 +168,30 @@ export function createProgram(): Command {
   )
     .option('--host <host>', 'address to bind', '127.0.0.1')
     .option('-p, --port <port>', 'port (0: a free one)', integer('--port', 0, 65535), 8090)
-    .addOption(new Option('--token <token>', 'require Authorization: Bearer <token>').env('LAGENT_TOKEN'))
+    .addOption(
+      new Option('--token <token>', 'require Authorization: Bearer <token> (needed off loopback)').env(
+        'LAGENT_TOKEN',
+      ),
+    )
+    .option('--allowed-hosts <names>', 'comma-separated Host names to accept besides this host and loopback')
+    .option('--allowed-origins <origins>', 'comma-separated origins whose web pages may call the server')
     .action(async (_options, command: Command) => {
-      const { runServe } = await import('./serve');
-      const options = command.opts<{ host: string; port: number; token?: string }>();
-      await withAgent(command, 'serve', true, (loaded) =>
-        runServe(loaded, { host: options.host, port: options.port, token: options.token || undefined }),
-      );
+      const { checkServeOptions, runServe } = await import('./serve');
+      const flags = command.opts<Record<string, string | undefined>>();
+      const list = (value: string | undefined) =>
+        value
+          ?.split(',')
+          .map((item) => item.trim())
+          .filter(Boolean);
+      const options = {
+        host: command.opts<{ host: string }>().host,
+        port: command.opts<{ port: number }>().port,
+        token: flags.token || undefined,
+        allowedHosts: list(flags.allowedHosts),
+        allowedOrigins: list(flags.allowedOrigins),
+      };
+      checkServeOptions(options);
+      await withAgent(command, 'serve', true, (loaded) => runServe(loaded, options));
     });
 
   withAgentOptions(program.command('worker').description('host the agent on a BullMQ queue (Redis)'))

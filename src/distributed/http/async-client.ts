@@ -7,6 +7,7 @@ import { ConfigurationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { HTTPAgentError } from './errors';
 import { chatRequestBody, messageToWire, SSE_EVENTS } from './protocol';
+import { readEvents } from './sse-reader';
 import { exchange, parseAnswer, readText, type Transport } from './transport';
 
 /** Options of {@link AsyncHTTPAgentClient} and {@link HTTPAgentClient}. */
@@ -20,6 +21,18 @@ export interface HTTPAgentClientOptions {
    * @default 300_000
    */
   timeout?: number | undefined;
+  /**
+   * `stream()` only: milliseconds the stream may stay silent between two events (the time your loop spends
+   * on an event is not counted); `Infinity` for none.
+   * @default the `timeout`
+   */
+  idleTimeout?: number | undefined;
+  /**
+   * Largest answer read whole (a reply, a state dict), in bytes; for `stream()`, the largest event. A larger
+   * one fails the call with an {@link HTTPAgentError} rather than filling this process's memory.
+   * @default 67_108_864 (64 MiB)
+   */
+  maxResponseBytes?: number | undefined;
   /** Attempts after the first when the server could not be reached (refused, or a closed keep-alive socket). @default 2 */
   retries?: number | undefined;
   /** Milliseconds before the first retry, doubling after each. @default 100 */
@@ -36,6 +49,8 @@ export type RemoteCallOptions = {
   signal?: AbortSignal | undefined;
   /** Overrides the client's `timeout` for this call. */
   timeout?: number | undefined;
+  /** Overrides the client's `idleTimeout` for this call (`stream()` only). */
+  idleTimeout?: number | undefined;
 } & Record<string, unknown>;
 
 /** Options of a remote read (`stateDict`, `isAlive`). */
@@ -98,6 +113,7 @@ export class AsyncHTTPAgentClient {
   readonly url: string;
   readonly name: string;
   readonly #transport: Transport;
+  readonly #idleTimeout: number | undefined;
 
   constructor(options: HTTPAgentClientOptions) {
     if (typeof options !== 'object' || options === null || typeof options.url !== 'string') {
@@ -132,7 +148,10 @@ export class AsyncHTTPAgentClient {
       timeout,
       retries: Math.floor(checkNumber('retries', options.retries, 2, 0)),
       retryDelay: checkNumber('retryDelay', options.retryDelay, 100, 0),
+      maxResponseBytes: checkNumber('maxResponseBytes', options.maxResponseBytes, 64 * 1024 * 1024, 1),
     };
+    this.#idleTimeout =
+      options.idleTimeout === undefined ? undefined : checkNumber('idleTimeout', options.idleTimeout, 0, 1);
   }
 
   /**
@@ -149,12 +168,12 @@ export class AsyncHTTPAgentClient {
   }
 
   /**
-   * Streams the remote agent's reply: its chunks (messages with `streamState` 1 and cumulative content), then the
-   * final message, which is also the generator's return value. A non-streaming remote agent gives only the final
-   * message, and so does a server without the stream route (Lagent's own), through `/chat_completion`. Leaving
-   * the loop early closes the request, which stops the remote call and leaves its session as it was. The
-   * `timeout` runs until the first event (the server sends its headers with it); the stream then lasts as long as
-   * the remote agent streams, and `signal` stops it.
+   * Streams the remote agent's reply: its chunks (messages with `streamState` 1, cumulative `content` and the new
+   * text in `delta`, whichever form the server sent), then the final message, which is also the generator's
+   * return value. A non-streaming remote agent gives only the final message, and so does a server without the
+   * stream route (Lagent's own), through `/chat_completion`. Leaving the loop early closes the request, which
+   * stops the remote call and leaves its session as it was. The `timeout` runs until the first event; after it,
+   * each event must follow the previous within `idleTimeout`; `signal` stops the stream at any time.
    */
   async *stream(
     input?: MessageInput | readonly MessageInput[],
@@ -164,8 +183,12 @@ export class AsyncHTTPAgentClient {
     signal?.throwIfAborted();
     const body = JSON.stringify(chatRequestBody(wireMessages(input), options.sessionId ?? 0, options));
     const url = `${this.url}/chat_completion/stream`;
+    const timeout = options.timeout ?? this.#transport.timeout;
+    const idleTimeout = checkNumber('idleTimeout', options.idleTimeout, this.#idleTimeout ?? timeout, 1);
+    const began = performance.now();
     const controller = new AbortController();
     const combined = signal === undefined ? controller.signal : AbortSignal.any([signal, controller.signal]);
+    const maxBytes = this.#transport.maxResponseBytes;
     let response: http.IncomingMessage | undefined;
     try {
       response = await exchange(
@@ -178,19 +201,18 @@ export class AsyncHTTPAgentClient {
           const status = answer.statusCode ?? 0;
           if (status === 404) {
             // Lagent's own server has no stream route: the reply comes whole from /chat_completion.
-            await readText(answer, attemptSignal);
+            await readText(answer, attemptSignal, maxBytes, url);
             return Object.assign(answer, { fallback: true });
           }
           if (status >= 300 || !(answer.headers['content-type'] ?? '').includes('text/event-stream')) {
-            const text = await readText(answer, attemptSignal);
+            const text = await readText(answer, attemptSignal, maxBytes, url);
             const json = parseAnswer({ status, headers: answer.headers, text }, url);
             // A server that answers the stream route with a message: take it as the final one.
             return Object.assign(answer, { single: json });
           }
           return answer;
         },
-        // The deadline covers the wait for the first event; the stream itself runs as long as the remote agent does.
-        options.timeout ?? this.#transport.timeout,
+        timeout,
       );
       const { single, fallback } = response as { single?: unknown; fallback?: boolean };
       if (single !== undefined || fallback) {
@@ -204,7 +226,15 @@ export class AsyncHTTPAgentClient {
       combined.addEventListener('abort', () => open.destroy(combined.reason as Error), { once: true });
       let final: AgentMessage | undefined;
       let previous = '';
-      for await (const event of readEvents(response, combined)) {
+      const events = readEvents(response, {
+        url,
+        signal: combined,
+        maxEventBytes: maxBytes,
+        // The timeout covers the wait for the first event, headers included.
+        firstEventTimeout: timeout - (performance.now() - began),
+        idleTimeout,
+      });
+      for await (const event of events) {
         if (event.event === SSE_EVENTS.error) {
           const detail = (event.data as { detail?: unknown } | null)?.detail;
           throw new HTTPAgentError({
@@ -215,13 +245,18 @@ export class AsyncHTTPAgentClient {
           });
         }
         const message = toMessage(event.data, url);
-        if (event.event === SSE_EVENTS.message) final = message;
-        if (typeof message.content === 'string') {
+        if (event.event === SSE_EVENTS.delta) {
+          // The text added to the previous chunk's: the chunk's content is that text plus this.
+          const delta = typeof message.content === 'string' ? message.content : '';
+          message.content = previous + delta;
+          message.delta = delta;
+        } else if (typeof message.content === 'string') {
           message.delta = message.content.startsWith(previous)
             ? message.content.slice(previous.length)
             : message.content;
-          previous = message.content;
         }
+        if (event.event === SSE_EVENTS.message) final = message;
+        previous = typeof message.content === 'string' ? message.content : '';
         yield message;
       }
       if (final === undefined) {
@@ -251,7 +286,12 @@ export class AsyncHTTPAgentClient {
         undefined,
         effectiveSignal(options.signal),
         async (response, attemptSignal) => {
-          await readText(response, attemptSignal);
+          await readText(
+            response,
+            attemptSignal,
+            this.#transport.maxResponseBytes,
+            `${this.url}/health_check`,
+          );
           return response.statusCode === 200;
         },
         options.timeout ?? Math.min(this.#transport.timeout, 5_000),
@@ -282,7 +322,7 @@ export class AsyncHTTPAgentClient {
           {
             status: response.statusCode ?? 0,
             headers: response.headers,
-            text: await readText(response, attemptSignal),
+            text: await readText(response, attemptSignal, this.#transport.maxResponseBytes, url),
           },
           url,
         ),
@@ -293,41 +333,5 @@ export class AsyncHTTPAgentClient {
   /** Closes the pooled connections. Calls after it still work, on new connections. */
   close(): void {
     this.#transport.agent.destroy();
-  }
-}
-
-interface ServerEvent {
-  event: string;
-  data: unknown;
-}
-
-/** Server-sent events of a response, each `data` parsed as JSON. */
-async function* readEvents(response: http.IncomingMessage, signal: AbortSignal): AsyncGenerator<ServerEvent> {
-  response.setEncoding('utf8');
-  let buffer = '';
-  try {
-    for await (const part of response) {
-      buffer += part as string;
-      for (;;) {
-        const end = buffer.indexOf('\n\n');
-        if (end < 0) break;
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        let event = 'message';
-        const data: string[] = [];
-        for (const line of block.split('\n')) {
-          if (line.startsWith('event:')) event = line.slice(6).trim();
-          else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
-        }
-        if (data.length === 0) continue;
-        yield { event, data: JSON.parse(data.join('\n')) as unknown };
-      }
-    }
-  } catch (error) {
-    if (signal.aborted) throw signal.reason;
-    throw error;
-  }
-  if (!response.complete && !signal.aborted) {
-    throw new HTTPAgentError({ message: 'the server closed the stream before it was complete' });
   }
 }

@@ -81,6 +81,7 @@ export class HTTPAgentClient {
   readonly url: string;
   readonly name: string;
   readonly #bridge: SyncBridge;
+  readonly #idleTimeout: number | undefined;
 
   constructor(options: HTTPAgentClientOptions) {
     // Checks the options here, so a mistake throws on this side rather than from the worker.
@@ -89,6 +90,7 @@ export class HTTPAgentClient {
     this.url = probe.url;
     this.name = options.name ?? 'HTTPAgentClient';
     const timeout = options.timeout ?? 300_000;
+    this.#idleTimeout = options.idleTimeout;
     this.#bridge = new SyncBridge(
       { exportName: 'HTTPAgentClientHost', args: [{ ...options }], module: locateBridge().distributed },
       { timeout: Number.isFinite(timeout) ? timeout + BRIDGE_MARGIN_MS : Number.POSITIVE_INFINITY },
@@ -116,10 +118,13 @@ export class HTTPAgentClient {
     options.signal?.throwIfAborted();
     let final: AgentMessage | undefined;
     let previous = '';
+    // Each step waits for one event: up to the timeout for the first, the idle timeout for the others.
+    const idle = options.idleTimeout ?? this.#idleTimeout;
+    const wait = Math.max(options.timeout ?? this.#bridge.timeout - BRIDGE_MARGIN_MS, idle ?? 0);
     const steps = this.#bridge.iterate<LagentMessageJSON>(
       'stream',
       [wire(input), bridgeOptions(options)],
-      this.#callTimeout(options),
+      this.#callTimeout({ timeout: wait }),
     );
     for (;;) {
       const step = this.#run(() => steps.next());

@@ -11,7 +11,16 @@ import { isPlainObject } from '../../utils/is';
 /** Body keys that are not keyword arguments of the call. */
 const RESERVED = new Set(['message', 'session_id']);
 /** Call options that never cross the wire (they belong to the calling process). */
-const LOCAL_OPTIONS = new Set(['sessionId', 'signal', 'timeout']);
+const LOCAL_OPTIONS = new Set(['sessionId', 'signal', 'timeout', 'idleTimeout']);
+
+/**
+ * The longest session id, in characters, that both `POST /chat_completion` and `GET /memory/{session_id}`
+ * accept: one limit, so every session a call can make can also be read back.
+ */
+export const MAX_SESSION_ID_LENGTH = 1_024;
+
+/** Generation parameters a model reads from the call options, and what each must be on the wire. */
+const NUMERIC_PARAMS = ['maxNewTokens', 'temperature', 'topP', 'topK', 'repetitionPenalty'];
 
 /** `maxNewTokens` -> `max_new_tokens`. */
 export function snakeKey(key: string): string {
@@ -60,14 +69,48 @@ export function readChatRequest(body: unknown): ChatRequest {
   if (!(typeof sessionId === 'string' || (typeof sessionId === 'number' && Number.isFinite(sessionId)))) {
     throw new ValidationError({ field: 'session_id', message: '"session_id" must be a string or a number' });
   }
+  checkSessionId(sessionId);
   const kwargs: Record<string, unknown> = {};
   for (const key of Object.keys(body)) {
     if (RESERVED.has(key)) continue;
     const name = camelKey(key);
     if (LOCAL_OPTIONS.has(name) || name === '__proto__') continue;
+    checkGenParam(key, name, body[key]);
     kwargs[name] = body[key];
   }
   return { messages, sessionId, kwargs };
+}
+
+/** Throws a {@link ValidationError} for a session id longer than {@link MAX_SESSION_ID_LENGTH}. */
+export function checkSessionId(sessionId: SessionId): void {
+  if (typeof sessionId === 'string' && sessionId.length > MAX_SESSION_ID_LENGTH) {
+    throw new ValidationError({
+      field: 'session_id',
+      message: `"session_id" is ${sessionId.length} characters long; the limit is ${MAX_SESSION_ID_LENGTH}`,
+    });
+  }
+}
+
+/**
+ * Throws a {@link ValidationError} when a generation parameter has a type no model accepts, so the caller's
+ * mistake is answered 400 before the agent runs rather than failing inside the model as a 500.
+ */
+function checkGenParam(key: string, name: string, value: unknown): void {
+  if (value === undefined || value === null) return;
+  if (NUMERIC_PARAMS.includes(name)) {
+    if (typeof value !== 'number' || !Number.isFinite(value)) {
+      throw new ValidationError({ field: key, message: `"${key}" must be a number` });
+    }
+  } else if (name === 'stopWords') {
+    if (
+      !(
+        typeof value === 'string' ||
+        (Array.isArray(value) && value.every((word) => typeof word === 'string'))
+      )
+    ) {
+      throw new ValidationError({ field: key, message: `"${key}" must be a string or an array of strings` });
+    }
+  }
 }
 
 /** The request body a client sends: Lagent's shape, call options in snake_case. */
@@ -95,8 +138,13 @@ export function messageToWire(message: unknown): unknown {
 
 /** Server-sent event names of `/chat_completion/stream`. */
 export const SSE_EVENTS = {
-  /** A streamed chunk (a message with `stream_state` 1, cumulative content). */
+  /** A streamed chunk (a message with `stream_state` 1) whose `content` is the whole text so far. */
   chunk: 'chunk',
+  /**
+   * A streamed chunk whose `content` is only the text added since the previous chunk or delta: the reader
+   * appends it to that chunk's content. Its other fields are the chunk's own.
+   */
+  delta: 'delta',
   /** The final message, sent once, last. */
   message: 'message',
   /** The call failed after the stream began: `{ detail, error }`; nothing follows. */

@@ -1,4 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AgentBase } from '../../agents/agent-base';
 import { finalReply } from '../../agents/final-reply';
@@ -9,7 +11,9 @@ import type { SessionId } from '../../schema/session';
 import { AgentStatusCode } from '../../schema/status';
 import { isAsyncIterator, isIterator, isThenable } from '../../utils/is';
 import { registerSameThreadServer } from '../../utils/sync-bridge-same-thread';
-import { readChatRequest, SSE_EVENTS } from './protocol';
+import { checkSessionId, MAX_SESSION_ID_LENGTH, readChatRequest, SSE_EVENTS } from './protocol';
+import { type Refusal, RequestGuard } from './request-guard';
+import { SSEWriter, type StreamContent } from './sse-writer';
 
 /**
  * What an {@link HTTPAgentServer} can serve: any agent of lagent-ts (`Agent`, `AsyncAgent`, the streaming
@@ -28,8 +32,32 @@ export interface HTTPAgentServerOptions {
   host?: string | undefined;
   /** The port; `0` picks a free one (read it from `url` after `listen()`). @default 8090 */
   port?: number | undefined;
-  /** When set, every route but `/health_check` needs `Authorization: Bearer <token>`, else 401. */
+  /**
+   * When set, every route but `/health_check` needs `Authorization: Bearer <token>`, else 401. Without it,
+   * anything that can reach the port can run the agent: keep such a server on a loopback host.
+   */
   token?: string | undefined;
+  /**
+   * More names a request's `Host` header may carry (the port is not compared), besides the loopback names
+   * (`localhost`, `127.0.0.1`, `::1`) and `host` (any of the machine's addresses when `host` binds them all).
+   * Other requests are answered 403, which stops a web page that rebinds its DNS name to this machine. Add the
+   * names clients use through a proxy or a container's port mapping; `'*'` turns the check off.
+   */
+  allowedHosts?: readonly string[] | undefined;
+  /**
+   * Origins whose web pages may call the server (`https://app.example`; `'*'` for any). A request that carries
+   * any other `Origin` (browsers add it to cross-site requests) is answered 403; requests without one (every
+   * client outside a browser) are not concerned. Listed origins also get CORS headers and preflight answers.
+   * @default none
+   */
+  allowedOrigins?: readonly string[] | undefined;
+  /**
+   * How `/chat_completion/stream` sends chunks: `'delta'`, only the text each chunk adds (`delta` events), or
+   * `'cumulative'`, every chunk with all its text so far (`chunk` events, as Lagent's streaming agents yield
+   * them). lagent-ts's clients read both.
+   * @default 'delta'
+   */
+  streamContent?: StreamContent | undefined;
   /** Largest request body in bytes; a larger one is answered 413. @default 1_048_576 */
   bodyLimit?: number | undefined;
   /** Milliseconds a client has to send a request's headers. @default 10_000 */
@@ -133,6 +161,8 @@ export class HTTPAgentServer {
   readonly #requestTimeout: number;
   readonly #keepAliveTimeout: number;
   readonly #exposeErrors: boolean;
+  readonly #guard: RequestGuard;
+  readonly #streamContent: StreamContent;
   readonly #onError: NonNullable<HTTPAgentServerOptions['onError']>;
   #app: Fastify | undefined;
   #url: string | undefined;
@@ -183,6 +213,19 @@ export class HTTPAgentServer {
       });
     }
     this.#exposeErrors = options.exposeErrors ?? false;
+    this.#guard = new RequestGuard({
+      host: this.host,
+      allowedHosts: options.allowedHosts,
+      allowedOrigins: options.allowedOrigins,
+      owner: 'HTTPAgentServer',
+    });
+    const streamContent = options.streamContent ?? 'delta';
+    if (streamContent !== 'delta' && streamContent !== 'cumulative') {
+      throw new ConfigurationError({
+        message: `HTTPAgentServer: streamContent must be 'delta' or 'cumulative', got ${String(streamContent)}`,
+      });
+    }
+    this.#streamContent = streamContent;
     this.#onError =
       options.onError ??
       ((error, { route, sessionId }) => {
@@ -233,6 +276,17 @@ export class HTTPAgentServer {
         connectionsCheckingInterval: Math.min(1_000, this.#headersTimeout, this.#requestTimeout),
       },
       bodyLimit: this.#bodyLimit,
+      // Percent-encoding can make each character of a session id up to 12 bytes of the path.
+      routerOptions: { maxParamLength: MAX_SESSION_ID_LENGTH * 12 },
+      frameworkErrors: (error: unknown, _request: FastifyRequest, reply: FastifyReply) => {
+        const status = (error as { statusCode?: unknown }).statusCode;
+        const code = (error as { code?: unknown }).code;
+        reply
+          .code(typeof status === 'number' ? status : 400)
+          .type(JSON_TYPE)
+          .send(errorBody((error as Error).message, typeof code === 'string' ? code : 'BadRequest'));
+      },
+      clientErrorHandler: answerClientError,
       requestTimeout: this.#requestTimeout,
       keepAliveTimeout: this.#keepAliveTimeout,
       // Keep-alive connections with nothing in flight are closed by close(); busy ones finish their call.
@@ -275,9 +329,10 @@ export class HTTPAgentServer {
   }
 
   #routes(app: Fastify): void {
-    // Lagent's server reads the body as JSON whatever its content type: so does this one.
+    // Bodies are JSON, and only JSON: a web page can send text/plain, form or typeless bodies to any site
+    // without asking first (no CORS preflight), but not application/json.
     app.removeAllContentTypeParsers();
-    app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
+    app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
       const text = body as string;
       if (text.length === 0) {
         done(null, undefined);
@@ -294,6 +349,31 @@ export class HTTPAgentServer {
           undefined,
         );
       }
+    });
+
+    const guard = this.#guard;
+    app.addHook('onRequest', (request, reply, done) => {
+      const origin = request.headers.origin;
+      const refusal = guard.check(request.headers.host, origin);
+      if (refusal !== undefined) {
+        refuse(reply, refusal);
+        return;
+      }
+      if (origin !== undefined) {
+        // An allowed page: CORS headers on the answer (set on the raw response, so streams carry them too).
+        reply.raw.setHeader('access-control-allow-origin', origin);
+        reply.raw.setHeader('vary', 'Origin');
+        if (request.method === 'OPTIONS' && request.headers['access-control-request-method'] !== undefined) {
+          reply
+            .code(204)
+            .header('access-control-allow-methods', 'GET, POST')
+            .header('access-control-allow-headers', 'authorization, content-type')
+            .header('access-control-max-age', '600')
+            .send();
+          return;
+        }
+      }
+      done();
     });
 
     if (this.#token !== undefined) {
@@ -314,14 +394,16 @@ export class HTTPAgentServer {
       });
     }
 
-    app.setErrorHandler((error: unknown, _request, reply) => {
+    app.setErrorHandler((error: unknown, request, reply) => {
       const status = (error as { statusCode?: unknown }).statusCode;
       if (typeof status === 'number' && status >= 400 && status < 500) {
         const code = (error as { code?: unknown }).code;
         const detail =
           status === 413
             ? `the body is larger than the limit of ${this.#bodyLimit} bytes`
-            : (error as Error).message;
+            : status === 415
+              ? `the body must be JSON sent as Content-Type: application/json, got ${JSON.stringify(request.headers['content-type'] ?? 'none')}`
+              : (error as Error).message;
         reply
           .code(status)
           .type(JSON_TYPE)
@@ -343,6 +425,12 @@ export class HTTPAgentServer {
 
     app.get('/memory/:session_id', (request, reply) => {
       const { session_id: sessionId } = request.params as { session_id: string };
+      try {
+        checkSessionId(sessionId);
+      } catch (error) {
+        badRequest(reply, error);
+        return;
+      }
       let dict: LagentStateDict;
       try {
         dict = this.agent.stateDict(sessionId, { format: 'lagent' });
@@ -425,6 +513,7 @@ export class HTTPAgentServer {
     const controller = new AbortController();
     const end = this.#begin(controller);
     const raw = reply.raw;
+    const writer = new SSEWriter(raw, this.#streamContent);
     let gone = false;
     const onClose = () => {
       if (!raw.writableFinished) {
@@ -435,18 +524,20 @@ export class HTTPAgentServer {
     raw.once('close', onClose);
     // Headers go out with the first event, so a call that fails before it is still a plain 500.
     let started = false;
+    const start = () => {
+      if (started) return;
+      started = true;
+      reply.hijack();
+      raw.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        'x-accel-buffering': 'no',
+      });
+    };
     const send = (event: string, data: unknown) => {
       if (gone) return;
-      if (!started) {
-        started = true;
-        reply.hijack();
-        raw.writeHead(200, {
-          'content-type': 'text/event-stream; charset=utf-8',
-          'cache-control': 'no-cache',
-          'x-accel-buffering': 'no',
-        });
-      }
-      raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+      start();
+      writer.event(event, data);
     };
     try {
       const options = { ...parsed.kwargs, sessionId: parsed.sessionId, signal: controller.signal };
@@ -455,13 +546,18 @@ export class HTTPAgentServer {
       if (isAsyncIterator(result) || (isIterator(result) && !(result instanceof AgentMessage))) {
         const onChunk = (chunk: unknown) => {
           if (gone) return false;
-          send(SSE_EVENTS.chunk, toWire(chunk));
+          start();
+          writer.chunk(
+            typeof chunk === 'string' ? new AgentMessage({ sender: 'assistant', content: chunk }) : chunk,
+          );
           return true;
         };
-        // A sync agent's stream is pulled without yielding to the event loop, so nothing else runs on its
-        // session meanwhile (a sync call cannot wait for another).
+        // An async stream is pulled only while the client takes what was sent (the response's buffer drains),
+        // so a client that stops reading stops the agent rather than filling the server's memory. A sync
+        // agent's stream is pulled without yielding to the event loop, so nothing else runs on its session
+        // meanwhile (a sync call cannot wait for another); it is written whole, a reply's text once.
         result = isAsyncIterator(result)
-          ? await relay(result, onChunk)
+          ? await relay(result, onChunk, () => writer.drained())
           : relaySync(result as Iterator<unknown>, onChunk);
       }
       if (!gone) {
@@ -522,8 +618,15 @@ class Relay {
 
 const GONE = 'the client closed the connection';
 
-/** Pulls an async stream to its end through a {@link Relay}; returns the final message. */
-async function relay(stream: AsyncIterator<unknown>, onChunk: (chunk: unknown) => boolean): Promise<unknown> {
+/**
+ * Pulls an async stream to its end through a {@link Relay}, waiting on `drained` after each item before it
+ * pulls the next; returns the final message.
+ */
+async function relay(
+  stream: AsyncIterator<unknown>,
+  onChunk: (chunk: unknown) => boolean,
+  drained: () => Promise<void>,
+): Promise<unknown> {
   const relayed = new Relay(onChunk);
   let last: unknown;
   for (;;) {
@@ -534,6 +637,7 @@ async function relay(stream: AsyncIterator<unknown>, onChunk: (chunk: unknown) =
       await stream.return?.(undefined);
       throw new Error(GONE);
     }
+    await drained();
   }
 }
 
@@ -568,6 +672,32 @@ function toWire(result: unknown): unknown {
 function errorBody(detail: string, error: string): string {
   const body: HTTPErrorBody = { detail, error };
   return JSON.stringify(body);
+}
+
+function refuse(reply: FastifyReply, refusal: Refusal): void {
+  reply.code(refusal.status).type(JSON_TYPE).send(errorBody(refusal.detail, refusal.code));
+}
+
+/**
+ * Answers a request Node could not parse or that was too slow (before Fastify sees it), with the same
+ * `{ detail, error }` body as every other error answer: 408 for a client too slow to send its request, 431
+ * for headers over Node's limit, else 400.
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, detail] =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'the request did not arrive in time']
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'the request line and headers are larger than the server accepts']
+        : [400, `the request is not valid HTTP (${error.code ?? 'parse error'})`];
+  const body = errorBody(detail, error.code ?? 'BadRequest');
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: ${JSON_TYPE}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
 }
 
 function badRequest(reply: FastifyReply, error: unknown): void {

@@ -18,12 +18,16 @@ export interface Transport {
   readonly timeout: number;
   readonly retries: number;
   readonly retryDelay: number;
+  /** Largest response body read whole, and largest stream event, in bytes. */
+  readonly maxResponseBytes: number;
 }
 
 /** Socket errors on which a request never reached the server's agent, so sending it again is safe. */
 const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 /** Socket errors that, on a reused keep-alive socket and before any answer, mean the server had closed it. */
 const STALE_SOCKET = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
+/** Methods whose request may be sent twice without doing twice what it asks. */
+const IDEMPOTENT = new Set(['GET', 'HEAD']);
 
 class RetryableError extends Error {}
 
@@ -101,6 +105,11 @@ function open(
     }
     const module = url.protocol === 'https:' ? https : http;
     const request = module.request(url, { method, headers, agent: transport.agent });
+    // The socket's byte count when this request got it: more at a failure means some of it went out.
+    let before: number | undefined;
+    request.once('socket', (socket) => {
+      before = socket.bytesWritten;
+    });
     let settled = false;
     const onAbort = () => {
       request.destroy();
@@ -123,13 +132,21 @@ function open(
       if (settled) return;
       settled = true;
       const code = error.code ?? '';
-      if (NEVER_SENT.has(code) || (request.reusedSocket && STALE_SOCKET.has(code))) {
+      // A reused keep-alive socket the server had closed fails the same way as one the server cut after it
+      // read the request: a request whose bytes went out may have been received, so only a request that is
+      // safe to repeat, or one that never left, is sent again.
+      const written = before === undefined || (request.socket?.bytesWritten ?? before) > before;
+      const stale = request.reusedSocket && STALE_SOCKET.has(code);
+      if (NEVER_SENT.has(code) || (stale && (IDEMPOTENT.has(method) || !written))) {
         reject(Object.assign(new RetryableError(error.message), { cause: error }));
         return;
       }
+      const reason = stale
+        ? `the connection was cut after the request was sent (${error.message}); the server may have received it, so it was not sent again`
+        : error.message;
       reject(
         new HTTPAgentError({
-          message: `${method} ${url.href} failed: ${error.message}`,
+          message: `${method} ${url.href} failed: ${reason}`,
           url: url.href,
           cause: error,
         }),
@@ -159,6 +176,12 @@ export async function exchange<T>(
     for (let attempt = 0; ; attempt++) {
       try {
         const { response } = await open(transport, method, path, body, deadline.signal);
+        if (response.statusCode === 503 && attempt < transport.retries) {
+          // 503: the server did not start on the request (it is closing, or overloaded): safe to send again.
+          response.resume();
+          await sleep(transport.retryDelay * 2 ** attempt, deadline.signal);
+          continue;
+        }
         return await read(response, deadline.signal);
       } catch (error) {
         if (!(error instanceof RetryableError)) throw error;
@@ -177,21 +200,77 @@ export async function exchange<T>(
   }
 }
 
-/** Reads a whole response body as text; a connection cut mid-body is an {@link HTTPAgentError}. */
-export function readText(response: http.IncomingMessage, signal: AbortSignal): Promise<string> {
+/**
+ * Reads a whole response body as text, at most `maxBytes` of it. A longer body (announced or sent), a connection
+ * cut mid-body or a body that cannot be a string is an {@link HTTPAgentError}; the signal's abort rejects
+ * with its reason.
+ */
+export function readText(
+  response: http.IncomingMessage,
+  signal: AbortSignal,
+  maxBytes: number,
+  url: string,
+): Promise<string> {
+  const tooLarge = () =>
+    new HTTPAgentError({
+      message: `the answer is larger than maxResponseBytes (${maxBytes} bytes)`,
+      status: response.statusCode,
+      url,
+    });
   return new Promise((resolve, reject) => {
+    let settled = false;
+    const fail = (error: unknown) => {
+      if (settled) return;
+      settled = true;
+      reject(error);
+      response.destroy();
+    };
+    const announced = Number(response.headers['content-length']);
+    if (Number.isFinite(announced) && announced > maxBytes) {
+      fail(tooLarge());
+      return;
+    }
     const parts: Buffer[] = [];
-    response.on('data', (part: Buffer) => parts.push(part));
-    response.once('end', () => resolve(Buffer.concat(parts).toString('utf8')));
-    response.once('close', () => {
-      if (signal.aborted) reject(signal.reason);
-      else if (!response.complete) {
-        reject(
-          new HTTPAgentError({ message: 'the server closed the connection before the answer was complete' }),
+    let size = 0;
+    response.on('data', (part: Buffer) => {
+      size += part.length;
+      if (size > maxBytes) fail(tooLarge());
+      else parts.push(part);
+    });
+    response.once('end', () => {
+      if (settled) return;
+      try {
+        const text = Buffer.concat(parts, size).toString('utf8');
+        settled = true;
+        resolve(text);
+      } catch (error) {
+        fail(
+          new HTTPAgentError({
+            message: `the answer cannot be read: ${(error as Error).message}`,
+            url,
+            cause: error,
+          }),
         );
       }
     });
-    response.once('error', (error) => reject(signal.aborted ? signal.reason : error));
+    response.once('close', () => {
+      if (signal.aborted) fail(signal.reason);
+      else if (!response.complete) {
+        fail(
+          new HTTPAgentError({
+            message: 'the server closed the connection before the answer was complete',
+            url,
+          }),
+        );
+      }
+    });
+    response.once('error', (error) => {
+      fail(
+        signal.aborted
+          ? signal.reason
+          : new HTTPAgentError({ message: `the answer broke off: ${error.message}`, url, cause: error }),
+      );
+    });
   });
 }
 

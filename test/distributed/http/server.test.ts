@@ -140,6 +140,7 @@ describe('HTTPAgentServer: Lagent protocol', () => {
     expect(llm.calls[0]!.params).toMatchObject({ maxNewTokens: 7, temperature: 0.25 });
     await fetch(`${server.url}/chat_completion`, {
       method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ message: ['x'], session_id: 'b', max_new_tokens: 3 }),
     });
     expect(llm.calls[1]!.params).toMatchObject({ maxNewTokens: 3 });
@@ -256,7 +257,7 @@ describe('HTTPAgentServer: bad input is answered and touches no session', () => 
     // A stream that fails before its first event is a plain 500 too.
     const stream = await fetch(`${remote.url}/chat_completion/stream`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${TOKEN}` },
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
       body: JSON.stringify({ message: ['fail please'], session_id: 1 }),
     });
     expect(stream.status).toBe(500);
@@ -269,6 +270,7 @@ describe('HTTPAgentServer: bad input is answered and touches no session', () => 
     });
     const response = await fetch(`${server.url}/chat_completion`, {
       method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ message: ['fail please'] }),
     });
     expect(await response.json()).toEqual({ detail: 'the mock model was told to fail', error: 'Error' });
@@ -284,6 +286,7 @@ describe('HTTPAgentServer: streaming', () => {
     const server = await serve(agent);
     const response = await fetch(`${server.url}/chat_completion/stream`, {
       method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ message: ['streaming'], session_id: 4 }),
     });
     expect(response.status).toBe(200);
@@ -294,18 +297,51 @@ describe('HTTPAgentServer: streaming', () => {
     expect(events.at(-1)![0]).toBe('message');
     const chunks = events.slice(0, -1);
     expect(chunks.length).toBe(Math.ceil('echo: streaming'.length / 3));
-    for (const [event, data] of chunks) {
-      expect(event).toBe('chunk');
-      expect(data).toMatchObject({ stream_state: AgentStatusCode.STREAM_ING });
+    // The first chunk whole, then only the text each chunk adds: the reply's text crosses the wire once.
+    expect(chunks.map(([event]) => event)).toEqual(['chunk', ...chunks.slice(1).map(() => 'delta')]);
+    expect(chunks.map(([, data]) => (data as { content: string }).content)).toEqual(
+      'echo: streaming'.match(/.{1,3}/g),
+    );
+    for (const [, data] of chunks) {
+      expect(data).toMatchObject({ stream_state: AgentStatusCode.STREAM_ING, sender: 'AsyncStreamingAgent' });
     }
     const memory = await client(server.url).stateDict(4);
     expect(memory.memory!.map((m) => m.content)).toEqual(['streaming', 'echo: streaming']);
+  });
+
+  it("streamContent: 'cumulative' sends every chunk whole; the client reads both forms the same", async () => {
+    const llm = () => new AsyncMockLLM({ responses: echo, chunkSize: 3 });
+    const cumulative = await serve(new AsyncStreamingAgent({ llm: llm() }), { streamContent: 'cumulative' });
+    const response = await fetch(`${cumulative.url}/chat_completion/stream`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: ['streaming'], session_id: 4 }),
+    });
+    const events = parseEvents(await response.text()).slice(0, -1);
+    expect(events.map(([event]) => event)).toEqual(events.map(() => 'chunk'));
+    expect(events.map(([, data]) => (data as { content: string }).content)).toEqual(
+      Array.from({ length: 5 }, (_, i) => 'echo: streaming'.slice(0, 3 * (i + 1))),
+    );
+    const delta = await serve(new AsyncStreamingAgent({ llm: llm() }));
+    const read = async (url: string) => {
+      const seen: [unknown, string | undefined][] = [];
+      for await (const message of client(url).stream('streaming', { sessionId: 9 }))
+        seen.push([message.content, message.delta]);
+      return seen;
+    };
+    const fromCumulative = await read(cumulative.url);
+    expect(await read(delta.url)).toEqual(fromCumulative);
+    expect(fromCumulative.at(-2)).toEqual(['echo: streaming', 'ing']);
+    expect(
+      () => new HTTPAgentServer({ agent: new AsyncAgent({ llm: llm() }), streamContent: 'x' as never }),
+    ).toThrow(/streamContent/);
   });
 
   it('a non-streaming agent sends just the final message; the client gives deltas', async () => {
     const server = await serve(new AsyncAgent({ llm: new AsyncMockLLM({ responses: echo }) }));
     const response = await fetch(`${server.url}/chat_completion/stream`, {
       method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ message: ['one'] }),
     });
     expect(parseEvents(await response.text())).toEqual([
@@ -485,8 +521,10 @@ describe('HTTPAgentServer: timeouts and draining streams', () => {
         socket.on('error', () => undefined);
       });
     const [headers, body] = await Promise.all([
-      slow('POST /chat_completion HTTP/1.1\r\nHost: x\r\n'),
-      slow('POST /chat_completion HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"message": ['),
+      slow('POST /chat_completion HTTP/1.1\r\nHost: 127.0.0.1\r\n'),
+      slow(
+        'POST /chat_completion HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"message": [',
+      ),
     ]);
     for (const { answer, ms } of [headers, body]) {
       expect(answer).toMatch(/^HTTP\/1\.1 408/);
@@ -542,6 +580,7 @@ describe('HTTPAgentServer: a stream that fails midway', () => {
     const server = await serve(agent);
     const response = await fetch(`${server.url}/chat_completion/stream`, {
       method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ message: ['go'], session_id: 1 }),
     });
     expect(parseEvents(await response.text())).toEqual([
