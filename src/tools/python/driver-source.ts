@@ -1,6 +1,8 @@
 /**
- * The Python side of an interpreter session, run as `python3 -E -u -c DRIVER_SOURCE CONFIG_JSON`. It ships
- * inside the package as this string so that no file has to be found at run time, in any build layout.
+ * The Python side of an interpreter session, run as `python3 -I -u -c DRIVER_SOURCE CONFIG_JSON [UID:GID]`. It
+ * ships inside the package as this string so that no file has to be found at run time, in any build layout.
+ * `-I` keeps the session directory (the working directory) and the user's site directory off `sys.path` while
+ * the driver imports its own modules: a `json.py` the user's code left there is not the driver's `json`.
  *
  * Protocol (see `python-process.ts`): requests arrive on fd 3 and replies leave on fd 4, each frame a 4-byte
  * big-endian length and UTF-8 JSON. Both fds are moved to high, close-on-exec numbers at start, so user code
@@ -8,14 +10,30 @@
  * Python's `print`, C-level writes, subprocesses, stderr — goes in order to fd 1, read by Node; a run ends
  * by writing the request's random end marker to fd 1, so Node knows which output belongs to it. Python-level
  * output beyond the request's byte cap is counted, not written, so endless printing costs the pipe nothing.
+ * A reply carries the request's nonce, taken out of the request before the user's code runs.
  *
- * Before any user code runs the driver sets its resource limits, drops root to the configured uid/gid, and
- * arranges to die with its parent (PR_SET_PDEATHSIG; bubblewrap adds --die-with-parent).
+ * The driver is started as the unprivileged user it runs as. Only where bubblewrap must run as root without a
+ * user namespace is it started as root with `UID:GID` as its last argument: it then switches before importing
+ * anything beyond `os` and `sys`, and ends at once if it cannot. Before any user code runs it sets its resource
+ * limits and arranges to die with its parent (PR_SET_PDEATHSIG, set after any switch of uid, which clears it;
+ * bubblewrap adds --die-with-parent).
  */
 export const DRIVER_SOURCE = String.raw`
+import os, sys
+
+if len(sys.argv) > 2:
+    try:
+        uid, gid = (int(part) for part in sys.argv[2].split(':'))
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+    except (OSError, ValueError) as error:
+        os.write(2, ('could not switch to uid %s: %s\n' % (sys.argv[2], error)).encode())
+        os._exit(71)
+
 # Only what every start needs is imported here: ast, traceback, linecache, warnings and ctypes load when used,
 # which keeps a session's cold start short.
-import codecs, fcntl, json, os, resource, signal, struct, sys
+import codecs, fcntl, json, resource, signal, struct
 
 CONFIG = json.loads(sys.argv[1])
 REQ = fcntl.fcntl(3, fcntl.F_DUPFD_CLOEXEC, 200)
@@ -23,6 +41,7 @@ RES = fcntl.fcntl(4, fcntl.F_DUPFD_CLOEXEC, 200)
 OUT = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 200)
 os.close(3)
 os.close(4)
+os.closerange(5, 200)  # e.g. the pipe bubblewrap read its seccomp filter from
 os.dup2(OUT, 2)
 sys.argv = ['']
 
@@ -274,38 +293,21 @@ def set_cpu_limit(seconds):
         pass
 
 
-def drop_privileges():
-    user = CONFIG.get('runAs')
-    if not user or os.geteuid() != 0:
-        return None
-    try:
-        os.setgroups([])
-        os.setgid(user['gid'])
-        os.setuid(user['uid'])
-    except OSError as error:
-        return 'could not switch to uid %s: %s' % (user['uid'], error)
-    if not os.access(os.path.join(sys.base_prefix, 'lib'), os.R_OK | os.X_OK):
-        return ('the Python installation at %s cannot be read by uid %s, which the interpreter runs as when '
-                'lagent-ts runs as root' % (sys.base_prefix, user['uid']))
-    return None
-
-
 def main():
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     work_dir = CONFIG['workDir']
-    problem = drop_privileges()
-    shell = Shell(CONFIG.get('ipython', True)) if CONFIG['mode'] == 'interactive' and problem is None else None
+    shell = Shell(CONFIG.get('ipython', True)) if CONFIG['mode'] == 'interactive' else None
     limit(resource.RLIMIT_CORE, 0)
     limit(resource.RLIMIT_AS, CONFIG.get('memoryBytes'))
     limit(resource.RLIMIT_FSIZE, CONFIG.get('fileSizeBytes'))
     limit(resource.RLIMIT_NPROC, CONFIG.get('maxProcesses'))
-    send({'ready': problem is None, 'error': problem, 'ipython': bool(shell and shell.ipython),
-          'python': sys.version.split()[0]})
-    if problem is not None:
-        os._exit(71)
+    # The driver's own imports are done: from here on the session directory comes first, as a notebook's does.
+    sys.path.insert(0, '')
+    send({'ready': True, 'ipython': bool(shell and shell.ipython), 'python': sys.version.split()[0]})
     while True:
         request = receive()
+        nonce = request.pop('nonce', None)
         os.dup2(OUT, 1)
         os.dup2(OUT, 2)
         capture = Capture(request['maxBytes'])
@@ -331,7 +333,11 @@ def main():
         marker = request['marker'].encode('ascii')
         while marker:
             marker = marker[os.write(1, marker):]
-        send({'id': request['id'], 'value': value, 'error': error, 'images': images, 'dropped': capture.dropped})
+        cap = request['maxBytes']  # the reply stays far below the frame size Node accepts
+        value = value[:cap] if isinstance(value, str) else value
+        error = error[:cap] if isinstance(error, str) else error
+        send({'id': request['id'], 'nonce': nonce, 'value': value, 'error': error, 'images': images,
+              'dropped': capture.dropped})
 
 
 main()

@@ -1,7 +1,8 @@
 import { execFile } from 'node:child_process';
-import { lstatSync, readdirSync, readlinkSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readlinkSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { ConfigurationError } from '../../schema/errors';
+import { sandboxFilter } from './seccomp';
 
 /** What a probe of a Python command found. */
 export interface PythonInfo {
@@ -10,7 +11,7 @@ export interface PythonInfo {
   /** `sys.base_prefix` and `sys.prefix`: what a sandbox must make readable. */
   prefixes: string[];
   version: string;
-  /** Whether the uid the interpreter drops to (when running as root) can run this Python, if asked. */
+  /** Whether the uid the interpreter runs as (when this process is root) can run this Python, if asked. */
   readableByUnprivileged?: boolean | undefined;
 }
 
@@ -41,7 +42,12 @@ function run(
     execFile(
       file,
       args,
-      { timeout: 10_000, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' }, ...options },
+      {
+        timeout: 10_000,
+        cwd: '/',
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' },
+        ...options,
+      },
       (error, stdout, stderr) => done({ stdout, stderr, error }),
     );
   });
@@ -52,12 +58,15 @@ function run(
  * start it without a shell shim) and its prefixes. Rejects with a {@link ConfigurationError} that says how
  * to install Python when the command does not run.
  */
-export function probePython(python: string, checkUnprivileged: boolean): Promise<PythonInfo> {
-  const key = `${python}\0${checkUnprivileged}`;
+export function probePython(
+  python: string,
+  runAs: { uid: number; gid: number } | undefined,
+): Promise<PythonInfo> {
+  const key = `${python}\0${runAs ? `${runAs.uid}:${runAs.gid}` : ''}`;
   let probe = probes.get(key);
   if (!probe) {
     probe = (async () => {
-      const { stdout, error, stderr } = await run(python, ['-E', '-c', PROBE]);
+      const { stdout, error, stderr } = await run(python, ['-I', '-c', PROBE]);
       if (error) {
         const detail =
           error.code === 'ENOENT'
@@ -77,8 +86,8 @@ export function probePython(python: string, checkUnprivileged: boolean): Promise
         prefixes: [...new Set([base!, prefix!, dirname(dirname(resolve(executable!)))])],
         version: version!,
       };
-      if (checkUnprivileged) {
-        const check = await run(info.executable, ['-E', '-c', 'import encodings, json'], UNPRIVILEGED);
+      if (runAs) {
+        const check = await run(info.executable, ['-I', '-c', 'import encodings, json'], runAs);
         info.readableByUnprivileged = check.error === null;
       }
       return info;
@@ -89,21 +98,82 @@ export function probePython(python: string, checkUnprivileged: boolean): Promise
   return probe;
 }
 
-/** The namespaces bubblewrap unshares: all of them, or all but the user namespace for root (see sandboxArgs). */
-function unshareFlags(asRoot: boolean): string[] {
-  return asRoot
-    ? ['--unshare-ipc', '--unshare-pid', '--unshare-net', '--unshare-uts', '--unshare-cgroup-try']
-    : ['--unshare-all'];
+/** What bubblewrap can do here, found once per process and user (see {@link sandboxSupport}). */
+export interface SandboxSupport {
+  /**
+   * Whether bubblewrap runs in a user namespace of its own, started as the uid the code runs as (the normal
+   * case). Otherwise (only for root, where unprivileged user namespaces are disabled) it runs as root without
+   * one, keeps only CAP_SETUID and CAP_SETGID, and the driver drops to that uid as its first act.
+   */
+  userNamespace: boolean;
+  /** Whether `--disable-userns` is understood (bubblewrap 0.8): no user namespace can be made inside. */
+  disableUserns: boolean;
+  /** Whether `--size` is understood, so the private `/tmp` can be bounded. */
+  tmpfsSize: boolean;
+  /** The seccomp filter to load, when `--seccomp` is understood and this architecture has one. */
+  seccomp: Buffer | undefined;
+}
+
+/** The fd bubblewrap reads the seccomp filter from (the spawn's sixth stdio entry). */
+export const SECCOMP_FD = 5;
+
+function features(help: string): { disableUserns: boolean; tmpfsSize: boolean; seccomp: boolean } {
+  return {
+    disableUserns: help.includes('--disable-userns'),
+    tmpfsSize: help.includes('--size'),
+    seccomp: help.includes('--seccomp'),
+  };
 }
 
 /**
- * bubblewrap's arguments for one session: every namespace unshared (no network), the system directories and
- * Python's installation read-only, a private `/tmp`, `/proc` and `/dev`, only the session directory writable,
- * and death with the parent. For root the user namespace is left out: inside one, root stays root on the host
- * (so process limits would not apply) and could not switch to the unprivileged uid the driver drops to.
+ * The namespace and capability arguments: a user namespace that may not make another (where bubblewrap can say
+ * so) and no capabilities; without a user namespace, every other namespace and only the capabilities the
+ * driver needs to switch to the unprivileged uid, which it loses by switching.
  */
-export function sandboxArgs(python: PythonInfo, sessionDir: string, asRoot: boolean): string[] {
-  const args = [...unshareFlags(asRoot), '--die-with-parent', '--ro-bind', '/usr', '/usr'];
+function isolationArgs(support: SandboxSupport, switchesUser: boolean): string[] {
+  if (support.userNamespace) {
+    return [
+      '--unshare-user',
+      '--unshare-all',
+      ...(support.disableUserns ? ['--disable-userns'] : []),
+      '--cap-drop',
+      'ALL',
+    ];
+  }
+  return [
+    '--unshare-ipc',
+    '--unshare-pid',
+    '--unshare-net',
+    '--unshare-uts',
+    '--unshare-cgroup-try',
+    '--cap-drop',
+    'ALL',
+    ...(switchesUser ? ['--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID'] : []),
+  ];
+}
+
+/** Options of {@link sandboxArgs}. */
+export interface SandboxLayout {
+  /** Bytes the private `/tmp` may hold (where bubblewrap can bound it). */
+  tmpBytes: number;
+  /** Whether the driver switches uid itself (root without a user namespace). */
+  switchesUser: boolean;
+}
+
+/**
+ * bubblewrap's arguments for one session: every namespace unshared (no network), no capabilities, the seccomp
+ * filter, the system directories and Python's installation read-only, a private bounded `/tmp`, `/proc` and
+ * `/dev`, only the session directory writable, and death with the parent.
+ */
+export function sandboxArgs(
+  python: PythonInfo,
+  sessionDir: string,
+  support: SandboxSupport,
+  layout: SandboxLayout,
+): string[] {
+  const args = [...isolationArgs(support, layout.switchesUser), '--die-with-parent'];
+  if (support.seccomp) args.push('--seccomp', String(SECCOMP_FD));
+  args.push('--ro-bind', '/usr', '/usr');
   for (const top of ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc']) {
     const stat = lstatSync(top, { throwIfNoEntry: false });
     if (stat?.isSymbolicLink()) args.push('--symlink', readlinkSync(top), top);
@@ -112,7 +182,9 @@ export function sandboxArgs(python: PythonInfo, sessionDir: string, asRoot: bool
   for (const prefix of python.prefixes) {
     if (!prefix.startsWith('/usr/') && prefix !== '/usr') args.push('--ro-bind-try', prefix, prefix);
   }
-  args.push('--proc', '/proc', '--dev', '/dev', '--perms', '1777', '--tmpfs', '/tmp');
+  args.push('--proc', '/proc', '--dev', '/dev', '--perms', '1777');
+  if (support.tmpfsSize) args.push('--size', String(Math.max(1, Math.floor(layout.tmpBytes))));
+  args.push('--tmpfs', '/tmp');
   // The session directory's ancestors are made traversable (bubblewrap would copy the host's modes, and a
   // 0700 parent would shut the unprivileged uid out of the absolute paths it is given).
   const ancestors: string[] = [];
@@ -123,12 +195,12 @@ export function sandboxArgs(python: PythonInfo, sessionDir: string, asRoot: bool
   return args;
 }
 
-let bwrapWorks: Promise<boolean> | undefined;
+const supports = new Map<string, Promise<SandboxSupport | undefined>>();
 
-/** Whether bubblewrap runs here with the flags a session uses (checked once per process). */
-export function sandboxAvailable(): Promise<boolean> {
-  bwrapWorks ??= run('bwrap', [
-    ...unshareFlags(process.getuid?.() === 0),
+/** The probe's arguments: the isolation a session gets, around `true`. */
+function probeArgs(support: SandboxSupport, switchesUser: boolean): string[] {
+  return [
+    ...isolationArgs(support, switchesUser),
     '--die-with-parent',
     '--ro-bind',
     '/',
@@ -138,9 +210,57 @@ export function sandboxAvailable(): Promise<boolean> {
     '--dev',
     '/dev',
     'true',
-  ]).then(({ error }) => error === null);
-  return bwrapWorks;
+  ];
 }
+
+/**
+ * Whether and how bubblewrap runs here for code running as `runAs` (when this process is root and drops to
+ * it) or as this process's own user; `undefined` when it does not run. Tries a user namespace of bubblewrap's
+ * own first, started as `runAs`, so no process of the session is ever root; then, for root only, bubblewrap
+ * as root without a user namespace (also what `userNamespace: false` asks for: a session directory `runAs`
+ * cannot reach, which only root's bubblewrap can mount). Checked once per process, user and kind.
+ */
+export function sandboxSupport(
+  runAs: { uid: number; gid: number } | undefined,
+  userNamespace = true,
+): Promise<SandboxSupport | undefined> {
+  const key = `${runAs ? `${runAs.uid}:${runAs.gid}` : 'self'}:${userNamespace}`;
+  let support = supports.get(key);
+  if (!support) {
+    support = (async () => {
+      const help = await run('bwrap', ['--help']);
+      if (help.error && help.stdout === '') return undefined;
+      const found = features(help.stdout + help.stderr);
+      const filter = found.seccomp ? sandboxFilter() : undefined;
+      const withUserNamespace: SandboxSupport = { userNamespace: true, ...found, seccomp: filter };
+      if (
+        userNamespace &&
+        (await run('bwrap', probeArgs(withUserNamespace, false), runAs ?? {})).error === null
+      ) {
+        return withUserNamespace;
+      }
+      if (process.getuid?.() !== 0) return undefined;
+      const asRoot: SandboxSupport = { ...withUserNamespace, userNamespace: false };
+      return (await run('bwrap', probeArgs(asRoot, runAs !== undefined))).error === null ? asRoot : undefined;
+    })();
+    supports.set(key, support);
+  }
+  return support;
+}
+
+/** Whether `user` can reach `dir` by its absolute path: every ancestor searchable by it (mode bits only). */
+export function reachableBy(dir: string, user: { uid: number; gid: number }): boolean {
+  for (let at = dirname(dir); ; at = dirname(at)) {
+    const stat = statSync(at, { throwIfNoEntry: false });
+    if (!stat) return false;
+    const bit = stat.uid === user.uid ? 0o100 : stat.gid === user.gid ? 0o010 : 0o001;
+    if ((stat.mode & bit) === 0) return false;
+    if (at === '/') return true;
+  }
+}
+
+/** `setpriv` (util-linux), which switches uid before Python starts where bubblewrap runs as root, if present. */
+export const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(path));
 
 /**
  * How many processes `uid` runs now (for RLIMIT_NPROC, which counts every process of the user, so a limit of

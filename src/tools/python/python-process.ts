@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { DRIVER_SOURCE } from './driver-source';
+import { SETPRIV } from './python-host';
 
 /** How a session's driver is started: see `PythonSessions` for where each field comes from. */
 export interface DriverSpawn {
@@ -14,6 +15,12 @@ export interface DriverSpawn {
   cwd: string;
   /** Whether `command` is bubblewrap, whose init reports a signal N that ended the driver as exit code 128 + N. */
   sandboxed: boolean;
+  /** The user `command` is started as (when this process is root): no process of the session is ever root. */
+  user?: { uid: number; gid: number } | undefined;
+  /** The user the driver switches to as its first act (root's bubblewrap without a user namespace only). */
+  switchTo?: { uid: number; gid: number } | undefined;
+  /** A seccomp filter bubblewrap reads from fd 5 (`--seccomp 5`). */
+  seccomp?: Buffer | undefined;
   /** What the driver reads from its command line. */
   config: DriverConfig;
 }
@@ -24,7 +31,6 @@ export interface DriverConfig {
   ipython: boolean;
   workDir: string;
   parentPid?: number | undefined;
-  runAs?: { uid: number; gid: number } | undefined;
   memoryBytes?: number | undefined;
   fileSizeBytes?: number | undefined;
   maxProcesses?: number | undefined;
@@ -64,12 +70,27 @@ export interface RunFailure {
 
 interface Pending {
   id: number;
+  /** The reply must carry it: a frame without it is not the driver's answer. */
+  nonce: string;
+  /** The largest reply frame accepted for this run. */
+  replyCap: number;
   marker: Buffer;
   resolve(result: RunOutcome | RunFailure): void;
   reply?: { value: string | null; error: string | null; images: string[]; dropped: number } | undefined;
   markerSeen: boolean;
   timer?: NodeJS.Timeout | undefined;
   graceTimer?: NodeJS.Timeout | undefined;
+}
+
+/** The largest frame accepted while no run is pending (the ready message). */
+const IDLE_FRAME_CAP = 64 * 1024;
+
+/**
+ * The largest reply frame a run may send: its value and error are cut at `maxBytes` characters by the driver,
+ * so a frame past this is not the driver's. Such a frame ends the process before any of it is buffered.
+ */
+export function replyCap(maxBytes: number): number {
+  return Math.max(1024 * 1024, maxBytes * 8 + 64 * 1024);
 }
 
 const live = new Set<PythonProcess>();
@@ -133,7 +154,10 @@ export class PythonProcess {
   ipython = false;
   #child: ChildProcess;
   #requests: Writable;
-  #frames: Buffer = Buffer.alloc(0);
+  readonly #frameChunks: Buffer[] = [];
+  #frameBytes = 0;
+  /** The size of the frame being read, once its header is in; -1 before. */
+  #frameSize = -1;
   #held: Buffer = Buffer.alloc(0);
   #collector: OutputCollector | undefined;
   #pending: Pending | undefined;
@@ -166,16 +190,34 @@ export class PythonProcess {
    * (e.g. the Python installation is unreadable for the unprivileged uid).
    */
   static start(spec: DriverSpawn, startTimeout: number): Promise<PythonProcess> {
-    const child = spawn(
-      spec.command,
-      [...spec.args, '-E', '-u', '-c', DRIVER_SOURCE, JSON.stringify(spec.config)],
-      {
-        cwd: spec.cwd,
-        env: spec.env,
-        stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
-        detached: true,
-      },
-    );
+    const args = [...spec.args, '-I', '-u', '-c', DRIVER_SOURCE, JSON.stringify(spec.config)];
+    if (spec.switchTo) {
+      const { uid, gid } = spec.switchTo;
+      // setpriv switches before Python starts; without it the driver switches as its first statement.
+      if (SETPRIV && spec.sandboxed)
+        args.splice(
+          spec.args.length - 1,
+          0,
+          SETPRIV,
+          `--reuid=${uid}`,
+          `--regid=${gid}`,
+          '--clear-groups',
+          '--',
+        );
+      else args.push(`${uid}:${gid}`);
+    }
+    const child = spawn(spec.command, args, {
+      cwd: spec.cwd,
+      env: spec.env,
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe', ...(spec.seccomp ? ['pipe' as const] : [])],
+      detached: true,
+      ...(spec.user ? { uid: spec.user.uid, gid: spec.user.gid } : {}),
+    });
+    if (spec.seccomp && child.pid !== undefined) {
+      const filter = (child.stdio as unknown as Writable[])[5]!;
+      filter.on('error', () => {});
+      filter.end(spec.seccomp);
+    }
     if (child.pid === undefined) {
       return new Promise((_, reject) => {
         child.once('error', (error) => reject(error));
@@ -220,8 +262,16 @@ export class PythonProcess {
     const outputCap = request.maxBytes + 4096;
     this.#collector = new OutputCollector(outputCap);
     this.#ref();
+    const nonce = randomBytes(16).toString('hex');
     return new Promise((resolve) => {
-      const pending: Pending = { id, marker: Buffer.from(marker, 'latin1'), resolve, markerSeen: false };
+      const pending: Pending = {
+        id,
+        nonce,
+        replyCap: replyCap(request.maxBytes),
+        marker: Buffer.from(marker, 'latin1'),
+        resolve,
+        markerSeen: false,
+      };
       this.#pending = pending;
       if (Number.isFinite(timeout)) {
         pending.timer = setTimeout(() => {
@@ -230,7 +280,7 @@ export class PythonProcess {
           this.#finish({ kind: 'timeout', ...this.#takeOutput() });
         }, timeout);
       }
-      const body = Buffer.from(JSON.stringify({ ...request, id, marker }), 'utf8');
+      const body = Buffer.from(JSON.stringify({ ...request, id, marker, nonce }), 'utf8');
       const header = Buffer.allocUnsafe(4);
       header.writeUInt32BE(body.length, 0);
       this.#requests.write(Buffer.concat([header, body]));
@@ -250,22 +300,64 @@ export class PythonProcess {
     live.delete(this);
   }
 
+  /**
+   * Reads reply frames. Chunks are kept as they come and joined once per frame (never per chunk), and a header
+   * announcing more than the run's reply cap ends the process at once: nothing the code inside can write to
+   * the reply pipe makes this side buffer or copy more than that.
+   */
   #onFrames(chunk: Buffer): void {
-    this.#frames = this.#frames.length === 0 ? chunk : Buffer.concat([this.#frames, chunk]);
-    while (this.#frames.length >= 4) {
-      const size = this.#frames.readUInt32BE(0);
-      if (this.#frames.length < 4 + size) return;
-      const body = this.#frames.subarray(4, 4 + size).toString('utf8');
-      this.#frames = this.#frames.subarray(4 + size);
+    if (!this.#alive) return;
+    this.#frameChunks.push(chunk);
+    this.#frameBytes += chunk.length;
+    for (;;) {
+      if (this.#frameSize < 0) {
+        if (this.#frameBytes < 4) return;
+        const size = this.#takeFrameBytes(4).readUInt32BE(0);
+        const cap = this.#pending?.replyCap ?? IDLE_FRAME_CAP;
+        if (size > cap) {
+          this.#exit ??= `a reply frame of ${size} bytes, over the ${cap}-byte limit`;
+          this.kill();
+          this.#frameChunks.length = 0;
+          this.#frameBytes = 0;
+          return;
+        }
+        this.#frameSize = size;
+      }
+      if (this.#frameBytes < this.#frameSize) return;
+      const body = this.#takeFrameBytes(this.#frameSize).toString('utf8');
+      this.#frameSize = -1;
       let message: Record<string, unknown>;
       try {
         message = JSON.parse(body) as Record<string, unknown>;
       } catch {
+        this.#exit ??= 'a reply that is not JSON';
         this.kill();
         return;
       }
       this.#onMessage(message);
     }
+  }
+
+  /** Removes the first `count` buffered reply bytes and returns them (one copy at most). */
+  #takeFrameBytes(count: number): Buffer {
+    this.#frameBytes -= count;
+    const first = this.#frameChunks[0]!;
+    if (first.length >= count) {
+      if (first.length === count) this.#frameChunks.shift();
+      else this.#frameChunks[0] = first.subarray(count);
+      return first.subarray(0, count);
+    }
+    const out = Buffer.allocUnsafe(count);
+    let filled = 0;
+    while (filled < count) {
+      const chunk = this.#frameChunks[0]!;
+      const part = Math.min(chunk.length, count - filled);
+      chunk.copy(out, filled, 0, part);
+      filled += part;
+      if (part === chunk.length) this.#frameChunks.shift();
+      else this.#frameChunks[0] = chunk.subarray(part);
+    }
+    return out;
   }
 
   #onMessage(message: Record<string, unknown>): void {
@@ -279,7 +371,7 @@ export class PythonProcess {
       return;
     }
     const pending = this.#pending;
-    if (!pending || message.id !== pending.id) return;
+    if (!pending || message.id !== pending.id || message.nonce !== pending.nonce) return;
     pending.reply = {
       value: typeof message.value === 'string' ? message.value : null,
       error: typeof message.error === 'string' ? message.error : null,
@@ -359,9 +451,11 @@ export class PythonProcess {
       const ready = this.#ready;
       this.#ready = undefined;
       const said = this.#stderr.trim().split('\n').slice(-3).join('\n');
-      ready.reject(new Error(`the Python process ended as it started (${how})${said ? `: ${said}` : ''}`));
+      ready.reject(
+        new Error(`the Python process ended as it started (${this.#exit})${said ? `: ${said}` : ''}`),
+      );
     }
-    if (this.#pending) this.#finish({ kind: 'exit', exit: how, ...this.#takeOutput() });
+    if (this.#pending) this.#finish({ kind: 'exit', exit: this.#exit, ...this.#takeOutput() });
   }
 
   #ref(): void {

@@ -8,8 +8,10 @@ import {
   probePython,
   processesOf,
   pythonMissing,
+  reachableBy,
+  type SandboxSupport,
   sandboxArgs,
-  sandboxAvailable,
+  sandboxSupport,
   UNPRIVILEGED,
 } from './python-host';
 import {
@@ -45,6 +47,11 @@ export interface PythonToolOptions {
   cpuTimeLimit?: number | undefined;
   /** Largest file a session may write, in MiB. @default 256 */
   fileSizeLimitMB?: number | undefined;
+  /**
+   * What the sandbox's private `/tmp` (memory, outside `memoryLimitMB`) may hold, in MiB; bigger files belong
+   * in the session directory. @default 64
+   */
+  tmpLimitMB?: number | undefined;
   /** Processes a session may start (besides those its user already runs). @default 64 */
   maxProcesses?: number | undefined;
   /**
@@ -79,6 +86,7 @@ export interface ResolvedPythonOptions {
   memoryLimitMB: number;
   cpuTimeLimit: number;
   fileSizeLimitMB: number;
+  tmpLimitMB: number;
   maxProcesses: number;
   /** The Python asked for; undefined: the first of {@link DEFAULT_PYTHONS} that works. */
   python: string | undefined;
@@ -122,6 +130,7 @@ export function resolvePythonOptions(options: PythonToolOptions): ResolvedPython
       Number.isFinite(timeout) ? timeout : 3_600_000,
     ),
     fileSizeLimitMB: positive('fileSizeLimitMB', options.fileSizeLimitMB, 256),
+    tmpLimitMB: positive('tmpLimitMB', options.tmpLimitMB, 64),
     maxProcesses: Math.floor(positive('maxProcesses', options.maxProcesses, 64)),
     python: options.python ?? process.env.LAGENT_PYTHON,
     workDir: options.workDir,
@@ -140,13 +149,13 @@ export const DEFAULT_PYTHONS = ['python3', '/usr/bin/python3', '/usr/local/bin/p
  */
 async function findPython(
   asked: string | undefined,
-  runAs: { uid: number } | undefined,
+  runAs: { uid: number; gid: number } | undefined,
 ): Promise<PythonInfo> {
   const candidates = asked === undefined ? DEFAULT_PYTHONS : [asked];
   let first: unknown;
   for (const candidate of candidates) {
     try {
-      const info = await probePython(candidate, runAs !== undefined);
+      const info = await probePython(candidate, runAs);
       if (!runAs || info.readableByUnprivileged !== false) return info;
       first ??= new ConfigurationError({
         message:
@@ -325,28 +334,46 @@ export class PythonSessions {
   async #start(session: Session): Promise<PythonProcess> {
     const options = this.options;
     const asRoot = process.getuid?.() === 0;
-    let runAs = asRoot && options.runAs ? options.runAs : undefined;
+    const runAs = asRoot && options.runAs ? options.runAs : undefined;
     const python = await findPython(options.python, runAs);
-    const sandboxed = await this.#sandboxed();
     if (!session.dir) session.dir = this.#makeDir(session.key, runAs);
-    const env = this.#environment(session.dir, sandboxed);
-    const limit = options.maxProcesses + (runAs ? 0 : processesOf(process.getuid?.() ?? -1));
-    if (!asRoot) runAs = undefined;
+    const sandbox = await this.#sandbox(runAs, !runAs || reachableBy(session.dir, runAs));
+    const env = this.#environment(session.dir, sandbox !== undefined);
+    // The driver's process count: per session in bubblewrap's user namespace (its init and the driver are
+    // there besides what the code starts); elsewhere per user, so what the user already runs comes on top.
+    const maxProcesses = sandbox?.userNamespace
+      ? options.maxProcesses + 2
+      : asRoot && !runAs
+        ? undefined
+        : options.maxProcesses + (runAs ? 0 : processesOf(process.getuid?.() ?? -1));
+    // No process of the session is ever root: the driver (or bubblewrap, in a user namespace) is started as
+    // runAs. Only root's bubblewrap without a user namespace starts as root, and the driver switches first.
+    const switchTo = sandbox && !sandbox.userNamespace ? runAs : undefined;
     const spec: DriverSpawn = {
-      command: sandboxed ? 'bwrap' : python.executable,
-      args: sandboxed ? [...sandboxArgs(python, session.dir, asRoot), python.executable] : [],
+      command: sandbox ? 'bwrap' : python.executable,
+      args: sandbox
+        ? [
+            ...sandboxArgs(python, session.dir, sandbox, {
+              tmpBytes: options.tmpLimitMB * 1024 * 1024,
+              switchesUser: switchTo !== undefined,
+            }),
+            python.executable,
+          ]
+        : [],
       env,
       cwd: session.dir,
-      sandboxed,
+      sandboxed: sandbox !== undefined,
+      user: switchTo ? undefined : runAs,
+      switchTo,
+      seccomp: sandbox?.seccomp,
       config: {
         mode: this.#mode,
         ipython: this.#ipython,
         workDir: session.dir,
-        parentPid: sandboxed ? undefined : process.pid,
-        runAs,
+        parentPid: sandbox ? undefined : process.pid,
         memoryBytes: Math.floor(options.memoryLimitMB * 1024 * 1024),
         fileSizeBytes: Math.floor(options.fileSizeLimitMB * 1024 * 1024),
-        maxProcesses: asRoot && !runAs ? undefined : limit,
+        maxProcesses,
       },
     };
     if (this.#closed) throw new ConfigurationError({ message: `${this.#label} was closed` });
@@ -363,18 +390,22 @@ export class PythonSessions {
     return child;
   }
 
-  async #sandboxed(): Promise<boolean> {
+  /** How the session runs under bubblewrap, or `undefined` when it runs without (asked, or not available). */
+  async #sandbox(
+    runAs: { uid: number; gid: number } | undefined,
+    reachable: boolean,
+  ): Promise<SandboxSupport | undefined> {
     const mode = this.options.sandbox;
-    if (mode === 'none') return false;
-    const works = await sandboxAvailable();
-    if (mode === 'bwrap' && !works) {
+    if (mode === 'none') return undefined;
+    const support = await sandboxSupport(runAs, reachable);
+    if (mode === 'bwrap' && !support) {
       throw new ConfigurationError({
         message:
           "sandbox: 'bwrap' was asked for, but bubblewrap does not run here. Install it (apt-get install " +
           "bubblewrap, dnf install bubblewrap) and allow user namespaces, or pass sandbox: 'none'.",
       });
     }
-    if (!works && !warnedNoSandbox) {
+    if (!support && !warnedNoSandbox) {
       warnedNoSandbox = true;
       process.emitWarning(
         'bubblewrap does not run here, so Python interpreter tools run without a sandbox (network and the ' +
@@ -382,7 +413,7 @@ export class PythonSessions {
         { code: 'LAGENT_NO_SANDBOX' },
       );
     }
-    return works;
+    return support;
   }
 
   #makeDir(key: string, runAs: { uid: number; gid: number } | undefined): string {
