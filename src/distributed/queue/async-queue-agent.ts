@@ -21,6 +21,7 @@ import {
 import { QueueConnectionError, RemoteAgentError } from './errors';
 import { loadQueuePeers } from './load';
 import { CALL_JOB, type CallJobData, jobKwargs, parseFailure } from './protocol';
+import { foldState } from './session-state';
 import { type AgentShape, SessionKeys, SessionStore } from './session-store';
 
 /** Options of {@link AsyncQueueAgent}. */
@@ -183,12 +184,12 @@ export class AsyncQueueAgent {
     const lagent = options.format !== 'lagent-ts';
     const { redis, store } = await this.#connect();
     const [stored, shapeJSON] = await guard(async () => {
-      const { state } = await store.read(sessionId);
+      const state = foldState(await store.read(sessionId));
       const shape = state !== undefined && lagent ? null : await redis.get(store.keys.shape);
       return [state, shape] as const;
     });
     const shape = shapeJSON ? (JSON.parse(shapeJSON) as AgentShape) : undefined;
-    const dict = stored !== undefined ? (JSON.parse(stored) as LagentStateDict) : (shape?.state ?? {});
+    const dict = stored ?? shape?.state ?? {};
     if (lagent) return dict;
     const names = new Map(shape?.keys ?? []);
     const converted: StateDict = {};

@@ -10,6 +10,8 @@ import { isPlainObject } from '../../utils/is';
 import { closeBullMQ, closeRedis, connectionOptions, connectRedis, type RedisConnection } from './connection';
 import { loadQueuePeers } from './load';
 import { type CallJobData, failureReason, jobKwargs } from './protocol';
+import { SessionCache } from './session-cache';
+import { applyChange, type LoadedState, loadState, type StateChange, stateChange } from './session-state';
 import { type Acquired, type AgentShape, type Committed, SessionKeys, SessionStore } from './session-store';
 
 /**
@@ -44,18 +46,28 @@ export interface QueueAgentWorkerOptions {
   maxStalledCount?: number | undefined;
   /** BullMQ's key prefix. @default 'bull' */
   prefix?: string | undefined;
+  /**
+   * How much session state this worker keeps between calls, in characters of its JSON: the sessions it
+   * committed last, so that their next call here skips reading the whole history from Redis. 0 keeps none.
+   * @default 67_108_864 (64 Mi)
+   */
+  sessionCacheSize?: number | undefined;
 }
 
 /** Times a call is run again when another run of its session committed first (a lease lost to a pause). */
 const MAX_RUNS = 5;
 const DEFAULT_LOCK_MS = 30_000;
+const DEFAULT_SESSION_CACHE_SIZE = 64 * 1024 * 1024;
 
 /**
  * Hosts an agent on a BullMQ queue: each job is one `call` of the agent on the job's session. The session's
  * memory lives in Redis (the agent's state dict in Python Lagent's shape), so any worker serves any session;
  * a per-session lease lets one call of a session run at a time across all workers, and the turn is
  * committed in one script that checks the version it was loaded at, so a worker killed mid-call leaves the
- * session as it was and the job runs again elsewhere, once.
+ * session as it was and the job runs again elsewhere, once. Only the worker holding the job's BullMQ lock
+ * commits, once per job: a worker that stalled past its lock (a blocked event loop, a paused process) finds
+ * the job no longer its own and stops, never running or committing it a second time. A turn appends its own
+ * messages to the stored session rather than rewriting the whole history.
  *
  * @example
  * const worker = new QueueAgentWorker({ agent, queue: 'agents', connection: 'redis://127.0.0.1:6379', concurrency: 8 });
@@ -70,6 +82,7 @@ export class QueueAgentWorker {
   readonly #connection: RedisConnection;
   readonly #options: QueueAgentWorkerOptions;
   readonly #leaseMs: number;
+  readonly #cache: SessionCache;
   #starting: Promise<void> | undefined;
   #closing: Promise<void> | undefined;
   #worker: Worker | undefined;
@@ -102,6 +115,12 @@ export class QueueAgentWorker {
         });
       }
     }
+    const cacheSize = options.sessionCacheSize;
+    if (cacheSize !== undefined && !(Number.isSafeInteger(cacheSize) && cacheSize >= 0)) {
+      throw new ConfigurationError({
+        message: `QueueAgentWorker: sessionCacheSize must be a whole number of characters (0 or more), got ${cacheSize}`,
+      });
+    }
     if (typeof queue !== 'string' || queue === '' || queue.includes(':')) {
       throw new ConfigurationError({
         message: `QueueAgentWorker: queue must be a non-empty name without ':', got ${JSON.stringify(queue)}`,
@@ -114,6 +133,7 @@ export class QueueAgentWorker {
     this.#connection = options.connection;
     this.#options = options;
     this.#leaseMs = options.lockDuration ?? DEFAULT_LOCK_MS;
+    this.#cache = new SessionCache(options.sessionCacheSize ?? DEFAULT_SESSION_CACHE_SIZE);
   }
 
   /** The BullMQ `Worker` (after `ready()`), for its events and metrics. */
@@ -151,8 +171,8 @@ export class QueueAgentWorker {
       await subscriber.subscribe(keys.cancelChannel);
       const worker = new peers.bullmq.Worker(
         this.queue,
-        (job, _token, signal) =>
-          this.#process(job, signal).catch((error: unknown) => {
+        (job, token, signal) =>
+          this.#process(job, token, signal).catch((error: unknown) => {
             // BullMQ keeps only the message: `Name: message` lets the caller name the remote error.
             throw new Error(failureReason(error), { cause: error });
           }),
@@ -202,28 +222,28 @@ export class QueueAgentWorker {
       // Redis down: nothing in progress could commit, so stop at once; those jobs run again elsewhere later.
       if (worker) await closeBullMQ(this.#redis, [worker], worker.close(this.#redis?.status !== 'ready'));
     } finally {
+      this.#cache.clear();
       this.#subscriber?.disconnect();
       await closeRedis(this.#redis);
     }
   }
 
-  async #process(job: Job, signal: AbortSignal | undefined): Promise<unknown> {
+  async #process(job: Job, token: string | undefined, signal: AbortSignal | undefined): Promise<unknown> {
     const store = this.#store!;
     const data = readJob(job);
     const jobId = job.id!;
+    if (token === undefined) throw namedError('JobLostError', `job ${jobId} came without a lock token`);
     const sessionId = data.session_id;
     for (let run = 1; ; run++) {
       const holder = `${jobId}:${randomUUID()}`;
-      const acquired = await this.#acquire(store, sessionId, jobId, holder, signal);
-      if (acquired.status === 'done') return JSON.parse(acquired.reply);
-      if (acquired.status === 'cancelled')
-        throw namedError('AbortError', 'the caller cancelled the call before it started');
-      if (acquired.status !== 'ok') throw new Error('unreachable');
-      // A lease found taken at renewal (this process stalled past it) stops the call: another call may run
-      // on the session now, and this one could not commit anyway. It runs again once the session is free.
+      const acquired = await this.#acquire(store, sessionId, jobId, token, holder, signal);
+      if (acquired.status !== 'ok') return settled(acquired, jobId);
+      // A lease found taken at renewal, or the job's lock found gone (this process stalled past it), stops
+      // the call: another call may run on the session now, or this job on another worker, and this one could
+      // not commit anyway. It runs again once the session is free, unless the job is no longer this worker's.
       const lost = new AbortController();
       const renewal = setInterval(() => {
-        store.renew(sessionId, holder, this.#leaseMs).then(
+        store.renew(sessionId, jobId, token, holder, this.#leaseMs).then(
           (kept) => {
             if (kept === 0) lost.abort(namedError('LeaseLostError', 'the session lease was lost'));
           },
@@ -234,20 +254,33 @@ export class QueueAgentWorker {
       let committed: Committed | 'lost' = 'lost';
       let reply: unknown;
       try {
+        // The state this worker committed last, when it is still the session's; else read under the lease
+        // (no other call commits meanwhile, and the commit checks the version anyway).
+        let version = acquired.version;
+        let loaded = this.#cache.take(sessionId, acquired.epoch, version);
+        if (loaded === undefined) {
+          const stored = await store.read(sessionId);
+          version = stored.version;
+          loaded = loadState(stored);
+        }
         const turn = await this.#run(
           data,
-          acquired.state,
+          loaded,
           signal ? AbortSignal.any([signal, lost.signal]) : lost.signal,
         );
         reply = turn.reply;
         committed = await store.commit(
           sessionId,
           jobId,
+          token,
           holder,
-          acquired.version,
-          turn.state,
+          version,
+          turn.change,
           JSON.stringify(reply),
         );
+        if (committed.status === 'ok') {
+          this.#cache.set(sessionId, committed.epoch, committed.version, applyChange(loaded, turn.change));
+        }
       } catch (error) {
         await store.release(sessionId, holder).catch(() => {});
         if (!lost.signal.aborted || signal?.aborted) throw error;
@@ -256,7 +289,7 @@ export class QueueAgentWorker {
       }
       if (committed !== 'lost') {
         if (committed.status === 'ok') return reply;
-        if (committed.status === 'done') return JSON.parse(committed.reply);
+        if (committed.status !== 'conflict' && committed.status !== 'lost') return settled(committed, jobId);
       }
       if (run >= MAX_RUNS) {
         throw namedError(
@@ -272,42 +305,68 @@ export class QueueAgentWorker {
     store: SessionStore,
     sessionId: SessionId,
     jobId: string,
+    token: string,
     holder: string,
     signal: AbortSignal | undefined,
   ): Promise<Exclude<Acquired, { status: 'busy' }>> {
     let pause = 1;
     for (;;) {
       if (signal?.aborted) throw namedError('AbortError', 'the caller cancelled the call before it started');
-      const acquired = await store.acquire(sessionId, jobId, holder, this.#leaseMs);
+      const acquired = await store.acquire(sessionId, jobId, token, holder, this.#leaseMs);
       if (acquired.status !== 'busy') return acquired;
       await sleep(Math.max(1, Math.min(pause, acquired.retryInMs)), signal);
       pause = Math.min(pause * 2, 50);
     }
   }
 
-  /** One call of the agent on the stored state; the agent keeps nothing of the session afterwards. */
+  /**
+   * One call of the agent on the stored state, and what it changed there; the agent keeps nothing of the
+   * session afterwards.
+   */
   async #run(
     data: CallJobData,
-    state: string | undefined,
+    before: LoadedState,
     signal: AbortSignal | undefined,
-  ): Promise<{ reply: unknown; state: string }> {
+  ): Promise<{ reply: unknown; change: StateChange }> {
     const agent = this.agent;
     const sessionId = data.session_id;
     try {
-      if (state === undefined) agent.reset(sessionId, { recursive: true });
-      else agent.loadStateDict(JSON.parse(state), sessionId);
+      // Frozen: the commit compares the new state with it, so the agent cannot change it in place.
+      if (before.state === undefined) agent.reset(sessionId, { recursive: true });
+      else agent.loadStateDict(before.state, sessionId);
       const messages = data.message.map((json) => AgentMessage.from(json));
       const options: AsyncCallOptions = { ...data.kwargs, sessionId };
       if (signal) options.signal = signal;
       const reply = await finalMessage(agent.call(messages, options));
-      return {
-        reply: reply.toJSON({ format: 'lagent' }),
-        state: JSON.stringify(agent.stateDict(sessionId, { format: 'lagent' })),
-      };
+      const after = agent.stateDict(sessionId, { format: 'lagent' });
+      return { reply: reply.toJSON({ format: 'lagent' }), change: stateChange(before, after) };
     } finally {
       // Before the lease goes: the next call of this session may run here as soon as it is released.
       agent.reset(sessionId, { recursive: true });
     }
+  }
+}
+
+/**
+ * The end of a job found committed, cancelled or no longer this worker's: the committed reply, or an error
+ * (BullMQ cannot record a job this worker lost, and drops it).
+ */
+function settled(
+  found: Exclude<Acquired | Committed, { status: 'ok' | 'busy' | 'lost' | 'conflict' }>,
+  jobId: string,
+): unknown {
+  switch (found.status) {
+    case 'done':
+      return JSON.parse(found.reply);
+    case 'committed':
+      throw namedError(
+        'AlreadyCommittedError',
+        `job ${jobId} was committed before, and its reply is no longer kept`,
+      );
+    case 'cancelled':
+      throw namedError('AbortError', 'the caller cancelled the call before it started');
+    case 'stale':
+      throw namedError('JobLostError', `job ${jobId} is no longer this worker's (its lock expired)`);
   }
 }
 

@@ -85,9 +85,12 @@ describe('QueueAgentWorker and AsyncQueueAgent', () => {
     expect(await remote.stateDict('alice', { format: 'lagent' })).toEqual(expected);
     expect(await remote.stateDict('alice')).toEqual(expected);
     expect(await remote.stateDict('alice', { format: 'lagent-ts' })).toEqual(local.stateDict('alice'));
+    // In Redis: the first turn as the base, the second appended as its own messages.
     const stored = await admin.hgetall(`bull:${queue}:lagent:session:alice`);
-    expect(JSON.parse(stored.state!)).toEqual(expected);
     expect(stored.version).toBe('2');
+    expect(JSON.parse(stored.state!)).toEqual({ memory: expected.memory!.slice(0, 2) });
+    const turns = await admin.lrange(`bull:${queue}:lagent:turns:alice`, 0, -1);
+    expect(turns.map((turn) => JSON.parse(turn))).toEqual([{ memory: expected.memory!.slice(2) }]);
     expect(Object.keys(expected.memory![0]!).sort()).toEqual(
       ['content', 'extra_info', 'formatted', 'receiver', 'sender', 'stream_state', 'type'].sort(),
     );

@@ -7,6 +7,8 @@ import {
   QueueAgentWorker,
   QueueConnectionError,
 } from '../../../src/distributed/queue/index';
+import { foldState } from '../../../src/distributed/queue/session-state';
+import { SessionKeys, SessionStore } from '../../../src/distributed/queue/session-store';
 import { type RedisServer, startRedis } from './redis-server';
 
 let redis: RedisServer;
@@ -88,13 +90,12 @@ describe('Redis restarted mid-load', () => {
     }
     await Promise.all(workers.map((worker) => worker.close()));
 
+    const store = new SessionStore(admin, new SessionKeys('bull', queue));
     for (const sessionId of sessions) {
-      const stored = await admin.hgetall(`bull:${queue}:lagent:session:${sessionId}`);
-      const memory = (JSON.parse(stored.state!) as { memory: { content: string }[] }).memory.map(
-        (m) => m.content,
-      );
+      const stored = await store.read(sessionId);
+      const memory = foldState(stored)!.memory!.map((m) => m.content as string);
       expect(memory.length % 2).toBe(0);
-      expect(Number(stored.version)).toBe(memory.length / 2);
+      expect(stored.version).toBe(memory.length / 2);
       const questions = memory.filter((_, i) => i % 2 === 0);
       // Whole turns, each reply after its own question and made from every turn before it.
       questions.forEach((question, turn) => {
