@@ -8,6 +8,7 @@ import type { ActionBase } from '../actions/base-action';
 import { checkTimeout } from '../actions/base-action';
 import { ConfigurationError } from '../schema/errors';
 import { actionReturnResult } from './content';
+import { HTTPGuard, isLoopback } from './http-guard';
 import { loadServerSDK, type ServerSDK } from './load';
 
 /** Options of {@link serveMCP}. */
@@ -26,8 +27,31 @@ export interface ServeMCPOptions {
    * @default 'stdio'
    */
   transport?: 'stdio' | 'http' | undefined;
-  /** HTTP only. Requests whose `Host` is not loopback are refused while the host is. @default '127.0.0.1' */
+  /**
+   * HTTP only: the address to bind. A request's `Host` header must name it, a loopback name or an
+   * `allowedHosts` entry (no DNS rebinding). Anybody who can reach the port can call the tools unless a
+   * `token` is set: keep a server without one on a loopback host.
+   * @default '127.0.0.1'
+   */
   host?: string | undefined;
+  /** HTTP only: more names a request's `Host` header may carry (the port is not compared); `'*'` for any. */
+  allowedHosts?: readonly string[] | undefined;
+  /**
+   * HTTP only: origins (`https://app.example`) whose web pages may call the server; `'*'` for any. A request
+   * carrying any other `Origin` (browsers add it to cross-site requests) is answered 403; clients outside a
+   * browser send none and are not concerned.
+   */
+  allowedOrigins?: readonly string[] | undefined;
+  /** HTTP only: when set, every request needs `Authorization: Bearer <token>` (compared in constant time), else 401. */
+  token?: string | undefined;
+  /**
+   * HTTP only: a session that has no request open (a connected client keeps its notification stream open) for
+   * this long, in ms, is ended; its client must initialize a new one.
+   * @default 1800000 (30 minutes)
+   */
+  sessionIdleMs?: number | undefined;
+  /** HTTP only: sessions alive at once; an initialization past it is answered 503. @default 1000 */
+  maxSessions?: number | undefined;
   /** HTTP only; 0 picks a free port (see {@link MCPServerHandle.port}). @default 0 */
   port?: number | undefined;
   /** HTTP only: the endpoint's path. @default '/mcp' */
@@ -42,6 +66,8 @@ export interface MCPServerHandle {
   readonly url: string | undefined;
   /** The bound port; undefined over stdio. */
   readonly port: number | undefined;
+  /** MCP sessions alive now (over stdio, 1 until closed). */
+  readonly sessionCount: number;
   /** The tools offered, in MCP's shape. */
   tools(): Tool[];
   /** Adds or replaces an action; connected clients are told the tool list changed. */
@@ -52,24 +78,63 @@ export interface MCPServerHandle {
   close(): Promise<void>;
 }
 
-const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
+const DEFAULT_IDLE_MS = 30 * 60_000;
+const DEFAULT_MAX_SESSIONS = 1000;
+/** The largest request body read before a session exists (the SDK's own default limit). */
+const MAX_INIT_BODY = 4 * 1024 * 1024;
 
-function hostnameOf(hostHeader: string | undefined): string | undefined {
-  if (!hostHeader) return undefined;
-  try {
-    return new URL(`http://${hostHeader}`).hostname;
-  } catch {
-    return undefined;
-  }
-}
-
-function sendJSONError(response: ServerResponse, status: number, message: string): void {
+function sendJSONError(
+  response: ServerResponse,
+  status: number,
+  message: string,
+  headers: Record<string, string> = {},
+  code = -32000,
+): void {
   if (response.headersSent) {
     response.end();
     return;
   }
-  response.writeHead(status, { 'content-type': 'application/json' });
-  response.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
+  response.writeHead(status, { 'content-type': 'application/json', ...headers });
+  response.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+}
+
+/** The request's body, or undefined once it passes `limit` bytes (the rest is not read). */
+function readBody(request: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        request.off('data', onData);
+        request.pause();
+        resolve(undefined);
+        return;
+      }
+      chunks.push(chunk);
+    };
+    request.on('data', onData);
+    request.once('end', () => resolve(Buffer.concat(chunks)));
+    request.once('error', reject);
+  });
+}
+
+function isJSONType(contentType: string | undefined): boolean {
+  return contentType?.split(';', 1)[0]?.trim().toLowerCase() === 'application/json';
+}
+
+function positive(name: string, value: number | undefined, integer: boolean): void {
+  if (value === undefined) return;
+  if (
+    typeof value !== 'number' ||
+    !(value > 0) ||
+    !Number.isFinite(value) ||
+    (integer && !Number.isInteger(value))
+  ) {
+    throw new ConfigurationError({
+      message: `serveMCP: ${name} must be a positive ${integer ? 'integer' : 'number'}, got ${String(value)}`,
+    });
+  }
 }
 
 /**
@@ -80,6 +145,11 @@ function sendJSONError(response: ServerResponse, status: number, message: string
  * so arguments are checked and nothing a tool throws escapes; over HTTP each MCP session is a lagent
  * session (`sessionId`), so tools that keep per-session state keep it per client. A client's cancellation
  * aborts the tool's `context.signal`.
+ *
+ * Over HTTP the server answers only requests whose `Host` names it (no DNS rebinding), refuses web pages of
+ * origins not in `allowedOrigins` and, with a `token`, requests without it. A request without a session
+ * builds nothing until it is a JSON initialize request, and an initialization the SDK refuses keeps nothing;
+ * sessions end after `sessionIdleMs` without a request open, and at most `maxSessions` live at once.
  *
  * @example
  * const server = await serveMCP({ actions: [weather], transport: 'http' });
@@ -103,6 +173,8 @@ export async function serveMCP(options: ServeMCPOptions): Promise<MCPServerHandl
     actions: Array.isArray(options.actions) ? [...options.actions] : [options.actions as ActionBase],
     timeoutMs: options.timeoutMs,
   });
+  positive('sessionIdleMs', options.sessionIdleMs, false);
+  positive('maxSessions', options.maxSessions, true);
   const sdk = await loadServerSDK('serveMCP');
   const servers = new Set<Server>();
   let tools = listTools(executor);
@@ -148,7 +220,15 @@ export async function serveMCP(options: ServeMCPOptions): Promise<MCPServerHandl
     // The client ends the session by closing our stdin; stop reading so the process can exit.
     process.stdin.once('end', () => void close());
     await server.connect(stdio);
-    return { url: undefined, port: undefined, ...common, close };
+    return {
+      url: undefined,
+      port: undefined,
+      get sessionCount() {
+        return closed ? 0 : 1;
+      },
+      ...common,
+      close,
+    };
   }
   return serveHTTP(sdk, options, newServer, servers, common);
 }
@@ -168,37 +248,121 @@ async function serveHTTP(
       message: `serveMCP: port must be an integer from 0 to 65535, got ${requestedPort}`,
     });
   }
-  type Session = InstanceType<ServerSDK['StreamableHTTPServerTransport']>;
+  const guard = new HTTPGuard({
+    host,
+    allowedHosts: options.allowedHosts,
+    allowedOrigins: options.allowedOrigins,
+    token: options.token,
+  });
+  if (options.token === undefined && !isLoopback(host)) {
+    process.emitWarning(
+      `serveMCP serves ${host} without a token: anybody who can reach the port can call the tools. Set token, or bind a loopback host.`,
+      { code: 'LAGENT_MCP_NO_TOKEN' },
+    );
+  }
+  const idleMs = options.sessionIdleMs ?? DEFAULT_IDLE_MS;
+  const maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
+  type Transport = InstanceType<ServerSDK['StreamableHTTPServerTransport']>;
+  /** A live session: its transport and server, when it was last used, and how many of its requests are open. */
+  interface Session {
+    transport: Transport;
+    server: Server;
+    lastSeen: number;
+    open: number;
+  }
   const sessions = new Map<string, Session>();
-  const guardHost = LOOPBACK.has(host);
+  /** Initializations under way, counted against `maxSessions` with the sessions. */
+  let starting = 0;
+
+  const track = (session: Session, response: ServerResponse) => {
+    session.open += 1;
+    session.lastSeen = Date.now();
+    response.once('close', () => {
+      session.open -= 1;
+      session.lastSeen = Date.now();
+    });
+  };
+
+  /** Starts a session for an initialize request; nothing is built for anything else, and a refusal frees it. */
+  const initialize = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
+    if (request.method !== 'POST') {
+      return sendJSONError(response, 400, 'Bad Request: a request without a session must initialize one');
+    }
+    if (!isJSONType(request.headers['content-type'])) {
+      return sendJSONError(response, 415, 'Unsupported Media Type: Content-Type must be application/json');
+    }
+    const body = await readBody(request, MAX_INIT_BODY);
+    if (body === undefined) {
+      return sendJSONError(response, 413, `the request body is over ${MAX_INIT_BODY} bytes`, {
+        connection: 'close',
+      });
+    }
+    let message: unknown;
+    try {
+      message = JSON.parse(body.toString('utf8'));
+    } catch {
+      return sendJSONError(response, 400, 'Parse error: Invalid JSON', {}, -32700);
+    }
+    if (!sdk.types.isInitializeRequest(message)) {
+      return sendJSONError(response, 400, 'Bad Request: No valid session ID provided');
+    }
+    if (sessions.size + starting >= maxSessions) {
+      return sendJSONError(response, 503, `the server holds its maximum of ${maxSessions} sessions`, {
+        'retry-after': '60',
+      });
+    }
+    starting += 1;
+    const server = newServer();
+    try {
+      const transport: Transport = new sdk.StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id) => {
+          const session: Session = { transport, server, lastSeen: Date.now(), open: 0 };
+          sessions.set(id, session);
+          track(session, response);
+        },
+      });
+      transport.onclose = () => {
+        if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
+      };
+      await server.connect(transport);
+      await transport.handleRequest(request, response, message);
+    } finally {
+      starting -= 1;
+      // The SDK refused the initialization (a bad header, say): nothing of it is kept.
+      const id = (server.transport as Transport | undefined)?.sessionId;
+      if (id === undefined || !sessions.has(id)) await server.close().catch(() => undefined);
+    }
+  };
 
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const url = new URL(request.url ?? '/', 'http://localhost');
     if (url.pathname !== path) return sendJSONError(response, 404, `no MCP endpoint at ${url.pathname}`);
-    // A server bound to loopback answers only requests addressed to loopback (no DNS rebinding).
-    if (guardHost && !LOOPBACK.has(hostnameOf(request.headers.host) ?? '')) {
-      return sendJSONError(response, 403, 'this MCP server only answers requests to a loopback host');
+    const refusal = guard.check(request);
+    if (refusal) {
+      const headers: Record<string, string> = refusal.status === 401 ? { 'www-authenticate': 'Bearer' } : {};
+      return sendJSONError(response, refusal.status, refusal.message, headers);
     }
     const sessionId = request.headers['mcp-session-id'];
-    if (typeof sessionId === 'string') {
-      const session = sessions.get(sessionId);
-      if (!session) return sendJSONError(response, 404, 'Session not found');
-      return session.handleRequest(request, response);
-    }
-    if (request.method !== 'POST')
-      return sendJSONError(response, 400, 'a request without a session must initialize one');
-    const session: Session = new sdk.StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => {
-        sessions.set(id, session);
-      },
-    });
-    session.onclose = () => {
-      if (session.sessionId !== undefined) sessions.delete(session.sessionId);
-    };
-    await newServer().connect(session);
-    await session.handleRequest(request, response);
+    if (typeof sessionId !== 'string') return initialize(request, response);
+    const session = sessions.get(sessionId);
+    if (!session) return sendJSONError(response, 404, 'Session not found', {}, -32001);
+    track(session, response);
+    return session.transport.handleRequest(request, response);
   };
+
+  // Sessions that nobody used for idleMs (no request open) are ended.
+  const sweeper = setInterval(
+    () => {
+      const now = Date.now();
+      for (const session of sessions.values()) {
+        if (session.open === 0 && now - session.lastSeen >= idleMs)
+          void session.server.close().catch(() => undefined);
+      }
+    },
+    Math.max(10, Math.min(idleMs / 2, 60_000)),
+  );
+  sweeper.unref();
 
   const http = createHTTPServer((request, response) => {
     handle(request, response).catch((error: unknown) =>
@@ -217,6 +381,7 @@ async function serveHTTP(
   let closed: Promise<void> | undefined;
   const close = () => {
     closed ??= (async () => {
+      clearInterval(sweeper);
       await Promise.all([...servers].map((server) => server.close().catch(() => undefined)));
       sessions.clear();
       await new Promise<void>((resolve) => {
@@ -226,7 +391,15 @@ async function serveHTTP(
     })();
     return closed;
   };
-  return { url: `http://${urlHost}:${port}${path}`, port, ...common, close };
+  return {
+    url: `http://${urlHost}:${port}${path}`,
+    port,
+    get sessionCount() {
+      return sessions.size;
+    },
+    ...common,
+    close,
+  };
 }
 
 /** The executor's APIs as MCP tools. */

@@ -1,0 +1,148 @@
+// serveMCP over HTTP against hostile clients: refused requests keep nothing, sessions expire and are capped,
+// web pages of other sites and clients without the token are refused.
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { tool } from 'lagent-ts';
+import { type MCPServerHandle, MCPToolkit, serveMCP } from 'lagent-ts/mcp';
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { waitFor } from './helpers';
+
+const echo = tool({
+  name: 'echo',
+  description: 'Echo',
+  parameters: z.object({ text: z.string() }),
+  run: ({ text }) => text,
+});
+
+const INITIALIZE = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+});
+
+function post(url: string, body: string, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...headers,
+    },
+    body,
+  });
+}
+
+/** A full garbage collection, for heap figures. */
+function collect(): void {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
+}
+
+describe('serveMCP over HTTP, guarded', () => {
+  let server: MCPServerHandle | undefined;
+  afterEach(async () => {
+    await server?.close();
+    server = undefined;
+  });
+
+  it('builds nothing for refused requests: 2,000 of them keep no session and no memory', async () => {
+    server = await serveMCP({ actions: [echo], transport: 'http' });
+    const url = server.url!;
+    const refused: [string, Record<string, string>][] = [
+      [JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }), {}], // not an initialize
+      ['{ not json', {}],
+      [INITIALIZE, { accept: 'text/plain' }], // refused by the SDK's transport, once built
+    ];
+    const send = async (i: number) => {
+      const [body, headers] = refused[i % refused.length]!;
+      const response = await post(url, body, headers);
+      await response.arrayBuffer();
+      expect(response.status).toBeGreaterThanOrEqual(400);
+    };
+    for (let i = 0; i < 300; i++) await send(i); // warm up
+    collect();
+    const before = getHeapStatistics().used_heap_size;
+    for (let round = 0; round < 20; round++)
+      await Promise.all(Array.from({ length: 100 }, (_, i) => send(i)));
+    collect();
+    const grown = getHeapStatistics().used_heap_size - before;
+    // Each kept server and transport costs ~25 KB: 2,000 of them are ~50 MB.
+    expect(grown).toBeLessThan(15 * 1024 * 1024);
+    expect(server.sessionCount).toBe(0);
+    // A real client still gets its session.
+    const kit = await MCPToolkit.connect({ url });
+    expect((await kit.call({ text: 'hi' }, 'echo')).toText()).toBe('hi');
+    expect(server.sessionCount).toBe(1);
+    await kit.close();
+    await waitFor(() => server!.sessionCount === 0);
+  });
+
+  it('ends sessions idle for sessionIdleMs, not those of a connected client', async () => {
+    server = await serveMCP({ actions: [echo], transport: 'http', sessionIdleMs: 200 });
+    const response = await post(server.url!, INITIALIZE);
+    await response.arrayBuffer();
+    const id = response.headers.get('mcp-session-id');
+    expect(id).toBeTruthy();
+    expect(server.sessionCount).toBe(1);
+    const kit = await MCPToolkit.connect({ url: server.url! });
+    try {
+      await waitFor(() => server!.sessionCount === 1 && kit.apis.has('echo'), 3000);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(server.sessionCount).toBe(1);
+      const gone = await post(server.url!, JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }), {
+        'mcp-session-id': id!,
+        'mcp-protocol-version': '2025-06-18',
+      });
+      expect(gone.status).toBe(404);
+      // The toolkit keeps its notification stream open, so its session is in use.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect((await kit.call({ text: 'still here' }, 'echo')).toText()).toBe('still here');
+    } finally {
+      await kit.close();
+    }
+  });
+
+  it('answers 503 past maxSessions', async () => {
+    server = await serveMCP({ actions: [echo], transport: 'http', maxSessions: 2 });
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const response = await post(server.url!, INITIALIZE);
+      await response.arrayBuffer();
+      statuses.push(response.status);
+    }
+    expect(statuses).toEqual([200, 200, 503]);
+    expect(server.sessionCount).toBe(2);
+  });
+
+  it('refuses web pages of other sites unless allowed, and plain-text bodies', async () => {
+    server = await serveMCP({ actions: [echo], transport: 'http' });
+    const evil = await post(server.url!, INITIALIZE, { origin: 'http://evil.example' });
+    expect(evil.status).toBe(403);
+    expect(await evil.text()).toContain('allowedOrigins');
+    const simple = await post(server.url!, INITIALIZE, { 'content-type': 'text/plain' });
+    expect(simple.status).toBe(415);
+    expect(server.sessionCount).toBe(0);
+    await server.close();
+
+    server = await serveMCP({ actions: [echo], transport: 'http', allowedOrigins: ['http://app.example'] });
+    const allowed = await post(server.url!, INITIALIZE, { origin: 'http://app.example' });
+    await allowed.arrayBuffer();
+    expect(allowed.status).toBe(200);
+    expect((await post(server.url!, INITIALIZE, { origin: 'http://evil.example' })).status).toBe(403);
+  });
+
+  it('needs the bearer token when one is set', async () => {
+    server = await serveMCP({ actions: [echo], transport: 'http', token: 's3cret' });
+    const none = await post(server.url!, INITIALIZE);
+    expect(none.status).toBe(401);
+    expect(none.headers.get('www-authenticate')).toBe('Bearer');
+    expect((await post(server.url!, INITIALIZE, { authorization: 'Bearer s3cre' })).status).toBe(401);
+    await expect(MCPToolkit.connect({ url: server.url!, connectTimeoutMs: 5000 })).rejects.toThrow();
+    const kit = await MCPToolkit.connect({ url: server.url!, headers: { authorization: 'Bearer s3cret' } });
+    expect((await kit.call({ text: 'ok' }, 'echo')).toText()).toBe('ok');
+    await kit.close();
+    await expect(serveMCP({ actions: [echo], transport: 'http', token: '' })).rejects.toThrow(/token/);
+  });
+});
