@@ -1,4 +1,4 @@
-import { chownSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chownSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigurationError } from '../../schema/errors';
@@ -21,6 +21,7 @@ import {
   type RunOutcome,
   type RunRequest,
 } from './python-process';
+import { removeTree, removeTreeSync } from './remove-tree';
 
 /** Where the interpreter's code runs: under bubblewrap, directly, or bubblewrap where it works. */
 export type SandboxMode = 'auto' | 'bwrap' | 'none';
@@ -223,7 +224,7 @@ export class PythonSessions {
     if (!exitHookInstalled) {
       exitHookInstalled = true;
       process.on('exit', () => {
-        for (const pool of openPools) pool.close();
+        for (const pool of openPools) pool.#shutDown(true);
       });
     }
   }
@@ -265,11 +266,18 @@ export class PythonSessions {
     if (session) this.#end(session);
   }
 
-  /** Ends every session; later calls say the tool was closed. */
+  /**
+   * Ends every session; later calls say the tool was closed. Processes are killed at once; temporary
+   * directories are removed in the background (a child process), so a huge tree never blocks this thread.
+   */
   close(): void {
+    this.#shutDown(false);
+  }
+
+  #shutDown(exiting: boolean): void {
     this.#closed = true;
     openPools.delete(this);
-    for (const session of [...this.#sessions.values()]) this.#end(session);
+    for (const session of [...this.#sessions.values()]) this.#end(session, exiting);
   }
 
   #session(key: string): Session {
@@ -454,13 +462,15 @@ export class PythonSessions {
     session.idleTimer.unref();
   }
 
-  #end(session: Session): void {
+  /** Ends a session's process and removes its temporary directory (blocking only when the process exits). */
+  #end(session: Session, exiting = false): void {
     clearTimeout(session.idleTimer);
     session.process?.kill();
     session.process = undefined;
     if (this.#sessions.get(session.key) === session) this.#sessions.delete(session.key);
     if (session.dir && this.options.workDir === undefined) {
-      rmSync(session.dir, { recursive: true, force: true });
+      if (exiting) removeTreeSync(session.dir);
+      else void removeTree(session.dir);
     }
   }
 }
