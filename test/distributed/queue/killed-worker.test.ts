@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { AsyncAgent } from 'lagent-ts';
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { AsyncQueueAgent, QueueAgentWorker } from '../../../src/distributed/queue/index';
+import { AsyncQueueAgent, QueueAgentWorker, RemoteAgentError } from '../../../src/distributed/queue/index';
 import { type RedisServer, startRedis } from './redis-server';
 
 const script = fileURLToPath(new URL('./fixtures/worker-process.ts', import.meta.url));
@@ -138,5 +138,25 @@ describe('a worker killed with SIGKILL', () => {
     expect(await admin.hget(`bull:${queue}:lagent:session:t`, 'version')).toBe('1');
     // BullMQ confirmed the job, so its commit marker is gone.
     await until(async () => (await admin.keys(`bull:${queue}:lagent:done:*`)).length === 0);
+  });
+
+  it('after committing, its reply marker gone: the job run elsewhere fails as committed, and commits nothing again', async () => {
+    const queue = 'killed-after-commit-no-marker';
+    const remote = new AsyncQueueAgent({ queue, connection: redis.url });
+    open.push(remote);
+    const doomed = await spawnWorker(queue, { SLOW_MS: '10', DIE_AFTER_COMMIT: '1' });
+    const exited = new Promise((resolve) => doomed.once('exit', resolve));
+    const call = remote.call('only once', { sessionId: 'u' });
+    call.catch(() => {});
+    await exited;
+    // As if the marker had expired while the job waited for a worker.
+    expect(await admin.del(...(await admin.keys(`bull:${queue}:lagent:done:*`)))).toBe(1);
+
+    await localWorker(queue, 'rescue').ready();
+    const error = (await call.catch((caught: unknown) => caught)) as RemoteAgentError;
+    expect(error).toBeInstanceOf(RemoteAgentError);
+    expect(error.remoteName).toBe('AlreadyCommittedError');
+    expect(contents(await remote.stateDict('u'))).toEqual(['only once', 'slow:only once#1']);
+    expect(await admin.hget(`bull:${queue}:lagent:session:u`, 'version')).toBe('1');
   });
 });
