@@ -26,7 +26,9 @@ export function isAgentNode(value: unknown): value is AgentNode {
 /** Keys of sub-agents appear in dotted state-dict paths, so they may not contain '.'. */
 export function checkChildKey(key: string): string {
   if (key.length === 0 || key.includes('.')) {
-    throw new TypeError(`Sub-agent key ${JSON.stringify(key)} must be non-empty and may not contain '.'`);
+    throw new ConfigurationError({
+      message: `Sub-agent key ${JSON.stringify(key)} must be non-empty and may not contain '.'`,
+    });
   }
   return key;
 }

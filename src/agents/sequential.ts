@@ -4,6 +4,7 @@ import type { AgentMessage } from '../schema/agent-message';
 import { ConfigurationError } from '../schema/errors';
 import { Agent } from './agent';
 import type { AgentBase, AsyncForwardOptions, ForwardOptions } from './agent-base';
+import type { AgentClass } from './agent-class';
 import { type AgentNode, checkChildKey, isAgentNode } from './agent-tree';
 import { AsyncAgent } from './async-agent';
 import { AsyncStreamingAgent } from './async-streaming-agent';
@@ -69,8 +70,6 @@ export interface SequentialMembers<M> {
   /** A member by position (negative counts from the end) or by key. */
   get(key: number | string): M | undefined;
 }
-
-type AgentClass<A extends AgentBase> = abstract new (...args: any[]) => A;
 
 /**
  * The member bookkeeping every sequential variant shares, written once on top of the variant's agent

@@ -1,5 +1,6 @@
 import type { MemoryManager } from '../memory/memory-manager';
 import type { AgentMessage } from '../schema/agent-message';
+import { ConfigurationError } from '../schema/errors';
 import type { SessionId } from '../schema/session';
 
 export { hookNameOf } from '../core/hook-step';
@@ -131,9 +132,9 @@ export class HookList {
 
   add(hook: Hook): RemovableHandle {
     if (hook === null || typeof hook !== 'object') {
-      throw new TypeError(
-        'A hook must be an object implementing beforeAgent/afterAgent/beforeAction/afterAction',
-      );
+      throw new ConfigurationError({
+        message: 'A hook must be an object implementing beforeAgent/afterAgent/beforeAction/afterAction',
+      });
     }
     this.#hooks = [...this.#hooks, hook];
     return new RemovableHandle(() => {

@@ -1,17 +1,26 @@
 import { ActionExecutor } from '../../actions/action-executor';
 import { AsyncActionExecutor } from '../../actions/async-action-executor';
 import type { ActionBase, BaseAction } from '../../actions/base-action';
+import type { ExecutorBase } from '../../actions/executor-base';
 import { CALL_STEPS } from '../../actions/executor-steps';
 import { driveAsync, driveSync, type Steps } from '../../core/steps';
 import { driveStream, driveStreamAsync } from '../../core/stream-drivers';
-import type { AsyncHook, SyncHook } from '../../hooks/hook';
+import type { AsyncHook, Hook, SyncHook } from '../../hooks/hook';
 import type { AsyncBaseLLM, BaseLLM } from '../../llms/base-llm';
 import { AgentMessage } from '../../schema/agent-message';
 import type { ToolCall } from '../../schema/chat-message';
+import { ConfigurationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { toolCallsOf } from '../../schema/tool-calls';
 import { Agent } from '../agent';
-import type { AgentBase, AsyncForwardOptions, ForwardOptions, MemoryConfig } from '../agent-base';
+import type {
+  AgentBase,
+  AgentOptions,
+  AsyncForwardOptions,
+  ForwardOptions,
+  MemoryConfig,
+} from '../agent-base';
+import type { AgentClass } from '../agent-class';
 import type { SystemInstruction } from '../aggregator/default-aggregator';
 import { AsyncAgent } from '../async-agent';
 import { AsyncStreamingAgent } from '../async-streaming-agent';
@@ -113,19 +122,57 @@ function stoppedReply(loop: Loop, calls: readonly ToolCall[]): AgentMessage<stri
   });
 }
 
-function parts<L, H, A extends ActionBase>(owner: string, options: FunctionCallingAgentOptions<L, H, A>) {
-  if (options === null || typeof options !== 'object' || !('actions' in options)) {
-    throw new TypeError(`${owner} expects { llm, actions, ... }`);
+/** What every function-calling agent variant has; `I` is the model-facing sub-agent's class, `E` the executor's. */
+export interface FunctionCallingAgentFields<I, E> {
+  /** The most model turns per call. */
+  readonly maxTurn: number;
+  /** The model-facing sub-agent; its memory keeps the tool turns. */
+  agent: I;
+  /** Runs the tool calls. */
+  executor: E;
+}
+
+/** What differs between the function-calling variants: the sub-agent's class and the executor's. */
+interface FunctionCallingVariant<I, E> {
+  agent(options: AgentOptions<unknown, unknown, Hook>): I;
+  executor(options: FunctionCallingAgentOptions<unknown, Hook, ActionBase>): E;
+}
+
+/** The function-calling agents' shared fields and constructor over a variant's base class (see {@link AgentClass}). */
+function functionCallingAgentClass<
+  A extends AgentBase,
+  I extends AgentBase,
+  E extends ExecutorBase<ActionBase>,
+  O,
+>(Base: AgentClass<A>, variant: FunctionCallingVariant<I, E>) {
+  abstract class FunctionCallingBase extends (Base as AgentClass<AgentBase>) {
+    readonly maxTurn: number;
+    agent: I;
+    executor: E;
+
+    constructor(options: FunctionCallingAgentOptions<unknown, Hook, ActionBase>) {
+      if (options === null || typeof options !== 'object' || !('actions' in options)) {
+        throw new ConfigurationError({ message: `${new.target.name} expects { llm, actions, ... }` });
+      }
+      super({
+        name: options.name,
+        description: options.description,
+        hooks: options.hooks,
+        memory: options.memory,
+      });
+      this.maxTurn = checkMaxTurn(this.name, options.maxTurn ?? 10);
+      this.executor = variant.executor(options);
+      this.agent = variant.agent({
+        llm: options.llm,
+        template: options.template,
+        memory: options.memory,
+        name: this.name,
+        tools: [this.executor],
+      });
+    }
   }
-  return {
-    outer: {
-      name: options.name,
-      description: options.description,
-      hooks: options.hooks,
-      memory: options.memory,
-    },
-    inner: { llm: options.llm, template: options.template, memory: options.memory },
-    maxTurn: checkMaxTurn(owner, options.maxTurn ?? 10),
+  return FunctionCallingBase as unknown as AgentClass<A & FunctionCallingAgentFields<I, E>> & {
+    new (options: O): A & FunctionCallingAgentFields<I, E>;
   };
 }
 
@@ -139,59 +186,45 @@ function parts<L, H, A extends ActionBase>(owner: string, options: FunctionCalli
  * const agent = new FunctionCallingAgent({ llm: new GPTAPI({ model: 'gpt-4o-mini' }), actions: [weather, calculator] });
  * agent.call('What is the weather in Paris?').content;
  */
-export class FunctionCallingAgent extends Agent {
-  readonly maxTurn: number;
-  /** The model-facing sub-agent; its memory keeps the tool turns. */
-  agent: Agent;
-  /** Runs the tool calls. */
-  executor: ActionExecutor;
-
-  constructor(options: FunctionCallingAgentOptions<BaseLLM, SyncHook, BaseAction>) {
-    const { outer, inner, maxTurn } = parts('FunctionCallingAgent', options);
-    super(outer);
-    this.maxTurn = maxTurn;
-    this.executor = new ActionExecutor({ actions: options.actions });
-    this.agent = new Agent({ ...inner, name: this.name, tools: [this.executor] });
-  }
-
+export class FunctionCallingAgent extends functionCallingAgentClass<
+  Agent,
+  Agent,
+  ActionExecutor,
+  FunctionCallingAgentOptions<BaseLLM, SyncHook, BaseAction>
+>(Agent, {
+  agent: (options) => new Agent(options as AgentOptions<BaseLLM, unknown, SyncHook>),
+  executor: (options) => new ActionExecutor({ actions: options.actions as BaseAction[] }),
+}) {
   override forward(messages: AgentMessage[], options: ForwardOptions): AgentMessage {
     return driveSync(functionCallingSteps(this, messages, options.sessionId, SYNC_CALLS));
   }
 }
 
 /** {@link FunctionCallingAgent} for async models: tool calls of one turn run in parallel; abort stops them. */
-export class AsyncFunctionCallingAgent extends AsyncAgent {
-  readonly maxTurn: number;
-  agent: AsyncAgent;
-  executor: AsyncActionExecutor;
-
-  constructor(options: FunctionCallingAgentOptions<AsyncBaseLLM, AsyncHook>) {
-    const { outer, inner, maxTurn } = parts('AsyncFunctionCallingAgent', options);
-    super(outer);
-    this.maxTurn = maxTurn;
-    this.executor = new AsyncActionExecutor({ actions: options.actions, timeoutMs: options.timeoutMs });
-    this.agent = new AsyncAgent({ ...inner, name: this.name, tools: [this.executor] });
-  }
-
+export class AsyncFunctionCallingAgent extends functionCallingAgentClass<
+  AsyncAgent,
+  AsyncAgent,
+  AsyncActionExecutor,
+  FunctionCallingAgentOptions<AsyncBaseLLM, AsyncHook>
+>(AsyncAgent, {
+  agent: (options) => new AsyncAgent(options as AgentOptions<AsyncBaseLLM, unknown, AsyncHook>),
+  executor: asyncExecutorOf,
+}) {
   override forward(messages: AgentMessage[], options: AsyncForwardOptions): Promise<AgentMessage> {
     return driveAsync(functionCallingSteps(this, messages, options.sessionId, ASYNC_CALLS));
   }
 }
 
 /** {@link FunctionCallingAgent} that streams the model's text as it arrives, then the final reply once. */
-export class StreamingFunctionCallingAgent extends StreamingAgent {
-  readonly maxTurn: number;
-  agent: StreamingAgent;
-  executor: ActionExecutor;
-
-  constructor(options: FunctionCallingAgentOptions<BaseLLM, SyncHook, BaseAction>) {
-    const { outer, inner, maxTurn } = parts('StreamingFunctionCallingAgent', options);
-    super(outer);
-    this.maxTurn = maxTurn;
-    this.executor = new ActionExecutor({ actions: options.actions });
-    this.agent = new StreamingAgent({ ...inner, name: this.name, tools: [this.executor] });
-  }
-
+export class StreamingFunctionCallingAgent extends functionCallingAgentClass<
+  StreamingAgent,
+  StreamingAgent,
+  ActionExecutor,
+  FunctionCallingAgentOptions<BaseLLM, SyncHook, BaseAction>
+>(StreamingAgent, {
+  agent: (options) => new StreamingAgent(options as AgentOptions<BaseLLM, unknown, SyncHook>),
+  executor: (options) => new ActionExecutor({ actions: options.actions as BaseAction[] }),
+}) {
   override forward(
     messages: AgentMessage[],
     options: ForwardOptions,
@@ -201,23 +234,25 @@ export class StreamingFunctionCallingAgent extends StreamingAgent {
 }
 
 /** {@link AsyncFunctionCallingAgent} that streams the model's text as it arrives, then the final reply once. */
-export class AsyncStreamingFunctionCallingAgent extends AsyncStreamingAgent {
-  readonly maxTurn: number;
-  agent: AsyncStreamingAgent;
-  executor: AsyncActionExecutor;
-
-  constructor(options: FunctionCallingAgentOptions<AsyncBaseLLM, AsyncHook>) {
-    const { outer, inner, maxTurn } = parts('AsyncStreamingFunctionCallingAgent', options);
-    super(outer);
-    this.maxTurn = maxTurn;
-    this.executor = new AsyncActionExecutor({ actions: options.actions, timeoutMs: options.timeoutMs });
-    this.agent = new AsyncStreamingAgent({ ...inner, name: this.name, tools: [this.executor] });
-  }
-
+export class AsyncStreamingFunctionCallingAgent extends functionCallingAgentClass<
+  AsyncStreamingAgent,
+  AsyncStreamingAgent,
+  AsyncActionExecutor,
+  FunctionCallingAgentOptions<AsyncBaseLLM, AsyncHook>
+>(AsyncStreamingAgent, {
+  agent: (options) => new AsyncStreamingAgent(options as AgentOptions<AsyncBaseLLM, unknown, AsyncHook>),
+  executor: asyncExecutorOf,
+}) {
   override forward(
     messages: AgentMessage[],
     options: AsyncForwardOptions,
   ): AsyncGenerator<AgentMessage, AgentMessage, undefined> {
     return driveStreamAsync(functionCallingSteps(this, messages, options.sessionId), this.name, false);
   }
+}
+
+function asyncExecutorOf(
+  options: FunctionCallingAgentOptions<unknown, Hook, ActionBase>,
+): AsyncActionExecutor {
+  return new AsyncActionExecutor({ actions: options.actions, timeoutMs: options.timeoutMs });
 }

@@ -16,7 +16,14 @@ import type { SessionId } from '../../schema/session';
 import { ToolStatusCode } from '../../schema/status';
 import { actionText, asToolResponse, type ToolResponse } from '../../schema/tool-response';
 import { Agent } from '../agent';
-import type { AgentBase, AsyncForwardOptions, ForwardOptions, MemoryConfig } from '../agent-base';
+import type {
+  AgentBase,
+  AgentOptions,
+  AsyncForwardOptions,
+  ForwardOptions,
+  MemoryConfig,
+} from '../agent-base';
+import type { AgentClass } from '../agent-class';
 import { contentToText } from '../aggregator/content';
 import type { DefaultAggregator, SystemInstruction } from '../aggregator/default-aggregator';
 import { InternLMToolAggregator } from '../aggregator/internlm-tool-aggregator';
@@ -240,6 +247,75 @@ export function internLMParts<H extends Hook, E>(
   };
 }
 
+/** What every InternLM agent variant has; `I` is the inner agent's class, `E` the executors'. */
+export interface InternLMAgentFields<I, E> {
+  /** Talks to the model; its memory holds the tool turns. */
+  agent: I;
+  /** Runs plugin calls (none without plugins). */
+  pluginExecutor: E | undefined;
+  /** Runs code (none without an interpreter). */
+  interpreterExecutor: E | undefined;
+  /** The most model turns per call. */
+  maxTurn: number;
+  /** Whether a model reply is the answer. */
+  finishCondition: (message: AgentMessage) => boolean;
+  /** The tool turns of a session as a few-shot dialog (see {@link toolSteps}). */
+  getSteps(sessionId?: SessionId): ChatMessage[];
+}
+
+/** What differs between the InternLM agent variants: the inner agent's class and the executors'. */
+export interface InternLMVariant<I, E> {
+  inner(options: ReturnType<typeof internLMParts>['inner']): I;
+  executor(actions: ActionBase | readonly ActionBase[], hooks: readonly Hook[]): E;
+}
+
+/** The InternLM agents' shared fields, constructor and `getSteps`, over a variant's base class (see {@link AgentClass}). */
+export function internLMAgentClass<A extends AgentBase, I extends AgentBase, E, O>(
+  Base: AgentClass<A>,
+  variant: InternLMVariant<I, E>,
+) {
+  abstract class InternLMAgent extends (Base as AgentClass<AgentBase>) {
+    agent: I;
+    pluginExecutor: E | undefined;
+    interpreterExecutor: E | undefined;
+    maxTurn: number;
+    finishCondition: (message: AgentMessage) => boolean;
+
+    constructor(options: AgentForInternLMOptions<unknown, ActionBase, Hook>) {
+      super({ name: options.name, description: options.description, hooks: options.hooks });
+      const parts = internLMParts(this.name, options, variant.executor);
+      this.agent = variant.inner(parts.inner);
+      this.pluginExecutor = parts.executors.plugins;
+      this.interpreterExecutor = parts.executors.interpreter;
+      this.maxTurn = parts.maxTurn;
+      this.finishCondition = parts.finishCondition;
+    }
+
+    getSteps(sessionId: SessionId = 0): ChatMessage[] {
+      return toolSteps(this.agent, sessionId);
+    }
+  }
+  return InternLMAgent as unknown as AgentClass<A & InternLMAgentFields<I, E>> & {
+    new (options: O): A & InternLMAgentFields<I, E>;
+  };
+}
+
+/** The sync variants' executors. */
+export function syncExecutor(
+  actions: ActionBase | readonly ActionBase[],
+  hooks: readonly Hook[],
+): ActionExecutor {
+  return new ActionExecutor({ actions: actions as BaseAction[], hooks: hooks as SyncHook[] });
+}
+
+/** The async variants' executors (sync tools run too). */
+export function asyncExecutor(
+  actions: ActionBase | readonly ActionBase[],
+  hooks: readonly Hook[],
+): AsyncActionExecutor {
+  return new AsyncActionExecutor({ actions, hooks: hooks as AsyncHook[] });
+}
+
 /**
  * Lagent's `AgentForInternLM`: an inner agent talks InternLM's tool protocol — plugin calls
  * (`<|action_start|><|plugin|>\n{"name": ..., "parameters": ...}<|action_end|>`) and code
@@ -254,37 +330,15 @@ export function internLMParts<H extends Hook, E>(
  * const agent = new AgentForInternLM({ llm, plugins: [search], interpreter: python, language: 'en' });
  * agent.call('Who won the 2022 World Cup?').content;
  */
-export class AgentForInternLM extends Agent {
-  /** Talks to the model; its memory holds the tool turns. */
-  agent: Agent<ToolResponse>;
-  /** Runs plugin calls (none without plugins). */
-  pluginExecutor: ActionExecutor | undefined;
-  /** Runs code (none without an interpreter). */
-  interpreterExecutor: ActionExecutor | undefined;
-  /** The most model turns per call. */
-  maxTurn: number;
-  /** Whether a model reply is the answer. */
-  finishCondition: (message: AgentMessage) => boolean;
-
-  constructor(options: AgentForInternLMOptions<BaseLLM, BaseAction, SyncHook>) {
-    super({ name: options.name, description: options.description, hooks: options.hooks });
-    const parts = internLMParts(
-      this.name,
-      options,
-      (actions, hooks) => new ActionExecutor({ actions: actions as BaseAction[], hooks }),
-    );
-    this.agent = new Agent({ ...parts.inner, llm: options.llm });
-    this.pluginExecutor = parts.executors.plugins;
-    this.interpreterExecutor = parts.executors.interpreter;
-    this.maxTurn = parts.maxTurn;
-    this.finishCondition = parts.finishCondition;
-  }
-
-  /** The tool turns of a session as a few-shot dialog (see {@link toolSteps}). */
-  getSteps(sessionId: SessionId = 0): ChatMessage[] {
-    return toolSteps(this.agent, sessionId);
-  }
-
+export class AgentForInternLM extends internLMAgentClass<
+  Agent,
+  Agent<ToolResponse>,
+  ActionExecutor,
+  AgentForInternLMOptions<BaseLLM, BaseAction, SyncHook>
+>(Agent, {
+  inner: (options) => new Agent(options as AgentOptions<BaseLLM, ToolResponse, SyncHook>),
+  executor: syncExecutor,
+}) {
   override forward(
     messages: AgentMessage[],
     options: ForwardOptions,
@@ -294,37 +348,15 @@ export class AgentForInternLM extends Agent {
 }
 
 /** {@link AgentForInternLM} on an async model and tools (sync tools run too); calls take a `signal`. */
-export class AsyncAgentForInternLM extends AsyncAgent {
-  /** Talks to the model; its memory holds the tool turns. */
-  agent: AsyncAgent<ToolResponse>;
-  /** Runs plugin calls (none without plugins). */
-  pluginExecutor: AsyncActionExecutor | undefined;
-  /** Runs code (none without an interpreter). */
-  interpreterExecutor: AsyncActionExecutor | undefined;
-  /** The most model turns per call. */
-  maxTurn: number;
-  /** Whether a model reply is the answer. */
-  finishCondition: (message: AgentMessage) => boolean;
-
-  constructor(options: AgentForInternLMOptions<AsyncBaseLLM, ActionBase, AsyncHook>) {
-    super({ name: options.name, description: options.description, hooks: options.hooks });
-    const parts = internLMParts(
-      this.name,
-      options,
-      (actions, hooks) => new AsyncActionExecutor({ actions, hooks }),
-    );
-    this.agent = new AsyncAgent({ ...parts.inner, llm: options.llm });
-    this.pluginExecutor = parts.executors.plugins;
-    this.interpreterExecutor = parts.executors.interpreter;
-    this.maxTurn = parts.maxTurn;
-    this.finishCondition = parts.finishCondition;
-  }
-
-  /** The tool turns of a session as a few-shot dialog (see {@link toolSteps}). */
-  getSteps(sessionId: SessionId = 0): ChatMessage[] {
-    return toolSteps(this.agent, sessionId);
-  }
-
+export class AsyncAgentForInternLM extends internLMAgentClass<
+  AsyncAgent,
+  AsyncAgent<ToolResponse>,
+  AsyncActionExecutor,
+  AgentForInternLMOptions<AsyncBaseLLM, ActionBase, AsyncHook>
+>(AsyncAgent, {
+  inner: (options) => new AsyncAgent(options as AgentOptions<AsyncBaseLLM, ToolResponse, AsyncHook>),
+  executor: asyncExecutor,
+}) {
   override forward(
     messages: AgentMessage[],
     options: AsyncForwardOptions,

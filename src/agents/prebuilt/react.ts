@@ -13,7 +13,14 @@ import type { ChatMessage } from '../../schema/chat-message';
 import { isPlainObject } from '../../utils/is';
 import { pythonJSON } from '../../utils/text';
 import { Agent } from '../agent';
-import type { AsyncForwardOptions, ForwardOptions, MemoryConfig } from '../agent-base';
+import type {
+  AgentBase,
+  AgentOptions,
+  AsyncForwardOptions,
+  ForwardOptions,
+  MemoryConfig,
+} from '../agent-base';
+import type { AgentClass } from '../agent-class';
 import type { DefaultAggregator } from '../aggregator/default-aggregator';
 import { AsyncAgent } from '../async-agent';
 import type { PromptLanguage } from './internlm-prompts';
@@ -155,6 +162,58 @@ function partsOf<F>(owner: string, options: ReActOptions<unknown, ActionBase, F,
   };
 }
 
+/** What every ReAct variant has; `I` is the select agent's class, `E` the executor's. */
+export interface ReActAgentFields<I, E> {
+  /** Chooses the next step; its memory holds the tool turns. */
+  selectAgent: I;
+  /** Runs the tool calls. */
+  actions: E;
+  /** The most model turns per call. */
+  maxTurn: number;
+  /** Whether a model reply is the answer. */
+  finishCondition: (message: AgentMessage) => boolean;
+}
+
+/** What differs between the ReAct variants: the select agent's class and the executor's. */
+interface ReActVariant<I, E> {
+  selectAgent(options: AgentOptions<unknown, unknown, Hook>): I;
+  executor(actions: readonly ActionBase[], hooks: readonly Hook[]): E;
+}
+
+/** The ReAct agents' shared fields and constructor over a variant's base class (see {@link AgentClass}). */
+function reactAgentClass<A extends AgentBase, I extends AgentBase, E extends ExecutorBase<ActionBase>, O>(
+  Base: AgentClass<A>,
+  variant: ReActVariant<I, E>,
+) {
+  abstract class ReActAgent extends (Base as AgentClass<AgentBase>) {
+    selectAgent: I;
+    actions: E;
+    maxTurn: number;
+    finishCondition: (message: AgentMessage) => boolean;
+
+    constructor(options: ReActOptions<unknown, ActionBase, unknown, Hook>) {
+      super({ name: options.name, description: options.description, hooks: options.hooks });
+      const parts = partsOf(this.name, options);
+      this.actions = variant.executor(
+        options.actions as readonly ActionBase[],
+        options.actionHooks ?? [new ActionPreprocessor()],
+      );
+      this.selectAgent = variant.selectAgent({
+        llm: options.llm,
+        template: selectInstruction(parts.template, this.actions, parts.parser),
+        outputFormat: parts.parser,
+        memory: options.memory,
+        aggregator: options.aggregator,
+      });
+      this.maxTurn = parts.maxTurn;
+      this.finishCondition = parts.finishCondition;
+    }
+  }
+  return ReActAgent as unknown as AgentClass<A & ReActAgentFields<I, E>> & {
+    new (options: O): A & ReActAgentFields<I, E>;
+  };
+}
+
 /**
  * Lagent's ReAct: a select agent asks the model for the next step (a tool call or a conclusion, as JSON),
  * an executor runs the call, and the result goes back to the select agent, until the reply has a
@@ -167,32 +226,20 @@ function partsOf<F>(owner: string, options: ReActOptions<unknown, ActionBase, F,
  * const agent = new ReAct({ llm, actions: [calculator], language: 'en' });
  * agent.call('What is 3 ** 5?').formatted; // { thought_process: '...', conclusion: '243' }
  */
-export class ReAct<F = ReActStep> extends Agent {
-  /** Chooses the next step; its memory holds the tool turns. */
-  selectAgent: Agent<F | ReActParseFailure>;
-  /** Runs the tool calls. */
-  actions: ActionExecutor;
-  /** The most model turns per call. */
-  maxTurn: number;
-  /** Whether a model reply is the answer. */
-  finishCondition: (message: AgentMessage) => boolean;
+export class ReAct<F = ReActStep> extends reactAgentClass<
+  Agent,
+  Agent<unknown>,
+  ActionExecutor,
+  ReActOptions<BaseLLM, BaseAction, unknown, SyncHook>
+>(Agent, {
+  selectAgent: (options) => new Agent(options as AgentOptions<BaseLLM, unknown, SyncHook>),
+  executor: (actions, hooks) =>
+    new ActionExecutor({ actions: actions as BaseAction[], hooks: hooks as SyncHook[] }),
+}) {
+  declare selectAgent: Agent<F | ReActParseFailure>;
 
   constructor(options: ReActOptions<BaseLLM, BaseAction, F, SyncHook>) {
-    super({ name: options.name, description: options.description, hooks: options.hooks });
-    const parts = partsOf(this.name, options);
-    this.actions = new ActionExecutor({
-      actions: options.actions,
-      hooks: options.actionHooks ?? [new ActionPreprocessor()],
-    });
-    this.selectAgent = new Agent({
-      llm: options.llm,
-      template: selectInstruction(parts.template, this.actions, parts.parser),
-      outputFormat: parts.parser,
-      memory: options.memory,
-      aggregator: options.aggregator,
-    });
-    this.maxTurn = parts.maxTurn;
-    this.finishCondition = parts.finishCondition;
+    super(options as ReActOptions<BaseLLM, BaseAction, unknown, SyncHook>);
   }
 
   override forward(
@@ -204,32 +251,19 @@ export class ReAct<F = ReActStep> extends Agent {
 }
 
 /** {@link ReAct} on an async model and tools (sync tools run too); calls take a `signal`. */
-export class AsyncReAct<F = ReActStep> extends AsyncAgent {
-  /** Chooses the next step; its memory holds the tool turns. */
-  selectAgent: AsyncAgent<F | ReActParseFailure>;
-  /** Runs the tool calls. */
-  actions: AsyncActionExecutor;
-  /** The most model turns per call. */
-  maxTurn: number;
-  /** Whether a model reply is the answer. */
-  finishCondition: (message: AgentMessage) => boolean;
+export class AsyncReAct<F = ReActStep> extends reactAgentClass<
+  AsyncAgent,
+  AsyncAgent<unknown>,
+  AsyncActionExecutor,
+  ReActOptions<AsyncBaseLLM, ActionBase, unknown, AsyncHook>
+>(AsyncAgent, {
+  selectAgent: (options) => new AsyncAgent(options as AgentOptions<AsyncBaseLLM, unknown, AsyncHook>),
+  executor: (actions, hooks) => new AsyncActionExecutor({ actions, hooks: hooks as AsyncHook[] }),
+}) {
+  declare selectAgent: AsyncAgent<F | ReActParseFailure>;
 
   constructor(options: ReActOptions<AsyncBaseLLM, ActionBase, F, AsyncHook>) {
-    super({ name: options.name, description: options.description, hooks: options.hooks });
-    const parts = partsOf(this.name, options);
-    this.actions = new AsyncActionExecutor({
-      actions: options.actions,
-      hooks: options.actionHooks ?? [new ActionPreprocessor()],
-    });
-    this.selectAgent = new AsyncAgent({
-      llm: options.llm,
-      template: selectInstruction(parts.template, this.actions, parts.parser),
-      outputFormat: parts.parser,
-      memory: options.memory,
-      aggregator: options.aggregator,
-    });
-    this.maxTurn = parts.maxTurn;
-    this.finishCondition = parts.finishCondition;
+    super(options as ReActOptions<AsyncBaseLLM, ActionBase, unknown, AsyncHook>);
   }
 
   override forward(

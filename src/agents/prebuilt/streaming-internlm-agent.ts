@@ -1,17 +1,21 @@
-import { ActionExecutor } from '../../actions/action-executor';
-import { AsyncActionExecutor } from '../../actions/async-action-executor';
+import type { ActionExecutor } from '../../actions/action-executor';
+import type { AsyncActionExecutor } from '../../actions/async-action-executor';
 import type { ActionBase, BaseAction } from '../../actions/base-action';
 import { driveStream, driveStreamAsync } from '../../core/stream-drivers';
 import type { AsyncHook, SyncHook } from '../../hooks/hook';
 import type { AsyncBaseLLM, BaseLLM } from '../../llms/base-llm';
 import type { AgentMessage } from '../../schema/agent-message';
-import type { ChatMessage } from '../../schema/chat-message';
-import type { SessionId } from '../../schema/session';
 import type { ToolResponse } from '../../schema/tool-response';
-import type { AsyncForwardOptions, ForwardOptions } from '../agent-base';
+import type { AgentOptions, AsyncForwardOptions, ForwardOptions } from '../agent-base';
 import { AsyncStreamingAgent } from '../async-streaming-agent';
 import { StreamingAgent } from '../streaming-agent';
-import { type AgentForInternLMOptions, internLMLoop, internLMParts, toolSteps } from './internlm-agent';
+import {
+  type AgentForInternLMOptions,
+  asyncExecutor,
+  internLMAgentClass,
+  internLMLoop,
+  syncExecutor,
+} from './internlm-agent';
 
 /** A chunk or the reply of a streaming InternLM agent. */
 type InternLMChunk = AgentMessage<unknown, ToolResponse | null>;
@@ -27,37 +31,15 @@ type InternLMChunk = AgentMessage<unknown, ToolResponse | null>;
  *   if (chunk.streamState === AgentStatusCode.CODE_RETURN) console.log('result:', chunk.content);
  * }
  */
-export class StreamingAgentForInternLM extends StreamingAgent {
-  /** Talks to the model; its memory holds the tool turns. */
-  agent: StreamingAgent<ToolResponse>;
-  /** Runs plugin calls (none without plugins). */
-  pluginExecutor: ActionExecutor | undefined;
-  /** Runs code (none without an interpreter). */
-  interpreterExecutor: ActionExecutor | undefined;
-  /** The most model turns per call. */
-  maxTurn: number;
-  /** Whether a model reply is the answer. */
-  finishCondition: (message: AgentMessage) => boolean;
-
-  constructor(options: AgentForInternLMOptions<BaseLLM, BaseAction, SyncHook>) {
-    super({ name: options.name, description: options.description, hooks: options.hooks });
-    const parts = internLMParts(
-      this.name,
-      options,
-      (actions, hooks) => new ActionExecutor({ actions: actions as BaseAction[], hooks }),
-    );
-    this.agent = new StreamingAgent({ ...parts.inner, llm: options.llm });
-    this.pluginExecutor = parts.executors.plugins;
-    this.interpreterExecutor = parts.executors.interpreter;
-    this.maxTurn = parts.maxTurn;
-    this.finishCondition = parts.finishCondition;
-  }
-
-  /** The tool turns of a session as a few-shot dialog (see {@link toolSteps}). */
-  getSteps(sessionId: SessionId = 0): ChatMessage[] {
-    return toolSteps(this.agent, sessionId);
-  }
-
+export class StreamingAgentForInternLM extends internLMAgentClass<
+  StreamingAgent,
+  StreamingAgent<ToolResponse>,
+  ActionExecutor,
+  AgentForInternLMOptions<BaseLLM, BaseAction, SyncHook>
+>(StreamingAgent, {
+  inner: (options) => new StreamingAgent(options as AgentOptions<BaseLLM, ToolResponse, SyncHook>),
+  executor: syncExecutor,
+}) {
   override forward(
     messages: AgentMessage[],
     options: ForwardOptions,
@@ -67,37 +49,15 @@ export class StreamingAgentForInternLM extends StreamingAgent {
 }
 
 /** {@link StreamingAgentForInternLM} on an async model and tools; calls take a `signal`. */
-export class AsyncStreamingAgentForInternLM extends AsyncStreamingAgent {
-  /** Talks to the model; its memory holds the tool turns. */
-  agent: AsyncStreamingAgent<ToolResponse>;
-  /** Runs plugin calls (none without plugins). */
-  pluginExecutor: AsyncActionExecutor | undefined;
-  /** Runs code (none without an interpreter). */
-  interpreterExecutor: AsyncActionExecutor | undefined;
-  /** The most model turns per call. */
-  maxTurn: number;
-  /** Whether a model reply is the answer. */
-  finishCondition: (message: AgentMessage) => boolean;
-
-  constructor(options: AgentForInternLMOptions<AsyncBaseLLM, ActionBase, AsyncHook>) {
-    super({ name: options.name, description: options.description, hooks: options.hooks });
-    const parts = internLMParts(
-      this.name,
-      options,
-      (actions, hooks) => new AsyncActionExecutor({ actions, hooks }),
-    );
-    this.agent = new AsyncStreamingAgent({ ...parts.inner, llm: options.llm });
-    this.pluginExecutor = parts.executors.plugins;
-    this.interpreterExecutor = parts.executors.interpreter;
-    this.maxTurn = parts.maxTurn;
-    this.finishCondition = parts.finishCondition;
-  }
-
-  /** The tool turns of a session as a few-shot dialog (see {@link toolSteps}). */
-  getSteps(sessionId: SessionId = 0): ChatMessage[] {
-    return toolSteps(this.agent, sessionId);
-  }
-
+export class AsyncStreamingAgentForInternLM extends internLMAgentClass<
+  AsyncStreamingAgent,
+  AsyncStreamingAgent<ToolResponse>,
+  AsyncActionExecutor,
+  AgentForInternLMOptions<AsyncBaseLLM, ActionBase, AsyncHook>
+>(AsyncStreamingAgent, {
+  inner: (options) => new AsyncStreamingAgent(options as AgentOptions<AsyncBaseLLM, ToolResponse, AsyncHook>),
+  executor: asyncExecutor,
+}) {
   override forward(
     messages: AgentMessage[],
     options: AsyncForwardOptions,
