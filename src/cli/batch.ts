@@ -1,10 +1,11 @@
 import { createWriteStream, existsSync, type WriteStream } from 'node:fs';
-import { readFile, stat, writeFile } from 'node:fs/promises';
+import { appendFile, readFile, truncate, writeFile } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
 import { AgentMessage, type MessageInput } from '../schema/agent-message';
 import type { SessionId } from '../schema/session';
 import { type AgentLike, runAgent } from './agent-like';
 import { CliError, messageOf } from './errors';
+import { rawMember } from './json-member';
 
 /** Options of {@link runBatch}. */
 export interface BatchOptions {
@@ -36,17 +37,28 @@ export interface BatchSummary {
   interrupted: boolean;
 }
 
+/**
+ * A line's id as its JSON text: a number exactly as written (`1e400`, a 20-digit id), a string in
+ * `JSON.stringify`'s form. Two lines are the same id only when these texts are equal, so `1` and `"1"` differ.
+ */
+interface LineId {
+  json: string;
+  /** The line's session: a string id as it is, a number id as its text; a string id that would read as one of those is quoted. */
+  session: SessionId;
+}
+
 /** One line to run. */
 interface Task {
   line: number;
-  id: string | number;
+  id: LineId;
   message: MessageInput | MessageInput[];
 }
 
 /** One line of the errors file. */
 interface Failure {
   line: number;
-  id?: string | number | undefined;
+  /** The id's JSON text. */
+  id?: string | undefined;
   error: string;
   /** The error's class name (`LLMRequestError`, ...), or `InvalidLine` for a line that cannot run. */
   name: string;
@@ -61,32 +73,62 @@ export function defaultErrorsPath(output: string): string {
     : `${output}.errors.jsonl`;
 }
 
-const idKey = (id: string | number) => JSON.stringify(id);
+/** A text that reads as a JSON number (a number id's session), or starts with a quote (a quoted string id's). */
+const AMBIGUOUS = /^(?:"|-?\d)/;
 
-/** The ids already answered in `output` (a line that does not parse, e.g. cut by a crash, counts for nothing). */
+/** The id of a parsed line, read from the line's text so that numbers keep their digits; undefined when it has none. */
+function lineId(record: Record<string, unknown>, text: string): LineId | undefined {
+  const { id } = record;
+  if (typeof id === 'string') {
+    const json = JSON.stringify(id);
+    return { json, session: AMBIGUOUS.test(id) ? json : id };
+  }
+  if (typeof id !== 'number') return undefined;
+  const raw = rawMember(text, 'id');
+  return raw === undefined ? undefined : { json: raw, session: raw };
+}
+
+/** `record` as a JSON line whose `id` is the id's own JSON text. */
+function recordText(id: string | undefined, record: Record<string, unknown>): string {
+  const body = JSON.stringify(record);
+  if (id === undefined) return body;
+  return body === '{}' ? `{"id":${id}}` : `{"id":${id},${body.slice(1)}`;
+}
+
+/** The id of one output line, or undefined for a line that is not a whole record. */
+function answeredId(text: string): string | undefined {
+  try {
+    const record = JSON.parse(text) as unknown;
+    return isPlainObject(record) ? lineId(record, text)?.json : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The ids already answered in `output`. A last line without its newline was cut short by a crash while it was
+ * written: a whole record gets its newline, anything else is cut off, so its line runs again and the file
+ * stays one record per line.
+ */
 async function answeredIds(output: string): Promise<Set<string>> {
   const done = new Set<string>();
   if (!existsSync(output)) return done;
-  const text = await readFile(output, 'utf8');
-  for (const line of text.split('\n')) {
+  const bytes = await readFile(output);
+  const end = bytes.lastIndexOf(0x0a) + 1;
+  for (const line of bytes.subarray(0, end).toString('utf8').split('\n')) {
     if (line.trim() === '') continue;
-    try {
-      const record = JSON.parse(line) as { id?: unknown };
-      if (typeof record.id === 'string' || typeof record.id === 'number') done.add(idKey(record.id));
-    } catch {
-      // a partial line: its id runs again
+    const id = answeredId(line);
+    if (id !== undefined) done.add(id);
+  }
+  if (end < bytes.length) {
+    const id = answeredId(bytes.subarray(end).toString('utf8'));
+    if (id === undefined) await truncate(output, end);
+    else {
+      done.add(id);
+      await appendFile(output, '\n');
     }
   }
   return done;
-}
-
-/** Whether the file exists and does not end with a newline (the last write was cut short). */
-async function endsMidLine(path: string): Promise<boolean> {
-  if (!existsSync(path)) return false;
-  const { size } = await stat(path);
-  if (size === 0) return false;
-  const text = await readFile(path);
-  return text[text.length - 1] !== 0x0a;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -102,9 +144,9 @@ function readMessage(value: unknown): MessageInput {
 
 /** Parses one input line into a task, or says why it cannot run. */
 function readLine(text: string, line: number): Task | Failure {
-  const invalid = (error: string, id?: string | number) => ({
+  const invalid = (error: string, id?: LineId) => ({
     line,
-    ...(id === undefined ? {} : { id }),
+    ...(id === undefined ? {} : { id: id.json }),
     error,
     name: 'InvalidLine',
     input: text.length > 1000 ? `${text.slice(0, 1000)}...` : text,
@@ -116,10 +158,9 @@ function readLine(text: string, line: number): Task | Failure {
     return invalid(`malformed JSON: ${messageOf(error)}`);
   }
   if (!isPlainObject(record)) return invalid('a line must be a JSON object with "id" and "message"');
-  const { id, message } = record;
-  if (typeof id !== 'string' && typeof id !== 'number') {
-    return invalid('"id" is missing (a string or a number)');
-  }
+  const id = lineId(record, text);
+  if (id === undefined) return invalid('"id" is missing (a string or a number)');
+  const { message } = record;
   if (message === undefined) return invalid('"message" is missing', id);
   try {
     const parsed = Array.isArray(message) ? message.map(readMessage) : readMessage(message);
@@ -134,8 +175,12 @@ function isTask(value: Task | Failure): value is Task {
   return !('error' in value);
 }
 
-function write(stream: WriteStream, record: unknown): void {
-  stream.write(`${JSON.stringify(record)}\n`);
+function write(stream: WriteStream, id: string | undefined, record: Record<string, unknown>): void {
+  stream.write(`${recordText(id, record)}\n`);
+}
+
+function writeFailure(stream: WriteStream, { id, ...rest }: Failure): void {
+  write(stream, id, rest);
 }
 
 function end(stream: WriteStream): Promise<void> {
@@ -203,8 +248,10 @@ async function createProgress(
 /**
  * `lagent batch`: runs the agent on every line of a JSONL file, `concurrency` lines at a time, each on its own
  * session (the line's id), and appends `{ id, message }` per answer to the output (the reply in Lagent's JSON
- * shape). Ids already in the output are skipped, so a stopped run continues where it was. Failures, malformed
- * lines and duplicate ids go to the errors file (rewritten by each run: failed lines run again).
+ * shape). Ids already in the output are skipped, so a stopped run continues where it was; a last output line
+ * that a crash cut short is removed first, and its line runs again. An id is its JSON text, written back as it
+ * came (`1e400` and 20-digit numbers keep their digits; `1` and `"1"` are two ids on two sessions). Failures,
+ * malformed lines and duplicate ids go to the errors file (rewritten by each run: failed lines run again).
  */
 export async function runBatch(agent: AgentLike, options: BatchOptions): Promise<BatchSummary> {
   const concurrency = options.concurrency ?? 4;
@@ -230,6 +277,7 @@ export async function runBatch(agent: AgentLike, options: BatchOptions): Promise
         : `cannot read ${options.input}: ${messageOf(error)}`,
     );
   }
+  // Reading what is answered also repairs a last line a crash cut short.
   const answered = await answeredIds(options.output);
   const failures: Failure[] = [];
   const tasks: Task[] = [];
@@ -243,9 +291,9 @@ export async function runBatch(agent: AgentLike, options: BatchOptions): Promise
       failures.push(parsed);
       return;
     }
-    const key = idKey(parsed.id);
+    const key = parsed.id.json;
     if (seen.has(key)) {
-      failures.push({ line: parsed.line, id: parsed.id, error: `duplicate id ${key}`, name: 'InvalidLine' });
+      failures.push({ line: parsed.line, id: key, error: `duplicate id ${key}`, name: 'InvalidLine' });
       return;
     }
     seen.add(key);
@@ -253,12 +301,10 @@ export async function runBatch(agent: AgentLike, options: BatchOptions): Promise
     else tasks.push(parsed);
   });
 
-  const prefix = (await endsMidLine(options.output)) ? '\n' : '';
   const output = createWriteStream(options.output, { flags: 'a' });
-  if (prefix) output.write(prefix);
   await writeFile(errorsPath, '');
   const errors = createWriteStream(errorsPath, { flags: 'a' });
-  for (const failure of failures) write(errors, failure);
+  for (const failure of failures) writeFailure(errors, failure);
 
   const progress = await createProgress(tasks.length, log, options.progress ?? true);
   const signal = options.signal;
@@ -266,19 +312,19 @@ export async function runBatch(agent: AgentLike, options: BatchOptions): Promise
   let failed = 0;
   let next = 0;
   const run = async (task: Task) => {
-    const sessionId: SessionId = task.id;
+    const sessionId = task.id.session;
     try {
       const reply = await runAgent(agent, task.message, { sessionId, signal });
-      write(output, { id: task.id, message: reply.toJSON({ format: 'lagent' }) });
+      write(output, task.id.json, { message: reply.toJSON({ format: 'lagent' }) });
       done++;
     } catch (error) {
       if (signal?.aborted) return;
-      write(errors, {
+      writeFailure(errors, {
         line: task.line,
-        id: task.id,
+        id: task.id.json,
         error: messageOf(error),
         name: error instanceof Error ? error.name : 'Error',
-      } satisfies Failure);
+      });
       failed++;
     } finally {
       try {

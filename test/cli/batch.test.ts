@@ -2,8 +2,18 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type FakeOpenAIServer, type FakeRequest, startFakeOpenAI } from '../../src/testing/index';
+import { AsyncAgent } from '../../src/agents/index';
+import type { AgentLike } from '../../src/cli/agent-like';
+import { runBatch } from '../../src/cli/batch';
+import { type SessionId, sessionKey } from '../../src/schema/session';
+import {
+  AsyncMockLLM,
+  type FakeOpenAIServer,
+  type FakeRequest,
+  startFakeOpenAI,
+} from '../../src/testing/index';
 import { childEnv, FIXTURES, NODE_ARGS, ROOT, runCli } from './helpers';
 
 /** `lagent batch` end to end: the CLI in a child process, the model a fake OpenAI server in this process. */
@@ -267,5 +277,89 @@ describe('lagent batch', () => {
     expect(same.code).toBe(1);
     expect(same.stderr).toBe('lagent: the output file must not be the input file\n');
     expect(readFileSync(input, 'utf8')).toBe('{"id":1,"message":"x"}\n');
+  });
+});
+
+describe('lagent batch ids and resuming (in process)', () => {
+  /** A real agent on a scripted model, recording the session of every call. */
+  function recordingAgent() {
+    const agent = new AsyncAgent({
+      llm: new AsyncMockLLM({ responses: (messages) => `seen ${messages.length}` }),
+    });
+    const sessions: unknown[] = [];
+    const recording: AgentLike = {
+      call: (input, options) => {
+        sessions.push(options.sessionId);
+        return agent.call(input as never, options);
+      },
+      stateDict: (sessionId) => agent.stateDict(sessionId),
+      reset: (sessionId) => agent.reset(sessionId),
+    };
+    return { agent: recording, sessions };
+  }
+  const quiet = { progress: false, log: new PassThrough().resume() };
+
+  it('keeps ids as their JSON text: 1e400, 20-digit ids, and 1 versus "1"', async () => {
+    const input = join(dir, 'in.jsonl');
+    writeFileSync(
+      input,
+      [
+        '{"id": 1e400, "message": "huge"}',
+        '{"id": 12345678901234567890, "message": "twenty digits"}',
+        '{"id": 12345678901234567891, "message": "twenty digits, next"}',
+        '{"id": 1, "message": "number one"}',
+        '{"id": "1", "message": "string one"}',
+        '{"message": "before the id", "id": -0.5e-3}',
+        '{"message": "a quoted \\"id\\": 9, {[ inside", "id": 8}',
+      ].join('\n'),
+    );
+    const output = join(dir, 'out.jsonl');
+    const { agent, sessions } = recordingAgent();
+    const first = await runBatch(agent, { input, output, concurrency: 3, ...quiet });
+    expect(first).toMatchObject({ done: 7, failed: 0, skipped: 0 });
+    const ids = readFileSync(output, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => line.slice(0, line.indexOf(',"message"')));
+    expect(ids.sort()).toEqual(
+      [
+        '{"id":1e400',
+        '{"id":12345678901234567890',
+        '{"id":12345678901234567891',
+        '{"id":1',
+        '{"id":"1"',
+        '{"id":-0.5e-3',
+        '{"id":8',
+      ].sort(),
+    );
+    // Every line ran on its own session.
+    expect(new Set(sessions.map((id) => sessionKey(id as SessionId))).size).toBe(7);
+    // A second run has nothing left to answer.
+    const second = await runBatch(agent, { input, output, ...quiet });
+    expect(second).toMatchObject({ done: 0, failed: 0, skipped: 7 });
+    expect(sessions).toHaveLength(7);
+  });
+
+  it('repairs a last line cut short by a crash, and answers that line again', async () => {
+    const input = writeInput([
+      { id: 1, message: 'one' },
+      { id: 2, message: 'two' },
+    ]);
+    const output = join(dir, 'out.jsonl');
+    writeFileSync(output, '{"id":1,"message":{"content":"old"}}\n{"id":2,"message":{"cont');
+    const { agent } = recordingAgent();
+    expect(await runBatch(agent, { input, output, ...quiet })).toMatchObject({ done: 1, skipped: 1 });
+    const lines = readFileSync(output, 'utf8').split('\n');
+    expect(lines.at(-1)).toBe('');
+    const records = lines.slice(0, -1).map((line) => JSON.parse(line));
+    expect(records.map((record) => record.id)).toEqual([1, 2]);
+    expect(records[1].message.content).toBe('seen 1');
+
+    // A whole last record that only lacks its newline is kept.
+    writeFileSync(output, '{"id":1,"message":{"content":"old"}}\n{"id":2,"message":{"content":"kept"}}');
+    expect(await runBatch(agent, { input, output, ...quiet })).toMatchObject({ done: 0, skipped: 2 });
+    expect(readFileSync(output, 'utf8')).toBe(
+      '{"id":1,"message":{"content":"old"}}\n{"id":2,"message":{"content":"kept"}}\n',
+    );
   });
 });
