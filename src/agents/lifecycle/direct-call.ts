@@ -7,8 +7,15 @@ import { agentCallSteps } from './call-steps';
 import { Turn } from './turn';
 
 /**
+ * Whether calls may take the direct run. Internal: `npm run bench` turns it off to measure what the direct
+ * run saves (PERFORMANCE.md).
+ */
+export const DIRECT_RUN = { enabled: true };
+
+/**
  * `AsyncAgent.call`: {@link agentCallSteps} driven by `driveAsync`, except in the common case (the
- * built-in forward, no hooks, the session free), where the same steps run directly and the model's
+ * built-in forward and no hooks; a call on a busy session first waits for its place in line), where the
+ * same steps run directly and the model's
  * promise is followed with one `then`: a call in flight then holds its {@link Turn} and that reaction,
  * not a suspended generator and its driver. 10,000 concurrent sessions keep that much less alive. Which
  * way a call runs is decided when it is made: a hook added while it waits or runs applies from the next call.
@@ -19,7 +26,7 @@ export function callAsync(
   options: Record<string, unknown> | undefined,
 ): Promise<AgentMessage> {
   const parts = plainForwardOf((agent as unknown as Forwarding).forward);
-  if (parts === undefined || parts === null || agent.hooks.length > 0) {
+  if (parts === undefined || parts === null || agent.hooks.length > 0 || !DIRECT_RUN.enabled) {
     return driveAsync(agentCallSteps(agent, input, options));
   }
   let turn: Turn;
