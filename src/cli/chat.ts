@@ -1,9 +1,11 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import type { AgentMessage } from '../schema/agent-message';
 import type { SessionId } from '../schema/session';
 import { type AgentLike, runAgent } from './agent-like';
 import { messageOf } from './errors';
+import { terminalText } from './terminal-text';
 
 /** Options of {@link runChat}. */
 export interface ChatOptions {
@@ -25,14 +27,42 @@ export const CHAT_HELP = `Commands:
   /exit         leave (or Ctrl-D, or Ctrl-C at an empty prompt)
 Ctrl-C while the agent answers stops the answer; the conversation stays as it was before the question.`;
 
-/** Text of a message's content for the terminal. */
+/** Text of a message's content for the terminal, without the control sequences a model could send it. */
 function render(content: unknown): string {
-  if (typeof content === 'string') return content;
+  if (typeof content === 'string') return terminalText(content);
   if (content === null || content === undefined) return '';
   try {
-    return JSON.stringify(content, null, 2);
+    return terminalText(JSON.stringify(content, null, 2));
   } catch {
-    return String(content);
+    return terminalText(String(content));
+  }
+}
+
+/**
+ * Opens `path` for `/save` or `/load`, refusing anything but a regular file: a FIFO or a device would block
+ * the prompt forever (or never end). The file is opened without blocking, then checked, so it cannot change
+ * in between.
+ */
+async function openRegular(path: string, mode: 'read' | 'write') {
+  const flags =
+    mode === 'read'
+      ? constants.O_RDONLY | constants.O_NONBLOCK
+      : constants.O_WRONLY | constants.O_CREAT | constants.O_NONBLOCK;
+  let handle: Awaited<ReturnType<typeof open>>;
+  try {
+    handle = await open(path, flags, 0o644);
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (code === 'ENXIO') throw new Error(`${path} is not a regular file`);
+    throw error;
+  }
+  try {
+    if (!(await handle.stat()).isFile()) throw new Error(`${path} is not a regular file`);
+    if (mode === 'write') await handle.truncate(0);
+    return handle;
+  } catch (error) {
+    await handle.close();
+    throw error;
   }
 }
 
@@ -90,7 +120,7 @@ export async function runChat(agent: AgentLike, options: ChatOptions = {}): Prom
     } catch (error) {
       if (printed !== '') output.write('\n');
       if (controller.signal.aborted) errors.write('[stopped]\n');
-      else errors.write(`[error] ${messageOf(error)}\n`);
+      else errors.write(`[error] ${terminalText(messageOf(error))}\n`);
     } finally {
       current = undefined;
     }
@@ -115,14 +145,25 @@ export async function runChat(agent: AgentLike, options: ChatOptions = {}): Prom
         case '/save': {
           if (argument === '') throw new Error('usage: /save FILE');
           const state = await agent.stateDict(sessionId, { format: 'lagent' });
-          await writeFile(argument, `${JSON.stringify(state, null, 2)}\n`);
+          const file = await openRegular(argument, 'write');
+          try {
+            await file.writeFile(`${JSON.stringify(state, null, 2)}\n`);
+          } finally {
+            await file.close();
+          }
           output.write(`[saved] ${countMessages(state)} message(s) to ${argument}\n`);
           return false;
         }
         case '/load': {
           if (argument === '') throw new Error('usage: /load FILE');
           if (typeof agent.loadStateDict !== 'function') throw new Error('this agent cannot load a state');
-          const text = await readFile(argument, 'utf8');
+          const file = await openRegular(argument, 'read');
+          let text: string;
+          try {
+            text = await file.readFile('utf8');
+          } finally {
+            await file.close();
+          }
           let state: unknown;
           try {
             state = JSON.parse(text);
@@ -134,16 +175,16 @@ export async function runChat(agent: AgentLike, options: ChatOptions = {}): Prom
           return false;
         }
         default:
-          errors.write(`unknown command ${name} (/help lists them)\n`);
+          errors.write(`unknown command ${terminalText(name)} (/help lists them)\n`);
           return false;
       }
     } catch (error) {
-      errors.write(`[error] ${messageOf(error)}\n`);
+      errors.write(`[error] ${terminalText(messageOf(error))}\n`);
       return false;
     }
   };
 
-  const name = agent.name ? ` with ${agent.name}` : '';
+  const name = agent.name ? ` with ${terminalText(agent.name)}` : '';
   output.write(`lagent chat${name}: /help for commands, Ctrl-D to leave\n`);
   // Whether the cursor is after the prompt (so leaving needs a line break).
   let atPrompt = false;

@@ -2,9 +2,18 @@ import { execFile, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeOpenAIServer, type FakeRequest, startFakeOpenAI } from '../../src/testing/index';
+import { AsyncStreamingAgent } from '../../src/agents/index';
+import type { AgentLike } from '../../src/cli/agent-like';
+import { runChat } from '../../src/cli/chat';
+import {
+  AsyncMockLLM,
+  type FakeOpenAIServer,
+  type FakeRequest,
+  startFakeOpenAI,
+} from '../../src/testing/index';
 import { CLI, childEnv, FIXTURES, ROOT } from './helpers';
 
 /**
@@ -200,4 +209,73 @@ describe.skipIf(!hasTmux)('lagent batch in a terminal', () => {
     expect(text).toContain('batch: 5 done, 0 failed');
     expect(text).toContain('EXITED 0');
   });
+});
+
+describe('lagent chat and what it prints (in process)', () => {
+  /** Runs the REPL on piped streams: types `lines`, then Ctrl-D; gives what it printed. */
+  async function chat(agent: AgentLike, lines: string[]) {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    const errors = new PassThrough();
+    let out = '';
+    let err = '';
+    output.on('data', (chunk) => {
+      out += chunk;
+    });
+    errors.on('data', (chunk) => {
+      err += chunk;
+    });
+    const done = runChat(agent, { input, output, errorOutput: errors });
+    for (const line of lines) input.write(`${line}\n`);
+    input.end();
+    let timer: NodeJS.Timeout | undefined;
+    const stuck = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`the chat is stuck; it printed:\n${out}\n${err}`)), 5000);
+    });
+    try {
+      await Promise.race([done, stuck]);
+    } finally {
+      clearTimeout(timer);
+    }
+    return { out, err };
+  }
+
+  it('prints a reply without its escape sequences and control characters, even cut across chunks', async () => {
+    const reply =
+      '\x1b]0;pwned\x07Hello \x1b[31mred\x1b[0m\tdone\r\x1b[2K\x1b]52;c;ZXZpbA==\x1b\\ \x9b2Jend\x07\x08\nnext line';
+    const agent = new AsyncStreamingAgent({ llm: new AsyncMockLLM({ responses: [reply], chunkSize: 3 }) });
+    const { out } = await chat(agent, ['hi']);
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: looking for control characters
+    expect(out).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/);
+    expect(out).toContain('Hello red\tdone end\nnext line\n');
+  });
+
+  it.skipIf(spawnSync('mkfifo', ['--version']).status !== 0)(
+    'refuses to /load or /save anything but a regular file, instead of blocking',
+    async () => {
+      const fifoDir = mkdtempSync(join(tmpdir(), 'lagent-chat-fifo-'));
+      try {
+        const fifo = join(fifoDir, 'pipe');
+        expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+        const agent = new AsyncStreamingAgent({ llm: new AsyncMockLLM({ responses: ['ok'] }) });
+        const saved = join(fifoDir, 'state.json');
+        const { out, err } = await chat(agent, [
+          `/load ${fifo}`,
+          `/save ${fifo}`,
+          '/load /dev/zero',
+          'hello',
+          `/save ${saved}`,
+          `/load ${saved}`,
+        ]);
+        expect(err).toContain(
+          `[error] ${fifo} is not a regular file\n[error] ${fifo} is not a regular file\n`,
+        );
+        expect(err).toContain('[error] /dev/zero is not a regular file');
+        expect(out).toContain(`[saved] 2 message(s) to ${saved}`);
+        expect(out).toContain(`[loaded] 2 message(s) from ${saved}`);
+      } finally {
+        rmSync(fifoDir, { recursive: true, force: true });
+      }
+    },
+  );
 });
