@@ -33,7 +33,10 @@ export interface HTTPAgentClientOptions {
    * @default 67_108_864 (64 MiB)
    */
   maxResponseBytes?: number | undefined;
-  /** Attempts after the first when the server could not be reached (refused, or a closed keep-alive socket). @default 2 */
+  /**
+   * Attempts after the first when the request cannot have been run: the server could not be reached, answered
+   * 503, or closed a kept-alive connection before a POST's bytes went out (for a read, at any time). @default 2
+   */
   retries?: number | undefined;
   /** Milliseconds before the first retry, doubling after each. @default 100 */
   retryDelay?: number | undefined;
@@ -58,6 +61,9 @@ export interface RemoteReadOptions {
   signal?: AbortSignal | undefined;
   timeout?: number | undefined;
 }
+
+/** Milliseconds a pooled connection may stay idle. */
+const IDLE_SOCKET_MS = 4_000;
 
 function checkNumber(name: string, value: number | undefined, fallback: number, min: number): number {
   if (value === undefined) return fallback;
@@ -101,8 +107,11 @@ function toMessage(json: unknown, url: string): AgentMessage {
  * back the turn the server stored: design remote steps to be the last, or to be harmless to repeat.
  *
  * Connections are kept alive in a pool of its own (`close()` ends it). Each call has a deadline (`timeout`, retries
- * included); a request that could not reach the server is retried (`retries`), one that reached it is not, so a
- * turn is never sent twice. An error answer is an {@link HTTPAgentError} with the server's `status` and `body`.
+ * included). A request that could not reach the server, or that the server answered 503 (it did not start on
+ * it), is retried (`retries`); a POST whose bytes went out on a connection that was then cut is not, since the
+ * server may have received it, so a turn is never sent twice (a read is). Answers are read up to
+ * `maxResponseBytes`. Every failure is an {@link HTTPAgentError} (an error answer carries the server's `status`
+ * and `body`), except deadlines (a `TimeoutError`) and aborts (the signal's reason).
  *
  * @example
  * const remote = new AsyncHTTPAgentClient({ url: 'http://127.0.0.1:8090' });
@@ -138,7 +147,10 @@ export class AsyncHTTPAgentClient {
     const maxSockets = checkNumber('maxSockets', options.maxSockets, 64, 1);
     const headers: Record<string, string> = { accept: 'application/json' };
     if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
-    const poolOptions = { keepAlive: true, maxSockets, scheduling: 'lifo' as const };
+    // A pooled connection idle for IDLE_SOCKET_MS is closed (sooner when the server's Keep-Alive header says
+    // so): before the keep-alive timeout of common servers (5 s for uvicorn and Node), so a request rarely
+    // goes out on a connection the server is closing, where a POST could not be sent again.
+    const poolOptions = { keepAlive: true, maxSockets, scheduling: 'lifo' as const, timeout: IDLE_SOCKET_MS };
     this.url = base.href.replace(/\/$/, '');
     this.name = options.name ?? 'HTTPAgentClient';
     this.#transport = {

@@ -1,4 +1,4 @@
-import { networkInterfaces } from 'node:os';
+import { hostname, networkInterfaces } from 'node:os';
 import { ConfigurationError } from '../../schema/errors';
 
 /**
@@ -82,6 +82,7 @@ export class RequestGuard {
     this.#hosts = new Set(LOOPBACK_NAMES);
     const bound = options.host.replace(/^\[|\]$/g, '').toLowerCase();
     if (WILDCARD.has(bound)) {
+      this.#hosts.add(hostname().toLowerCase());
       for (const addresses of Object.values(networkInterfaces())) {
         for (const address of addresses ?? []) this.#hosts.add(address.address.toLowerCase());
       }

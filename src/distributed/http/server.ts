@@ -126,15 +126,20 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  *
  * - `POST /chat_completion` `{ message: [string | AgentMessage dump], session_id, ...kwargs }` answers the
  *   reply, `AgentMessage.model_dump()`'s shape; kwargs become call options (`max_new_tokens` as `maxNewTokens`).
- * - `POST /chat_completion/stream`, the same body, answers server-sent events: `chunk` events with each
- *   streamed message, then one `message` event with the final message (a non-streaming agent sends only
- *   that), or an `error` event. A client that goes away stops the call, which leaves the session as it was.
+ * - `POST /chat_completion/stream`, the same body, answers server-sent events: the streamed messages (a
+ *   `chunk` event with the first one whole, then `delta` events with only the text each adds; every chunk whole
+ *   with `streamContent: 'cumulative'`), then one `message` event with the final message (a non-streaming agent
+ *   sends only that), or an `error` event. The agent's stream is pulled only as fast as the client reads. A
+ *   client that goes away stops the call, which leaves the session as it was.
  * - `GET /memory/{session_id}` answers the agent's state dict for the session, in Lagent's shape (empty
  *   memories for a session it has not seen).
  * - `GET /health_check` answers `{ status: 'success', timestamp }`, without the token.
  *
- * Bad requests are answered and touch no session: malformed JSON or a missing `message` 400, a body over
- * `bodyLimit` 413, a bad or missing token 401; a failing agent answers 500 with `{ detail, error }` and its call
+ * Bad requests are answered and touch no session: malformed JSON, a missing `message`, a mistyped generation
+ * parameter or a session id over 1,024 characters 400, a body that is not `application/json` 415, a body over
+ * `bodyLimit` 413, a bad or missing token 401, a `Host` that is not this server's (`allowedHosts`) or a web page's
+ * `Origin` (`allowedOrigins`) 403, so a page in a browser cannot drive a server that has no token; every error
+ * answer is `{ detail, error }`. A failing agent answers 500 and its call
  * takes its turn back, as any failed call does. A client too slow to send its headers (`headersTimeout`) or its
  * whole request (`requestTimeout`) gets 408; the agent's own work has no server-side deadline (the client's
  * `timeout` bounds it, and a client that leaves stops the call). `close()` drains the calls in flight.
@@ -446,7 +451,7 @@ export class HTTPAgentServer {
     app.post('/chat_completion/stream', (request, reply) => this.#stream(request, reply));
   }
 
-  /** Answers a failed call: 400 for input the agent refused as invalid, else 500. */
+  /** Answers a failed call with 500 (the error's message in `detail` only with `exposeErrors`). */
   #fail(reply: FastifyReply, error: unknown): void {
     const name = errorName(error);
     const message = error instanceof Error ? error.message : String(error);
