@@ -257,4 +257,28 @@ describe('HTTP clients: a POST that may have reached the server is never sent ag
     expect((await client(url, { retryDelay: 10 }).call('hi')).content).toBe('ok');
     expect(arrivals).toEqual(['/chat_completion', '/chat_completion']);
   });
+
+  it('a connection idle for 4 s is not reused (servers commonly close theirs at 5 s)', async () => {
+    const server = http.createServer((request, response) => {
+      request.resume();
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(message('ok'));
+    });
+    // No Keep-Alive header (as uvicorn): the client cannot learn the server's timeout.
+    server.keepAliveTimeout = 0;
+    let connections = 0;
+    server.on('connection', () => connections++);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    started.push({ close: () => new Promise<void>((resolve) => server.close(() => resolve())) });
+    const address = server.address();
+    const remote = client(`http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`);
+    expect((await remote.call('one')).content).toBe('ok');
+    expect((await remote.call('two')).content).toBe('ok');
+    expect(connections).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 4_300));
+    expect((await remote.call('three')).content).toBe('ok');
+    expect(connections).toBe(2);
+    remote.close();
+    server.closeAllConnections();
+  }, 10_000);
 });
