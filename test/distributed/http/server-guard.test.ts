@@ -223,6 +223,9 @@ describe('HTTPAgentServer: session ids and bad input are answered consistently, 
     const overlong = await send(port, 'GET', `/memory/${'z'.repeat(13_000)}`);
     expect(overlong.status).toBe(414);
     expect(overlong.json).toEqual({ detail: expect.any(String), error: expect.any(String) });
+    const headers = await send(port, 'GET', '/health_check', { 'x-filler': 'f'.repeat(20_000) });
+    expect(headers.status).toBe(431);
+    expect(headers.json).toEqual({ detail: expect.any(String), error: 'HPE_HEADER_OVERFLOW' });
   });
 
   it.each([

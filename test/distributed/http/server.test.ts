@@ -528,6 +528,7 @@ describe('HTTPAgentServer: timeouts and draining streams', () => {
     ]);
     for (const { answer, ms } of [headers, body]) {
       expect(answer).toMatch(/^HTTP\/1\.1 408/);
+      expect(answer).toMatch(/\r\n\r\n\{"detail":"[^"]+","error":"ERR_HTTP_REQUEST_TIMEOUT"\}$/);
       expect(ms).toBeLessThan(3_000);
     }
     expect(agent.memory!.sessions()).toEqual([]);
