@@ -61,8 +61,6 @@ async function received(): Promise<number> {
   return Number(/total_net_input_bytes:(\d+)/.exec(await admin.info('stats'))![1]);
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-
 describe('a session in Redis, turn after turn', () => {
   it('writes each turn, not the whole history: bytes per call bounded by the turn, time per call flat (2 MB turns, 12 turns)', async () => {
     const queue = nextQueue();
@@ -103,8 +101,8 @@ describe('a session in Redis, turn after turn', () => {
       expect(sent).toBeLessThan(3 * 2 * half);
     expect(bytes.at(-1)!).toBeLessThan(1.5 * bytes[1]!);
     expect(bytesUncached.at(-1)!).toBeLessThan(1.5 * bytesUncached[1]!);
-    // Flat: the last turns take about as long as the first ones (medians of three, for noise).
-    expect(median(ms.slice(-3))).toBeLessThan(3 * median(ms.slice(1, 4)));
+    // Flat: the last turns take about as long as the first ones (the fastest of three each: noise only adds).
+    expect(Math.min(...ms.slice(-3))).toBeLessThan(3 * Math.min(...ms.slice(1, 4)));
     // Both hold the whole history.
     const memory = contents(await remote.stateDict('big'));
     expect(memory).toHaveLength(2 * turns);
