@@ -1,7 +1,8 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { effectiveSignal } from '../core/call-context';
+import { Deadline } from '../core/deadline';
 import { ConfigurationError } from '../schema/errors';
-import { AttemptSignal } from './attempt-signal';
+import { MAX_TIMER_MS } from '../utils/timers';
 import {
   readClaudeMessage,
   toClaudeMessages,
@@ -12,7 +13,7 @@ import {
 import { type AnthropicSDK, loadAnthropicSDK, toSharedError } from './claude-sdk';
 import { MeteredLLM } from './metered-llm';
 import { type RetryPolicy, withRetries } from './request-retry';
-import { MAX_TIMER_MS, resolveTiming, type TimingOptions } from './timing';
+import { resolveTiming, type TimingOptions } from './timing';
 import { prepareTools, type RequestTools, type ToolCallAssembler, toolCallsError } from './tool-calls';
 import type {
   ChatMessage,
@@ -167,7 +168,7 @@ export class AsyncClaudeAPI extends MeteredLLM {
     const translate = (error: unknown) => toSharedError(error, sdk);
     const response = await withRetries(
       () =>
-        AttemptSignal.run(
+        Deadline.run(
           signal,
           this.timeout,
           (attempt) => client.messages.create(body as never, { signal: attempt }),
@@ -202,7 +203,7 @@ export class AsyncClaudeAPI extends MeteredLLM {
     const translate = (error: unknown) => toSharedError(error, sdk);
     const { stream, attempt } = await withRetries(
       () =>
-        AttemptSignal.open(
+        Deadline.open(
           signal,
           this.timeout,
           async (attemptSignal) =>

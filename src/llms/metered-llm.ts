@@ -1,6 +1,6 @@
+import type { Deadline } from '../core/deadline';
 import type { ToolCall } from '../schema/chat-message';
 import { ModelStatusCode } from '../schema/status';
-import type { AttemptSignal } from './attempt-signal';
 import { AsyncBaseLLM } from './base-llm';
 import { toRequestError } from './request-retry';
 import { StopWordFilter } from './stop-word-filter';
@@ -13,7 +13,7 @@ import { type TokenUsage, UsageTracker } from './usage';
 export interface StreamRelay {
   /** The stream, and the attempt that guards it (touched per event, aborted at the end). */
   stream: AsyncIterable<unknown>;
-  attempt: AttemptSignal;
+  attempt: Deadline;
   /** The text one event adds; tool-call pieces go to `assembler`, usage wherever the client keeps it. */
   read(event: unknown, assembler: ToolCallAssembler): string;
   /** The usage the events reported, read once the stream ended. */

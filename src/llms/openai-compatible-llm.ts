@@ -1,11 +1,12 @@
 import OpenAI, { APIError } from 'openai';
 import { effectiveSignal } from '../core/call-context';
+import { Deadline } from '../core/deadline';
 import { ConfigurationError, LLMRequestError } from '../schema/errors';
-import { AttemptSignal } from './attempt-signal';
+import { MAX_TIMER_MS } from '../utils/timers';
 import { MeteredLLM } from './metered-llm';
 import { postJSON } from './post-json';
 import { type RetryPolicy, withRetries } from './request-retry';
-import { MAX_TIMER_MS, resolveTiming, type TimingOptions } from './timing';
+import { resolveTiming, type TimingOptions } from './timing';
 import {
   addToolFields,
   hasToolTurns,
@@ -188,7 +189,7 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
     const { text, toolCalls, finishReason, usage } = await withRetries(
       () =>
         this.#withKey((_client, key) =>
-          AttemptSignal.run(signal, this.timeout, async (attempt) =>
+          Deadline.run(signal, this.timeout, async (attempt) =>
             this.#readCompletion(await this.#post(key, request, attempt), request.endpoint, where, tools),
           ),
         ),
@@ -220,7 +221,7 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
     const { stream, attempt } = await withRetries(
       () =>
         this.#withKey((client) =>
-          AttemptSignal.open(
+          Deadline.open(
             signal,
             this.timeout,
             async (attemptSignal) => (await send(client, request, attemptSignal)) as AsyncIterable<unknown>,

@@ -1,6 +1,8 @@
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import pRetry from 'p-retry';
 import { LLMRequestError, TimeoutError } from '../schema/errors';
+import { retryAfterMs } from '../utils/retry-after';
+import { sleep } from '../utils/timers';
 
 /** How a client retries failed requests. */
 export interface RetryPolicy {
@@ -15,7 +17,6 @@ export interface RetryPolicy {
 }
 
 /** The longest delay Node's timers support. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Extra facts about a failed attempt that only the retry loop needs. */
 interface AttemptFacts {
@@ -24,19 +25,6 @@ interface AttemptFacts {
 }
 
 const facts = new WeakMap<Error, AttemptFacts>();
-
-/** `retry-after-ms` (milliseconds) or `retry-after` (seconds or an HTTP date), when present and sane. */
-export function retryAfterMs(headers: { get(name: string): string | null } | undefined): number | undefined {
-  if (headers === undefined) return undefined;
-  const milliseconds = Number.parseFloat(headers.get('retry-after-ms') ?? '');
-  if (Number.isFinite(milliseconds) && milliseconds >= 0) return milliseconds;
-  const value = headers.get('retry-after');
-  if (value === null) return undefined;
-  const seconds = Number.parseFloat(value);
-  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
-}
 
 /** The message the server gave, without the SDK's status prefix. */
 function serverMessage(error: APIError): string {
@@ -123,27 +111,6 @@ export function toRequestError(error: unknown, where: string, attempts: number):
 
 function backoff(retriesConsumed: number, policy: RetryPolicy): number {
   return Math.min(policy.maxDelayMs, policy.minDelayMs * 2 ** retriesConsumed);
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(
-      () => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      },
-      Math.min(ms, MAX_TIMER_MS),
-    );
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 /**

@@ -1,8 +1,6 @@
 import { ConfigurationError } from '../schema/errors';
+import { MAX_TIMER_MS } from '../utils/timers';
 import type { RetryPolicy } from './request-retry';
-
-/** The longest delay Node's timers support; a longer one fires after 1 ms. */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** The timing options of a model API client (OpenAI-compatible or Claude), as given. */
 export interface TimingOptions {

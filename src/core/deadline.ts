@@ -1,10 +1,11 @@
 import { TimeoutError } from '../schema/errors';
 
 /**
- * The signal of one request attempt: aborted when the caller's signal aborts, or when `timeoutMs` pass
- * without `touch()` (for streams, the time allowed between two events). `timedOut` tells the two apart.
+ * The signal of one deadline-bound piece of work (a request attempt, a stream, a tool run): aborted when the
+ * caller's signal aborts, or when `timeoutMs` pass without `touch()` (for streams, the time allowed between
+ * two events), with a `TimeoutError`. `timedOut` tells the two apart. `Infinity` means no deadline.
  */
-export class AttemptSignal {
+export class Deadline {
   readonly #controller = new AbortController();
   readonly #parent: AbortSignal | undefined;
   readonly #timeoutMs: number;
@@ -58,7 +59,7 @@ export class AttemptSignal {
     translate: (error: unknown) => unknown = (error) => error,
   ): Promise<T> {
     // An attempt that opens and is done at once: its failures are the same, and it ends when its value comes.
-    const { stream: value, attempt } = await AttemptSignal.open(parent, timeoutMs, request, translate);
+    const { stream: value, attempt } = await Deadline.open(parent, timeoutMs, request, translate);
     attempt.dispose();
     return value;
   }
@@ -73,8 +74,8 @@ export class AttemptSignal {
     timeoutMs: number,
     open: (signal: AbortSignal) => Promise<T>,
     translate: (error: unknown) => unknown = (error) => error,
-  ): Promise<{ stream: T; attempt: AttemptSignal }> {
-    const attempt = new AttemptSignal(parent, timeoutMs);
+  ): Promise<{ stream: T; attempt: Deadline }> {
+    const attempt = new Deadline(parent, timeoutMs);
     try {
       return { stream: await open(attempt.signal), attempt };
     } catch (error) {
