@@ -259,7 +259,7 @@ export interface InternLMAgentFields<I, E> {
   maxTurn: number;
   /** Whether a model reply is the answer. */
   finishCondition: (message: AgentMessage) => boolean;
-  /** The tool turns of a session as a few-shot dialog (see {@link toolSteps}). */
+  /** The tool turns of a session as a few-shot dialog (see `toolSteps`). */
   getSteps(sessionId?: SessionId): ChatMessage[];
 }
 
