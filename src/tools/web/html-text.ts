@@ -1,114 +1,38 @@
-import { missingPeer } from '../../schema/errors';
+import { type ExtractLimits, ExtractorPool, type PageText } from './extract/pool';
+import { roughText } from './extract/rough-text';
 
-/** The readable text of a page. */
-export interface PageText {
-  title: string;
-  text: string;
-}
+export type { PageText } from './extract/pool';
 
-/** The few DOM members used here (the project's TypeScript setup has no DOM library). */
-interface DomNode {
-  nodeType: number;
-  nodeName: string;
-  textContent: string | null;
-  childNodes: ArrayLike<DomNode>;
-}
-interface DomElement extends DomNode {
-  remove(): void;
-}
-interface DomDocument extends DomNode {
-  title: string;
-  body: DomNode | null;
-  documentElement: DomNode | null;
-  querySelectorAll(selector: string): ArrayLike<DomElement>;
-}
-interface HtmlLibraries {
-  parseHTML(html: string): { document: DomDocument };
-  Readability: new (
-    document: DomDocument,
-    options?: { charThreshold?: number },
-  ) => { parse(): { title?: string | null; content?: string | null } | null };
-}
+/** Characters of HTML extracted; the rest of a longer document is left out. */
+export const MAX_EXTRACT_CHARS = 2 * 1024 * 1024;
 
-let libraries: Promise<HtmlLibraries> | undefined;
+/** Characters of HTML the fallback text is made from when the extraction fails. */
+const MAX_ROUGH_CHARS = 1024 * 1024;
 
-/**
- * `@mozilla/readability` and `linkedom`, optional peers loaded on first use. A missing one is a
- * `ConfigurationError` saying what to install.
- */
-function loadLibraries(): Promise<HtmlLibraries> {
-  libraries ??= (async () => {
-    try {
-      const [readability, linkedom] = await Promise.all([import('@mozilla/readability'), import('linkedom')]);
-      return {
-        Readability: readability.Readability as unknown as HtmlLibraries['Readability'],
-        parseHTML: linkedom.parseHTML as unknown as HtmlLibraries['parseHTML'],
-      };
-    } catch (error) {
-      libraries = undefined;
-      throw missingPeer(
-        ['@mozilla/readability', 'linkedom'],
-        'WebBrowser.select and WebBrowser.open_url',
-        error,
-      );
-    }
-  })();
-  return libraries;
-}
+/** Tags nested deeper than this are dropped (their text kept) before the document is parsed. */
+export const MAX_PARSE_DEPTH = 256;
 
-/** Elements whose text is never content. */
-const NOISE =
-  'script, style, noscript, template, svg, canvas, iframe, object, embed, nav, header, footer, aside, form, button, select, input, textarea, [hidden], [aria-hidden="true"], [role="navigation"], [role="banner"], [role="contentinfo"]';
+/** Elements deeper than this are flattened to their text before Readability sees the tree. */
+export const MAX_EXTRACT_DEPTH = 64;
 
-const BLOCKS = new Set([
-  'ADDRESS',
-  'ARTICLE',
-  'BLOCKQUOTE',
-  'BR',
-  'CAPTION',
-  'DD',
-  'DIV',
-  'DL',
-  'DT',
-  'FIGCAPTION',
-  'FIGURE',
-  'H1',
-  'H2',
-  'H3',
-  'H4',
-  'H5',
-  'H6',
-  'HR',
-  'LI',
-  'MAIN',
-  'OL',
-  'P',
-  'PRE',
-  'SECTION',
-  'TABLE',
-  'TD',
-  'TH',
-  'TR',
-  'UL',
-]);
+/** Readability runs only on documents with at most this many elements; larger ones get the plain extraction. */
+export const MAX_READABILITY_ELEMENTS = 20_000;
 
-/** The text of a node, with a line break around each block element and whitespace collapsed within lines. */
-function blockText(root: DomNode): string {
-  const parts: string[] = [];
-  const walk = (node: DomNode) => {
-    if (node.nodeType === 3) {
-      parts.push(node.textContent ?? '');
-      return;
-    }
-    if (node.nodeType !== 1 && node.nodeType !== 9 && node.nodeType !== 11) return;
-    const block = BLOCKS.has(node.nodeName.toUpperCase());
-    if (block) parts.push('\n');
-    const children = node.childNodes;
-    for (let index = 0; index < children.length; index++) walk(children[index]!);
-    if (block) parts.push('\n');
-  };
-  walk(root);
-  return tidy(parts.join(''));
+/** The default time limit of one page's extraction, in milliseconds. */
+export const DEFAULT_EXTRACT_TIMEOUT_MS = 5000;
+
+const LIMITS: ExtractLimits = {
+  maxParseDepth: MAX_PARSE_DEPTH,
+  maxDepth: MAX_EXTRACT_DEPTH,
+  maxReadabilityElements: MAX_READABILITY_ELEMENTS,
+};
+
+let shared: ExtractorPool | undefined;
+
+/** The extraction threads every web tool shares (created on first use). */
+export function sharedExtractorPool(): ExtractorPool {
+  shared ??= new ExtractorPool();
+  return shared;
 }
 
 /** One space between words, no blank lines (Lagent collapses runs of newlines too). */
@@ -120,29 +44,37 @@ export function tidy(text: string): string {
     .join('\n');
 }
 
+/** Options of {@link htmlToText}. */
+export interface HtmlToTextOptions {
+  /** Milliseconds the extraction may run; then it is stopped and the rough text is returned. @default 5000 */
+  timeoutMs?: number | undefined;
+  /** Aborting it stops the extraction; the promise rejects with the signal's reason. */
+  signal?: AbortSignal | undefined;
+  /** The threads to extract in. @default the shared pool */
+  pool?: ExtractorPool | undefined;
+}
+
 /**
  * The main text of an HTML page: Readability's article when it finds one, otherwise the body without scripts,
  * styles, navigation, headers, footers and forms. Text keeps one line per block.
  *
+ * The work runs in a worker thread (see {@link ExtractorPool}) on a bounded input: at most
+ * {@link MAX_EXTRACT_CHARS} characters, whitespace runs collapsed, elements deeper than {@link MAX_EXTRACT_DEPTH}
+ * flattened, and Readability skipped past {@link MAX_READABILITY_ELEMENTS} elements. When the extraction
+ * runs out of time (`timeoutMs`) or memory, its thread is stopped and the page's rough text (a linear scan,
+ * tags dropped) comes back, after a note saying so.
+ *
  * @throws ConfigurationError when `@mozilla/readability` or `linkedom` is not installed.
  */
-export async function htmlToText(html: string): Promise<PageText> {
-  const { Readability, parseHTML } = await loadLibraries();
-  const { document } = parseHTML(html);
-  const title = tidy(document.title ?? '');
-  let article: { title?: string | null; content?: string | null } | null = null;
-  try {
-    article = new Readability(document, { charThreshold: 200 }).parse();
-  } catch {
-    // Readability gives up on some documents; the plain extraction below still works.
-  }
-  if (article?.content) {
-    const text = blockText(parseHTML(`<!doctype html><html><body>${article.content}</body></html>`).document);
-    if (text.length >= 200) return { title: tidy(article.title ?? '') || title, text };
-  }
-  // Readability changes the document it reads: start again from the source.
-  const fresh = parseHTML(html).document;
-  const noise = fresh.querySelectorAll(NOISE);
-  for (let index = noise.length - 1; index >= 0; index--) noise[index]!.remove();
-  return { title, text: blockText(fresh.body ?? fresh.documentElement ?? fresh) };
+export async function htmlToText(html: string, options: HtmlToTextOptions = {}): Promise<PageText> {
+  const source = html.length > MAX_EXTRACT_CHARS ? html.slice(0, MAX_EXTRACT_CHARS) : html;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_EXTRACT_TIMEOUT_MS;
+  const pool = options.pool ?? sharedExtractorPool();
+  const outcome = await pool.extract({ html: source, limits: LIMITS, timeoutMs, signal: options.signal });
+  if (outcome.ok) return outcome.page;
+  const why =
+    outcome.reason === 'timeout' ? `within ${timeoutMs} ms` : `(${outcome.message.split('\n', 1)[0]})`;
+  const rough = roughText(source.slice(0, MAX_ROUGH_CHARS));
+  const note = `[The main text of this page could not be extracted ${why}; this is all of its text, roughly.]`;
+  return { title: rough.title, text: rough.text === '' ? note : `${note}\n${rough.text}` };
 }

@@ -7,7 +7,7 @@ import type { SessionId } from '../../schema/session';
 import { ActionStatusCode } from '../../schema/status';
 import { BridgedTool } from '../bridged-tool';
 import { clip, listSome, MAX_TITLE_CHARS } from './clip';
-import { htmlToText, type PageText, tidy } from './html-text';
+import { DEFAULT_EXTRACT_TIMEOUT_MS, htmlToText, type PageText, tidy } from './html-text';
 import { type HttpFailure, safeFetch } from './http';
 import {
   createSearcher,
@@ -40,6 +40,11 @@ export interface WebBrowserOptions {
   allowedHosts?: readonly string[] | undefined;
   /** Characters of page text returned per page; longer text is cut with a note. @default 8192 (Lagent's) */
   maxPageChars?: number | undefined;
+  /**
+   * Milliseconds the main text of one page may take to extract (in a worker thread); past it the thread is
+   * stopped and the page's rough text is returned with a note. @default 5000
+   */
+  extractTimeout?: number | undefined;
   /** Bytes of a page read. @default 2097152 (2 MiB) */
   maxPageBytes?: number | undefined;
   /** Redirects followed per page. @default 5 */
@@ -186,6 +191,7 @@ export class AsyncWebBrowser extends AsyncBaseAction {
   readonly #maxPageChars: number;
   readonly #maxSelect: number;
   readonly #maxQueries: number;
+  readonly #extractTimeout: number;
   readonly #cacheSize: number;
 
   constructor(options: WebBrowserOptions = {}) {
@@ -200,6 +206,7 @@ export class AsyncWebBrowser extends AsyncBaseAction {
     this.#maxPageChars = positive('maxPageChars', options.maxPageChars, 8192);
     this.#maxSelect = positive('maxSelect', options.maxSelect, 4);
     this.#maxQueries = positive('maxQueries', options.maxQueries, 8);
+    this.#extractTimeout = positive('extractTimeout', options.extractTimeout, DEFAULT_EXTRACT_TIMEOUT_MS);
     this.#cacheSize = positive('cacheSize', options.cacheSize, 32);
     this.#sessions = new LruMap(positive('maxSessions', options.maxSessions, 256));
     const common = {
@@ -368,7 +375,9 @@ export class AsyncWebBrowser extends AsyncBaseAction {
     });
     if (!fetched.ok) return fetched;
     const { contentType, text } = fetched.data;
-    const page = /html/.test(contentType) ? await htmlToText(text) : { title: '', text: tidy(text) };
+    const page = /html/.test(contentType)
+      ? await htmlToText(text, { timeoutMs: this.#extractTimeout, signal: context.signal })
+      : { title: '', text: tidy(text) };
     state.pages.set(url, page);
     return { ok: true, page };
   }
@@ -410,11 +419,15 @@ export class WebBrowser extends BridgedTool {
   constructor(options: WebBrowserOptions = {}) {
     const attempts = (options.retries ?? 2) + 1;
     const searchBudget = (options.timeout ?? 20_000) * attempts + (attempts - 1) * 10_000;
+    // A select's pages are fetched together, then extracted two at a time.
+    const pageBudget =
+      (options.timeout ?? 15_000) +
+      Math.ceil((options.maxSelect ?? 4) / 2) * (options.extractTimeout ?? DEFAULT_EXTRACT_TIMEOUT_MS);
     super({
       exportName: 'AsyncWebBrowser',
       apis: AsyncWebBrowser.toolApis,
       options: withEnvironmentCredentials(options),
-      callTimeout: Math.max(searchBudget, options.timeout ?? 15_000) + 10_000,
+      callTimeout: Math.max(searchBudget, pageBudget) + 10_000,
       name: options.name ?? 'WebBrowser',
       description: options.description ?? DESCRIPTION,
     });

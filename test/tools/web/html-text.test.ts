@@ -1,5 +1,6 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ConfigurationError } from '../../../src/schema/errors';
+import { ExtractorPool, resolvePeers } from '../../../src/tools/web/extract/pool';
 import { htmlToText, tidy } from '../../../src/tools/web/html-text';
 
 describe('htmlToText', () => {
@@ -32,22 +33,25 @@ describe('htmlToText', () => {
 });
 
 describe('a missing optional peer', () => {
-  afterEach(() => {
-    vi.doUnmock('linkedom');
-    vi.resetModules();
-  });
-
-  it('is a ConfigurationError saying what to install', async () => {
-    vi.resetModules();
-    vi.doMock('linkedom', () => {
-      throw new Error("Cannot find package 'linkedom'");
-    });
-    const fresh = await import('../../../src/tools/web/html-text');
-    const failure = fresh.htmlToText('<p>x</p>');
-    // A fresh module graph has its own ConfigurationError class: compare by name.
-    await expect(failure).rejects.toMatchObject({ name: ConfigurationError.name });
-    await expect(failure).rejects.toThrow(
+  it('is a ConfigurationError saying what to install, when it cannot be found', () => {
+    expect(() => resolvePeers('/nowhere/lagent-ts/index.js')).toThrow(ConfigurationError);
+    expect(() => resolvePeers('/nowhere/lagent-ts/index.js')).toThrow(
       'install @mozilla/readability and linkedom to use WebBrowser.select',
     );
+  });
+
+  it('is a ConfigurationError when it is found but does not load in the worker', async () => {
+    const pool = new ExtractorPool({
+      modules: { linkedom: '/nowhere/linkedom/index.js', readability: '/nowhere/readability/index.js' },
+    });
+    try {
+      const failure = htmlToText('<p>x</p>', { pool });
+      await expect(failure).rejects.toBeInstanceOf(ConfigurationError);
+      await expect(failure).rejects.toThrow(
+        'install @mozilla/readability and linkedom to use WebBrowser.select',
+      );
+    } finally {
+      await pool.close();
+    }
   });
 });

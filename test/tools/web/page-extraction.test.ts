@@ -1,0 +1,143 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ActionStatusCode } from '../../../src/schema/status';
+import { ExtractorPool } from '../../../src/tools/web/extract/pool';
+import { htmlToText } from '../../../src/tools/web/html-text';
+import { AsyncWebBrowser } from '../../../src/tools/web/index';
+import { type FakeSearchServer, startFakeSearch } from '../fakes/search-services';
+
+/**
+ * Pages built to be slow to extract. Before extraction was bounded and moved to a worker thread, each blocked
+ * the event loop: 1,500 nested divs for 30 s, 2,000 nested lists for 90 s, 2 MB of no-break spaces for 23 s.
+ */
+const HOSTILE: Record<string, string> = {
+  '1,500 nested divs': `<html><body>${'<div>'.repeat(1500)}deep text${'</div>'.repeat(1500)}</body></html>`,
+  '2,000 nested lists': `<html><body>${'<ul><li>'.repeat(2000)}deep text</body></html>`,
+  '2 MB of no-break spaces': `<html><body><p>deep${'&nbsp;'.repeat(340_000)}text</p></body></html>`,
+  '100,000 nested divs': `<html><body>${'<div>'.repeat(100_000)}deep text${'</div>'.repeat(100_000)}</body></html>`,
+};
+
+const paragraph = (n: number) =>
+  `<p>Paragraph ${n} says something long enough to count as content for a reader view of the page.</p>`;
+
+/** Runs `work` while a 10 ms timer ticks; returns its result and the longest the timer was late. */
+async function withLagProbe<T>(work: () => Promise<T>): Promise<{ value: T; lagMs: number; ms: number }> {
+  let lagMs = 0;
+  let last = performance.now();
+  const probe = setInterval(() => {
+    const now = performance.now();
+    lagMs = Math.max(lagMs, now - last - 10);
+    last = now;
+  }, 10);
+  const started = performance.now();
+  try {
+    const value = await work();
+    return { value, lagMs, ms: performance.now() - started };
+  } finally {
+    clearInterval(probe);
+  }
+}
+
+let pool: ExtractorPool;
+
+beforeAll(() => {
+  pool = new ExtractorPool();
+});
+afterAll(async () => {
+  await pool.close();
+});
+
+describe('extracting a hostile page', () => {
+  it.each(Object.entries(HOSTILE))(
+    'reads %s while the event loop keeps turning',
+    async (_name, html) => {
+      const { value, lagMs } = await withLagProbe(() => htmlToText(html, { pool, timeoutMs: 15_000 }));
+      expect(value.text.replace(/\s+/g, ' ')).toBe('deep text');
+      // The main thread only hands the page over: wide margin for a loaded machine.
+      expect(lagMs).toBeLessThan(500);
+    },
+    30_000,
+  );
+
+  it('stops at the time limit and gives the page’s rough text, with a note', async () => {
+    const html = `<html><head><title>Big</title></head><body><article>${Array.from({ length: 10_000 }, (_, n) => paragraph(n)).join('')}</article><script>secret()</script></body></html>`;
+    await htmlToText('<p>warm</p>', { pool }); // a thread is up, so the limit is all that is measured
+    const { value, lagMs, ms } = await withLagProbe(() => htmlToText(html, { pool, timeoutMs: 50 }));
+    expect(value.title).toBe('Big');
+    expect(value.text.split('\n')[0]).toBe(
+      '[The main text of this page could not be extracted within 50 ms; this is all of its text, roughly.]',
+    );
+    expect(value.text).toContain('Paragraph 9999 says something');
+    expect(value.text).not.toContain('secret()');
+    expect(ms).toBeLessThan(2000);
+    expect(lagMs).toBeLessThan(500);
+    // The stopped thread was replaced: the next page is read normally.
+    const next = await htmlToText(
+      `<html><body><article>${paragraph(1)}${paragraph(2)}${paragraph(3)}</article></body></html>`,
+      { pool },
+    );
+    expect(next.text).toContain('Paragraph 3 says');
+  });
+
+  it('stops the extraction when the caller aborts', async () => {
+    const html = `<html><body>${Array.from({ length: 10_000 }, (_, n) => paragraph(n)).join('')}</body></html>`;
+    await htmlToText('<p>warm</p>', { pool });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error('user cancelled')), 20);
+    await expect(htmlToText(html, { pool, signal: controller.signal })).rejects.toThrow('user cancelled');
+    expect(pool.size).toBe(0); // the thread that had the page was stopped
+  });
+});
+
+describe('a page that needs more memory than a thread may have', () => {
+  it('ends that thread, not the process, and gives the rough text', async () => {
+    const small = new ExtractorPool({ maxHeapMb: 40 });
+    try {
+      expect((await htmlToText('<p>a small page</p>', { pool: small })).text).toBe('a small page');
+      const html = `<html><body>${'<span>word </span>'.repeat(130_000)}</body></html>`;
+      const page = await htmlToText(html, { pool: small, timeoutMs: 15_000 });
+      expect(page.text.split('\n')[0]).toMatch(
+        /^\[The main text of this page could not be extracted \(.*memory.*\); this is all of its text, roughly\.\]$/,
+      );
+      expect(page.text).toContain('word word word');
+      expect(small.size).toBe(0);
+    } finally {
+      await small.close();
+    }
+  }, 30_000);
+});
+
+describe('bounding keeps what the page says', () => {
+  it('keeps the text after a deeply nested part in its place', async () => {
+    const html = `<html><body>${'<div>'.repeat(5000)}deep${'</div>'.repeat(5000)}<p>after</p><ul><li>one<li>two</ul></body></html>`;
+    const page = await htmlToText(html, { pool });
+    expect(page.text).toBe('deep\nafter\none\ntwo');
+  });
+
+  it('reads fragments and empty documents', async () => {
+    expect(await htmlToText('hello <b>world</b>', { pool })).toEqual({ title: '', text: 'hello world' });
+    expect(await htmlToText('   ', { pool })).toEqual({ title: '', text: '' });
+  });
+});
+
+describe('WebBrowser.open_url on a hostile page', () => {
+  let fake: FakeSearchServer;
+  let browser: AsyncWebBrowser | undefined;
+
+  beforeAll(async () => {
+    fake = await startFakeSearch({ pages: { deep: { body: HOSTILE['1,500 nested divs'] } } });
+  });
+  afterEach(() => browser?.close());
+  afterAll(async () => {
+    await fake.close();
+  });
+
+  it('answers while other work goes on', async () => {
+    browser = new AsyncWebBrowser({ allowPrivateNetwork: true });
+    const { value, lagMs } = await withLagProbe(() =>
+      browser!.call({ url: `${fake.url}/pages/deep` }, 'open_url'),
+    );
+    expect(value.state).toBe(ActionStatusCode.SUCCESS);
+    expect(value.formatResult()).toBe('deep text');
+    expect(lagMs).toBeLessThan(500);
+  });
+});
