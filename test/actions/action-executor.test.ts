@@ -18,6 +18,7 @@ import {
 } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { echo } from '../helpers/tools';
 
 const calculator = toolkit({
   name: 'Calculator',
@@ -38,7 +39,6 @@ const calculator = toolkit({
     },
   },
 });
-const echo = tool({ name: 'echo', parameters: z.object({ text: z.string() }), run: ({ text }) => text });
 
 const callOf = (name: string, parameters: unknown) =>
   new AgentMessage({ sender: 'Agent', content: { name, parameters } });

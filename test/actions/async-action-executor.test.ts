@@ -13,6 +13,7 @@ import {
 } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { echo } from '../helpers/tools';
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
@@ -166,7 +167,6 @@ describe('AsyncActionExecutor', () => {
         return new AgentMessage({ sender: message.sender, content: `result: ${result.formatResult()}` });
       }
     }
-    const echo = tool({ name: 'echo', parameters: z.object({ text: z.string() }), run: ({ text }) => text });
     const executor = new AsyncActionExecutor({ actions: [echo], hooks: [new AsyncProcessor()] });
     const reply = await executor.call(new AgentMessage({ sender: 'Agent', content: 'hi' }));
     expect(reply.content).toBe('result: hi');
@@ -178,7 +178,6 @@ describe('AsyncActionExecutor', () => {
         throw new Error('bad hook');
       }
     }
-    const echo = tool({ name: 'echo', parameters: z.object({ text: z.string() }), run: ({ text }) => text });
     const executor = new AsyncActionExecutor({ actions: [echo], hooks: [new Failing()] });
     await expect(executor.call(callOf('echo', { text: 'x' }))).rejects.toBeInstanceOf(HookError);
   });

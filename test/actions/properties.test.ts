@@ -5,11 +5,11 @@ import {
   AgentMessage,
   AsyncActionExecutor,
   asyncTool,
-  tool,
   toolkit,
 } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { echo } from '../helpers/tools';
 
 const calculator = toolkit({
   name: 'Calculator',
@@ -18,7 +18,6 @@ const calculator = toolkit({
     tag: { parameters: z.object({ tags: z.array(z.string()).max(3) }), run: ({ tags }) => tags.join('|') },
   },
 });
-const echo = tool({ name: 'echo', parameters: z.object({ text: z.string() }), run: ({ text }) => text });
 
 const names = fc.oneof(
   fc.constantFrom(

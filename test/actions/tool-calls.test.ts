@@ -16,6 +16,7 @@ import {
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { hasToolCalls, type ToolCallsFormatted, type ToolCallsMessage } from '../../src/schema/tool-calls';
+import { add } from '../helpers/tools';
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
@@ -33,12 +34,6 @@ const callsOf = (...toolCalls: ToolCall[]) =>
     formatted: { toolCalls },
   }) as ToolCallsMessage<string>;
 
-const add = tool({
-  name: 'add',
-  description: 'a + b',
-  parameters: z.object({ a: z.number(), b: z.number() }),
-  run: ({ a, b }) => a + b,
-});
 const calculator = toolkit({
   name: 'Calculator',
   apis: {

@@ -19,6 +19,7 @@ import {
 import { AsyncMockLLM, MockLLM, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { asyncAdd } from '../helpers/tools';
 
 class Panel extends Agent {
   writer = new Agent({ llm: new MockLLM({ responses: () => 'draft' }), name: 'writer' });
@@ -124,15 +125,9 @@ describe('OpenTelemetry spans (GenAI conventions)', () => {
       script: [{ toolCalls: [{ name: 'add', arguments: { a: 2, b: 3 } }] }, 'It is 5.'],
     });
     try {
-      const add = asyncTool({
-        name: 'add',
-        description: 'a + b',
-        parameters: z.object({ a: z.number(), b: z.number() }),
-        run: ({ a, b }) => a + b,
-      });
       const llm = new AsyncGPTAPI({ model: 'gpt-test', baseURL: server.baseURL, apiKey: 'k' });
       class Team extends AsyncAgent {
-        solver = new AsyncFunctionCallingAgent({ llm, actions: [add], name: 'solver' });
+        solver = new AsyncFunctionCallingAgent({ llm, actions: [asyncAdd], name: 'solver' });
         override forward(messages: AgentMessage[], options: AsyncForwardOptions) {
           return this.solver.call(messages, options);
         }

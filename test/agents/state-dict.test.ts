@@ -14,8 +14,9 @@ import {
 } from 'lagent-ts';
 import { MockLLM } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
+import { interpreterCall } from '../helpers/internlm-replies';
 
-const TOOL_TURN = 'Let me compute.<|action_start|><|interpreter|>\nprint(63 * 63)<|action_end|>\n';
+const TOOL_TURN = interpreterCall('print(63 * 63)');
 const PLUGIN_TURN =
   'Search it.<|action_start|><|plugin|>\n{"name": "search", "parameters": {"q": "急"}}<|action_end|>\n';
 

@@ -1,6 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { toolkit } from '../../src/actions/tool';
 import { GPTAPI } from '../../src/llms/gpt-api';
 import { INTERNLM2_META } from '../../src/llms/meta-template';
 import { VllmModel } from '../../src/llms/raw-prompt-model';
@@ -8,20 +6,9 @@ import type { OpenAITool } from '../../src/schema/chat-message';
 import { ConfigurationError, ModelOutputError } from '../../src/schema/errors';
 import { ModelStatusCode } from '../../src/schema/status';
 import { type FakeOpenAIWorkerServer, startFakeOpenAIWorker } from '../../src/testing/fake-openai-worker';
+import { calculator } from '../helpers/tools';
 
 const user = (content: string) => [{ role: 'user', content }];
-
-const calculator = toolkit({
-  name: 'Calculator',
-  description: 'Arithmetic',
-  apis: {
-    add: {
-      description: 'a + b',
-      parameters: z.object({ a: z.number(), b: z.number() }),
-      run: ({ a, b }) => a + b,
-    },
-  },
-});
 
 // GPTAPI blocks this thread while it waits, so the server runs on another thread.
 let server: FakeOpenAIWorkerServer;

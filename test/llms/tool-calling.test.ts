@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { tool, toolkit } from '../../src/actions/tool';
+import { toolkit } from '../../src/actions/tool';
 import { AsyncGPTAPI } from '../../src/llms/async-gpt-api';
 import { AsyncVllmModel } from '../../src/llms/async-raw-prompt-model';
 import { INTERNLM2_META } from '../../src/llms/meta-template';
@@ -9,6 +9,7 @@ import type { ChatMessage, OpenAITool, ToolCall } from '../../src/schema/chat-me
 import { ConfigurationError, ModelOutputError } from '../../src/schema/errors';
 import { ModelStatusCode } from '../../src/schema/status';
 import { type FakeOpenAIServer, type FakeReply, startFakeOpenAI } from '../../src/testing/fake-openai';
+import { echo } from '../helpers/tools';
 
 const user = (content: string): ChatMessage[] => [{ role: 'user', content }];
 
@@ -27,12 +28,6 @@ const calculator = toolkit({
       run: ({ a, b }) => a * b,
     },
   },
-});
-const echo = tool({
-  name: 'echo',
-  description: 'Says it back',
-  parameters: z.object({ text: z.string() }),
-  run: ({ text }) => text,
 });
 const searchJSON: OpenAITool = {
   type: 'function',

@@ -1,23 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { toolkit } from '../../src/actions/tool';
 import type { ChatMessage, OpenAITool } from '../../src/schema/chat-message';
 import { ModelOutputError } from '../../src/schema/errors';
 import { ModelStatusCode } from '../../src/schema/status';
 import { AsyncMockLLM, MockLLM, MockScriptError } from '../../src/testing/mock-llm';
+import { calculator } from '../helpers/tools';
 
 const user = (content: string): ChatMessage[] => [{ role: 'user', content }];
-const calculator = toolkit({
-  name: 'Calculator',
-  description: 'Arithmetic',
-  apis: {
-    add: {
-      description: 'a + b',
-      parameters: z.object({ a: z.number(), b: z.number() }),
-      run: ({ a, b }) => a + b,
-    },
-  },
-});
 const search: OpenAITool = {
   type: 'function',
   function: { name: 'search', description: 'Search', parameters: { type: 'object', properties: {} } },

@@ -8,12 +8,11 @@ import {
   DefaultAggregator,
   Memory,
   type ToolCall,
-  tool,
 } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { NOT_RUN_TEXT } from '../../../src/agents/aggregator/tool-turns';
 import type { ToolCallsMessage } from '../../../src/schema/tool-calls';
+import { echo } from '../../helpers/tools';
 
 const aggregator = new DefaultAggregator();
 
@@ -73,7 +72,6 @@ function isValidOpenAIHistory(messages: readonly ChatMessage[]): { valid: boolea
   return { valid: true };
 }
 
-const echo = tool({ name: 'echo', parameters: z.object({ text: z.string() }), run: ({ text }) => text });
 const executor = new ActionExecutor({ actions: [echo] });
 
 const callsMessage = (calls: ToolCall[], content = '') =>

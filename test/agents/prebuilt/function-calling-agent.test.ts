@@ -9,30 +9,11 @@ import {
   FunctionCallingAgent,
   GPTAPI,
   StreamingFunctionCallingAgent,
-  tool,
-  toolkit,
 } from 'lagent-ts';
 import { AsyncMockLLM, MockLLM, startFakeOpenAI, startFakeOpenAIWorker } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-
-const weather = tool({
-  name: 'Weather',
-  description: 'Current weather of a city',
-  parameters: z.object({ city: z.string() }),
-  run: ({ city }) => `Sunny in ${city}`,
-});
-const calculator = toolkit({
-  name: 'Calculator',
-  description: 'Arithmetic',
-  apis: {
-    add: {
-      description: 'a + b',
-      parameters: z.object({ a: z.number(), b: z.number() }),
-      run: ({ a, b }) => a + b,
-    },
-  },
-});
+import { calculator, weather } from '../../helpers/tools';
 
 /** Every assistant tool call is answered exactly once, right after it; no tool message without its call. */
 function isValidOpenAIHistory(messages: readonly ChatMessage[]): boolean {

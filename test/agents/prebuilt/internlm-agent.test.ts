@@ -10,43 +10,19 @@ import {
   InternLMActionProcessor,
   InternLMToolAggregator,
   internLMOutputFormat,
-  tool,
-  toolkit,
 } from 'lagent-ts';
 import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-
-const calculator = toolkit({
-  name: 'Calculator',
-  description: 'Exact arithmetic',
-  apis: {
-    add: {
-      description: 'a + b',
-      parameters: z.object({ a: z.number(), b: z.number() }),
-      run: ({ a, b }) => a + b,
-    },
-  },
-});
-
-/** A stand-in interpreter: echoes the code it was given. */
-const python = tool({
-  name: 'IPythonInteractive',
-  description: 'Runs Python code',
-  parameters: z.object({ command: z.string() }),
-  run: ({ command }) => `ran ${command}`,
-});
-
-const plugin = (name: string, parameters: object, thought = 'Let me use a tool.') =>
-  `${thought}<|action_start|><|plugin|>\n${JSON.stringify({ name, parameters })}<|action_end|>\n`;
-const code = (source: string) => `Let me compute.<|action_start|><|interpreter|>\n${source}<|action_end|>\n`;
+import { interpreterCall, pluginCall } from '../../helpers/internlm-replies';
+import { calculator, fakePython } from '../../helpers/tools';
 
 describe('AgentForInternLM', () => {
   it("sends InternLM's protocol: the instructions as named system messages, results in the environment role", () => {
     const llm = new MockLLM({
-      responses: [plugin('Calculator.add', { a: 2, b: 3 }), code('print(5)'), 'It is 5.'],
+      responses: [pluginCall('Calculator.add', { a: 2, b: 3 }), interpreterCall('print(5)'), 'It is 5.'],
     });
-    const agent = new AgentForInternLM({ llm, plugins: [calculator], interpreter: python });
+    const agent = new AgentForInternLM({ llm, plugins: [calculator], interpreter: fakePython });
     const reply = agent.call('2 + 3?');
 
     expect(reply.content).toBe('It is 5.');
@@ -67,7 +43,7 @@ describe('AgentForInternLM', () => {
           'Let me use a tool.<|action_start|><|plugin|>\n{"name": "Calculator.add", "parameters": {"a": 2, "b": 3}}<|action_end|>\n',
       },
       { role: 'environment', content: '5', name: 'plugin' },
-      { role: 'assistant', content: code('print(5)') },
+      { role: 'assistant', content: interpreterCall('print(5)') },
       { role: 'environment', content: 'ran print(5)', name: 'interpreter' },
     ]);
     llm.assertComplete();
@@ -89,15 +65,15 @@ describe('AgentForInternLM', () => {
   });
 
   it('keeps the tool turns in the inner agent memory; stateDict keys are memory and agent.memory', () => {
-    const llm = new MockLLM({ responses: [code('x = 1'), 'done'] });
-    const agent = new AgentForInternLM({ llm, interpreter: python });
+    const llm = new MockLLM({ responses: [interpreterCall('x = 1'), 'done'] });
+    const agent = new AgentForInternLM({ llm, interpreter: fakePython });
     agent.call('go');
     const state = agent.stateDict();
     expect(Object.keys(state)).toEqual(['memory', 'agent.memory']);
     expect(state.memory!.map((m) => m.content)).toEqual(['go', 'done']);
     expect(state['agent.memory']!.map((m) => [m.sender, m.content])).toEqual([
       ['user', 'go'],
-      ['Agent', code('x = 1')],
+      ['Agent', interpreterCall('x = 1')],
       ['ActionExecutor', 'ran x = 1'],
       ['Agent', 'done'],
     ]);
@@ -111,15 +87,19 @@ describe('AgentForInternLM', () => {
     ],
     [
       'an unknown plugin',
-      plugin('Calculator.power', { a: 2, b: 8 }),
+      pluginCall('Calculator.power', { a: 2, b: 8 }),
       /^invalid API: Calculator has no API "power" \(it has: add\)$/,
     ],
     [
       'an unknown tool',
-      plugin('Search', { q: 'x' }),
+      pluginCall('Search', { q: 'x' }),
       /^There is no tool named "Search"\. Available tools: Calculator\.$/,
     ],
-    ['a kind of tool the agent lacks', code('print(1)'), /^There is no tool named "interpreter"\.$/],
+    [
+      'a kind of tool the agent lacks',
+      interpreterCall('print(1)'),
+      /^There is no tool named "interpreter"\.$/,
+    ],
     [
       'a stray marker',
       'I will call <|plugin|> now',
@@ -135,15 +115,15 @@ describe('AgentForInternLM', () => {
   });
 
   it('stops after maxTurn (4 by default) with a reply that says so', () => {
-    const llm = new MockLLM({ responses: () => code('print(1)') });
-    const agent = new AgentForInternLM({ llm, interpreter: python });
+    const llm = new MockLLM({ responses: () => interpreterCall('print(1)') });
+    const agent = new AgentForInternLM({ llm, interpreter: fakePython });
     const reply = agent.call('loop');
     expect(llm.calls).toHaveLength(4);
     expect(reply.content).toBe(
       'AgentForInternLM stopped after 4 turns (maxTurn) without a final answer. The last tool result was:\nran print(1)',
     );
     expect(reply.extraInfo).toEqual({ maxTurnReached: true, maxTurn: 4 });
-    const limited = new AgentForInternLM({ llm, interpreter: python, maxTurn: 1 });
+    const limited = new AgentForInternLM({ llm, interpreter: fakePython, maxTurn: 1 });
     limited.call('loop');
     expect(llm.calls).toHaveLength(5);
   });
@@ -152,7 +132,7 @@ describe('AgentForInternLM', () => {
     const llm = new MockLLM({
       responses: (messages) => `seen ${messages.filter((m) => m.role === 'user').length}`,
     });
-    const agent = new AgentForInternLM({ llm, interpreter: python });
+    const agent = new AgentForInternLM({ llm, interpreter: fakePython });
     agent.call('a', { sessionId: 1 });
     agent.call('b', { sessionId: 2 });
     agent.call('c', { sessionId: 1 });
@@ -172,7 +152,7 @@ describe('AgentForInternLM', () => {
         ],
       ],
     });
-    const llm = new MockLLM({ responses: [plugin('Calculator.add', { a: 1, b: 1 }), 'two', 'again'] });
+    const llm = new MockLLM({ responses: [pluginCall('Calculator.add', { a: 1, b: 1 }), 'two', 'again'] });
     const agent = new AgentForInternLM({ llm, plugins: [calculator], template, outputFormat, aggregator });
     agent.call('one');
     agent.call('two');
@@ -203,10 +183,10 @@ describe('AgentForInternLM as an ordinary agent', () => {
         return message;
       }
     }
-    const llm = new MockLLM({ responses: [code('x'), 'done'] });
+    const llm = new MockLLM({ responses: [interpreterCall('x'), 'done'] });
     const agent = new AgentForInternLM({
       llm,
-      interpreter: python,
+      interpreter: fakePython,
       hooks: [new Watch()],
       actionHooks: [new Upper()],
     });
@@ -220,7 +200,7 @@ describe('AgentForInternLM as an ordinary agent', () => {
   });
 
   it("gives a session's tool turns as a few-shot dialog (getSteps), which an aggregator renders back", () => {
-    const llm = new MockLLM({ responses: [plugin('Calculator.add', { a: 2, b: 3 }), 'It is 5.', 'ok'] });
+    const llm = new MockLLM({ responses: [pluginCall('Calculator.add', { a: 2, b: 3 }), 'It is 5.', 'ok'] });
     const agent = new AgentForInternLM({ llm, plugins: [calculator] });
     agent.call('2 + 3?');
     const steps = agent.getSteps();
@@ -253,7 +233,7 @@ describe('AgentForInternLM as an ordinary agent', () => {
     const llm = new MockLLM({ responses: ['maybe 5', 'The answer is \\boxed{5}'] });
     const agent = new AgentForInternLM({
       llm,
-      interpreter: python,
+      interpreter: fakePython,
       finishCondition: (message) => String(message.content).includes('\\boxed'),
     });
     expect(agent.call('go').content).toBe('The answer is \\boxed{5}');
@@ -280,7 +260,9 @@ describe('AsyncAgentForInternLM', () => {
       latencyMs: 5,
       responses: (messages) => {
         const last = messages.at(-1)!;
-        return last.role === 'user' ? code(`print("${last.content}")`) : `answer to ${last.content}`;
+        return last.role === 'user'
+          ? interpreterCall(`print("${last.content}")`)
+          : `answer to ${last.content}`;
       },
     });
     const agent = new AsyncAgentForInternLM({ llm, interpreter: slowPython });
@@ -290,7 +272,7 @@ describe('AsyncAgentForInternLM', () => {
   });
 
   it('takes back every turn of an aborted call', async () => {
-    const llm = new AsyncMockLLM({ latencyMs: 20, responses: () => code('print(1)') });
+    const llm = new AsyncMockLLM({ latencyMs: 20, responses: () => interpreterCall('print(1)') });
     const agent = new AsyncAgentForInternLM({ llm, interpreter: slowPython });
     await expect(agent.call('go', { signal: AbortSignal.timeout(30) })).rejects.toThrow();
     expect(agent.stateDict()).toEqual({ memory: [], 'agent.memory': [] });

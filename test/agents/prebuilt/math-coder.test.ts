@@ -1,7 +1,9 @@
-import { AsyncMathCoder, asyncTool, MATH_CODER_PROMPTS, MathCoder, tool } from 'lagent-ts';
+import { AsyncMathCoder, MATH_CODER_PROMPTS, MathCoder, tool } from 'lagent-ts';
 import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { interpreterCall } from '../../helpers/internlm-replies';
+import { asyncFakePython } from '../../helpers/tools';
 
 /** A stand-in interpreter: evaluates `print(<arithmetic>)`. */
 const python = tool({
@@ -15,11 +17,11 @@ const python = tool({
   },
 });
 
-const code = (source: string) => `Let me compute.<|action_start|><|interpreter|>\n${source}<|action_end|>\n`;
-
 describe('MathCoder', () => {
   it("tells the model Lagent's math instruction as the interpreter's system message, and runs its code", () => {
-    const llm = new MockLLM({ responses: [code('print(63 * -63)'), 'The product is $\\boxed{-3969}$.'] });
+    const llm = new MockLLM({
+      responses: [interpreterCall('print(63 * -63)'), 'The product is $\\boxed{-3969}$.'],
+    });
     const coder = new MathCoder({ llm, interpreter: python });
     expect(coder.call('Find the product.').content).toBe('The product is $\\boxed{-3969}$.');
     const [first, second] = llm.calls;
@@ -39,7 +41,7 @@ describe('MathCoder', () => {
   });
 
   it('reports interpreter errors to the model and stops after 6 turns by default', () => {
-    const llm = new MockLLM({ responses: () => code('import sympy') });
+    const llm = new MockLLM({ responses: () => interpreterCall('import sympy') });
     const coder = new MathCoder({ llm, interpreter: python });
     const reply = coder.call('loop');
     expect(llm.calls).toHaveLength(6);
@@ -60,14 +62,8 @@ describe('MathCoder', () => {
 
 describe('AsyncMathCoder', () => {
   it('runs an async interpreter', async () => {
-    const asyncPython = asyncTool({
-      name: 'AsyncIPythonInterpreter',
-      description: 'Runs Python code',
-      parameters: z.object({ command: z.string() }),
-      run: async ({ command }) => `ran ${command}`,
-    });
-    const llm = new AsyncMockLLM({ responses: [code('print(1)'), '$\\boxed{1}$'] });
-    const coder = new AsyncMathCoder({ llm, interpreter: asyncPython });
+    const llm = new AsyncMockLLM({ responses: [interpreterCall('print(1)'), '$\\boxed{1}$'] });
+    const coder = new AsyncMathCoder({ llm, interpreter: asyncFakePython });
     expect((await coder.call('x')).content).toBe('$\\boxed{1}$');
     expect(llm.calls[1]!.messages.at(-1)!.content).toBe('ran print(1)');
     expect(Object.keys(coder.stateDict())).toEqual(['memory', 'agent.memory']);

@@ -5,65 +5,51 @@ import {
   AsyncMathCoder,
   AsyncReAct,
   AsyncStreamingAgentForInternLM,
-  asyncTool,
   MathCoder,
   ReAct,
   type ReActParseFailure,
   type ReActStep,
   StreamingAgentForInternLM,
   type ToolResponse,
-  tool,
 } from 'lagent-ts';
 import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
 import { describe, expectTypeOf, it } from 'vitest';
-import { z } from 'zod';
+import { asyncFakePython, fakePython } from '../../helpers/tools';
 
 const syncLlm = new MockLLM({ responses: ['x'] });
 const asyncLlm = new AsyncMockLLM({ responses: ['x'] });
-const syncTool = tool({
-  name: 'Echo',
-  description: 'echo',
-  parameters: z.object({ command: z.string() }),
-  run: (a) => a,
-});
-const slowTool = asyncTool({
-  name: 'Echo',
-  description: 'echo',
-  parameters: z.object({ command: z.string() }),
-  run: async (a) => a,
-});
 
 describe('prebuilt agents and their parts', () => {
   it('sync agents refuse async models and tools; async ones take both kinds of tool', () => {
     // @ts-expect-error an async model in a sync ReAct does not compile
-    new ReAct({ llm: asyncLlm, actions: [syncTool] });
+    new ReAct({ llm: asyncLlm, actions: [fakePython] });
     // @ts-expect-error an async tool in a sync ReAct does not compile
-    new ReAct({ llm: syncLlm, actions: [slowTool] });
+    new ReAct({ llm: syncLlm, actions: [asyncFakePython] });
     // @ts-expect-error a sync model in AsyncReAct does not compile
-    new AsyncReAct({ llm: syncLlm, actions: [syncTool] });
-    new AsyncReAct({ llm: asyncLlm, actions: [syncTool, slowTool] });
+    new AsyncReAct({ llm: syncLlm, actions: [fakePython] });
+    new AsyncReAct({ llm: asyncLlm, actions: [fakePython, asyncFakePython] });
     // @ts-expect-error an async interpreter in a sync AgentForInternLM does not compile
-    new AgentForInternLM({ llm: syncLlm, interpreter: slowTool });
+    new AgentForInternLM({ llm: syncLlm, interpreter: asyncFakePython });
     // @ts-expect-error an async model in a sync MathCoder does not compile
-    new MathCoder({ llm: asyncLlm, interpreter: syncTool });
+    new MathCoder({ llm: asyncLlm, interpreter: fakePython });
     // @ts-expect-error MathCoder needs an interpreter
     new MathCoder({ llm: syncLlm });
-    new AsyncMathCoder({ llm: asyncLlm, interpreter: slowTool });
-    new AsyncAgentForInternLM({ llm: asyncLlm, plugins: [syncTool, slowTool] });
+    new AsyncMathCoder({ llm: asyncLlm, interpreter: asyncFakePython });
+    new AsyncAgentForInternLM({ llm: asyncLlm, plugins: [fakePython, asyncFakePython] });
     // @ts-expect-error a sync model in the async streaming agent does not compile
     new AsyncStreamingAgentForInternLM({ llm: syncLlm });
   });
 
   it('types the replies', async () => {
-    const react = new ReAct({ llm: syncLlm, actions: [syncTool] });
+    const react = new ReAct({ llm: syncLlm, actions: [fakePython] });
     expectTypeOf(react.call('x').formatted).toEqualTypeOf<ReActStep | ReActParseFailure | null>();
-    const asyncReact = new AsyncReAct({ llm: asyncLlm, actions: [slowTool] });
+    const asyncReact = new AsyncReAct({ llm: asyncLlm, actions: [asyncFakePython] });
     expectTypeOf((await asyncReact.call('x')).formatted).toEqualTypeOf<
       ReActStep | ReActParseFailure | null
     >();
-    const internLM = new AgentForInternLM({ llm: syncLlm, plugins: [syncTool] });
+    const internLM = new AgentForInternLM({ llm: syncLlm, plugins: [fakePython] });
     expectTypeOf(internLM.call('x').formatted).toEqualTypeOf<ToolResponse | null>();
-    const streaming = new StreamingAgentForInternLM({ llm: syncLlm, interpreter: syncTool });
+    const streaming = new StreamingAgentForInternLM({ llm: syncLlm, interpreter: fakePython });
     for (const chunk of streaming.call('x')) expectTypeOf(chunk).toExtend<AgentMessage>();
   });
 });

@@ -8,6 +8,8 @@ import {
 import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { interpreterCall } from '../../helpers/internlm-replies';
+import { fakePython } from '../../helpers/tools';
 
 const search = tool({
   name: 'Search',
@@ -15,16 +17,10 @@ const search = tool({
   parameters: z.object({ query: z.string() }),
   run: ({ query }) => `found ${query}`,
 });
-const python = tool({
-  name: 'Python',
-  description: 'Runs code',
-  parameters: z.object({ command: z.string() }),
-  run: ({ command }) => `ran ${command}`,
-});
 
 const pluginCall =
   'Searching.<|action_start|><|plugin|>\n{"name": "Search", "parameters": {"query": "tea"}}<|action_end|>\n';
-const codeCall = 'Computing.<|action_start|><|interpreter|>\nprint(1)<|action_end|>\n';
+const codeCall = interpreterCall('print(1)', 'Computing.');
 
 /** Consecutive equal states collapsed: the shape of the stream. */
 function shape(chunks: AgentMessage[]): number[] {
@@ -36,7 +32,7 @@ const S = AgentStatusCode;
 describe('StreamingAgentForInternLM', () => {
   it("emits Lagent's stream states: writing, the finished call, its result, then the answer once", () => {
     const llm = new MockLLM({ chunkSize: 6, responses: [pluginCall, codeCall, 'Tea is found.'] });
-    const agent = new StreamingAgentForInternLM({ llm, plugins: [search], interpreter: python });
+    const agent = new StreamingAgentForInternLM({ llm, plugins: [search], interpreter: fakePython });
     const chunks = [...agent.call('tea?')];
 
     expect(shape(chunks)).toEqual([
@@ -69,7 +65,7 @@ describe('StreamingAgentForInternLM', () => {
 
   it('streams deltas that add up to what was written, without repeating a finished call', () => {
     const llm = new MockLLM({ chunkSize: 5, responses: [codeCall, 'Done.'] });
-    const agent = new StreamingAgentForInternLM({ llm, interpreter: python });
+    const agent = new StreamingAgentForInternLM({ llm, interpreter: fakePython });
     const chunks = [...agent.call('go')];
     const end = chunks.findIndex((c) => c.streamState === S.CODE_END);
     expect(
@@ -83,7 +79,7 @@ describe('StreamingAgentForInternLM', () => {
 
   it('keeps memory like the non-streaming agent and takes the turn back when the consumer leaves', () => {
     const llm = new MockLLM({ responses: [codeCall, 'Done.', codeCall] });
-    const agent = new StreamingAgentForInternLM({ llm, interpreter: python });
+    const agent = new StreamingAgentForInternLM({ llm, interpreter: fakePython });
     const final = [...agent.call('go')].at(-1)!;
     expect(final.content).toBe('Done.');
     expect(Object.keys(agent.stateDict())).toEqual(['memory', 'agent.memory']);
@@ -107,7 +103,7 @@ describe('StreamingAgentForInternLM', () => {
 
   it('stops at maxTurn with one final chunk that says so', () => {
     const llm = new MockLLM({ responses: () => codeCall });
-    const agent = new StreamingAgentForInternLM({ llm, interpreter: python, maxTurn: 2 });
+    const agent = new StreamingAgentForInternLM({ llm, interpreter: fakePython, maxTurn: 2 });
     const chunks = [...agent.call('loop')];
     expect(chunks.filter((c) => c.streamState === S.END)).toHaveLength(1);
     expect(chunks.at(-1)!.content).toMatch(/^StreamingAgentForInternLM stopped after 2 turns/);

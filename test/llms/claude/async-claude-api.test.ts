@@ -1,25 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { toolkit } from '../../../src/actions/tool';
 import { AsyncClaudeAPI } from '../../../src/llms/async-claude-api';
 import { loadAnthropicSDK } from '../../../src/llms/claude-sdk';
 import { ConfigurationError, LLMRequestError, ModelOutputError } from '../../../src/schema/errors';
 import { ModelStatusCode } from '../../../src/schema/status';
 import { type FakeAnthropicServer, startFakeAnthropic } from '../../../src/testing/fake-anthropic';
+import { calculator } from '../../helpers/tools';
 
 const user = (content: string) => [{ role: 'user', content }];
-
-const calculator = toolkit({
-  name: 'Calculator',
-  description: 'Arithmetic',
-  apis: {
-    add: {
-      description: 'a + b',
-      parameters: z.object({ a: z.number(), b: z.number() }),
-      run: ({ a, b }) => a + b,
-    },
-  },
-});
 
 let server: FakeAnthropicServer;
 const client = (options: ConstructorParameters<typeof AsyncClaudeAPI>[0] = {}) =>

@@ -3,35 +3,14 @@ import {
   type AgentMessage,
   AsyncFunctionCallingAgent,
   AsyncStreamingFunctionCallingAgent,
-  asyncTool,
   FunctionCallingAgent,
   LLMRequestError,
   ModelStatusCode,
-  tool,
-  toolkit,
 } from 'lagent-ts';
 import { startFakeAnthropic, startFakeAnthropicWorker } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { AsyncClaudeAPI, ClaudeAPI } from '../../../src/llms/index';
-
-const weather = tool({
-  name: 'Weather',
-  description: 'Current weather of a city',
-  parameters: z.object({ city: z.string() }),
-  run: ({ city }) => `Sunny in ${city}`,
-});
-const calculator = toolkit({
-  name: 'Calculator',
-  description: 'Arithmetic',
-  apis: {
-    add: {
-      description: 'a + b',
-      parameters: z.object({ a: z.number(), b: z.number() }),
-      run: ({ a, b }) => a + b,
-    },
-  },
-});
+import { asyncAdd, calculator, weather } from '../../helpers/tools';
 
 describe('AsyncClaudeAPI in the function-calling agents', () => {
   it('loops model -> tools -> model with real tools; the second request carries tool_use and tool_result blocks', async () => {
@@ -124,18 +103,12 @@ describe('AsyncClaudeAPI in the function-calling agents', () => {
   });
 
   it('a tool that fails its arguments is answered as an error result the model reads', async () => {
-    const slowAdd = asyncTool({
-      name: 'Add',
-      description: 'a + b',
-      parameters: z.object({ a: z.number(), b: z.number() }),
-      run: async ({ a, b }) => a + b,
-    });
     const server = await startFakeAnthropic({
-      script: [{ toolCalls: [{ id: 'toolu_bad', name: 'Add', arguments: { a: 'one' } }] }, 'Sorry.'],
+      script: [{ toolCalls: [{ id: 'toolu_bad', name: 'add', arguments: { a: 'one' } }] }, 'Sorry.'],
     });
     try {
       const llm = new AsyncClaudeAPI({ apiKey: 'k', baseURL: server.baseURL });
-      const agent = new AsyncFunctionCallingAgent({ llm, actions: [slowAdd] });
+      const agent = new AsyncFunctionCallingAgent({ llm, actions: [asyncAdd] });
       expect((await agent.call('add')).content).toBe('Sorry.');
       const [result] = server.requests[1]!.body.messages[2].content;
       expect(result.tool_use_id).toBe('toolu_bad');
