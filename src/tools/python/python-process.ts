@@ -4,6 +4,7 @@ import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { DRIVER_SOURCE } from './driver-source';
 import { SETPRIV } from './python-host';
+import { killTagged, killTaggedSync, TAG_VARIABLE } from './stray-processes';
 
 /** How a session's driver is started: see `PythonSessions` for where each field comes from. */
 export interface DriverSpawn {
@@ -21,6 +22,11 @@ export interface DriverSpawn {
   switchTo?: { uid: number; gid: number } | undefined;
   /** A seccomp filter bubblewrap reads from fd 5 (`--seccomp 5`). */
   seccomp?: Buffer | undefined;
+  /**
+   * Tag the driver's environment (see `stray-processes.ts`) so that what it starts in sessions of their own
+   * is killed with it: for drivers without a sandbox, whose PID namespace would otherwise do it.
+   */
+  tagged?: boolean | undefined;
   /** What the driver reads from its command line. */
   config: DriverConfig;
 }
@@ -101,7 +107,7 @@ function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.on('exit', () => {
-    for (const child of live) child.kill();
+    for (const child of live) child.kill(true);
   });
 }
 
@@ -166,9 +172,11 @@ export class PythonProcess {
   #exit: string | undefined;
   #stderr = '';
   #alive = true;
+  readonly #tag: string | undefined;
 
-  private constructor(child: ChildProcess, sandboxed: boolean) {
+  private constructor(child: ChildProcess, sandboxed: boolean, tag: string | undefined) {
     this.#child = child;
+    this.#tag = tag;
     this.pid = child.pid!;
     this.#requests = child.stdio[3] as Writable;
     live.add(this);
@@ -206,9 +214,10 @@ export class PythonProcess {
         );
       else args.push(`${uid}:${gid}`);
     }
+    const tag = spec.tagged ? randomBytes(16).toString('hex') : undefined;
     const child = spawn(spec.command, args, {
       cwd: spec.cwd,
-      env: spec.env,
+      env: tag ? { ...spec.env, [TAG_VARIABLE]: tag } : spec.env,
       stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe', ...(spec.seccomp ? ['pipe' as const] : [])],
       detached: true,
       ...(spec.user ? { uid: spec.user.uid, gid: spec.user.gid } : {}),
@@ -223,7 +232,7 @@ export class PythonProcess {
         child.once('error', (error) => reject(error));
       });
     }
-    const process_ = new PythonProcess(child, spec.sandboxed);
+    const process_ = new PythonProcess(child, spec.sandboxed, tag);
     return new Promise<PythonProcess>((resolve, reject) => {
       const timer = setTimeout(() => {
         process_.kill();
@@ -287,8 +296,11 @@ export class PythonProcess {
     });
   }
 
-  /** Kills the process group (the driver and everything it started); idempotent. */
-  kill(): void {
+  /**
+   * Kills the process group (the driver and everything it started), and what it started in sessions of their
+   * own when it is tagged (at once when `exiting`, else in the background); idempotent.
+   */
+  kill(exiting = false): void {
     if (this.#child.exitCode === null && this.#child.signalCode === null) {
       try {
         process.kill(-this.pid, 'SIGKILL');
@@ -298,6 +310,16 @@ export class PythonProcess {
     }
     this.#alive = false;
     live.delete(this);
+    this.#killStrays(exiting);
+  }
+
+  #strayKillStarted = false;
+
+  #killStrays(exiting: boolean): void {
+    if (!this.#tag || (this.#strayKillStarted && !exiting)) return;
+    this.#strayKillStarted = true;
+    if (exiting) killTaggedSync([this.#tag]);
+    else void killTagged([this.#tag]);
   }
 
   /**
@@ -447,6 +469,7 @@ export class PythonProcess {
     } catch {
       // the group is gone already
     }
+    this.#killStrays(false);
     if (this.#ready) {
       const ready = this.#ready;
       this.#ready = undefined;

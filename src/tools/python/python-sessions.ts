@@ -22,6 +22,7 @@ import {
   type RunRequest,
 } from './python-process';
 import { removeTree, removeTreeSync } from './remove-tree';
+import { confineImages, sessionDirName } from './session-paths';
 
 /** Where the interpreter's code runs: under bubblewrap, directly, or bubblewrap where it works. */
 export type SandboxMode = 'auto' | 'bwrap' | 'none';
@@ -321,7 +322,9 @@ export class PythonSessions {
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
       const outcome = await child.run(request, this.options.timeout);
-      if (outcome.kind === 'done') return { ...outcome, ipython: child.ipython };
+      if (outcome.kind === 'done') {
+        return { ...outcome, images: confineImages(session.dir, outcome.images), ipython: child.ipython };
+      }
       session.process = undefined;
       signal?.throwIfAborted();
       return { ...outcome, restarted: true };
@@ -374,6 +377,7 @@ export class PythonSessions {
       user: switchTo ? undefined : runAs,
       switchTo,
       seccomp: sandbox?.seccomp,
+      tagged: sandbox === undefined,
       config: {
         mode: this.#mode,
         ipython: this.#ipython,
@@ -427,7 +431,7 @@ export class PythonSessions {
   #makeDir(key: string, runAs: { uid: number; gid: number } | undefined): string {
     let dir: string;
     if (this.options.workDir !== undefined) {
-      dir = join(this.options.workDir, `session-${key.replace(/[^\w.-]/g, '_')}`);
+      dir = join(this.options.workDir, sessionDirName(key));
       mkdirSync(dir, { recursive: true });
     } else {
       dir = mkdtempSync(join(tmpdir(), 'lagent-python-'));

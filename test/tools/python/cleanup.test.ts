@@ -42,13 +42,13 @@ function watchUncaught(): { errors: unknown[]; stop(): void } {
   return { errors, stop: () => process.off('uncaughtException', onError) };
 }
 
-describe(`a session directory ${DEPTH} levels deep`, () => {
+describe(`a session directory ${DEPTH} levels deep`, { timeout: 45_000 }, () => {
   it('is removed on idle expiry without crashing the host', async () => {
     const watch = watchUncaught();
     try {
       const python = shell({ idleTimeout: 300 });
       const dir = await deepTree(python, 'idle');
-      expect(await eventually(() => !existsSync(dir), 8000)).toBe(true);
+      expect(await eventually(() => !existsSync(dir), 20_000)).toBe(true);
       expect(python.pids()).toEqual([]);
       expect(watch.errors).toEqual([]);
     } finally {
@@ -66,7 +66,7 @@ describe(`a session directory ${DEPTH} levels deep`, () => {
     expect(() => python.close()).not.toThrow();
     expect(python.pids()).toEqual([]);
     for (const dir of [first, second, third]) {
-      expect(await eventually(() => !existsSync(dir), 8000)).toBe(true);
+      expect(await eventually(() => !existsSync(dir), 20_000)).toBe(true);
     }
   });
 
@@ -75,7 +75,7 @@ describe(`a session directory ${DEPTH} levels deep`, () => {
     const evicted = await deepTree(python, 'old');
     expect((await python.call({ command: 'print(1)' }, 'run', { sessionId: 'new' })).toText()).toBe('1\n');
     expect(python.pids()).toHaveLength(1);
-    expect(await eventually(() => !existsSync(evicted), 8000)).toBe(true);
+    expect(await eventually(() => !existsSync(evicted), 20_000)).toBe(true);
   });
 
   it('is removed by the exit hook of a process that ends without close()', async () => {
@@ -91,12 +91,12 @@ describe(`a session directory ${DEPTH} levels deep`, () => {
     const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
       cwd: join(import.meta.dirname, '..', '..', '..'),
       encoding: 'utf8',
-      timeout: 20_000,
+      timeout: 40_000,
     });
     const dir = out.trim().split('\n').pop()!;
     expect(dir).toMatch(/lagent-python-/);
     expect(existsSync(dir)).toBe(false);
-  });
+  }, 45_000);
 });
 
 describe('removing a session directory', () => {
@@ -128,6 +128,6 @@ describe('removing a session directory', () => {
     );
     const dir = made.toText().trim();
     python.close();
-    expect(await eventually(() => !existsSync(dir), 8000)).toBe(true);
+    expect(await eventually(() => !existsSync(dir), 20_000)).toBe(true);
   });
 });

@@ -151,7 +151,7 @@ describe('AsyncIPythonInteractive', () => {
     const pids = python.pids();
     python.close();
     expect(await eventually(() => pids.every((pid) => !existsSync(`/proc/${pid}`)))).toBe(true);
-    expect(existsSync(dir)).toBe(false);
+    expect(await eventually(() => !existsSync(dir))).toBe(true);
     const after = await run(python, 'print(1)');
     expect(after.state).toBe(ActionStatusCode.API_ERROR);
     expect(after.errmsg).toContain('was closed');

@@ -40,7 +40,8 @@ describe('AsyncIPythonInterpreter', () => {
     expect(backend.toText().toLowerCase()).toContain('agg');
     expect(backend.result).toHaveLength(1); // figures are closed once returned
     python.close();
-    expect(existsSync(path)).toBe(false); // temporary session directories go with close()
+    // Temporary session directories go with close(), removed in the background.
+    expect(await eventually(() => !existsSync(path))).toBe(true);
   });
 
   it('keeps session directories under workDir', async () => {
@@ -95,6 +96,6 @@ describe('the sync twins (through the sync bridge)', () => {
     const pid = Number(python.call({ command: 'import os; print(os.getpid())' }, 'run').toText());
     python.close();
     expect(await eventually(() => !existsSync(`/proc/${pid}`) || pid === 2)).toBe(true);
-    expect(existsSync(image.content)).toBe(false);
+    expect(await eventually(() => !existsSync(image.content))).toBe(true);
   });
 });
