@@ -3,6 +3,7 @@ import { appendFile, readFile, truncate, writeFile } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
 import { AgentMessage, type MessageInput } from '../schema/agent-message';
 import type { SessionId } from '../schema/session';
+import { isPlainObject } from '../utils/is';
 import { type AgentLike, runAgent } from './agent-like';
 import { CliError, messageOf } from './errors';
 import { rawMember } from './json-member';
@@ -129,10 +130,6 @@ async function answeredIds(output: string): Promise<Set<string>> {
     }
   }
   return done;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /** Checks one message of a line; a message object is read as Lagent's JSON (snake_case) or lagent-ts's. */

@@ -1,7 +1,9 @@
 #!/usr/bin/env node
+
 // The lagent command (package bin): chat, serve, worker, batch.
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { errorMessage } from '../utils/text';
 import { main } from './program';
 
 export type { AgentLike, RunOptions } from './agent-like';
@@ -31,7 +33,7 @@ if (isEntryPoint()) {
   main(process.argv).then(
     (code) => process.exit(code),
     (error: unknown) => {
-      process.stderr.write(`lagent: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.stderr.write(`lagent: ${errorMessage(error)}\n`);
       process.exit(1);
     },
   );

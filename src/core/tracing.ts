@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { errorMessage } from '../utils/text';
 
 /**
  * OpenTelemetry spans for agent calls, model calls and tool calls, following the GenAI semantic conventions
@@ -122,7 +123,7 @@ export function startToolSpan(
 /** Ends a span, marking it failed with `error` when there is one. */
 export function endSpan(span: Span, error?: unknown): void {
   if (error !== undefined) {
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     span.recordException(error instanceof Error ? error : message);
     span.setStatus({ code: STATUS_ERROR, message });
     span.setAttribute('error.type', error instanceof Error ? error.name : 'Error');

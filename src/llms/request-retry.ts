@@ -2,6 +2,7 @@ import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortEr
 import pRetry from 'p-retry';
 import { LLMRequestError, TimeoutError } from '../schema/errors';
 import { retryAfterMs } from '../utils/retry-after';
+import { errorMessage } from '../utils/text';
 import { sleep } from '../utils/timers';
 
 /** How a client retries failed requests. */
@@ -100,7 +101,7 @@ export function toRequestError(error: unknown, where: string, attempts: number):
       cause: error,
     });
   }
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   return new LLMRequestError({
     message: `${where} failed: ${message}`,
     retryable: false,

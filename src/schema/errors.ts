@@ -1,3 +1,4 @@
+import { errorMessage } from '../utils/text';
 /** Options every lagent-ts error takes: a message and the standard `cause`. */
 export interface LagentErrorOptions {
   message: string;
@@ -150,7 +151,7 @@ export function missingPeer(
   feature: string,
   cause: unknown,
 ): ConfigurationError {
-  const reason = cause instanceof Error ? cause.message : String(cause);
+  const reason = errorMessage(cause);
   return new ConfigurationError({
     message: `install ${packages.join(' and ')} to use ${feature} (npm install ${packages.join(' ')}): ${reason}`,
     cause,

@@ -82,7 +82,7 @@ function errorName(error: object): string {
 }
 
 /** An error's message, `''` when it has none, `undefined` when reading it throws. */
-function errorMessage(error: object): string | undefined {
+function readMessage(error: object): string | undefined {
   const message = read(error, 'message');
   if (!message.ok) return undefined;
   return typeof message.value === 'string' ? message.value : '';
@@ -240,7 +240,7 @@ export function toText(value: unknown, options: TextOptions = {}): string {
   }
   if (value === null) return 'null';
   if (isErrorLike(value as object)) {
-    const message = errorMessage(value as object);
+    const message = readMessage(value as object);
     return message || errorName(value as object);
   }
   return jsonText(value, options.json) ?? `[${tagOf(value as object) || 'object'}]`;
@@ -254,7 +254,7 @@ function functionName(fn: Function): string {
 /** `Name: message` (or just the name when there is no message) for an error. */
 function errorLine(error: object): string {
   const name = errorName(error);
-  const message = errorMessage(error);
+  const message = readMessage(error);
   return message ? `${name}: ${message}` : name;
 }
 
@@ -331,7 +331,7 @@ export function thrownText(error: unknown, subject = 'the tool'): string {
   if (error === null) return `${subject} threw null`;
   const object = error as object;
   if (isErrorLike(object)) {
-    const message = errorMessage(object);
+    const message = readMessage(object);
     const name = errorName(object);
     if (message === undefined) return `${subject} threw ${article(name)} whose message cannot be read`;
     return message !== '' ? message : `${subject} threw ${article(name)} without a message`;
@@ -340,4 +340,20 @@ export function thrownText(error: unknown, subject = 'the tool'): string {
   if (text === undefined || text === quote(UNREADABLE))
     return `${subject} threw an object that cannot be read`;
   return `${subject} threw ${kindOf(object)}: ${shorten(text, 300)}`;
+}
+
+/**
+ * An error's message for a log line or another error's message: an `Error`'s `message`, anything else as
+ * `String()` gives it, and never a throw (a getter that throws, an object without `toString`).
+ *
+ * @example
+ * errorMessage(new Error('disk full')); // 'disk full'
+ * errorMessage('timeout'); // 'timeout'
+ */
+export function errorMessage(error: unknown): string {
+  try {
+    return error instanceof Error ? error.message : String(error);
+  } catch {
+    return 'an unprintable value';
+  }
 }

@@ -1,5 +1,6 @@
 import { currentFrame } from '../../core/call-context';
 import { activeTracer, endSpan, type Span, startChatSpan } from '../../core/tracing';
+import { errorMessage } from '../../utils/text';
 import { type AgentBase, type AgentEvents, EMITTER } from '../agent-base';
 import { observers } from '../observers';
 
@@ -81,18 +82,10 @@ export function emitSafely<E extends keyof AgentEvents>(
   try {
     (agent[EMITTER]!.emit as (event: E, payload: AgentEvents[E][0]) => boolean)(event, payload);
   } catch (error) {
-    process.emitWarning(`a listener of ${agent.name}'s "${event}" event threw: ${reasonOf(error)}`, {
+    process.emitWarning(`a listener of ${agent.name}'s "${event}" event threw: ${errorMessage(error)}`, {
       code: 'LAGENT_LISTENER_ERROR',
       detail:
         'Listener errors never fail the call that emitted the event; later listeners of the same event were skipped.',
     });
-  }
-}
-
-function reasonOf(error: unknown): string {
-  try {
-    return error instanceof Error ? error.message : String(error);
-  } catch {
-    return 'an unprintable value';
   }
 }

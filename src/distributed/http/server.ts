@@ -11,6 +11,7 @@ import type { SessionId } from '../../schema/session';
 import { AgentStatusCode } from '../../schema/status';
 import { isAsyncIterator, isIterator, isThenable } from '../../utils/is';
 import { registerSameThreadServer } from '../../utils/sync-bridge-same-thread';
+import { errorMessage } from '../../utils/text';
 import { checkSessionId, MAX_SESSION_ID_LENGTH, readChatRequest, SSE_EVENTS } from './protocol';
 import { type Refusal, RequestGuard } from './request-guard';
 import { SSEWriter, type StreamContent } from './sse-writer';
@@ -454,7 +455,7 @@ export class HTTPAgentServer {
   /** Answers a failed call with 500 (the error's message in `detail` only with `exposeErrors`). */
   #fail(reply: FastifyReply, error: unknown): void {
     const name = errorName(error);
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     const detail = this.#exposeErrors ? message : 'Internal Server Error';
     reply.code(500).type(JSON_TYPE).send(errorBody(detail, name));
   }
@@ -706,7 +707,7 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
 }
 
 function badRequest(reply: FastifyReply, error: unknown): void {
-  const detail = error instanceof Error ? error.message : String(error);
+  const detail = errorMessage(error);
   const name =
     error instanceof ValidationError || LagentError.isInstance(error) ? errorName(error) : 'BadRequest';
   reply.code(400).type(JSON_TYPE).send(errorBody(detail, name));
