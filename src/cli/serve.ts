@@ -1,4 +1,4 @@
-import { isIP } from 'node:net';
+import { isLoopbackHost } from '../core/request-guard';
 import type { ServedAgent } from '../distributed/http/server';
 import type { LoadedAgent } from './agent-source';
 import { CliError, messageOf } from './errors';
@@ -13,13 +13,6 @@ export interface ServeOptions {
   allowedHosts?: readonly string[] | undefined;
   /** Origins whose web pages may call the server (HTTPAgentServer's `allowedOrigins`). */
   allowedOrigins?: readonly string[] | undefined;
-}
-
-/** Whether an address to bind is reachable only from this machine. */
-export function isLoopbackHost(host: string): boolean {
-  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
-  if (bare === 'localhost' || bare === '::1') return true;
-  return isIP(bare) === 4 && bare.startsWith('127.');
 }
 
 /**

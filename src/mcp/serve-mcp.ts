@@ -6,9 +6,10 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { AsyncActionExecutor } from '../actions/async-action-executor';
 import type { ActionBase } from '../actions/base-action';
 import { checkTimeout } from '../actions/base-action';
+import { isLoopbackHost } from '../core/request-guard';
 import { ConfigurationError } from '../schema/errors';
 import { actionReturnResult } from './content';
-import { HTTPGuard, isLoopback } from './http-guard';
+import { HTTPGuard } from './http-guard';
 import { loadServerSDK, type ServerSDK } from './load';
 
 /** Options of {@link serveMCP}. */
@@ -254,7 +255,7 @@ async function serveHTTP(
     allowedOrigins: options.allowedOrigins,
     token: options.token,
   });
-  if (options.token === undefined && !isLoopback(host)) {
+  if (options.token === undefined && !isLoopbackHost(host)) {
     process.emitWarning(
       `serveMCP serves ${host} without a token: anybody who can reach the port can call the tools. Set token, or bind a loopback host.`,
       { code: 'LAGENT_MCP_NO_TOKEN' },

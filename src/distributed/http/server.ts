@@ -1,10 +1,10 @@
-import { timingSafeEqual } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AgentBase } from '../../agents/agent-base';
 import { finalReply } from '../../agents/final-reply';
 import type { LagentStateDict } from '../../agents/state-dict';
+import { bearerMatches, type Refusal, RequestGuard } from '../../core/request-guard';
 import { AgentMessage, type MessageInput } from '../../schema/agent-message';
 import { ConfigurationError, LagentError, missingPeer, ValidationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
@@ -13,7 +13,6 @@ import { isAsyncIterator, isIterator, isThenable } from '../../utils/is';
 import { registerSameThreadServer } from '../../utils/sync-bridge-same-thread';
 import { errorMessage } from '../../utils/text';
 import { checkSessionId, MAX_SESSION_ID_LENGTH, readChatRequest, SSE_EVENTS } from './protocol';
-import { type Refusal, RequestGuard } from './request-guard';
 import { SSEWriter, type StreamContent } from './sse-writer';
 
 /**
@@ -387,7 +386,7 @@ export class HTTPAgentServer {
       app.addHook('onRequest', (request, reply, done) => {
         if (
           request.url.split('?', 1)[0] === '/health_check' ||
-          authorized(request.headers.authorization, expected)
+          bearerMatches(request.headers.authorization, expected)
         ) {
           done();
           return;
@@ -711,13 +710,4 @@ function badRequest(reply: FastifyReply, error: unknown): void {
   const name =
     error instanceof ValidationError || LagentError.isInstance(error) ? errorName(error) : 'BadRequest';
   reply.code(400).type(JSON_TYPE).send(errorBody(detail, name));
-}
-
-/** Compares a bearer header with the token in constant time. */
-function authorized(header: string | undefined, expected: Buffer): boolean {
-  if (header === undefined) return false;
-  const match = /^Bearer\s+(.+)$/i.exec(header);
-  if (!match) return false;
-  const given = Buffer.from(match[1]!.trim());
-  return given.length === expected.length && timingSafeEqual(given, expected);
 }

@@ -1,5 +1,7 @@
+import { timingSafeEqual } from 'node:crypto';
+import { isIP } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
-import { ConfigurationError } from '../../schema/errors';
+import { ConfigurationError } from '../schema/errors';
 
 /**
  * Which requests a server answers by their `Host` and `Origin` headers, so that a web page cannot drive it:
@@ -11,6 +13,22 @@ import { ConfigurationError } from '../../schema/errors';
 
 /** Host names that always mean this machine. */
 const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '::1'];
+
+/** Whether an address to bind (or a host name) is reachable only from this machine. */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
+  if (bare === 'localhost' || bare === '::1') return true;
+  return isIP(bare) === 4 && bare.startsWith('127.');
+}
+
+/** Whether an `Authorization` header carries `Bearer <token>`, compared in constant time. */
+export function bearerMatches(header: string | undefined, expected: Buffer): boolean {
+  if (header === undefined) return false;
+  const match = /^Bearer\s+(.+)$/i.exec(header);
+  if (!match) return false;
+  const given = Buffer.from(match[1]!.trim());
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
 
 /** Addresses that bind every interface: any of the machine's own addresses reaches the server. */
 const WILDCARD = new Set(['0.0.0.0', '::', '']);
