@@ -350,13 +350,14 @@ export class PythonSessions {
     if (!session.dir) session.dir = this.#makeDir(session.key, runAs);
     const sandbox = await this.#sandbox(runAs, !runAs || reachableBy(session.dir, runAs));
     const env = this.#environment(session.dir, sandbox !== undefined);
-    // The driver's process count: per session in bubblewrap's user namespace (its init and the driver are
-    // there besides what the code starts); elsewhere per user, so what the user already runs comes on top.
+    // RLIMIT_NPROC counts per user namespace and uid: per session in bubblewrap's user namespace (its init
+    // and the driver are there besides what the code starts). Elsewhere every session of the uid shares one
+    // count, so what the uid already runs comes on top (and sessions can still crowd each other out later).
     const maxProcesses = sandbox?.userNamespace
       ? options.maxProcesses + 2
       : asRoot && !runAs
         ? undefined
-        : options.maxProcesses + (runAs ? 0 : processesOf(process.getuid?.() ?? -1));
+        : options.maxProcesses + processesOf(runAs?.uid ?? process.getuid?.() ?? -1);
     // No process of the session is ever root: the driver (or bubblewrap, in a user namespace) is started as
     // runAs. Only root's bubblewrap without a user namespace starts as root, and the driver switches first.
     const switchTo = sandbox && !sandbox.userNamespace ? runAs : undefined;
