@@ -470,7 +470,7 @@ export class PythonSessions {
   /** Ends a session's process and removes its temporary directory (blocking only when the process exits). */
   #end(session: Session, exiting = false): void {
     clearTimeout(session.idleTimer);
-    session.process?.kill();
+    session.process?.kill(exiting);
     session.process = undefined;
     if (this.#sessions.get(session.key) === session) this.#sessions.delete(session.key);
     if (session.dir && this.options.workDir === undefined) {

@@ -169,6 +169,23 @@ describe("sandbox: 'none'", () => {
     python.close();
     expect(await eventually(() => processesMentioning('sleep\u000042.5').length === 0, 3000)).toBe(true);
   });
+  it('...and with the Node process that exits without close()', async () => {
+    const script = [
+      "import { AsyncIPythonInteractive } from './src/tools/index.ts';",
+      `const python = new AsyncIPythonInteractive({ python: ${JSON.stringify(testOptions().python)}, ipython: false, sandbox: 'none', env: { LAGENT_TEST_RUN: process.env.LAGENT_TEST_RUN ?? '' } });`,
+      `const code = 'import subprocess, time\\nfor attempt in range(50):\\n    try:\\n        subprocess.Popen(["sleep", "43.5"], start_new_session=True); break\\n    except OSError:\\n        time.sleep(0.1)';`,
+      "await python.call({ command: code }, 'run', { sessionId: 1 });",
+      "console.log('started');",
+      'process.exit(0);',
+    ].join('\n');
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: join(import.meta.dirname, '..', '..', '..'),
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(out).toContain('started');
+    expect(await eventually(() => processesMentioning('sleep\u000043.5').length === 0, 2000)).toBe(true);
+  }, 40_000);
 });
 
 describe('sandbox limits', () => {
