@@ -6,8 +6,12 @@ const shared: Options = {
     'testing/index': 'src/testing/index.ts',
     'tools/index': 'src/tools/index.ts',
     'distributed/index': 'src/distributed/index.ts',
+    'distributed/http/index': 'src/distributed/http/index.ts',
+    'distributed/queue/index': 'src/distributed/queue/index.ts',
     'mcp/index': 'src/mcp/index.ts',
     'cli/index': 'src/cli/index.ts',
+    // Internal: the hosts the sync bridge's worker loads by path (not in package.json's exports).
+    'bridge-hosts/index': 'src/bridge-hosts/index.ts',
     // The sync bridge starts a worker thread from this file; it must stay a separate file next to index.*.
     'sync-bridge-worker': 'src/utils/sync-bridge-worker.ts',
   },

@@ -5,7 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 
 const out = new URL('../.smoke/', import.meta.url);
@@ -89,10 +89,34 @@ const loadedBy = (entry) => {
 };
 const stray = loadedBy('index.js').filter((name) => !isOneOf(name, ROOT_DEPENDENCIES));
 if (stray.length > 0) throw new Error(`the root entry imports ${stray.join(', ')} at load time`);
-for (const entry of ['testing', 'tools', 'distributed', 'mcp']) {
+for (const entry of ['testing', 'tools', 'distributed', 'distributed/http', 'distributed/queue', 'mcp']) {
   const cli = loadedBy(`${entry}/index.js`).filter((name) => isOneOf(name, CLI_DEPENDENCIES));
   if (cli.length > 0) throw new Error(`lagent-ts/${entry} imports the CLI's ${cli.join(', ')} at load time`);
 }
+
+// lagent-ts/distributed/http's types (every declaration file they reach) name neither bullmq nor ioredis, so an
+// HTTP-only user needs neither installed.
+const typesReach = (entry) => {
+  const seen = new Set();
+  const bare = new Set();
+  const visit = (file) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const text = readFileSync(file, 'utf8');
+    for (const [, specifier] of text.matchAll(/from ['"]([^'"]+)['"]/g)) {
+      if (specifier.startsWith('.'))
+        visit(fileURLToPath(new URL(specifier.replace(/\.js$/, '.d.ts'), pathToFileURL(file))));
+      else bare.add(specifier);
+    }
+  };
+  visit(fileURLToPath(new URL(`../dist/${entry}`, import.meta.url)));
+  return [...bare];
+};
+const queuePeers = typesReach('distributed/http/index.d.ts').filter((name) =>
+  /^(bullmq|ioredis)$/.test(name),
+);
+if (queuePeers.length > 0)
+  throw new Error(`lagent-ts/distributed/http's types need ${queuePeers.join(', ')}`);
 
 // The package's bin, run the way npm installs it: through a symlink in a .bin folder.
 const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));

@@ -9,13 +9,16 @@ export class Deadline {
   readonly #controller = new AbortController();
   readonly #parent: AbortSignal | undefined;
   readonly #timeoutMs: number;
+  readonly #what: string | undefined;
   #timer: NodeJS.Timeout | undefined;
   #timedOut = false;
   readonly #onParentAbort = () => this.#controller.abort(this.#parent?.reason);
 
-  constructor(parent: AbortSignal | undefined, timeoutMs: number) {
+  /** `what` names the work in the timeout's message (`<what> timed out after N ms`). */
+  constructor(parent: AbortSignal | undefined, timeoutMs: number, what?: string) {
     this.#parent = parent;
     this.#timeoutMs = timeoutMs;
+    this.#what = what;
     if (parent?.aborted) this.#controller.abort(parent.reason);
     else parent?.addEventListener('abort', this.#onParentAbort, { once: true });
     this.touch();
@@ -37,7 +40,13 @@ export class Deadline {
     this.#timer = setTimeout(() => {
       this.#timedOut = true;
       this.#controller.abort(
-        new TimeoutError({ message: `no response within ${this.#timeoutMs} ms`, timeoutMs: this.#timeoutMs }),
+        new TimeoutError({
+          message:
+            this.#what === undefined
+              ? `no response within ${this.#timeoutMs} ms`
+              : `${this.#what} timed out after ${this.#timeoutMs} ms`,
+          timeoutMs: this.#timeoutMs,
+        }),
       );
     }, this.#timeoutMs);
   }

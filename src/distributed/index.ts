@@ -1,4 +1,26 @@
 // lagent-ts/distributed: agents served over HTTP and scaled out on BullMQ. fastify, bullmq and ioredis are
-// optional peers, loaded where they are used.
-export * from './http/index';
-export * from './queue/index';
+// optional peers, loaded where they are used. `lagent-ts/distributed/http` and `lagent-ts/distributed/queue`
+// hold each half alone (the HTTP half's types need neither bullmq nor ioredis).
+export {
+  AsyncHTTPAgentClient,
+  HTTPAgentClient,
+  type HTTPAgentClientOptions,
+  HTTPAgentError,
+  HTTPAgentServer,
+  type HTTPAgentServerOptions,
+  type HTTPErrorBody,
+  type RemoteCallOptions,
+  type RemoteReadOptions,
+  type ServedAgent,
+} from './http/index';
+export {
+  AsyncQueueAgent,
+  type AsyncQueueAgentOptions,
+  QueueAgentWorker,
+  type QueueAgentWorkerOptions,
+  type QueueCallOptions,
+  QueueConnectionError,
+  type QueueHostedAgent,
+  type RedisConnection,
+  RemoteAgentError,
+} from './queue/index';

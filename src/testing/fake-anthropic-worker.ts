@@ -75,7 +75,7 @@ export function startFakeAnthropicWorker(
   options: FakeAnthropicWorkerOptions = {},
 ): FakeAnthropicWorkerServer {
   const bridge = new SyncBridge({
-    module: locateBridge().testing,
+    module: locateBridge().hosts,
     exportName: 'FakeAnthropicHost',
     args: [options],
   });

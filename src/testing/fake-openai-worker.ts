@@ -73,7 +73,7 @@ export class FakeOpenAIHost {
  */
 export function startFakeOpenAIWorker(options: FakeOpenAIWorkerOptions = {}): FakeOpenAIWorkerServer {
   const bridge = new SyncBridge({
-    module: locateBridge().testing,
+    module: locateBridge().hosts,
     exportName: 'FakeOpenAIHost',
     args: [options],
   });

@@ -7,7 +7,7 @@ export type {
 } from './fake-anthropic';
 export { startFakeAnthropic } from './fake-anthropic';
 export type { FakeAnthropicWorkerOptions, FakeAnthropicWorkerServer } from './fake-anthropic-worker';
-export { FakeAnthropicHost, startFakeAnthropicWorker } from './fake-anthropic-worker';
+export { startFakeAnthropicWorker } from './fake-anthropic-worker';
 export type {
   FakeOpenAIOptions,
   FakeOpenAIServer,
@@ -18,7 +18,7 @@ export type {
 } from './fake-openai';
 export { startFakeOpenAI } from './fake-openai';
 export type { FakeOpenAIWorkerOptions, FakeOpenAIWorkerServer } from './fake-openai-worker';
-export { FakeOpenAIHost, startFakeOpenAIWorker } from './fake-openai-worker';
+export { startFakeOpenAIWorker } from './fake-openai-worker';
 export type {
   AsyncMockLLMOptions,
   MockCall,

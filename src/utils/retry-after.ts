@@ -10,6 +10,8 @@ export function parseRetryAfter(value: string | null | undefined, now = Date.now
   if (value === undefined || value === null) return undefined;
   const text = value.trim();
   if (/^\d+(\.\d+)?$/.test(text)) return Number.parseFloat(text) * 1000;
+  // An HTTP date names its day and month; without letters, Date.parse reads '-1' as the year -1.
+  if (!/[a-z]/i.test(text)) return undefined;
   const date = Date.parse(text);
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }

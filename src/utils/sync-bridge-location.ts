@@ -10,12 +10,10 @@ export interface BridgeLocation {
   worker: string;
   /** Absolute path of lagent-ts's root entry, the default module bridged classes come from. */
   library: string;
-  /** Absolute path of lagent-ts's `testing` entry. */
-  testing: string;
   /** Absolute path of lagent-ts's `tools` entry (the sync tools host their async twins from it). */
   tools: string;
-  /** Absolute path of lagent-ts's `distributed` entry (the sync HTTP client hosts its async twin from it). */
-  distributed: string;
+  /** Absolute path of the internal `bridge-hosts` entry: hosts that no public entry exports (the sync HTTP client's, the fake servers'). */
+  hosts: string;
   /** Running from TypeScript sources: the worker must register tsx before loading `worker`. */
   typescript: boolean;
   /** file: URL of tsx's ESM register API, when `typescript`. */
@@ -73,9 +71,8 @@ export function locateBridge(): BridgeLocation {
     cached = {
       worker,
       library,
-      testing: join(folder, '..', 'testing', 'index.ts'),
       tools: join(folder, '..', 'tools', 'index.ts'),
-      distributed: join(folder, '..', 'distributed', 'index.ts'),
+      hosts: join(folder, '..', 'bridge-hosts', 'index.ts'),
       typescript: true,
       tsxApi,
     };
@@ -88,9 +85,8 @@ export function locateBridge(): BridgeLocation {
       cached = {
         worker,
         library,
-        testing: join(candidate, 'testing', `index${extension}`),
         tools: join(candidate, 'tools', `index${extension}`),
-        distributed: join(candidate, 'distributed', `index${extension}`),
+        hosts: join(candidate, 'bridge-hosts', `index${extension}`),
         typescript: false,
       };
       return cached;

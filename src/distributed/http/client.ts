@@ -92,7 +92,7 @@ export class HTTPAgentClient {
     const timeout = options.timeout ?? 300_000;
     this.#idleTimeout = options.idleTimeout;
     this.#bridge = new SyncBridge(
-      { exportName: 'HTTPAgentClientHost', args: [{ ...options }], module: locateBridge().distributed },
+      { exportName: 'HTTPAgentClientHost', args: [{ ...options }], module: locateBridge().hosts },
       { timeout: Number.isFinite(timeout) ? timeout + BRIDGE_MARGIN_MS : Number.POSITIVE_INFINITY },
     );
   }

@@ -1,7 +1,7 @@
 // HTTP serving: HTTPAgentServer, HTTPAgentClient, AsyncHTTPAgentClient (Lagent's protocol)
 export type { HTTPAgentClientOptions, RemoteCallOptions, RemoteReadOptions } from './async-client';
 export { AsyncHTTPAgentClient } from './async-client';
-export { HTTPAgentClient, HTTPAgentClientHost } from './client';
+export { HTTPAgentClient } from './client';
 export { HTTPAgentError } from './errors';
 export type { HTTPAgentServerOptions, HTTPErrorBody, ServedAgent } from './server';
 export { HTTPAgentServer } from './server';

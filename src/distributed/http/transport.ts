@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
-import { TimeoutError } from '../../schema/errors';
+import { Deadline } from '../../core/deadline';
+import { sleep } from '../../utils/timers';
 import { HTTPAgentError } from './errors';
 
 /** One HTTP exchange's answer, read whole. */
@@ -30,55 +31,6 @@ const STALE_SOCKET = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
 const IDEMPOTENT = new Set(['GET', 'HEAD']);
 
 class RetryableError extends Error {}
-
-/** The signal of one attempt: the caller's, and a deadline that rejects with a `TimeoutError`. */
-function withDeadline(
-  signal: AbortSignal | undefined,
-  timeout: number,
-  what: string,
-): {
-  signal: AbortSignal;
-  dispose: () => void;
-} {
-  const controller = new AbortController();
-  const onAbort = () => controller.abort(signal!.reason);
-  if (signal?.aborted) controller.abort(signal.reason);
-  else signal?.addEventListener('abort', onAbort, { once: true });
-  const timer = Number.isFinite(timeout)
-    ? setTimeout(
-        () =>
-          controller.abort(
-            new TimeoutError({ message: `${what} timed out after ${timeout} ms`, timeoutMs: timeout }),
-          ),
-        timeout,
-      )
-    : undefined;
-  return {
-    signal: controller.signal,
-    dispose: () => {
-      if (timer !== undefined) clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-    },
-  };
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-}
 
 /**
  * Opens one request and resolves with the response (status and headers; the body still to read), or rejects
@@ -171,7 +123,7 @@ export async function exchange<T>(
   timeout: number = transport.timeout,
 ): Promise<T> {
   const what = `${method} ${new URL(path, transport.base).href}`;
-  const deadline = withDeadline(signal, timeout, what);
+  const deadline = new Deadline(signal, timeout, what);
   try {
     for (let attempt = 0; ; attempt++) {
       try {

@@ -7,6 +7,7 @@ import { AgentMessage, type MessageInput } from '../../schema/agent-message';
 import { ConfigurationError, ValidationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { isPlainObject } from '../../utils/is';
+import { sleep } from '../../utils/timers';
 import { closeBullMQ, closeRedis, connectionOptions, connectRedis, type RedisConnection } from './connection';
 import { loadQueuePeers } from './load';
 import { type CallJobData, failureReason, jobKwargs } from './protocol';
@@ -314,7 +315,8 @@ export class QueueAgentWorker {
       if (signal?.aborted) throw namedError('AbortError', 'the caller cancelled the call before it started');
       const acquired = await store.acquire(sessionId, jobId, token, holder, this.#leaseMs);
       if (acquired.status !== 'busy') return acquired;
-      await sleep(Math.max(1, Math.min(pause, acquired.retryInMs)), signal);
+      // An abort ends the pause early; the loop then sees the signal.
+      await sleep(Math.max(1, Math.min(pause, acquired.retryInMs)), signal).catch(() => undefined);
       pause = Math.min(pause * 2, 50);
     }
   }
@@ -412,16 +414,4 @@ function namedError(name: string, message: string): Error {
   const error = new Error(message);
   error.name = name;
   return error;
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }

@@ -1,2 +1,2 @@
-// Office tools (issue 10): PPT
+// Office tools: PPT
 export { AsyncPPT, PPT, type PPTLayout, type PPTOptions, type PPTTheme } from './ppt';

@@ -13,8 +13,12 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { isIP } from 'node:net';
+import { Deadline } from '../../core/deadline';
 import { ActionReturn } from '../../schema/action-return';
 import { ActionStatusCode } from '../../schema/status';
+import { parseRetryAfter } from '../../utils/retry-after';
+import { errorMessage } from '../../utils/text';
+import { sleep } from '../../utils/timers';
 import { blockedAddressReason } from './http/address';
 import { BlockedAddressError, type RawResponse, sendRequest } from './http/transport';
 
@@ -122,53 +126,19 @@ export function httpError(init: HttpFailureInit): HttpError {
   return { ok: false, failure: new HttpFailure(init) };
 }
 
-/**
- * Milliseconds a `Retry-After` header asks to wait: delay-seconds (`'120'`) or an HTTP date; `undefined` when
- * absent or unreadable. A date in the past means 0.
- *
- * @example
- * parseRetryAfter('2'); // 2000
- * parseRetryAfter(new Date(Date.now() + 5000).toUTCString()); // about 5000
- */
-export function parseRetryAfter(value: string | undefined, now = Date.now()): number | undefined {
-  if (value === undefined) return undefined;
-  const text = value.trim();
-  if (/^\d+(\.\d+)?$/.test(text)) return Number.parseFloat(text) * 1000;
-  const date = Date.parse(text);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
-}
-
-/** Resolves after `ms`, or early (to `false`) when `signal` aborts. */
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve(false);
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve(true);
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
 /** Runs `work` with a signal aborted by `signal` or after `timeout` ms; says which one stopped it. */
 async function withTimeout<T>(
   timeout: number,
   signal: AbortSignal | undefined,
   work: (signal: AbortSignal) => Promise<T>,
 ): Promise<{ value: T } | { error: unknown; timedOut: boolean; aborted: boolean }> {
-  const timer = new AbortController();
-  const handle = setTimeout(() => timer.abort(new Error('timeout')), timeout);
-  const combined = signal ? AbortSignal.any([signal, timer.signal]) : timer.signal;
+  const deadline = new Deadline(signal, timeout);
   try {
-    return { value: await work(combined) };
+    return { value: await work(deadline.signal) };
   } catch (error) {
-    return { error, timedOut: timer.signal.aborted, aborted: signal?.aborted === true };
+    return { error, timedOut: deadline.timedOut, aborted: signal?.aborted === true };
   } finally {
-    clearTimeout(handle);
+    deadline.dispose();
   }
 }
 
@@ -181,7 +151,7 @@ function errorCode(error: unknown): string | undefined {
 
 function errorText(error: unknown): string {
   const code = errorCode(error);
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   return code && !message.includes(code) ? `${code}: ${message}` : message;
 }
 
@@ -415,7 +385,13 @@ export class HttpClient {
       }
       if (!retryable || attempt > retries) return { ok: false, failure };
       const delay = retryAfter ?? Math.min(maxDelay, minDelay * 2 ** (attempt - 1));
-      if (!(await sleep(delay, signal))) return this.#aborted(attempt);
+      if (
+        !(await sleep(delay, signal).then(
+          () => true,
+          () => false,
+        ))
+      )
+        return this.#aborted(attempt);
     }
   }
 

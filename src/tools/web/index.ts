@@ -1,4 +1,5 @@
-// Web and search tools (issue 10): WebBrowser and its searchers, ArxivSearch, GoogleSearch, GoogleScholar, BINGMap
+// Web and search tools: WebBrowser and its searchers, ArxivSearch, GoogleSearch, GoogleScholar, BINGMap.
+// The HTTP plumbing under them (HttpClient, the checked fetch) is internal.
 export {
   type ArxivArticle,
   ArxivSearch,
@@ -6,23 +7,6 @@ export {
   AsyncArxivSearch,
   parseArxivFeed,
 } from './arxiv-search';
-export {
-  blockedAddressReason,
-  type FetchedDocument,
-  HttpClient,
-  type HttpClientOptions,
-  type HttpError,
-  HttpFailure,
-  type HttpFailureInit,
-  type HttpFailureKind,
-  type HttpOutcome,
-  type HttpRequestOptions,
-  type HttpSuccess,
-  httpError,
-  parseRetryAfter,
-  type SafeFetchOptions,
-  safeFetch,
-} from './http';
 export {
   BaseSearcher,
   BingSearcher,
@@ -44,5 +28,17 @@ export {
   TencentSearcher,
   type TencentSearcherOptions,
 } from './searchers/index';
-export * from './services';
+export {
+  AsyncBINGMap,
+  AsyncGoogleScholar,
+  AsyncGoogleSearch,
+  BINGMap,
+  type BINGMapOptions,
+  GoogleScholar,
+  type GoogleScholarOptions,
+  GoogleSearch,
+  type GoogleSearchOptions,
+  parseSerperResults,
+  type ServiceToolOptions,
+} from './services';
 export { AsyncWebBrowser, WebBrowser, type WebBrowserOptions } from './web-browser';

@@ -1,4 +1,4 @@
-// Search-service tools of issue 10 (Lagent's GoogleSearch, GoogleScholar, BINGMap), each with its async twin.
+// Search-service tools (Lagent's GoogleSearch, GoogleScholar, BINGMap), each with its async twin.
 export { AsyncBINGMap, BINGMap, type BINGMapOptions } from './bing-map';
 export { AsyncGoogleScholar, GoogleScholar, type GoogleScholarOptions } from './google-scholar';
 export {

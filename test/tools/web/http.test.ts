@@ -1,7 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ActionStatusCode } from '../../../src/schema/status';
-import { blockedAddressReason, HttpClient, parseRetryAfter, safeFetch } from '../../../src/tools/web/http';
+import { blockedAddressReason, HttpClient, safeFetch } from '../../../src/tools/web/http';
 import { BlockedAddressError, publicOnlyLookup } from '../../../src/tools/web/http/transport';
 import { type FakeHttpServer, sendJson, startFakeHttp } from '../fakes/http-server';
 
@@ -79,18 +79,6 @@ describe('publicOnlyLookup (the lookup the socket connects with)', () => {
   it('answers an IP literal that is public with itself', async () => {
     await expect(lookup('8.8.8.8', false)).resolves.toBe('8.8.8.8');
     await expect(lookup('8.8.8.8', true)).resolves.toEqual([{ address: '8.8.8.8', family: 4 }]);
-  });
-});
-
-describe('parseRetryAfter', () => {
-  it('reads seconds and HTTP dates', () => {
-    const now = Date.parse('2026-01-01T00:00:00Z');
-    expect(parseRetryAfter('3', now)).toBe(3000);
-    expect(parseRetryAfter('0.5', now)).toBe(500);
-    expect(parseRetryAfter('Thu, 01 Jan 2026 00:00:07 GMT', now)).toBe(7000);
-    expect(parseRetryAfter('Wed, 31 Dec 2025 23:00:00 GMT', now)).toBe(0);
-    expect(parseRetryAfter('soon', now)).toBeUndefined();
-    expect(parseRetryAfter(undefined, now)).toBeUndefined();
   });
 });
 
