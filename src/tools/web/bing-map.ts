@@ -3,6 +3,7 @@ import { AsyncBaseAction } from '../../actions/base-action';
 import type { ToolContext } from '../../actions/types';
 import { ActionReturn } from '../../schema/action-return';
 import { ActionStatusCode } from '../../schema/status';
+import { isPlainObject } from '../../utils/is';
 import { BridgedTool } from '../bridged-tool';
 import type { HttpClient } from './http';
 import {
@@ -10,7 +11,6 @@ import {
   arrayOf,
   bridgedCallTimeout,
   bridgedOptions,
-  isRecord,
   type ServiceToolOptions,
   serviceClient,
   stringOf,
@@ -116,9 +116,9 @@ export class AsyncBINGMap extends AsyncBaseAction {
     const route = await this.#route(start, end, context);
     if (route instanceof ActionReturn) return route;
     const steps: string[] = [];
-    for (const leg of arrayOf(route.routeLegs).filter(isRecord)) {
-      for (const item of arrayOf(leg.itineraryItems).filter(isRecord)) {
-        const text = isRecord(item.instruction) ? stringOf(item.instruction.text) : undefined;
+    for (const leg of arrayOf(route.routeLegs).filter(isPlainObject)) {
+      for (const item of arrayOf(leg.itineraryItems).filter(isPlainObject)) {
+        const text = isPlainObject(item.instruction) ? stringOf(item.instruction.text) : undefined;
         if (text !== undefined) steps.push(text);
       }
     }
@@ -133,7 +133,7 @@ export class AsyncBINGMap extends AsyncBaseAction {
     if ('failure' in found) return found.failure;
     const first = found.resources[0];
     if (!first) return this.#nothing(`Bing Maps knows no location named ${JSON.stringify(location)}`);
-    const coordinates = isRecord(first.point) ? arrayOf(first.point.coordinates) : [];
+    const coordinates = isPlainObject(first.point) ? arrayOf(first.point.coordinates) : [];
     const [latitude, longitude] = coordinates;
     if (typeof latitude !== 'number' || typeof longitude !== 'number') {
       return this.#malformed('the location has no point coordinates');
@@ -158,9 +158,9 @@ export class AsyncBINGMap extends AsyncBaseAction {
     );
     if ('failure' in found) return found.failure;
     const place = found.resources.slice(0, MAX_PLACES).map((resource) => {
-      const address = isRecord(resource.Address)
+      const address = isPlainObject(resource.Address)
         ? resource.Address
-        : isRecord(resource.address)
+        : isPlainObject(resource.address)
           ? resource.address
           : {};
       return { name: stringOf(resource.name) ?? '', address: stringOf(address.formattedAddress) ?? '' };
@@ -211,7 +211,7 @@ export class AsyncBINGMap extends AsyncBaseAction {
       return { failure: failure.toActionReturn() };
     }
     const body = outcome.data;
-    if (!isRecord(body) || !Array.isArray(body.resourceSets)) {
+    if (!isPlainObject(body) || !Array.isArray(body.resourceSets)) {
       return { failure: this.#malformed('the answer has no resourceSets') };
     }
     if (typeof body.statusCode === 'number' && body.statusCode !== 200) {
@@ -226,10 +226,10 @@ export class AsyncBINGMap extends AsyncBaseAction {
     }
     const first = body.resourceSets[0];
     if (first === undefined) return { resources: [] };
-    if (!isRecord(first) || (first.resources !== undefined && !Array.isArray(first.resources))) {
+    if (!isPlainObject(first) || (first.resources !== undefined && !Array.isArray(first.resources))) {
       return { failure: this.#malformed('a resource set has no list of resources') };
     }
-    return { resources: arrayOf(first.resources).filter(isRecord) };
+    return { resources: arrayOf(first.resources).filter(isPlainObject) };
   }
 
   #malformed(what: string): ActionReturn {

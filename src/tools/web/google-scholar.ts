@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AsyncBaseAction } from '../../actions/base-action';
 import type { ToolContext } from '../../actions/types';
 import { ActionReturn } from '../../schema/action-return';
+import { isPlainObject } from '../../utils/is';
 import { BridgedTool } from '../bridged-tool';
 import type { HttpClient } from './http';
 import {
@@ -9,7 +10,6 @@ import {
   arrayOf,
   bridgedCallTimeout,
   bridgedOptions,
-  isRecord,
   type ServiceToolOptions,
   serviceClient,
   stringOf,
@@ -141,11 +141,11 @@ export class AsyncGoogleScholar extends AsyncBaseAction {
     const outcome = await this.#engine('google_scholar', { q: query, ...rest }, 'organic_results', context);
     if ('failure' in outcome) return outcome.failure;
     if ('empty' in outcome) return this.#nothing(`no articles were found for ${JSON.stringify(query)}`);
-    const articles = arrayOf(outcome.body.organic_results).filter(isRecord).slice(0, this.topK);
+    const articles = arrayOf(outcome.body.organic_results).filter(isPlainObject).slice(0, this.topK);
     if (articles.length === 0) return this.#nothing(`no articles were found for ${JSON.stringify(query)}`);
     const citedBy = (article: Record<string, unknown>) => {
-      const links = isRecord(article.inline_links) ? article.inline_links : {};
-      const cited = isRecord(links.cited_by) ? links.cited_by.total : undefined;
+      const links = isPlainObject(article.inline_links) ? article.inline_links : {};
+      const cited = isPlainObject(links.cited_by) ? links.cited_by.total : undefined;
       return typeof cited === 'number' || typeof cited === 'string' ? cited : '';
     };
     return {
@@ -154,7 +154,7 @@ export class AsyncGoogleScholar extends AsyncBaseAction {
       organic_id: articles.map((article) => stringOf(article.result_id) ?? ''),
       snippets: articles.map((article) => stringOf(article.snippet) ?? ''),
       pub_info: articles.map((article) =>
-        isRecord(article.publication_info) ? (stringOf(article.publication_info.summary) ?? '') : '',
+        isPlainObject(article.publication_info) ? (stringOf(article.publication_info.summary) ?? '') : '',
       ),
     };
   }
@@ -166,13 +166,13 @@ export class AsyncGoogleScholar extends AsyncBaseAction {
     const outcome = await this.#engine('google_scholar_author', { author_id, ...rest }, 'author', context);
     if ('failure' in outcome) return outcome.failure;
     const author = 'body' in outcome ? outcome.body.author : undefined;
-    if (!isRecord(author)) return this.#nothing(`no author has the ID ${JSON.stringify(author_id)}`);
+    if (!isPlainObject(author)) return this.#nothing(`no author has the ID ${JSON.stringify(author_id)}`);
     return {
       name: stringOf(author.name) ?? '',
       affiliations: stringOf(author.affiliations) ?? '',
       website: stringOf(author.website) ?? '',
       articles: arrayOf('body' in outcome ? outcome.body.articles : undefined)
-        .filter(isRecord)
+        .filter(isPlainObject)
         .slice(0, this.topK)
         .map((article) => ({
           title: stringOf(article.title) ?? '',
@@ -187,7 +187,7 @@ export class AsyncGoogleScholar extends AsyncBaseAction {
   ): Promise<ActionReturn | string> {
     const outcome = await this.#engine('google_scholar_cite', { q, no_cache }, 'citations', context);
     if ('failure' in outcome) return outcome.failure;
-    const citations = 'body' in outcome ? arrayOf(outcome.body.citations).filter(isRecord) : [];
+    const citations = 'body' in outcome ? arrayOf(outcome.body.citations).filter(isPlainObject) : [];
     // Lagent gives the first format, which SerpApi lists as MLA; the title is checked in case the order changes.
     const mla = citations.find((citation) => citation.title === 'MLA') ?? citations[0];
     const snippet = mla && stringOf(mla.snippet);
@@ -206,7 +206,7 @@ export class AsyncGoogleScholar extends AsyncBaseAction {
       context,
     );
     if ('failure' in outcome) return outcome.failure;
-    const profiles = 'body' in outcome ? arrayOf(outcome.body.profiles).filter(isRecord) : [];
+    const profiles = 'body' in outcome ? arrayOf(outcome.body.profiles).filter(isPlainObject) : [];
     const authorId = profiles.map((profile) => stringOf(profile.author_id)).find((id) => id);
     if (!authorId) return this.#nothing(`no author profile matches ${JSON.stringify(mauthors)}`);
     return { author_id: authorId };
@@ -229,7 +229,7 @@ export class AsyncGoogleScholar extends AsyncBaseAction {
     });
     if (!outcome.ok) return { failure: outcome.failure.toActionReturn() };
     const body = outcome.data;
-    if (!isRecord(body)) {
+    if (!isPlainObject(body)) {
       return {
         failure: answerFailure(
           'malformed',
@@ -238,13 +238,13 @@ export class AsyncGoogleScholar extends AsyncBaseAction {
       };
     }
     if (body[key] !== undefined) {
-      const wellFormed = key === 'author' ? isRecord(body[key]) : Array.isArray(body[key]);
+      const wellFormed = key === 'author' ? isPlainObject(body[key]) : Array.isArray(body[key]);
       if (wellFormed) return { body };
       return {
         failure: answerFailure('malformed', `${this.name}: SerpApi's "${key}" has an unexpected shape.`),
       };
     }
-    const status = isRecord(body.search_metadata) ? body.search_metadata.status : undefined;
+    const status = isPlainObject(body.search_metadata) ? body.search_metadata.status : undefined;
     const error = stringOf(body.error);
     if (
       status !== 'Error' &&

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AsyncBaseAction } from '../../actions/base-action';
 import type { ToolContext } from '../../actions/types';
 import { ActionReturn } from '../../schema/action-return';
+import { isPlainObject } from '../../utils/is';
 import { BridgedTool } from '../bridged-tool';
 import type { HttpClient } from './http';
 import {
@@ -9,7 +10,6 @@ import {
   arrayOf,
   bridgedCallTimeout,
   bridgedOptions,
-  isRecord,
   type ServiceToolOptions,
   serviceClient,
   stringOf,
@@ -44,7 +44,7 @@ const runParameters = z.object({ query: z.string().min(1).describe('The search q
  */
 export function parseSerperResults(results: Record<string, unknown>, topK: number): string[] {
   const answerBox = results.answerBox;
-  if (isRecord(answerBox)) {
+  if (isPlainObject(answerBox)) {
     const answer = stringOf(answerBox.answer);
     if (answer) return [answer];
     const snippet = stringOf(answerBox.snippet);
@@ -54,23 +54,23 @@ export function parseSerperResults(results: Record<string, unknown>, topK: numbe
   }
   const snippets: string[] = [];
   const graph = results.knowledgeGraph;
-  if (isRecord(graph)) {
+  if (isPlainObject(graph)) {
     const title = stringOf(graph.title) ?? '';
     const type = stringOf(graph.type);
     if (type) snippets.push(`${title}: ${type}.`);
     const description = stringOf(graph.description);
     if (description) snippets.push(description);
-    if (isRecord(graph.attributes)) {
+    if (isPlainObject(graph.attributes)) {
       for (const [attribute, value] of Object.entries(graph.attributes)) {
         snippets.push(`${title} ${attribute}: ${String(value)}.`);
       }
     }
   }
   for (const result of arrayOf(results.organic).slice(0, topK)) {
-    if (!isRecord(result)) continue;
+    if (!isPlainObject(result)) continue;
     const snippet = stringOf(result.snippet);
     if (snippet !== undefined) snippets.push(snippet);
-    if (isRecord(result.attributes)) {
+    if (isPlainObject(result.attributes)) {
       for (const [attribute, value] of Object.entries(result.attributes))
         snippets.push(`${attribute}: ${String(value)}.`);
     }
@@ -114,7 +114,7 @@ export class AsyncGoogleSearch extends AsyncBaseAction {
     });
     if (!outcome.ok) return outcome.failure.toActionReturn();
     const body = outcome.data;
-    if (!isRecord(body) || (body.organic !== undefined && !Array.isArray(body.organic))) {
+    if (!isPlainObject(body) || (body.organic !== undefined && !Array.isArray(body.organic))) {
       return answerFailure(
         'malformed',
         `${this.name}: the answer does not look like Serper's search results; check baseURL.`,

@@ -72,11 +72,6 @@ export function answerFailure(
   return new HttpFailure({ kind, message }).toActionReturn();
 }
 
-/** True for a plain JSON object (not an array, not null). */
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /** `value` when it is a string, else `undefined`. */
 export function stringOf(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined;

@@ -124,11 +124,6 @@ export function decodeEntities(text: string): string {
   });
 }
 
-/** `true` when `value` is a JSON object (not an array). */
-export function isJsonObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /** The value at `path` of a parsed JSON body when it is an array; `undefined` otherwise. */
 export function arrayAt(value: unknown, ...path: string[]): unknown[] | undefined {
   let current: unknown = value;

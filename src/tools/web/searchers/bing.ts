@@ -1,12 +1,6 @@
+import { isPlainObject } from '../../../utils/is';
 import { type HttpOutcome, httpError } from '../http';
-import {
-  arrayAt,
-  BaseSearcher,
-  isJsonObject,
-  type SearcherOptions,
-  type SearchResult,
-  stringField,
-} from './base';
+import { arrayAt, BaseSearcher, type SearcherOptions, type SearchResult, stringField } from './base';
 
 /** Options of {@link BingSearcher}. */
 export interface BingSearcherOptions extends SearcherOptions {
@@ -46,7 +40,7 @@ export class BingSearcher extends BaseSearcher {
     });
     if (!outcome.ok) return outcome;
     const body = outcome.data;
-    if (!isJsonObject(body)) {
+    if (!isPlainObject(body)) {
       return httpError({
         kind: 'malformed',
         message: `${this.name}: the answer is not a Bing SearchResponse object; check baseURL.`,
@@ -66,11 +60,11 @@ function parseBing(body: Record<string, unknown>): SearchResult[] {
   const mainline = arrayAt(body, 'rankingResponse', 'mainline', 'items');
   if (!mainline) return pages.map(page);
   const byId = new Map(pages.map((item) => [stringField(item, 'id'), item]));
-  const news = isJsonObject(body.news) ? body.news : undefined;
+  const news = isPlainObject(body.news) ? body.news : undefined;
   const results: SearchResult[] = [];
   for (const item of mainline) {
     const type = stringField(item, 'answerType');
-    const id = stringField(isJsonObject(item) ? item.value : undefined, 'id');
+    const id = stringField(isPlainObject(item) ? item.value : undefined, 'id');
     if (type === 'WebPages') {
       const found = byId.get(id);
       if (found) results.push(page(found));

@@ -1,12 +1,6 @@
+import { isPlainObject } from '../../../utils/is';
 import { type HttpOutcome, httpError } from '../http';
-import {
-  arrayAt,
-  BaseSearcher,
-  isJsonObject,
-  type SearcherOptions,
-  type SearchResult,
-  stringField,
-} from './base';
+import { arrayAt, BaseSearcher, type SearcherOptions, type SearchResult, stringField } from './base';
 
 /** Options of {@link BraveSearcher}. */
 export interface BraveSearcherOptions extends SearcherOptions {
@@ -59,7 +53,7 @@ export class BraveSearcher extends BaseSearcher {
     });
     if (!outcome.ok) return outcome;
     const body = outcome.data;
-    if (!isJsonObject(body)) {
+    if (!isPlainObject(body)) {
       return httpError({
         kind: 'malformed',
         message: `${this.name}: the answer is not a Brave search response; check baseURL.`,

@@ -1,12 +1,6 @@
+import { isPlainObject } from '../../../utils/is';
 import { type HttpOutcome, httpError } from '../http';
-import {
-  arrayAt,
-  BaseSearcher,
-  isJsonObject,
-  type SearcherOptions,
-  type SearchResult,
-  stringField,
-} from './base';
+import { arrayAt, BaseSearcher, type SearcherOptions, type SearchResult, stringField } from './base';
 
 /** Options of {@link GoogleSearcher}. */
 export interface GoogleSearcherOptions extends SearcherOptions {
@@ -16,7 +10,7 @@ export interface GoogleSearcherOptions extends SearcherOptions {
 
 /** `attribute: value` pairs of a Serper result, joined as Lagent does. */
 function attributesText(value: unknown): string {
-  if (!isJsonObject(value)) return '';
+  if (!isPlainObject(value)) return '';
   return Object.entries(value)
     .map(([name, text]) => `${name}: ${String(text)}`)
     .join('. ');
@@ -26,14 +20,14 @@ function attributesText(value: unknown): string {
 export function parseSerper(body: Record<string, unknown>, resultKey: string, topK: number): SearchResult[] {
   const results: SearchResult[] = [];
   const box = body.answerBox;
-  if (isJsonObject(box)) {
+  if (isPlainObject(box)) {
     const answer =
       stringField(box, 'answer') || stringField(box, 'snippet') || stringField(box, 'snippetHighlighted');
     if (answer)
       results.push({ url: stringField(box, 'link'), summ: answer, title: stringField(box, 'title') });
   }
   const graph = body.knowledgeGraph;
-  if (isJsonObject(graph)) {
+  if (isPlainObject(graph)) {
     const description = stringField(graph, 'description');
     const attributes = attributesText(graph.attributes);
     results.push({
@@ -44,7 +38,7 @@ export function parseSerper(body: Record<string, unknown>, resultKey: string, to
   }
   for (const item of (arrayAt(body, resultKey) ?? []).slice(0, topK)) {
     const snippet = stringField(item, 'snippet');
-    const attributes = attributesText(isJsonObject(item) ? item.attributes : undefined);
+    const attributes = attributesText(isPlainObject(item) ? item.attributes : undefined);
     results.push({
       url: stringField(item, 'link'),
       summ: attributes ? `${snippet}. ${attributes}` : snippet,
@@ -86,7 +80,7 @@ export class GoogleSearcher extends BaseSearcher {
     });
     if (!outcome.ok) return outcome;
     const body = outcome.data;
-    if (!isJsonObject(body)) {
+    if (!isPlainObject(body)) {
       return httpError({
         kind: 'malformed',
         message: `${this.name}: the answer is not a Serper search response; check baseURL.`,

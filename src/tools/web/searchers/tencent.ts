@@ -1,13 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
+import { isPlainObject } from '../../../utils/is';
 import { type HttpOutcome, httpError } from '../http';
-import {
-  arrayAt,
-  BaseSearcher,
-  isJsonObject,
-  type SearcherOptions,
-  type SearchResult,
-  stringField,
-} from './base';
+import { arrayAt, BaseSearcher, type SearcherOptions, type SearchResult, stringField } from './base';
 
 /** Options of {@link TencentSearcher}. */
 export interface TencentSearcherOptions extends SearcherOptions {
@@ -139,14 +133,14 @@ export class TencentSearcher extends BaseSearcher {
       signal: options.signal,
     });
     if (!outcome.ok) return outcome;
-    const response = isJsonObject(outcome.data) ? outcome.data.Response : undefined;
-    if (!isJsonObject(response)) {
+    const response = isPlainObject(outcome.data) ? outcome.data.Response : undefined;
+    if (!isPlainObject(response)) {
       return httpError({
         kind: 'malformed',
         message: `${this.name}: the answer has no "Response" object; check baseURL.`,
       });
     }
-    if (isJsonObject(response.Error)) return this.#serviceError(response.Error);
+    if (isPlainObject(response.Error)) return this.#serviceError(response.Error);
     const raw: SearchResult[] = [];
     for (const page of arrayAt(response, 'Pages') ?? []) {
       const display = readDisplay(page);
@@ -176,7 +170,7 @@ export class TencentSearcher extends BaseSearcher {
 
 /** A page's `Display`: a JSON string inside an object (as Lagent reads it) or the page itself as JSON text. */
 function readDisplay(page: unknown): unknown {
-  const display = isJsonObject(page) ? page.Display : page;
+  const display = isPlainObject(page) ? page.Display : page;
   if (typeof display !== 'string') return display;
   try {
     return JSON.parse(display) as unknown;
