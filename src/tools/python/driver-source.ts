@@ -46,6 +46,38 @@ os.dup2(OUT, 2)
 sys.argv = ['']
 
 
+def own_user_namespace():
+    """
+    Without a sandbox: a user namespace of the driver's own, mapping its uid and gid to themselves, so that
+    RLIMIT_NPROC counts this session's processes, not every process of the uid. Every capability the new
+    namespace grants is dropped at once (bounding set, then effective, permitted and inheritable). Where user
+    namespaces are not allowed nothing changes and the count stays shared. Returns whether it worked.
+    """
+    if not CONFIG.get('ownUserNamespace'):
+        return False
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        uid, gid = os.getuid(), os.getgid()
+        if libc.unshare(0x10000000) != 0:  # CLONE_NEWUSER
+            return False
+        for path, text in (('/proc/self/uid_map', '%d %d 1' % (uid, uid)), ('/proc/self/setgroups', 'deny'),
+                           ('/proc/self/gid_map', '%d %d 1' % (gid, gid))):
+            try:
+                with open(path, 'w') as handle:
+                    handle.write(text)
+            except OSError:
+                pass
+        for capability in range(64):
+            libc.prctl(24, capability, 0, 0, 0)  # PR_CAPBSET_DROP; past the last capability it just fails
+        header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
+        if libc.capset(header, (ctypes.c_uint32 * 6)()) != 0:
+            os._exit(72)  # capabilities that could not be dropped: never run code with them
+        return True
+    except Exception:
+        return False
+
+
 def die_with_parent():
     if not CONFIG.get('parentPid'):
         return  # bubblewrap's --die-with-parent does it
@@ -294,6 +326,7 @@ def set_cpu_limit(seconds):
 
 
 def main():
+    own_count = own_user_namespace()  # first: entering a user namespace clears the parent-death signal
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     work_dir = CONFIG['workDir']
@@ -301,7 +334,7 @@ def main():
     limit(resource.RLIMIT_CORE, 0)
     limit(resource.RLIMIT_AS, CONFIG.get('memoryBytes'))
     limit(resource.RLIMIT_FSIZE, CONFIG.get('fileSizeBytes'))
-    limit(resource.RLIMIT_NPROC, CONFIG.get('maxProcesses'))
+    limit(resource.RLIMIT_NPROC, CONFIG.get('sessionMaxProcesses') if own_count else CONFIG.get('maxProcesses'))
     # The driver's own imports are done: from here on the session directory comes first, as a notebook's does.
     sys.path.insert(0, '')
     send({'ready': True, 'ipython': bool(shell and shell.ipython), 'python': sys.version.split()[0]})

@@ -40,6 +40,10 @@ export interface DriverConfig {
   memoryBytes?: number | undefined;
   fileSizeBytes?: number | undefined;
   maxProcesses?: number | undefined;
+  /** Without a sandbox: enter a user namespace of its own (see the driver), where the process count is per session. */
+  ownUserNamespace?: boolean | undefined;
+  /** RLIMIT_NPROC in that namespace, where it counts this session's processes only. */
+  sessionMaxProcesses?: number | undefined;
 }
 
 /** One request to the driver. */

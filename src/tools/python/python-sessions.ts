@@ -351,8 +351,9 @@ export class PythonSessions {
     const sandbox = await this.#sandbox(runAs, !runAs || reachableBy(session.dir, runAs));
     const env = this.#environment(session.dir, sandbox !== undefined);
     // RLIMIT_NPROC counts per user namespace and uid: per session in bubblewrap's user namespace (its init
-    // and the driver are there besides what the code starts). Elsewhere every session of the uid shares one
-    // count, so what the uid already runs comes on top (and sessions can still crowd each other out later).
+    // and the driver are there besides what the code starts), or in the driver's own without a sandbox
+    // (sessionMaxProcesses). Where there is none every session of the uid shares one count, so what the uid
+    // already runs comes on top (and sessions can still crowd each other out later).
     const maxProcesses = sandbox?.userNamespace
       ? options.maxProcesses + 2
       : asRoot && !runAs
@@ -387,6 +388,8 @@ export class PythonSessions {
         memoryBytes: Math.floor(options.memoryLimitMB * 1024 * 1024),
         fileSizeBytes: Math.floor(options.fileSizeLimitMB * 1024 * 1024),
         maxProcesses,
+        ownUserNamespace: sandbox === undefined && !(asRoot && !runAs),
+        sessionMaxProcesses: options.maxProcesses + 1,
       },
     };
     if (this.#closed) throw new ConfigurationError({ message: `${this.#label} was closed` });
