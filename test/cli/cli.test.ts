@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { runProcess } from '../helpers/processes';
 import { CLI, childEnv, FIXTURES, ROOT, runCli } from './helpers';
 
 /** The command line's help and its errors: one clear line on stderr, no stack trace, a non-zero exit code. */
@@ -37,16 +37,9 @@ describe('lagent --help', () => {
   it('runs through a symlink to the entry file, as node_modules/.bin/lagent is', async () => {
     const link = join(dir, 'lagent.ts');
     symlinkSync(CLI, link);
-    const result = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', link, '--version'], {
-        env: childEnv(),
-        cwd: ROOT,
-      });
-      let stdout = '';
-      child.stdout.setEncoding('utf8').on('data', (text: string) => {
-        stdout += text;
-      });
-      child.once('close', (code) => resolve({ code, stdout }));
+    const result = await runProcess(process.execPath, ['--import', 'tsx', link, '--version'], {
+      env: childEnv(),
+      cwd: ROOT,
     });
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^\d+\.\d+\.\d+/);

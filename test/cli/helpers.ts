@@ -1,5 +1,5 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { type ProcessResult, type ReadyProcess, runProcess, startProcess } from '../helpers/processes';
 
 /** Helpers of the command-line tests: the CLI runs from source under tsx, in child processes. */
 
@@ -19,49 +19,23 @@ export function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
   return env;
 }
 
-export interface RunResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+/** How a `lagent` command ended, and what it printed. */
+export type RunResult = ProcessResult;
 
 /** Runs `lagent ...args` to its end. */
 export function runCli(
   args: string[],
   options: { env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {},
 ): Promise<RunResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...NODE_ARGS, ...args], {
-      env: childEnv(options.env),
-      cwd: options.cwd ?? ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (text: string) => {
-      stdout += text;
-    });
-    child.stderr.setEncoding('utf8').on('data', (text: string) => {
-      stderr += text;
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 30_000);
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
+  return runProcess(process.execPath, [...NODE_ARGS, ...args], {
+    env: childEnv(options.env),
+    cwd: options.cwd ?? ROOT,
+    timeoutMs: options.timeoutMs ?? 30_000,
   });
 }
 
-/** A long-running `lagent` command (serve, worker). */
-export interface RunningCli {
-  readonly child: ChildProcess;
-  /** The first stdout line matching the ready pattern. */
-  readonly line: string;
-  output(): { stdout: string; stderr: string };
-  /** Sends `signal` and resolves with the exit code; SIGKILL after 10 s. */
-  stop(signal?: NodeJS.Signals): Promise<number | null>;
-}
+/** A long-running `lagent` command (serve, worker): `stop()` sends SIGTERM (or the signal given), SIGKILL after 10 s. */
+export type RunningCli = ReadyProcess;
 
 /** Starts `lagent ...args` and waits for a stdout line matching `ready`. */
 export function startCli(
@@ -69,41 +43,11 @@ export function startCli(
   ready: RegExp,
   options: { env?: Record<string, string>; timeoutMs?: number } = {},
 ): Promise<RunningCli> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...NODE_ARGS, ...args], {
-      env: childEnv(options.env),
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
-    const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
-      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
-      child.kill(signal);
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      const code = await exited;
-      clearTimeout(timer);
-      return code;
-    };
-    const timer = setTimeout(() => {
-      void stop('SIGKILL');
-      reject(new Error(`lagent ${args.join(' ')} was not ready: ${stdout}${stderr}`));
-    }, options.timeoutMs ?? 20_000);
-    child.stderr!.setEncoding('utf8').on('data', (text: string) => {
-      stderr += text;
-    });
-    child.stdout!.setEncoding('utf8').on('data', (text: string) => {
-      stdout += text;
-      const line = stdout.split('\n').find((candidate) => ready.test(candidate));
-      if (line !== undefined) {
-        clearTimeout(timer);
-        resolve({ child, line, output: () => ({ stdout, stderr }), stop });
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`lagent ${args.join(' ')} exited (${code}) before it was ready: ${stdout}${stderr}`));
-    });
+  return startProcess(process.execPath, [...NODE_ARGS, ...args], ready, {
+    env: childEnv(options.env),
+    cwd: ROOT,
+    timeoutMs: options.timeoutMs ?? 20_000,
+    graceMs: 10_000,
+    label: `lagent ${args.join(' ')}`,
   });
 }

@@ -1,8 +1,9 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { type ProcessResult, runProcess } from '../helpers/processes';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const PYTHON = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
@@ -20,40 +21,18 @@ const REAL_SERVICES = [
   'LAGENT_SEARCHER',
 ];
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /**
  * Runs the example as its own process (as `npx tsx examples/data-visualizer.ts` does). It must exit by
  * itself: a fake server, worker or interpreter left running would keep it alive until the time limit.
  * The environment (with the suite's LAGENT_TEST_RUN marker) is passed on.
  */
-function runExample(python: string): Promise<Run> {
+function runExample(python: string): Promise<ProcessResult> {
   const env: NodeJS.ProcessEnv = { ...process.env, LAGENT_PYTHON: python };
   for (const name of REAL_SERVICES) delete env[name];
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'examples/data-visualizer.ts'], {
-      cwd: root,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 50_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
+  return runProcess(process.execPath, ['--import', 'tsx', 'examples/data-visualizer.ts'], {
+    cwd: root,
+    env,
+    timeoutMs: 50_000,
   });
 }
 

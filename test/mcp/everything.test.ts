@@ -3,7 +3,8 @@ import { AsyncActionExecutor } from 'lagent-ts';
 import { MCPConnectionError, MCPToolkit } from 'lagent-ts/mcp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ActionStatusCode } from '../../src/schema/status';
-import { EVERYTHING, isRunning, markerEnv, processesMentioning, waitFor } from './helpers';
+import { isRunning, markerEnv, processesMentioning, waitFor } from '../helpers/processes';
+import { EVERYTHING } from './helpers';
 
 function everything(options: { timeoutMs?: number; env?: Record<string, string> } = {}): Promise<MCPToolkit> {
   return MCPToolkit.connect({

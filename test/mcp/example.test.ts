@@ -1,31 +1,10 @@
 // examples/mcp.ts runs on its own (as `npx tsx examples/mcp.ts` does), exits by itself and leaves no server.
-import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { isRunning, root } from './helpers';
+import { isRunning, runProcess } from '../helpers/processes';
+import { root } from './helpers';
 
-function runExample(): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'examples/mcp.ts'], {
-      cwd: root,
-      env: process.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => {
-      stdout += chunk;
-    });
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk;
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const runExample = () =>
+  runProcess(process.execPath, ['--import', 'tsx', 'examples/mcp.ts'], { cwd: root, timeoutMs: 30_000 });
 
 describe('examples/mcp.ts', () => {
   it('calls server-everything and its own served tool, then exits', { timeout: 40_000 }, async () => {

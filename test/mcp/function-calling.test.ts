@@ -3,7 +3,8 @@ import { AsyncFunctionCallingAgent } from 'lagent-ts';
 import { MCPToolkit } from 'lagent-ts/mcp';
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EVERYTHING, markerEnv } from './helpers';
+import { markerEnv } from '../helpers/processes';
+import { EVERYTHING } from './helpers';
 
 describe('MCPToolkit in AsyncFunctionCallingAgent', () => {
   let kit: MCPToolkit;

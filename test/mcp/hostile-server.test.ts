@@ -9,7 +9,7 @@ import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprot
 import { MCPToolkit } from 'lagent-ts/mcp';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ActionStatusCode } from '../../src/schema/status';
-import { waitFor } from './helpers';
+import { waitFor } from '../helpers/processes';
 
 /** A stateful SDK server whose tool list the test sets, counting listings and calls. */
 interface Hostile {

@@ -6,7 +6,7 @@ import { tool } from 'lagent-ts';
 import { type MCPServerHandle, MCPToolkit, serveMCP } from 'lagent-ts/mcp';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { waitFor } from './helpers';
+import { waitFor } from '../helpers/processes';
 
 const echo = tool({
   name: 'echo',

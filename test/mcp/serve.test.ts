@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { FROZEN_OPENAI_TOOLS } from '../../src/schema/chat-message';
 import { ActionStatusCode } from '../../src/schema/status';
-import { FIXTURE, isRunning, markerEnv, root, waitFor } from './helpers';
+import { isRunning, markerEnv, waitFor } from '../helpers/processes';
+import { FIXTURE, root } from './helpers';
 
 const weather = tool({
   name: 'weather',

@@ -7,9 +7,9 @@ import {
 } from 'lagent-ts/distributed';
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../helpers/processes';
 import {
   type Child,
-  freePort,
   LAGENT_SCRIPT,
   PYTHON,
   pythonHasLagentDeps,

@@ -1,4 +1,3 @@
-import { createServer } from 'node:net';
 import {
   Agent,
   AgentMessage,
@@ -12,6 +11,7 @@ import {
 import { AsyncHTTPAgentClient, HTTPAgentError, HTTPAgentServer } from 'lagent-ts/distributed';
 import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
 import { afterEach, describe, expect, it } from 'vitest';
+import { freePort } from '../../helpers/processes';
 
 const echo = (messages: readonly { content: unknown }[]) => {
   const last = String(messages[messages.length - 1]?.content ?? '');
@@ -61,17 +61,6 @@ function parseEvents(text: string): [string, unknown][] {
       const data = /^data: (.*)$/m.exec(block)?.[1] ?? 'null';
       return [event, JSON.parse(data)];
     });
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
 
 /** An async streaming agent whose chunks come slowly, so a client can leave in the middle. */

@@ -16,7 +16,8 @@ import {
   QueueConnectionError,
   RemoteAgentError,
 } from '../../../src/distributed/queue/index';
-import { freePort, type RedisServer, startRedis } from './redis-server';
+import { freePort } from '../../helpers/processes';
+import { type RedisServer, startRedis } from './redis-server';
 
 let redis: RedisServer;
 let admin: Redis;
