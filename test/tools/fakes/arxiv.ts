@@ -1,4 +1,4 @@
-import { type FakeHttpServer, startFakeHttp } from './http-server';
+import { type FakeHttpServer, startFakeHttp } from '../../helpers/http-server';
 
 /**
  * A fake of the arXiv API (`GET /api/query`), answering in its Atom format: a feed with OpenSearch counts and

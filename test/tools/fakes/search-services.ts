@@ -1,6 +1,11 @@
 import { createHash, createHmac } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import { type FakeHttpServer, type RecordedRequest, sendJson, startFakeHttp } from './http-server';
+import {
+  type FakeHttpServer,
+  type RecordedRequest,
+  sendJson,
+  startFakeHttp,
+} from '../../helpers/http-server';
 
 /**
  * Fakes of the five search services WebBrowser speaks to, and of the web pages their results point at, on one

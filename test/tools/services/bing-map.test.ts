@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ActionStatusCode } from '../../../src/schema/status';
 import { AsyncBINGMap } from '../../../src/tools/web/bing-map';
+import type { FakeHttpServer } from '../../helpers/http-server';
 import { startFakeBingMaps } from './fakes/bing-maps';
-import { type FakeService, GOOD_KEY } from './fakes/service-server';
+import { GOOD_KEY } from './fakes/keys';
 import { transportCases } from './fakes/transport-cases';
 
-let bing: FakeService;
+let bing: FakeHttpServer;
 beforeAll(async () => {
   bing = await startFakeBingMaps();
 });

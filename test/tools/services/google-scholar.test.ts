@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ActionStatusCode } from '../../../src/schema/status';
 import { AsyncGoogleScholar } from '../../../src/tools/web/google-scholar';
+import type { FakeHttpServer } from '../../helpers/http-server';
+import { GOOD_KEY } from './fakes/keys';
 import { startFakeSerpApi } from './fakes/serpapi';
-import { type FakeService, GOOD_KEY } from './fakes/service-server';
 import { transportCases } from './fakes/transport-cases';
 
-let serpapi: FakeService;
+let serpapi: FakeHttpServer;
 beforeAll(async () => {
   serpapi = await startFakeSerpApi();
 });

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ActionStatusCode } from '../../../src/schema/status';
 import { AsyncGoogleSearch } from '../../../src/tools/web/google-search';
+import type { FakeHttpServer } from '../../helpers/http-server';
+import { GOOD_KEY } from './fakes/keys';
 import { startFakeSerper } from './fakes/serper';
-import { type FakeService, GOOD_KEY } from './fakes/service-server';
 import { transportCases } from './fakes/transport-cases';
 
-let serper: FakeService;
+let serper: FakeHttpServer;
 beforeAll(async () => {
   serper = await startFakeSerper();
 });

@@ -5,8 +5,8 @@ import * as tools from '../../../src/tools/index';
 import { BINGMap } from '../../../src/tools/web/bing-map';
 import { GoogleScholar } from '../../../src/tools/web/google-scholar';
 import { GoogleSearch } from '../../../src/tools/web/google-search';
+import { GOOD_KEY } from './fakes/keys';
 import { type FakeKind, type FakeServiceWorker, startFakeServiceWorker } from './fakes/service-host';
-import { GOOD_KEY } from './fakes/service-server';
 
 /** The sync twins host their async class from `lagent-ts/tools`, in the sync bridge's worker. */
 const twins: {

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ActionStatusCode } from '../../../src/schema/status';
 import { blockedAddressReason, HttpClient, safeFetch } from '../../../src/tools/web/http';
 import { BlockedAddressError, publicOnlyLookup } from '../../../src/tools/web/http/transport';
-import { type FakeHttpServer, sendJson, startFakeHttp } from '../fakes/http-server';
+import { type FakeHttpServer, sendJson, startFakeHttp } from '../../helpers/http-server';
 
 let servers: FakeHttpServer[] = [];
 

@@ -5,7 +5,7 @@ import { ActionStatusCode } from '../../../src/schema/status';
 import { HttpClient, safeFetch } from '../../../src/tools/web/http';
 import { BlockedAddressError, sendRequest } from '../../../src/tools/web/http/transport';
 import { AsyncWebBrowser } from '../../../src/tools/web/index';
-import { type FakeHttpServer, sendJson, startFakeHttp } from '../fakes/http-server';
+import { type FakeHttpServer, sendJson, startFakeHttp } from '../../helpers/http-server';
 
 /**
  * A trusted request (the search API's baseURL, or a fetch with allowPrivateNetwork) leaves an idle keep-alive

@@ -1,18 +1,19 @@
 import {
-  type FakeService,
-  GOOD_KEY,
-  type ReceivedRequest,
+  type FakeHttpServer,
+  type RecordedRequest,
   type Reply,
-  startFakeService,
-} from './service-server';
+  replyWith,
+  startFakeHttp,
+} from '../../../helpers/http-server';
+import { GOOD_KEY } from './keys';
 
 /**
  * The Bing Maps REST services (`/Routes/Driving`, `/Locations`, `/LocalSearch`, `key` in the query) with the
  * documented response container: `authenticationResultCode`, `resourceSets[].resources`, `statusCode`,
  * `statusDescription`, and `errorDetails` on errors.
  */
-export function startFakeBingMaps(): Promise<FakeService> {
-  return startFakeService(answer);
+export function startFakeBingMaps(): Promise<FakeHttpServer> {
+  return startFakeHttp(replyWith(answer));
 }
 
 const container = (resources: unknown[]) => ({
@@ -47,7 +48,7 @@ const PLACES: Record<string, [number, number]> = {
   Redmond: [47.67399, -122.12151],
 };
 
-function answer(request: ReceivedRequest): Reply {
+function answer(request: RecordedRequest): Reply {
   const { key } = request.query;
   if (key !== GOOD_KEY) {
     return failure(

@@ -1,18 +1,19 @@
 import {
-  type FakeService,
-  GOOD_KEY,
-  type ReceivedRequest,
+  type FakeHttpServer,
+  type RecordedRequest,
   type Reply,
-  startFakeService,
-} from './service-server';
+  replyWith,
+  startFakeHttp,
+} from '../../../helpers/http-server';
+import { GOOD_KEY } from './keys';
 
 /**
  * SerpApi (`GET /search.json?engine=...&api_key=...`) for the four Google Scholar engines, with bodies of the
  * documented shapes; a wrong key is a 401 with SerpApi's `{ error }`, a search that finds nothing a 200 whose
  * `error` says so (status Success, `organic_results_state: 'Fully empty'`).
  */
-export function startFakeSerpApi(): Promise<FakeService> {
-  return startFakeService(answer);
+export function startFakeSerpApi(): Promise<FakeHttpServer> {
+  return startFakeHttp(replyWith(answer));
 }
 
 const metadata = (status = 'Success') => ({
@@ -42,7 +43,7 @@ function article(index: number) {
   };
 }
 
-function answer(request: ReceivedRequest): Reply {
+function answer(request: RecordedRequest): Reply {
   if (request.path !== '/search.json' && request.path !== '/search') {
     return { status: 404, json: { error: 'Not found.' } };
   }

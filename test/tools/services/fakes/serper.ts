@@ -1,17 +1,18 @@
 import {
-  type FakeService,
-  GOOD_KEY,
-  type ReceivedRequest,
+  type FakeHttpServer,
+  type RecordedRequest,
   type Reply,
-  startFakeService,
-} from './service-server';
+  replyWith,
+  startFakeHttp,
+} from '../../../helpers/http-server';
+import { GOOD_KEY } from './keys';
 
 /**
  * Serper's Google search (`POST /search`, key in `X-API-KEY`, JSON body `{ q, num? }`), answering a few
  * queries with bodies of the documented shape: `searchParameters`, `answerBox`, `knowledgeGraph`, `organic`.
  */
-export function startFakeSerper(): Promise<FakeService> {
-  return startFakeService(answer);
+export function startFakeSerper(): Promise<FakeHttpServer> {
+  return startFakeHttp(replyWith(answer));
 }
 
 function organic(count: number, prefix: string) {
@@ -23,7 +24,7 @@ function organic(count: number, prefix: string) {
   }));
 }
 
-function answer(request: ReceivedRequest): Reply {
+function answer(request: RecordedRequest): Reply {
   if (request.method !== 'POST' || request.path !== '/search') {
     return { status: 404, json: { message: 'Not found', statusCode: 404 } };
   }

@@ -1,14 +1,14 @@
 import { fileURLToPath } from 'node:url';
 import { SyncBridge } from '../../../../src/utils/sync-bridge';
+import type { FakeHttpServer, RecordedRequest, Reply } from '../../../helpers/http-server';
 import { startFakeBingMaps } from './bing-maps';
 import { startFakeSerpApi } from './serpapi';
 import { startFakeSerper } from './serper';
-import type { FakeService, ReceivedRequest, Reply } from './service-server';
 
 /** The fakes a worker can host. */
 export type FakeKind = 'serper' | 'serpapi' | 'bing-maps';
 
-const STARTERS: Record<FakeKind, () => Promise<FakeService>> = {
+const STARTERS: Record<FakeKind, () => Promise<FakeHttpServer>> = {
   serper: startFakeSerper,
   serpapi: startFakeSerpApi,
   'bing-maps': startFakeBingMaps,
@@ -17,7 +17,7 @@ const STARTERS: Record<FakeKind, () => Promise<FakeService>> = {
 /** Hosts one fake service inside the sync bridge's worker thread (see {@link startFakeServiceWorker}). */
 export class FakeServiceHost {
   readonly #kind: FakeKind;
-  #service: FakeService | undefined;
+  #service: FakeHttpServer | undefined;
 
   constructor(kind: FakeKind) {
     this.#kind = kind;
@@ -28,7 +28,7 @@ export class FakeServiceHost {
     return this.#service.url;
   }
 
-  requests(): ReceivedRequest[] {
+  requests(): RecordedRequest[] {
     return this.#service?.requests ?? [];
   }
 
@@ -45,7 +45,7 @@ export class FakeServiceHost {
 /** A fake service on another thread, for the sync tools (a sync call blocks the test's own thread). */
 export interface FakeServiceWorker {
   readonly url: string;
-  requests(): ReceivedRequest[];
+  requests(): RecordedRequest[];
   queue(...replies: Reply[]): void;
   close(): void;
 }
@@ -60,7 +60,7 @@ export function startFakeServiceWorker(kind: FakeKind): FakeServiceWorker {
   const url = bridge.call<string>('start');
   return {
     url,
-    requests: () => bridge.call<ReceivedRequest[]>('requests'),
+    requests: () => bridge.call<RecordedRequest[]>('requests'),
     queue: (...replies) => {
       bridge.call('queue', [replies]);
     },

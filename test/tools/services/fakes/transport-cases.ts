@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import type { ActionReturn } from '../../../../src/schema/action-return';
 import { ActionStatusCode } from '../../../../src/schema/status';
-import { type FakeService, GOOD_KEY } from './service-server';
+import type { FakeHttpServer } from '../../../helpers/http-server';
+import { GOOD_KEY } from './keys';
 
 /** What the shared transport cases need to know about one tool. */
 export interface TransportSubject {
@@ -10,7 +11,7 @@ export interface TransportSubject {
   /** Its usual environment variable for the key. */
   environmentVariable: string;
   /** Starts the tool's fake service. */
-  start(): Promise<FakeService>;
+  start(): Promise<FakeHttpServer>;
   /** Calls one API of a tool built with these options; resolves to its result. */
   call(options: {
     baseURL: string;
@@ -25,7 +26,7 @@ export interface TransportSubject {
  * with Retry-After, server errors, a hanging server, a body that is not JSON, and no key at all.
  */
 export function transportCases(subject: TransportSubject): void {
-  let service: FakeService;
+  let service: FakeHttpServer;
   beforeAll(async () => {
     service = await subject.start();
   });

@@ -1,0 +1,2 @@
+/** The API key every fake service accepts. */
+export const GOOD_KEY = 'test-key';
