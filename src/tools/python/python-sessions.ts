@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigurationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
+import { type DirUsage, measureDir } from './dir-usage';
 import {
   type PythonInfo,
   probePython,
@@ -57,6 +58,13 @@ export interface PythonToolOptions {
   /** Processes a session may start (besides those its user already runs). @default 64 */
   maxProcesses?: number | undefined;
   /**
+   * What a session directory may hold, in MiB and in entries. It is counted after runs (in a child process,
+   * at most once a second per session); a session found over either limit is reset before its next run (its
+   * process ended, its temporary directory removed) and that run answers why. @default 1024 MiB, 100000 entries
+   */
+  dirLimitMB?: number | undefined;
+  dirLimitFiles?: number | undefined;
+  /**
    * Python to run. @default process.env.LAGENT_PYTHON, else the first of `python3` (from PATH),
    * `/usr/bin/python3` and `/usr/local/bin/python3` that runs (as the unprivileged user, when running as root)
    */
@@ -89,6 +97,8 @@ export interface ResolvedPythonOptions {
   cpuTimeLimit: number;
   fileSizeLimitMB: number;
   tmpLimitMB: number;
+  dirLimitMB: number;
+  dirLimitFiles: number;
   maxProcesses: number;
   /** The Python asked for; undefined: the first of {@link DEFAULT_PYTHONS} that works. */
   python: string | undefined;
@@ -133,6 +143,8 @@ export function resolvePythonOptions(options: PythonToolOptions): ResolvedPython
     ),
     fileSizeLimitMB: positive('fileSizeLimitMB', options.fileSizeLimitMB, 256),
     tmpLimitMB: positive('tmpLimitMB', options.tmpLimitMB, 64),
+    dirLimitMB: positive('dirLimitMB', options.dirLimitMB, 1024),
+    dirLimitFiles: Math.floor(positive('dirLimitFiles', options.dirLimitFiles, 100_000)),
     maxProcesses: Math.floor(positive('maxProcesses', options.maxProcesses, 64)),
     python: options.python ?? process.env.LAGENT_PYTHON,
     workDir: options.workDir,
@@ -189,7 +201,14 @@ interface Session {
   queue: Promise<unknown>;
   busy: number;
   idleTimer: NodeJS.Timeout | undefined;
+  /** The latest count of the session directory, pending or done. */
+  usage: Promise<DirUsage> | undefined;
+  /** When that count started (ms since the epoch). */
+  countedAt: number;
 }
+
+/** How often a session directory is counted at most. */
+const COUNT_INTERVAL_MS = 1000;
 
 /** What one run of a session gave, or why it gave nothing. */
 export type SessionRun =
@@ -296,6 +315,8 @@ export class PythonSessions {
       queue: Promise.resolve(),
       busy: 0,
       idleTimer: undefined,
+      usage: undefined,
+      countedAt: 0,
     };
     this.#sessions.set(key, session);
     if (this.#sessions.size > this.options.maxSessions) {
@@ -311,6 +332,8 @@ export class PythonSessions {
 
   async #runNow(session: Session, request: RunRequest, signal: AbortSignal | undefined): Promise<SessionRun> {
     signal?.throwIfAborted();
+    const refused = await this.#overLimits(session);
+    if (refused !== undefined) return refused;
     let child: PythonProcess;
     try {
       child = await this.#processOf(session);
@@ -322,6 +345,7 @@ export class PythonSessions {
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
       const outcome = await child.run(request, this.options.timeout);
+      this.#count(session);
       if (outcome.kind === 'done') {
         return { ...outcome, images: confineImages(session.dir, outcome.images), ipython: child.ipython };
       }
@@ -331,6 +355,46 @@ export class PythonSessions {
     } finally {
       signal?.removeEventListener('abort', onAbort);
     }
+  }
+
+  /** Counts the session directory in the background, at most once per {@link COUNT_INTERVAL_MS}. */
+  #count(session: Session): void {
+    const now = Date.now();
+    if (!session.dir || now - session.countedAt < COUNT_INTERVAL_MS) return;
+    session.countedAt = now;
+    session.usage = measureDir(session.dir, {
+      files: this.options.dirLimitFiles,
+      bytes: this.options.dirLimitMB * 1024 * 1024,
+    });
+  }
+
+  /**
+   * A session whose directory was found over its limits is reset (its process ended, a temporary directory
+   * removed): the answer says why. Undefined when the session may run.
+   */
+  async #overLimits(session: Session): Promise<SessionRun | undefined> {
+    if (session.usage === undefined) return undefined;
+    const usage = await session.usage;
+    if (!usage.over) return undefined;
+    session.usage = undefined;
+    const kept = this.options.workDir !== undefined;
+    const dir = session.dir;
+    // Reset in place (the session stays in the pool, with its queue): the next run starts a new process, in a
+    // new temporary directory.
+    session.process?.kill(false);
+    session.process = undefined;
+    if (!kept) {
+      void removeTree(dir);
+      session.dir = '';
+    }
+    return {
+      kind: 'error',
+      message:
+        `The session's directory held more than ${this.options.dirLimitFiles} files or ${this.options.dirLimitMB} MiB ` +
+        `(found ${usage.files}${usage.files > this.options.dirLimitFiles ? '+' : ''} files, ${Math.round(usage.bytes / 2 ** 20)}+ MiB), ` +
+        `so the session was reset: its variables ${kept ? `are gone; remove files from ${dir} to go on` : 'and files are gone'}. ` +
+        'Write fewer or smaller files.',
+    };
   }
 
   #processOf(session: Session): Promise<PythonProcess> {
