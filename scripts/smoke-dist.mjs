@@ -5,7 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
 const out = new URL('../.smoke/', import.meta.url);
@@ -68,8 +68,11 @@ for (const [name, source] of Object.entries(entries)) {
 const ROOT_DEPENDENCIES = ['openai', 'zod', 'eventemitter3', 'p-retry'];
 const CLI_DEPENDENCIES = ['commander', 'cli-progress'];
 const isOneOf = (name, packages) => packages.some((dep) => name === dep || name.startsWith(`${dep}/`));
-/** The packages an entry's static import graph reaches at load time. */
-const loadedBy = (entry) => {
+/**
+ * The packages a file's static import graph reaches: of its code at load time, or (with `local` mapping
+ * `./x.js` to `./x.d.ts`) of its declarations.
+ */
+const reachedBy = (entry, local = (specifier) => specifier) => {
   const seen = new Set();
   const bare = new Set();
   const visit = (file) => {
@@ -80,13 +83,14 @@ const loadedBy = (entry) => {
       /^(?:import|export)\b[^'"]*?from\s*["']([^"']+)["']|^import\s*["']([^"']+)["']/gm,
     )) {
       if (specifier === undefined) continue;
-      if (specifier.startsWith('.')) visit(fileURLToPath(new URL(specifier, `file://${file}`)));
+      if (specifier.startsWith('.')) visit(fileURLToPath(new URL(local(specifier), `file://${file}`)));
       else if (!specifier.startsWith('node:') && !builtinModules.includes(specifier)) bare.add(specifier);
     }
   };
   visit(fileURLToPath(new URL(`../dist/${entry}`, import.meta.url)));
   return [...bare];
 };
+const loadedBy = (entry) => reachedBy(entry);
 const stray = loadedBy('index.js').filter((name) => !isOneOf(name, ROOT_DEPENDENCIES));
 if (stray.length > 0) throw new Error(`the root entry imports ${stray.join(', ')} at load time`);
 for (const entry of ['testing', 'tools', 'distributed', 'distributed/http', 'distributed/queue', 'mcp']) {
@@ -96,25 +100,9 @@ for (const entry of ['testing', 'tools', 'distributed', 'distributed/http', 'dis
 
 // lagent-ts/distributed/http's types (every declaration file they reach) name neither bullmq nor ioredis, so an
 // HTTP-only user needs neither installed.
-const typesReach = (entry) => {
-  const seen = new Set();
-  const bare = new Set();
-  const visit = (file) => {
-    if (seen.has(file)) return;
-    seen.add(file);
-    const text = readFileSync(file, 'utf8');
-    for (const [, specifier] of text.matchAll(/from ['"]([^'"]+)['"]/g)) {
-      if (specifier.startsWith('.'))
-        visit(fileURLToPath(new URL(specifier.replace(/\.js$/, '.d.ts'), pathToFileURL(file))));
-      else bare.add(specifier);
-    }
-  };
-  visit(fileURLToPath(new URL(`../dist/${entry}`, import.meta.url)));
-  return [...bare];
-};
-const queuePeers = typesReach('distributed/http/index.d.ts').filter((name) =>
-  /^(bullmq|ioredis)$/.test(name),
-);
+const queuePeers = reachedBy('distributed/http/index.d.ts', (specifier) =>
+  specifier.replace(/\.js$/, '.d.ts'),
+).filter((name) => /^(bullmq|ioredis)$/.test(name));
 if (queuePeers.length > 0)
   throw new Error(`lagent-ts/distributed/http's types need ${queuePeers.join(', ')}`);
 
