@@ -9,7 +9,18 @@ const src = (path: string) => fileURLToPath(new URL(`./src/${path}`, import.meta
  * MCP servers, the CLI, the examples and Python interop. `npm test` runs all three; `npm run test:unit` and
  * `npm run test:watch` only the first.
  */
-const UNIT = ['core', 'schema', 'memory', 'prompts', 'hooks', 'agents', 'actions', 'llms', 'utils', 'testing'];
+const UNIT = [
+  'core',
+  'schema',
+  'memory',
+  'prompts',
+  'hooks',
+  'agents',
+  'actions',
+  'llms',
+  'utils',
+  'testing',
+];
 const INTEGRATION = ['tools', 'distributed', 'mcp', 'cli', 'examples', 'interop'];
 
 export default defineConfig({

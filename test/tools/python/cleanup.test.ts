@@ -1,17 +1,9 @@
 import { existsSync } from 'node:fs';
-import { AsyncIPythonInteractive } from 'lagent-ts/tools';
-import { afterEach, describe, expect, it } from 'vitest';
-import { eventually, type TestToolOptions, testOptions } from './helpers';
+import type { AsyncIPythonInteractive } from 'lagent-ts/tools';
+import { describe, expect, it } from 'vitest';
+import { cleanupAfterEach, eventually, testOptions } from './helpers';
 
-const tools: { close(): void }[] = [];
-function shell(options: TestToolOptions = {}): AsyncIPythonInteractive {
-  const tool = new AsyncIPythonInteractive(testOptions({ ipython: false, sandbox: 'none', ...options }));
-  tools.push(tool);
-  return tool;
-}
-afterEach(() => {
-  for (const tool of tools.splice(0)) tool.close();
-});
+const { shell } = cleanupAfterEach({ sandbox: 'none' });
 
 const DEPTH = 2300;
 

@@ -3,18 +3,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ActionStatusCode } from 'lagent-ts';
 import { AsyncIPythonInteractive } from 'lagent-ts/tools';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, processesMentioning, type TestToolOptions, testOptions } from './helpers';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { cleanupAfterEach, eventually, processesMentioning, testOptions } from './helpers';
 
-const tools: { close(): void }[] = [];
-function shell(options: TestToolOptions = {}): AsyncIPythonInteractive {
-  const tool = new AsyncIPythonInteractive(testOptions({ ipython: false, ...options }));
-  tools.push(tool);
-  return tool;
-}
-afterEach(() => {
-  for (const tool of tools.splice(0)) tool.close();
-});
+const { shell, closing } = cleanupAfterEach();
 
 async function run(tool: AsyncIPythonInteractive, command: string, sessionId = 0) {
   return tool.call({ command }, 'run', { sessionId });
@@ -198,7 +190,7 @@ describe('finding Python', () => {
       ipython: false,
       env: marker ? { LAGENT_TEST_RUN: marker } : {},
     });
-    tools.push(python);
+    closing(python);
     const result = await run(python, 'import sys; print(sys.version_info[0])');
     expect(result.toText()).toBe('3\n');
   });

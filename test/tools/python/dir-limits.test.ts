@@ -1,22 +1,12 @@
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ActionStatusCode } from 'lagent-ts';
-import { AsyncIPythonInteractive } from 'lagent-ts/tools';
-import { afterEach, describe, expect, it } from 'vitest';
-import { type TestToolOptions, testOptions } from './helpers';
+import type { AsyncIPythonInteractive } from 'lagent-ts/tools';
+import { describe, expect, it } from 'vitest';
+import { cleanupAfterEach } from './helpers';
 
-const tools: { close(): void }[] = [];
-const dirs: string[] = [];
-function shell(options: TestToolOptions = {}): AsyncIPythonInteractive {
-  const tool = new AsyncIPythonInteractive(testOptions({ ipython: false, ...options }));
-  tools.push(tool);
-  return tool;
-}
-afterEach(() => {
-  for (const tool of tools.splice(0)) tool.close();
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
+const { shell, removing } = cleanupAfterEach();
 
 async function run(tool: AsyncIPythonInteractive, command: string) {
   return tool.call({ command }, 'run', { sessionId: 'writer' });
@@ -46,7 +36,7 @@ describe('the session directory is bounded', () => {
 
   it('keeps a workDir session directory, and says where to remove files', async () => {
     const workDir = mkdtempSync(join(tmpdir(), 'lagent-dir-limits-'));
-    dirs.push(workDir);
+    removing(workDir);
     const python = shell({ dirLimitFiles: 100, workDir });
     await run(python, MANY_FILES);
     const refused = (await run(python, 'print(1)')).toText();

@@ -1,5 +1,10 @@
-import { existsSync } from 'node:fs';
-import type { IPythonInteractiveOptions, PythonInterpreterOptions } from 'lagent-ts/tools';
+import { existsSync, rmSync } from 'node:fs';
+import {
+  AsyncIPythonInteractive,
+  type IPythonInteractiveOptions,
+  type PythonInterpreterOptions,
+} from 'lagent-ts/tools';
+import { afterEach } from 'vitest';
 import { eventually, markerEnv, processesMentioning } from '../../helpers/processes';
 
 export { eventually, processesMentioning };
@@ -27,4 +32,31 @@ export function testOptions(options?: TestToolOptions): TestToolOptions {
 /** Pids of the interpreter drivers still running (their command line carries the driver's configuration). */
 export function driverProcesses(): number[] {
   return processesMentioning('"mode":"');
+}
+
+/**
+ * What a test file's tests start and make, ended after each test: `closing(tool)` closes the tool,
+ * `removing(dir)` removes the directory, and `shell(options)` is a plain interactive tool (no IPython) with
+ * the test options, closed the same way. Call once at the top of the file.
+ */
+export function cleanupAfterEach(defaults: TestToolOptions = {}) {
+  const tools: { close(): void }[] = [];
+  const dirs: string[] = [];
+  afterEach(() => {
+    for (const tool of tools.splice(0)) tool.close();
+    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+  const closing = <T extends { close(): void }>(tool: T): T => {
+    tools.push(tool);
+    return tool;
+  };
+  return {
+    closing,
+    removing: (dir: string): string => {
+      dirs.push(dir);
+      return dir;
+    },
+    shell: (options: TestToolOptions = {}): AsyncIPythonInteractive =>
+      closing(new AsyncIPythonInteractive(testOptions({ ipython: false, ...defaults, ...options }))),
+  };
 }

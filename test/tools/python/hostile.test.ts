@@ -1,24 +1,14 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ActionStatusCode } from 'lagent-ts';
-import { AsyncIPythonInteractive, AsyncPythonInterpreter } from 'lagent-ts/tools';
-import { afterEach, describe, expect, it } from 'vitest';
+import { type AsyncIPythonInteractive, AsyncPythonInterpreter } from 'lagent-ts/tools';
+import { describe, expect, it } from 'vitest';
 import { sessionDirName } from '../../../src/tools/python/session-paths';
-import { eventually, processesMentioning, type TestToolOptions, testOptions } from './helpers';
+import { cleanupAfterEach, eventually, processesMentioning, testOptions } from './helpers';
 
-const tools: { close(): void }[] = [];
-const dirs: string[] = [];
-function shell(options: TestToolOptions = {}): AsyncIPythonInteractive {
-  const tool = new AsyncIPythonInteractive(testOptions({ ipython: false, ...options }));
-  tools.push(tool);
-  return tool;
-}
-afterEach(() => {
-  for (const tool of tools.splice(0)) tool.close();
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
+const { shell, removing, closing } = cleanupAfterEach();
 
 async function run(tool: AsyncIPythonInteractive, command: string, sessionId: string | number = 0) {
   return tool.call({ command }, 'run', { sessionId });
@@ -71,7 +61,7 @@ describe('reply frames from the driver', () => {
     const python = new AsyncPythonInterpreter(
       testOptions({ sandbox: 'none', answerSymbol: 'answer', maxOutputChars: 100_000 }),
     );
-    tools.push(python);
+    closing(python);
     const long = await python.call({ command: 'answer = "y" * 300000' }, 'run', { sessionId: 1 });
     expect(long.toText()).toHaveLength(300_000);
     const huge = await python.call({ command: 'answer = "z" * 5000000' }, 'run', { sessionId: 1 });
@@ -137,7 +127,7 @@ describe("sandbox: 'none'", () => {
     try {
       expect(await eventually(() => out.includes('driver '), 30_000)).toBe(true);
       const [pid, uid, dir] = out.split('driver ')[1]!.trim().split(' ');
-      dirs.push(dir!); // no exit hook runs in a SIGKILLed process: the test removes its directory
+      removing(dir!); // no exit hook runs in a SIGKILLed process: the test removes its directory
       if (asRoot) expect(uid).toBe('65534');
       expect(existsSync(`/proc/${pid}`)).toBe(true);
       node.kill('SIGKILL');
@@ -230,7 +220,7 @@ describe('sandbox limits', () => {
 describe('session directories under workDir', () => {
   it('session ids that differ get different directories, none outside workDir', async () => {
     const workDir = mkdtempSync(join(tmpdir(), 'lagent-names-'));
-    dirs.push(workDir);
+    removing(workDir);
     const python = shell({ sandbox: 'none', workDir });
     const ids = ['a/b', 'a_b', 'a?b', '../x', 'é'];
     for (const id of ids) await run(python, `open("mine", "w").write(${JSON.stringify(id)})`, id);

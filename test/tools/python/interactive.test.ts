@@ -7,8 +7,8 @@ import {
   extractCode,
   IPythonInteractiveManager,
 } from 'lagent-ts/tools';
-import { afterEach, describe, expect, it } from 'vitest';
-import { eventually, testOptions } from './helpers';
+import { describe, expect, it } from 'vitest';
+import { cleanupAfterEach, eventually, testOptions } from './helpers';
 
 const FIND_NUMBERS = [
   'def find_numbers():',
@@ -23,14 +23,7 @@ const FIND_NUMBERS = [
   'print(result)',
 ].join('\n');
 
-const tools: { close(): void }[] = [];
-function make<T extends { close(): void }>(tool: T): T {
-  tools.push(tool);
-  return tool;
-}
-afterEach(() => {
-  for (const tool of tools.splice(0)) tool.close();
-});
+const { closing: make } = cleanupAfterEach();
 
 async function run(
   tool: AsyncIPythonInteractive | AsyncPythonInterpreter,

@@ -8,17 +8,10 @@ import {
   IPythonInterpreter,
   PythonInterpreter,
 } from 'lagent-ts/tools';
-import { afterEach, describe, expect, it } from 'vitest';
-import { eventually, testOptions } from './helpers';
+import { describe, expect, it } from 'vitest';
+import { cleanupAfterEach, eventually, testOptions } from './helpers';
 
-const tools: { close(): void }[] = [];
-function make<T extends { close(): void }>(tool: T): T {
-  tools.push(tool);
-  return tool;
-}
-afterEach(() => {
-  for (const tool of tools.splice(0)) tool.close();
-});
+const { closing: make } = cleanupAfterEach();
 
 const PLOT =
   'import matplotlib.pyplot as plt\nplt.plot([1, 4, 9])\nplt.title("squares")\nplt.show()\nprint("plotted")';

@@ -1,22 +1,12 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AsyncIPythonInteractive } from 'lagent-ts/tools';
-import { afterEach, describe, expect, it } from 'vitest';
-import { type TestToolOptions, testOptions } from './helpers';
+import type { AsyncIPythonInteractive } from 'lagent-ts/tools';
+import { describe, expect, it } from 'vitest';
+import { cleanupAfterEach, type TestToolOptions } from './helpers';
 
-const tools: { close(): void }[] = [];
-const dirs: string[] = [];
-function shell(options: TestToolOptions = {}): AsyncIPythonInteractive {
-  const tool = new AsyncIPythonInteractive(testOptions({ ipython: false, ...options }));
-  tools.push(tool);
-  return tool;
-}
-afterEach(() => {
-  for (const tool of tools.splice(0)) tool.close();
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
+const { shell, removing } = cleanupAfterEach();
 
 async function run(tool: AsyncIPythonInteractive, command: string): Promise<string> {
   const result = await tool.call({ command }, 'run', { sessionId: 'probe' });
@@ -68,7 +58,7 @@ describe.each(variants)('privileges (%s)', (label, options, skipReason) => {
     if (!unreachable) return shell(options);
     const parent = mkdtempSync(join(tmpdir(), 'lagent-private-'));
     chmodSync(parent, 0o700);
-    dirs.push(parent);
+    removing(parent);
     return shell({ ...options, workDir: parent });
   }
 
@@ -124,7 +114,7 @@ describe.each(variants.slice(1))(
       if (!unreachable) return shell(options);
       const parent = mkdtempSync(join(tmpdir(), 'lagent-private-'));
       chmodSync(parent, 0o700);
-      dirs.push(parent);
+      removing(parent);
       return shell({ ...options, workDir: parent });
     }
 
