@@ -188,7 +188,13 @@ export async function runChat(agent: AgentLike, options: ChatOptions = {}): Prom
   output.write(`lagent chat${name}: /help for commands, Ctrl-D to leave\n`);
   // Whether the cursor is after the prompt (so leaving needs a line break).
   let atPrompt = false;
+  // Input that ends while a reply is running closes the interface; Node 24 throws on a prompt after that.
+  let closed = false;
+  rl.once('close', () => {
+    closed = true;
+  });
   const prompt = () => {
+    if (closed) return;
     rl.prompt();
     atPrompt = true;
   };
