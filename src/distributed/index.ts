@@ -12,6 +12,7 @@ export {
   type RemoteCallOptions,
   type RemoteReadOptions,
   type ServedAgent,
+  type StreamContent,
 } from './http/index';
 export {
   AsyncQueueAgent,

@@ -140,7 +140,7 @@ function positive(name: string, value: number | undefined, integer: boolean): vo
 
 /**
  * Serves lagent actions as an MCP server: each API becomes a tool whose input schema is the JSON Schema of
- * its zod parameters (what `action.toOpenAITools()` gives), and each call's {@link ActionReturn} becomes the
+ * its zod parameters (what `action.toOpenAITools()` gives), and each call's `ActionReturn` becomes the
  * result (text items as text, `data:` image and audio URLs as image and audio blocks; an unsuccessful call
  * as an `isError` result with the text the model would see). Calls run through an `AsyncActionExecutor`,
  * so arguments are checked and nothing a tool throws escapes; over HTTP each MCP session is a lagent

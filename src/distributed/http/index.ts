@@ -5,3 +5,4 @@ export { HTTPAgentClient } from './client';
 export { HTTPAgentError } from './errors';
 export type { HTTPAgentServerOptions, HTTPErrorBody, ServedAgent } from './server';
 export { HTTPAgentServer } from './server';
+export type { StreamContent } from './sse-writer';

@@ -11,4 +11,4 @@ export {
 } from './interpreters';
 export type { IPythonInteractiveManagerOptions } from './manager';
 export { AsyncIPythonInteractiveManager, IPythonInteractiveManager } from './manager';
-export type { PythonToolOptions, SandboxMode } from './python-sessions';
+export type { PythonToolOptions, ResolvedPythonOptions, SandboxMode } from './python-sessions';

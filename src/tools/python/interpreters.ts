@@ -81,6 +81,7 @@ interface InterpreterKind {
 abstract class AsyncPythonTool extends AsyncBaseAction {
   /** The options after defaults. */
   readonly settings: ResolvedPythonOptions;
+  /** @internal */
   protected readonly sessions: PythonSessions;
   readonly #kind: InterpreterKind;
 
@@ -125,6 +126,7 @@ abstract class AsyncPythonTool extends AsyncBaseAction {
   }
 
   /** The successful result: the output, and the figures when there are any. */
+  /** @internal */
   protected answer(run: Extract<SessionRun, { kind: 'done' }>, output: string): ActionReturn {
     return new ActionReturn({
       result: [

@@ -100,7 +100,7 @@ export interface ResolvedPythonOptions {
   dirLimitMB: number;
   dirLimitFiles: number;
   maxProcesses: number;
-  /** The Python asked for; undefined: the first of {@link DEFAULT_PYTHONS} that works. */
+  /** The Python asked for; undefined: the first of `python3`, `/usr/bin/python3`, `/usr/local/bin/python3` that works. */
   python: string | undefined;
   workDir: string | undefined;
   env: Record<string, string>;

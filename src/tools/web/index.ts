@@ -7,6 +7,16 @@ export {
   AsyncArxivSearch,
   parseArxivFeed,
 } from './arxiv-search';
+// What a searcher's search() answers (the Searcher contract): a success, or a failure the model can read.
+export {
+  type HttpError,
+  HttpFailure,
+  type HttpFailureInit,
+  type HttpFailureKind,
+  type HttpOutcome,
+  type HttpSuccess,
+  httpError,
+} from './http';
 export {
   BaseSearcher,
   BingSearcher,
@@ -21,6 +31,7 @@ export {
   type GoogleSearcherOptions,
   SEARCHER_TYPES,
   type Searcher,
+  type SearcherHttp,
   type SearcherOptions,
   type SearcherType,
   type SearchResult,

@@ -50,15 +50,18 @@ export interface SearcherHttp {
 }
 
 /**
- * What the searchers share: the options, an {@link HttpClient} for the service, and Lagent's filtering of raw
- * hits (blacklisted domains and PDFs dropped, at most `topK` kept).
+ * What the built-in searchers share: the options, an HTTP client for the service, and Lagent's filtering of
+ * raw hits (blacklisted domains and PDFs dropped, at most `topK` kept). A searcher of your own implements
+ * {@link Searcher}; the HTTP layer under this class is internal.
  */
 export abstract class BaseSearcher implements Searcher {
   readonly name: string;
   readonly topK: number;
   readonly blackList: readonly string[];
+  /** @internal */
   protected readonly http: HttpClient;
 
+  /** @internal */
   constructor(options: SearcherOptions, http: SearcherHttp, extra: Partial<HttpClientOptions> = {}) {
     this.name = http.name;
     this.topK = options.topK ?? 20;

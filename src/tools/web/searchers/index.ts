@@ -9,6 +9,7 @@ export {
   BaseSearcher,
   DEFAULT_BLACK_LIST,
   type Searcher,
+  type SearcherHttp,
   type SearcherOptions,
   type SearchResult,
 } from './base';
