@@ -4,7 +4,7 @@
  * - {@link HttpClient} talks to one service's API (its `baseURL` is trusted): per-attempt `timeout`, retries of
  *   429 and 5xx with exponential backoff that honours `Retry-After`, and failures returned as data
  *   ({@link HttpFailure}) instead of thrown, each with a sentence the model can act on.
- * - {@link safeFetch} opens URLs chosen by a model or found in search results: http(s) only, bounded in size,
+ * - `safeFetch` opens URLs chosen by a model or found in search results: http(s) only, bounded in size,
  *   time and redirects, and (unless `allowPrivateNetwork`) never connecting to loopback, private, link-local or
  *   metadata addresses — checked on the resolved address the socket really uses and on the connected socket, on
  *   every redirect, over connections of their own (see `CHECKED_AGENTS`).
@@ -107,7 +107,7 @@ export interface HttpSuccess<T> {
   status: number;
   headers: IncomingHttpHeaders;
   data: T;
-  /** The URL that answered (after redirects, for {@link safeFetch}). */
+  /** The URL that answered (after redirects, for `safeFetch`). */
   url: string;
   attempts: number;
 }
@@ -432,7 +432,7 @@ export class HttpClient {
 
 const USER_AGENT = 'Mozilla/5.0 (compatible; lagent-ts; +https://github.com/InternLM/lagent)';
 
-/** Options of {@link safeFetch}. */
+/** Options of `safeFetch`. */
 export interface SafeFetchOptions {
   /** Starts every failure message, e.g. `'WebBrowser.open_url'`. @default 'WebBrowser' */
   service?: string | undefined;
