@@ -4,10 +4,11 @@ import type { Redis } from 'ioredis';
 import type { AsyncCallOptions } from '../../agents/agent-base';
 import { toMessages } from '../../agents/lifecycle';
 import type { LagentStateDict, StateDict, StateDictOptions } from '../../agents/state-dict';
-import { combineSignals, effectiveSignal } from '../../core/call-context';
+import { effectiveSignal } from '../../core/call-context';
+import { Deadline } from '../../core/deadline';
 import { SessionLanes } from '../../core/session-lanes';
 import { AgentMessage, type LagentMessageJSON, type MessageInput } from '../../schema/agent-message';
-import { ConfigurationError, TimeoutError } from '../../schema/errors';
+import { ConfigurationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { isPlainObject } from '../../utils/is';
 import {
@@ -137,17 +138,8 @@ export class AsyncQueueAgent {
       session_id: sessionId,
       kwargs: jobKwargs(options),
     };
-    let timer: NodeJS.Timeout | undefined;
-    let signal = own;
-    if (timeoutMs !== undefined) {
-      const deadline = new AbortController();
-      timer = setTimeout(() => {
-        deadline.abort(
-          new TimeoutError({ timeoutMs, message: `${this.name}: no reply within ${timeoutMs} ms` }),
-        );
-      }, timeoutMs);
-      signal = combineSignals(own, deadline.signal);
-    }
+    const deadline = timeoutMs === undefined ? undefined : new Deadline(own, timeoutMs, this.name);
+    const signal = deadline?.signal ?? own;
     try {
       const connected = await this.#connect();
       const key = String(sessionId);
@@ -159,7 +151,7 @@ export class AsyncQueueAgent {
         this.#lanes.release(key);
       }
     } finally {
-      clearTimeout(timer);
+      deadline?.dispose();
     }
   }
 
