@@ -10,4 +10,10 @@ export interface OutputParser<T = unknown> {
   formatInstruction?(): string | ChatMessage[];
   /** `T` is read from `parseResponse` only (a parser that formats any value is still an `OutputParser<T>`). */
   formatResponse?(parsed: NoInfer<T>): string;
+  /**
+   * When true, an agent's built-in forward appends `formatInstruction()` to the system prompt it sends (after
+   * the agent's own `template`, unless the template already contains it). `JSONParser` and
+   * `CustomFormatParser` set it.
+   */
+  readonly addsFormatInstruction?: boolean | undefined;
 }

@@ -1,4 +1,5 @@
-import { JSONParser, ParseError } from 'lagent-ts';
+import { Agent, AsyncAgent, AsyncStreamingAgent, JSONParser, ParseError } from 'lagent-ts';
+import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 
@@ -97,5 +98,48 @@ describe('JSONParser', () => {
   it('formats a parsed value back to JSON', () => {
     const value = parser.parseResponse('{"name": "数学", "address": {"city": "🚀"}}');
     expect(parser.parseResponse(parser.formatResponse(value))).toEqual(value);
+  });
+});
+
+describe('JSONParser as an agent outputFormat', () => {
+  const schema = z.object({ city: z.string().describe('City name') });
+  const reply = '{"city": "Paris"}';
+
+  it('puts its format instruction into the system prompt the model receives', async () => {
+    const parser = new JSONParser({ schema });
+    const llm = new AsyncMockLLM({ responses: [reply] });
+    const agent = new AsyncAgent({ llm, template: 'You are a travel agent.', outputFormat: parser });
+    const message = await agent.call('Where to?');
+    expect(message.formatted).toEqual({ city: 'Paris' });
+    expect(llm.calls[0]!.messages[0]).toEqual({
+      role: 'system',
+      content: `You are a travel agent.\n\n${parser.formatInstruction()}`,
+    });
+    expect(llm.calls[0]!.messages[1]).toEqual({ role: 'user', content: 'Where to?' });
+  });
+
+  it('adds a system message when the agent has no template, in every variant', async () => {
+    const parser = new JSONParser({ schema });
+    const sync = new MockLLM({ responses: [reply] });
+    new Agent({ llm: sync, outputFormat: parser }).call('hi');
+    const streaming = new AsyncMockLLM({ responses: [reply] });
+    const agent = new AsyncStreamingAgent({ llm: streaming, outputFormat: parser });
+    for await (const _ of agent.call('hi')) {
+      // drain
+    }
+    for (const llm of [sync, streaming]) {
+      expect(llm.calls[0]!.messages[0]).toEqual({ role: 'system', content: parser.formatInstruction() });
+    }
+  });
+
+  it('is not added twice when the template already holds it (Lagent style), nor when turned off', async () => {
+    const parser = new JSONParser({ schema });
+    const llm = new AsyncMockLLM({ responses: [reply, reply] });
+    const template = `Plan a trip.\n${parser.formatInstruction()}`;
+    await new AsyncAgent({ llm, template, outputFormat: parser }).call('hi');
+    expect(llm.calls[0]!.messages[0]).toEqual({ role: 'system', content: template });
+    const quiet = new JSONParser({ schema, addsFormatInstruction: false });
+    await new AsyncAgent({ llm, outputFormat: quiet }).call('hi');
+    expect(llm.calls[1]!.messages).toEqual([{ role: 'user', content: 'hi' }]);
   });
 });

@@ -8,6 +8,7 @@ import { AgentStatusCode } from '../../schema/status';
 import { type AgentBase, EMITTER, type ForwardOptions, type ForwardResult } from '../agent-base';
 import { observers } from '../observers';
 import { emitEvent } from './events';
+import { withFormatInstruction } from './format-instruction';
 
 /* The built-in forwards of Agent and AsyncAgent: one model call, in two parts around it. */
 
@@ -105,7 +106,9 @@ function scratchMemory(messages: AgentMessage[]): Memory {
 
 /** {@link buildPrompt} with the memory to aggregate at hand. */
 function promptOf(agent: AgentBase, memory: Memory | undefined, sessionId: SessionId): ChatMessage[] {
-  const prompt = agent.aggregator.aggregate(memory, agent.name, agent.outputFormat, agent.template);
+  const parser = agent.outputFormat;
+  let prompt = agent.aggregator.aggregate(memory, agent.name, parser, agent.template);
+  if (parser?.addsFormatInstruction === true) prompt = withFormatInstruction(prompt, parser);
   if (agent[EMITTER] !== undefined || observers.count > 0)
     emitEvent(agent, 'llmStart', { agent, sessionId, messages: prompt, path: '' });
   return prompt;

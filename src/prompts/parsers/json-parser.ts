@@ -15,6 +15,12 @@ export interface JSONParserOptions<S extends z.ZodType> {
    * @default 'Reply with a JSON object in this format (lines starting with // are comments):\n```json\n{format}\n```'
    */
   template?: string | undefined;
+  /**
+   * Whether an agent using this parser as its `outputFormat` appends the format instruction to its system
+   * prompt (once: not when the agent's `template` already contains it).
+   * @default true
+   */
+  addsFormatInstruction?: boolean | undefined;
   [field: string]: unknown;
 }
 
@@ -26,7 +32,8 @@ const INDENT = '    ';
 /**
  * Structured output: the model's text is read as JSON (a ``` fence, `//` comment lines and trailing
  * commas are tolerated) and validated with a zod schema. Output that is not JSON, or does not fit the
- * schema, throws a `ParseError` saying what is wrong (and keeping the raw text).
+ * schema, throws a `ParseError` saying what is wrong (and keeping the raw text). Used as an agent's
+ * `outputFormat`, its format instruction goes at the end of the agent's system prompt.
  *
  * @example
  * const parser = new JSONParser({ schema: z.object({ city: z.string().describe('City name'), days: z.number().int().default(1) }) });
@@ -36,11 +43,18 @@ const INDENT = '    ';
 export class JSONParser<S extends z.ZodType = z.ZodType> extends StrParser {
   /** What the output must match. */
   readonly schema: S;
+  /** See {@link JSONParserOptions.addsFormatInstruction}. */
+  readonly addsFormatInstruction: boolean;
   readonly #json: JSONSchemaNode;
   readonly #placeholders: ReadonlyMap<string, string>;
 
   constructor(options: JSONParserOptions<S>) {
-    const { schema, template = DEFAULT_TEMPLATE, ...rest } = options ?? ({} as never);
+    const {
+      schema,
+      template = DEFAULT_TEMPLATE,
+      addsFormatInstruction = true,
+      ...rest
+    } = options ?? ({} as never);
     if (!schema || typeof (schema as { safeParse?: unknown }).safeParse !== 'function') {
       throw new ConfigurationError({
         message: 'JSONParser needs a zod schema: new JSONParser({ schema: z.object(...) })',
@@ -48,6 +62,7 @@ export class JSONParser<S extends z.ZodType = z.ZodType> extends StrParser {
     }
     super({ ...rest, template, format: schema });
     this.schema = schema;
+    this.addsFormatInstruction = addsFormatInstruction;
     this.#json = toJSONSchemaNode(schema);
     const placeholders = new Map<string, string>();
     for (const [key, node] of Object.entries(this.#json.properties ?? {}))
