@@ -46,7 +46,7 @@ export interface LoadedAgent {
 
 const OPENAI_BASE_URL = 'https://api.openai.com/v1';
 
-/** The model used when neither `--model` nor `LAGENT_MODEL` says otherwise. */
+/** The model used when none of `--model`, `LAGENT_MODEL` and `OPENAI_MODEL` says otherwise. */
 export const DEFAULT_MODEL = 'gpt-4o-mini';
 
 type ToolFactory = () => Promise<AsyncBaseAction>;
@@ -154,7 +154,7 @@ export async function buildAgent(flags: AgentFlags, context: AgentFactoryContext
     );
   }
   const llm = new AsyncGPTAPI({
-    model: flags.model ?? DEFAULT_MODEL,
+    model: flags.model ?? (process.env.OPENAI_MODEL || undefined) ?? DEFAULT_MODEL,
     apiKey,
     baseURL: baseURL ?? OPENAI_BASE_URL,
   });

@@ -46,7 +46,7 @@ function withAgentOptions(command: Command): Command {
     .addOption(
       new Option('-m, --model <name>', 'model name for the built-in agent (OpenAI-compatible API)')
         .env('LAGENT_MODEL')
-        .default(DEFAULT_MODEL),
+        .default(DEFAULT_MODEL, `${DEFAULT_MODEL}, or OPENAI_MODEL`),
     )
     .addOption(
       new Option('--base-url <url>', 'API base URL (default https://api.openai.com/v1)').env(
@@ -73,7 +73,8 @@ function agentFlags(command: Command): AgentFlags {
   };
   return {
     agent: text('agent'),
-    model: text('model'),
+    // The default stands in for OPENAI_MODEL, which buildAgent reads (commander takes one variable per option).
+    model: command.getOptionValueSource('model') === 'default' ? undefined : text('model'),
     baseUrl: text('baseUrl'),
     apiKey: text('apiKey'),
     tools: text('tools'),
@@ -112,8 +113,8 @@ const AGENT_HELP = `
 The agent:
   --agent ./my-agent.ts   a module; its default export is an agent, or a function returning one. A function
                           gets { command, streaming } (streaming: true for chat and serve).
-  otherwise               an agent on an OpenAI-compatible API: --model (default ${DEFAULT_MODEL}, or
-                          LAGENT_MODEL), --base-url (OPENAI_BASE_URL), --api-key (OPENAI_API_KEY);
+  otherwise               an agent on an OpenAI-compatible API: --model (LAGENT_MODEL, OPENAI_MODEL,
+                          default ${DEFAULT_MODEL}), --base-url (OPENAI_BASE_URL), --api-key (OPENAI_API_KEY);
                           with --tools, a function-calling agent offering those tools.
 
 Tools (--tools):

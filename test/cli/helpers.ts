@@ -13,7 +13,14 @@ export const NODE_ARGS = ['--import', 'tsx', CLI];
 /** The environment of every child: this one (with the test run's marker), minus variables that change defaults. */
 export function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, ...extra };
-  for (const name of ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'LAGENT_MODEL', 'LAGENT_TOKEN', 'REDIS_URL']) {
+  for (const name of [
+    'OPENAI_API_KEY',
+    'OPENAI_BASE_URL',
+    'OPENAI_MODEL',
+    'LAGENT_MODEL',
+    'LAGENT_TOKEN',
+    'REDIS_URL',
+  ]) {
     if (!(name in extra)) delete env[name];
   }
   return env;
