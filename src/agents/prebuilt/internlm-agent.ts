@@ -28,7 +28,9 @@ import { contentToText } from '../aggregator/content';
 import type { DefaultAggregator, SystemInstruction } from '../aggregator/default-aggregator';
 import { InternLMToolAggregator } from '../aggregator/internlm-tool-aggregator';
 import { AsyncAgent } from '../async-agent';
-import { INTERNLM_PROMPTS, type PromptLanguage } from './internlm-prompts';
+import { type CompatMode, checkCompat } from './compat';
+import { INTERNLM_PROMPTS, type InternLMPrompts, type PromptLanguage } from './internlm-prompts';
+import { LAGENT_INTERPRETER_CN, LAGENT_META_CN, LAGENT_PLUGIN_CN } from './lagent-prompts';
 import {
   builtinTurn,
   checkMaxTurn,
@@ -51,7 +53,13 @@ export interface AgentForInternLMOptions<L, A extends ActionBase, H extends Hook
   template?: SystemInstruction | undefined;
   /** The language of the default instructions. @default 'zh' (Lagent's) */
   language?: PromptLanguage | undefined;
-  /** Reads tool calls. @default internLMOutputFormat({ plugins, interpreter, language }) */
+  /**
+   * `'lagent'`: the default instructions are Python Lagent's own texts, character for character
+   * (`LAGENT_META_CN`, `LAGENT_PLUGIN_CN`, `LAGENT_INTERPRETER_CN`; Chinese only). Off by default: the
+   * defaults then say the same in this library's words.
+   */
+  compat?: CompatMode | undefined;
+  /** Reads tool calls. @default internLMOutputFormat({ plugins, interpreter, language, compat }) */
   outputFormat?: OutputParser<ToolResponse> | undefined;
   /** The inner agent's memory. @default {} */
   memory?: MemoryConfig | undefined;
@@ -76,7 +84,16 @@ export interface InternLMOutputFormatOptions {
   interpreter?: ActionBase | readonly ActionBase[] | undefined;
   /** @default 'zh' */
   language?: PromptLanguage | undefined;
+  /** `'lagent'`: Lagent's own instruction texts (see `AgentForInternLMOptions.compat`). */
+  compat?: CompatMode | undefined;
 }
+
+/** Python Lagent's own texts, used with `compat: 'lagent'`. */
+const LAGENT_INTERNLM_PROMPTS: InternLMPrompts = Object.freeze({
+  meta: LAGENT_META_CN,
+  plugin: LAGENT_PLUGIN_CN,
+  interpreter: LAGENT_INTERPRETER_CN,
+});
 
 function isPresent(actions: ActionBase | readonly ActionBase[] | undefined): boolean {
   return Array.isArray(actions) ? actions.length > 0 : actions !== undefined && actions !== null;
@@ -95,7 +112,8 @@ function isPresent(actions: ActionBase | readonly ActionBase[] | undefined): boo
 export function internLMOutputFormat(
   options: InternLMOutputFormatOptions = {},
 ): MixedToolParser<PluginParser | InterpreterParser> {
-  const prompts = INTERNLM_PROMPTS[options.language ?? 'zh'];
+  const lagent = checkCompat('internLMOutputFormat', options.compat, options.language, 'zh');
+  const prompts = lagent ? LAGENT_INTERNLM_PROMPTS : INTERNLM_PROMPTS[options.language ?? 'zh'];
   const plugins = options.plugins;
   return new MixedToolParser<PluginParser | InterpreterParser>({
     template: prompts.meta,
@@ -221,6 +239,7 @@ export function internLMParts<H extends Hook, E>(
   options: AgentForInternLMOptions<unknown, ActionBase, H>,
   createExecutor: (actions: ActionBase | readonly ActionBase[], hooks: readonly H[]) => E,
 ) {
+  checkCompat(owner, options.compat, options.language, 'zh');
   const hooks = options.actionHooks ?? [new InternLMActionProcessor() as unknown as H];
   const executors: Executors<E> = {
     plugins: isPresent(options.plugins) ? createExecutor(options.plugins!, hooks) : undefined,
@@ -232,6 +251,7 @@ export function internLMParts<H extends Hook, E>(
       plugins: options.plugins,
       interpreter: options.interpreter,
       language: options.language,
+      compat: options.compat,
     });
   return {
     executors,

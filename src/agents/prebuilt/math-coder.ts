@@ -2,18 +2,25 @@ import type { ActionBase, BaseAction } from '../../actions/base-action';
 import type { AsyncHook, Hook, SyncHook } from '../../hooks/hook';
 import type { AsyncBaseLLM, BaseLLM } from '../../llms/base-llm';
 import { InterpreterParser } from '../../prompts/parsers/interpreter-parser';
+import { type CompatMode, checkCompat } from './compat';
 import { AgentForInternLM, type AgentForInternLMOptions, AsyncAgentForInternLM } from './internlm-agent';
 import { MATH_CODER_PROMPTS, type PromptLanguage } from './internlm-prompts';
+import { LAGENT_MATH_CODER_TEMPLATE } from './lagent-prompts';
 
 /** Options of {@link MathCoder}: those of `AgentForInternLM` without plugins, with an interpreter. */
 export type MathCoderOptions<L, A extends ActionBase, H extends Hook> = Omit<
   AgentForInternLMOptions<L, A, H>,
-  'plugins' | 'interpreter' | 'language' | 'maxTurn'
+  'plugins' | 'interpreter' | 'language' | 'compat' | 'maxTurn'
 > & {
   /** The code interpreter (any action with a `command` argument; code goes there). */
   interpreter: A | readonly A[];
   /** The language of the default instruction. @default 'en' (Lagent's) */
   language?: PromptLanguage | undefined;
+  /**
+   * `'lagent'`: the default instruction is Python Lagent's own MathCoder text, character for character
+   * (`LAGENT_MATH_CODER_TEMPLATE`; English only).
+   */
+  compat?: CompatMode | undefined;
   /** The most model turns per call. @default 6 */
   maxTurn?: number | undefined;
 };
@@ -22,18 +29,25 @@ export type MathCoderOptions<L, A extends ActionBase, H extends Hook> = Omit<
  * MathCoder's output format: InternLM's interpreter calls, with Lagent's instruction to reason step by step,
  * run code, and box the final result.
  */
-export function mathCoderOutputFormat(language: PromptLanguage = 'en'): InterpreterParser {
-  return new InterpreterParser({ template: MATH_CODER_PROMPTS[language] });
+export function mathCoderOutputFormat(
+  language: PromptLanguage = 'en',
+  compat?: CompatMode | undefined,
+): InterpreterParser {
+  const lagent = checkCompat('mathCoderOutputFormat', compat, language, 'en');
+  return new InterpreterParser({
+    template: lagent ? LAGENT_MATH_CODER_TEMPLATE : MATH_CODER_PROMPTS[language],
+  });
 }
 
 function withMathDefaults<L, A extends ActionBase, H extends Hook>(
   options: MathCoderOptions<L, A, H>,
 ): AgentForInternLMOptions<L, A, H> {
-  const { language = 'en', ...rest } = options;
+  const { language, compat, ...rest } = options;
+  checkCompat('MathCoder', compat, language, 'en');
   return {
     ...rest,
     maxTurn: options.maxTurn ?? 6,
-    outputFormat: options.outputFormat ?? mathCoderOutputFormat(language),
+    outputFormat: options.outputFormat ?? mathCoderOutputFormat(language ?? 'en', compat),
   };
 }
 

@@ -5,6 +5,11 @@ import type { ChatMessage } from '../../schema/chat-message';
 import { isPlainObject } from '../../utils/is';
 import { toText } from '../../utils/text';
 import type { PromptLanguage } from './internlm-prompts';
+import {
+  LAGENT_REACT_FINISH_FORMAT,
+  LAGENT_REACT_FUNCTION_FORMAT,
+  LAGENT_REACT_OUTPUT_FORMAT,
+} from './lagent-prompts';
 import { REACT_PROMPTS } from './react-prompts';
 
 /** A ReAct step that calls a tool (the JSON the model writes; keys as in Lagent's formats). */
@@ -61,6 +66,23 @@ export function reactOutputFormat(language: PromptLanguage = 'zh'): JSONParser<z
     template: REACT_PROMPTS[language].outputFormat,
     function_format: new JSONParser({ schema: action }).formatSchema(),
     finish_format: new JSONParser({ schema: finish }).formatSchema(),
+  });
+}
+
+/**
+ * ReAct's output format as Python Lagent's ReAct example builds it: the same two step formats as
+ * {@link reactOutputFormat}, with Lagent's instruction text (`LAGENT_REACT_OUTPUT_FORMAT`) and the formats
+ * rendered as Lagent's `JSONParser` renders its pydantic models (`LAGENT_REACT_FUNCTION_FORMAT`,
+ * `LAGENT_REACT_FINISH_FORMAT`: Python type names such as `str` and `dict[]`). `ReAct`'s default with
+ * `compat: 'lagent'`.
+ */
+export function lagentReActOutputFormat(): JSONParser<z.ZodType<ReActStep>> {
+  const { action, finish } = schemasOf('zh');
+  return new JSONParser({
+    schema: z.union([action, finish]) as z.ZodType<ReActStep>,
+    template: LAGENT_REACT_OUTPUT_FORMAT,
+    function_format: LAGENT_REACT_FUNCTION_FORMAT,
+    finish_format: LAGENT_REACT_FINISH_FORMAT,
   });
 }
 

@@ -23,7 +23,9 @@ import type {
 import type { AgentClass } from '../agent-class';
 import type { DefaultAggregator } from '../aggregator/default-aggregator';
 import { AsyncAgent } from '../async-agent';
+import { asciiPythonJSON, type CompatMode, checkCompat } from './compat';
 import type { PromptLanguage } from './internlm-prompts';
+import { LAGENT_REACT_TEMPLATE } from './lagent-prompts';
 import {
   builtinTurn,
   checkMaxTurn,
@@ -34,6 +36,7 @@ import {
 } from './loop-turns';
 import {
   isReActParseFailure,
+  lagentReActOutputFormat,
   ReActOutputParser,
   type ReActParseFailure,
   type ReActStep,
@@ -57,6 +60,13 @@ export interface ReActOptions<L, A extends ActionBase, F, H extends Hook> {
   outputFormat?: OutputParser<F> | undefined;
   /** The language of the default prompts. @default 'zh' (Lagent's) */
   language?: PromptLanguage | undefined;
+  /**
+   * `'lagent'`: the system prompt is built as Python Lagent's ReAct builds it, character for character:
+   * Lagent's texts (`LAGENT_REACT_TEMPLATE`, `lagentReActOutputFormat()`; Chinese only) and the tool list
+   * as `json.dumps` writes it (non-ASCII as `\uXXXX` escapes). A `template` or `outputFormat` you pass is
+   * still used; the tool list is written Lagent's way either way.
+   */
+  compat?: CompatMode | undefined;
   /** The most model turns per call. @default 5 */
   maxTurn?: number | undefined;
   /** Whether a model reply is the answer. @default a `formatted` with a `conclusion` field */
@@ -99,10 +109,12 @@ function selectInstruction(
   template: string | PromptTemplate,
   executor: ExecutorBase<ActionBase>,
   parser: OutputParser<unknown>,
+  lagent: boolean,
 ): string {
   const prompt = typeof template === 'string' ? new PromptTemplate(template) : template;
+  const description = executor.description();
   const values: Record<string, string> = {
-    action_info: pythonJSON(executor.description()),
+    action_info: lagent ? asciiPythonJSON(description) : pythonJSON(description),
     output_format: instructionText(parser.formatInstruction?.() ?? ''),
   };
   const used: Record<string, string> = {};
@@ -145,6 +157,7 @@ function* reactSteps(
 }
 
 interface Parts<F> {
+  lagent: boolean;
   parser: ReActOutputParser<F>;
   template: string | PromptTemplate;
   maxTurn: number;
@@ -152,11 +165,14 @@ interface Parts<F> {
 }
 
 function partsOf<F>(owner: string, options: ReActOptions<unknown, ActionBase, F, Hook>): Parts<F> {
+  const lagent = checkCompat(owner, options.compat, options.language, 'zh');
   const language = options.language ?? 'zh';
-  const format = (options.outputFormat ?? reactOutputFormat(language)) as OutputParser<F>;
+  const defaultFormat = lagent ? lagentReActOutputFormat() : reactOutputFormat(language);
+  const format = (options.outputFormat ?? defaultFormat) as OutputParser<F>;
   return {
+    lagent,
     parser: new ReActOutputParser(format),
-    template: options.template ?? REACT_PROMPTS[language].template,
+    template: options.template ?? (lagent ? LAGENT_REACT_TEMPLATE : REACT_PROMPTS[language].template),
     maxTurn: checkMaxTurn(owner, options.maxTurn ?? 5),
     finishCondition: options.finishCondition ?? hasConclusion,
   };
@@ -200,7 +216,7 @@ function reactAgentClass<A extends AgentBase, I extends AgentBase, E extends Exe
       );
       this.selectAgent = variant.selectAgent({
         llm: options.llm,
-        template: selectInstruction(parts.template, this.actions, parts.parser),
+        template: selectInstruction(parts.template, this.actions, parts.parser, parts.lagent),
         outputFormat: parts.parser,
         memory: options.memory,
         aggregator: options.aggregator,
