@@ -177,6 +177,7 @@ export {
 export type { GetMemoryOptions, MemoryManagerOptions, MemoryOptions } from './memory/index';
 export { Memory, MemoryManager } from './memory/index';
 export type {
+  CustomFormatParserOptions,
   InterpreterParserOptions,
   JSONParserOptions,
   MixedToolParserOptions,
@@ -189,6 +190,7 @@ export type {
 } from './prompts/index';
 export {
   asToolResponse,
+  CustomFormatParser,
   InterpreterParser,
   JSONParser,
   MixedToolParser,

@@ -1,6 +1,7 @@
 export { TemplateError } from '../schema/errors';
 export type { OutputParser } from './output-parser';
 export type {
+  CustomFormatParserOptions,
   InterpreterParserOptions,
   JSONParserOptions,
   MixedToolParserOptions,
@@ -11,6 +12,7 @@ export type {
 } from './parsers/index';
 export {
   asToolResponse,
+  CustomFormatParser,
   InterpreterParser,
   JSONParser,
   MixedToolParser,

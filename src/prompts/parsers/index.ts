@@ -1,6 +1,8 @@
 export { ToolStatusCode } from '../../schema/status';
 export type { ToolResponse } from '../../schema/tool-response';
 export { asToolResponse } from '../../schema/tool-response';
+export type { CustomFormatParserOptions } from './custom-format-parser';
+export { CustomFormatParser } from './custom-format-parser';
 export type { InterpreterParserOptions } from './interpreter-parser';
 export { InterpreterParser } from './interpreter-parser';
 export type { JSONParserOptions } from './json-parser';
