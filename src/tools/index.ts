@@ -65,6 +65,8 @@ export {
   type SearcherOptions,
   type SearcherType,
   type SearchResult,
+  SearxngSearcher,
+  type SearxngSearcherOptions,
   type ServiceToolOptions,
   searcherCredentialsFromEnv,
   TencentSearcher,

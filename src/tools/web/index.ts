@@ -35,6 +35,8 @@ export {
   type SearcherOptions,
   type SearcherType,
   type SearchResult,
+  SearxngSearcher,
+  type SearxngSearcherOptions,
   searcherCredentialsFromEnv,
   TencentSearcher,
   type TencentSearcherOptions,

@@ -34,9 +34,12 @@ afterEach(() => {
   fake.requests.length = 0;
 });
 
+/** The searchers the shared fake serves (SearXNG has its own fake instance: searxng.test.ts). */
+type ServedType = Exclude<SearcherType, 'SearxngSearch'>;
+
 /** Each searcher as the fake's credentials need it, with a small backoff for the retry cases. */
 const SETUPS: Record<
-  SearcherType,
+  ServedType,
   { env: string[]; good: Record<string, string>; bad: Record<string, string> }
 > = {
   DuckDuckGoSearch: { env: [], good: {}, bad: {} },
@@ -49,14 +52,14 @@ const SETUPS: Record<
     bad: { secretId: 'test-id', secretKey: 'wrong-secret' },
   },
 };
-const TYPES = Object.keys(SETUPS) as SearcherType[];
+const TYPES = Object.keys(SETUPS) as ServedType[];
 
-function searcher(type: SearcherType, options: SearcherOptions & Record<string, unknown> = {}) {
+function searcher(type: ServedType, options: SearcherOptions & Record<string, unknown> = {}) {
   return createSearcher(type, { baseURL: fake.url, minDelayMs: 10, ...SETUPS[type].good, ...options });
 }
 
 /** What each service's snippet for a hit becomes (Brave appends its extra snippet). */
-function expectedSumm(type: SearcherType, hit: FakeHit): string {
+function expectedSumm(type: ServedType, hit: FakeHit): string {
   const summ = hit.snippet;
   return type === 'BraveSearch' ? `${summ} More about ${hit.title}.` : summ;
 }

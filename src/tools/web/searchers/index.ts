@@ -3,6 +3,7 @@ import { BingSearcher } from './bing';
 import { BraveSearcher } from './brave';
 import { DuckDuckGoSearcher } from './duckduckgo';
 import { GoogleSearcher } from './google';
+import { SearxngSearcher } from './searxng';
 import { TencentSearcher } from './tencent';
 
 export {
@@ -17,6 +18,7 @@ export { BingSearcher, type BingSearcherOptions } from './bing';
 export { BraveSearcher, type BraveSearcherOptions } from './brave';
 export { DuckDuckGoSearcher, type DuckDuckGoSearcherOptions } from './duckduckgo';
 export { GoogleSearcher, type GoogleSearcherOptions } from './google';
+export { SearxngSearcher, type SearxngSearcherOptions } from './searxng';
 export { TencentSearcher, type TencentSearcherOptions } from './tencent';
 
 /** The searchers a `WebBrowser` can use, by Lagent's names. */
@@ -26,6 +28,7 @@ export const SEARCHER_TYPES = [
   'BraveSearch',
   'GoogleSearch',
   'TencentSearch',
+  'SearxngSearch',
 ] as const;
 /** One of {@link SEARCHER_TYPES}. */
 export type SearcherType = (typeof SEARCHER_TYPES)[number];
@@ -51,10 +54,12 @@ export function createSearcher(
       return new GoogleSearcher(options);
     case 'TencentSearch':
       return new TencentSearcher(options);
+    case 'SearxngSearch':
+      return new SearxngSearcher(options);
   }
 }
 
-/** The environment variables each searcher reads its credentials from, by the option they fill. */
+/** The environment variables each searcher reads its credentials (SearXNG: its address) from, by the option they fill. */
 const CREDENTIALS: Record<SearcherType, Record<string, string>> = {
   DuckDuckGoSearch: {},
   BingSearch: { apiKey: 'BING_API_KEY' },
@@ -65,11 +70,12 @@ const CREDENTIALS: Record<SearcherType, Record<string, string>> = {
     secretKey: 'TENCENTCLOUD_SECRET_KEY',
     token: 'TENCENTCLOUD_SESSION_TOKEN',
   },
+  SearxngSearch: { baseURL: 'SEARXNG_URL' },
 };
 
 /**
- * The credentials the searcher of `type` would read from this thread's environment, as options (`apiKey`, or
- * Tencent's `secretId` / `secretKey` / `token`); only the variables that are set. A sync twin sends them to its
+ * The credentials the searcher of `type` would read from this thread's environment, as options (`apiKey`,
+ * Tencent's `secretId` / `secretKey` / `token`, or SearXNG's `baseURL`); only the variables that are set. A sync twin sends them to its
  * worker thread, which does not see environment changes made after it started.
  */
 export function searcherCredentialsFromEnv(type: SearcherType): Record<string, string> {
