@@ -37,7 +37,8 @@ function apiName(name: string | undefined): string | undefined {
  * and the role's `begin`/`end` text, and consecutive messages that end up with the same API role are
  * merged into one, their contents joined by a newline. Roles the template does not list pass through
  * unchanged. `name` is kept, made safe for OpenAI (`[A-Za-z0-9_-]`, at most 64 characters), and dropped
- * when merged messages disagree on it. `toolCalls` and `toolCallId` are kept, and such turns are never merged.
+ * when merged messages disagree on it. `toolCalls` and `toolCallId` (with a tool result's `isError` and
+ * `images`) are kept, and such turns are never merged.
  *
  * @example
  * new APITemplateParser().parse([
@@ -87,7 +88,11 @@ export class APITemplateParser {
       if (name !== undefined) apiMessage.name = name;
       if (message.toolCalls !== undefined && message.toolCalls.length > 0)
         apiMessage.toolCalls = message.toolCalls;
-      if (message.toolCallId !== undefined) apiMessage.toolCallId = message.toolCallId;
+      if (message.toolCallId !== undefined) {
+        apiMessage.toolCallId = message.toolCallId;
+        if (message.isError !== undefined) apiMessage.isError = message.isError;
+        if (message.images !== undefined) apiMessage.images = message.images;
+      }
       result.push(apiMessage);
       mergedNames = new Set([name]);
       previousIsToolTurn = isToolTurn;

@@ -11,6 +11,7 @@ import {
   usageFromClaude,
 } from './claude-messages';
 import { type AnthropicSDK, loadAnthropicSDK, toSharedError } from './claude-sdk';
+import { type LoadedImages, loadImages } from './image-inputs';
 import { MeteredLLM } from './metered-llm';
 import { type RetryPolicy, withRetries } from './request-retry';
 import { resolveTiming, type TimingOptions } from './timing';
@@ -42,6 +43,12 @@ export interface ClaudeAPIOptions extends GenParams, TimingOptions {
   headers?: Record<string, string> | undefined;
   /** Extra body fields on every request (e.g. `{ metadata: { user_id: 'u1' } }`). */
   extraBody?: Record<string, unknown> | undefined;
+  /**
+   * Send the images of tool results (`ChatMessage.images`: an interpreter's figures, an MCP tool's images) as
+   * image blocks inside their `tool_result`; false leaves them as the text that names them. Files must be
+   * regular PNG, JPEG, GIF or WebP files of at most 3.75 MB; others are named in a note. @default true
+   */
+  sendImages?: boolean | undefined;
 }
 
 /** Per-call params of {@link AsyncClaudeAPI}. */
@@ -106,6 +113,7 @@ export class AsyncClaudeAPI extends MeteredLLM {
   readonly #sendTopP: boolean;
   readonly #sendTopK: boolean;
   readonly #where: string;
+  readonly #sendImages: boolean;
   #client: Promise<{ client: ClaudeClient; sdk: AnthropicSDK }> | undefined;
 
   constructor(options: ClaudeAPIOptions = {}) {
@@ -143,6 +151,7 @@ export class AsyncClaudeAPI extends MeteredLLM {
     this.#sendTopP = options.topP !== undefined;
     this.#sendTopK = options.topK !== undefined;
     this.#where = `${name} request to ${this.baseURL}/v1/messages (model ${model})`;
+    this.#sendImages = options.sendImages ?? true;
   }
 
   /**
@@ -160,7 +169,8 @@ export class AsyncClaudeAPI extends MeteredLLM {
     const call = params ?? {};
     const resolved = this.resolveParams(call);
     const tools = prepareTools(call.tools, this.clientName);
-    const body = this.#body(messages, resolved, call, tools);
+    const images = this.#sendImages ? await loadImages(messages) : undefined;
+    const body = this.#body(messages, resolved, call, tools, images);
     // A model called inside an agent's forward stops with that call even when not handed its signal.
     const signal = effectiveSignal(call.signal);
     signal?.throwIfAborted();
@@ -195,7 +205,8 @@ export class AsyncClaudeAPI extends MeteredLLM {
     const call = params ?? {};
     const resolved = this.resolveParams(call);
     const tools = prepareTools(call.tools, this.clientName);
-    const body = this.#body(messages, resolved, call, tools);
+    const images = this.#sendImages ? await loadImages(messages) : undefined;
+    const body = this.#body(messages, resolved, call, tools, images);
     body.stream = true;
     const signal = effectiveSignal(call.signal);
     signal?.throwIfAborted();
@@ -263,8 +274,9 @@ export class AsyncClaudeAPI extends MeteredLLM {
     params: ResolvedGenParams,
     call: ClaudeCallParams,
     tools: RequestTools | undefined,
+    images: LoadedImages,
   ): Record<string, unknown> {
-    const dialog = toClaudeMessages(messages);
+    const dialog = toClaudeMessages(messages, images);
     const body: Record<string, unknown> = {
       model: this.model,
       max_tokens: params.maxNewTokens,

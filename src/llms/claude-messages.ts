@@ -1,5 +1,6 @@
 import type { ChatMessage, ToolCall } from '../schema/chat-message';
 import { LLMRequestError } from '../schema/errors';
+import { type LoadedImage, type LoadedImages, skippedNote } from './image-inputs';
 import { parseToolArguments, type RequestTools, toAPIToolName } from './tool-calls';
 import type { ToolChoice } from './types';
 import type { TokenUsage } from './usage';
@@ -8,7 +9,13 @@ import type { TokenUsage } from './usage';
 export type ClaudeBlock =
   | { type: 'text'; text: string }
   | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
-  | { type: 'tool_result'; tool_use_id: string; content?: string };
+  | { type: 'image'; source: { type: 'base64'; media_type: string; data: string } }
+  | {
+      type: 'tool_result';
+      tool_use_id: string;
+      content?: string | ClaudeBlock[];
+      is_error?: boolean;
+    };
 
 /** One Anthropic message: a string for a single text, else blocks. */
 export interface ClaudeMessage {
@@ -35,11 +42,20 @@ function inputOf(call: ToolCall): Record<string, unknown> {
 }
 
 /** The blocks of one chat message and the Anthropic role they go under; system text is handled by the caller. */
-function blocksOf(message: ChatMessage): { role: ClaudeMessage['role']; blocks: ClaudeBlock[] } {
+function blocksOf(
+  message: ChatMessage,
+  images: LoadedImages,
+): { role: ClaudeMessage['role']; blocks: ClaudeBlock[] } {
   const text = message.content ?? '';
   if (message.toolCallId !== undefined) {
-    const block: ClaudeBlock = { type: 'tool_result', tool_use_id: message.toolCallId };
-    if (text.length > 0) block.content = text;
+    const block: Extract<ClaudeBlock, { type: 'tool_result' }> = {
+      type: 'tool_result',
+      tool_use_id: message.toolCallId,
+    };
+    const parts = images === undefined ? [] : imageBlocks(message.images, images);
+    if (parts.length > 0) block.content = text.length > 0 ? [{ type: 'text', text }, ...parts] : parts;
+    else if (text.length > 0) block.content = text;
+    if (message.isError === true) block.is_error = true;
     return { role: 'user', blocks: [block] };
   }
   const blocks: ClaudeBlock[] = [];
@@ -54,15 +70,38 @@ function blocksOf(message: ChatMessage): { role: ClaudeMessage['role']; blocks: 
   return { role: 'user', blocks };
 }
 
+/** A tool result's images as image blocks, and a text block for each one that could not be sent. */
+function imageBlocks(
+  sources: readonly string[] | undefined,
+  images: ReadonlyMap<string, LoadedImage>,
+): ClaudeBlock[] {
+  const blocks: ClaudeBlock[] = [];
+  for (const source of sources ?? []) {
+    const image = images.get(source);
+    if (image === undefined) continue;
+    if ('skipped' in image) blocks.push({ type: 'text', text: skippedNote(source, image.skipped) });
+    else
+      blocks.push({
+        type: 'image',
+        source: { type: 'base64', media_type: image.mediaType, data: image.data },
+      });
+  }
+  return blocks;
+}
+
 /**
  * Lagent's OpenAI-shaped dialog as a Messages API request: the leading `system` messages become the `system`
  * field (joined by a blank line); later ones, which Anthropic has no place for, are user text where they
  * stand. An assistant turn's `toolCalls` become `tool_use` blocks (toolkit APIs named `Name__api`), a message
- * with `toolCallId` (role `tool`) a `tool_result` block in a user turn, and every other role (`user`,
+ * with `toolCallId` (role `tool`) a `tool_result` block in a user turn (`is_error` when the call failed, with
+ * image blocks for the loaded `images` it carries), and every other role (`user`,
  * `environment`, ...) user text. Consecutive turns of one role are merged into one message, tool results
  * first, as Anthropic requires; empty turns are dropped.
  */
-export function toClaudeMessages(messages: readonly ChatMessage[]): {
+export function toClaudeMessages(
+  messages: readonly ChatMessage[],
+  images?: LoadedImages,
+): {
   system: string | undefined;
   messages: ClaudeMessage[];
 } {
@@ -75,7 +114,7 @@ export function toClaudeMessages(messages: readonly ChatMessage[]): {
       continue;
     }
     leading = false;
-    const { role, blocks } = blocksOf(message);
+    const { role, blocks } = blocksOf(message, images);
     if (blocks.length === 0) continue;
     const last = turns.at(-1);
     if (last !== undefined && last.role === role) last.blocks.push(...blocks);

@@ -3,6 +3,7 @@ import { effectiveSignal } from '../core/call-context';
 import { Deadline } from '../core/deadline';
 import { ConfigurationError, LLMRequestError } from '../schema/errors';
 import { MAX_TIMER_MS } from '../utils/timers';
+import { type LoadedImages, loadImages } from './image-inputs';
 import { MeteredLLM } from './metered-llm';
 import { postJSON } from './post-json';
 import { type RetryPolicy, withRetries } from './request-retry';
@@ -45,6 +46,14 @@ export interface OpenAICompatibleOptions extends GenParams, TimingOptions {
   extraBody?: Record<string, unknown> | undefined;
   /** Ask streaming servers for token usage (`stream_options.include_usage`). @default true */
   streamUsage?: boolean | undefined;
+  /**
+   * Send the images of tool results (`ChatMessage.images`: an interpreter's figures, an MCP tool's images) as
+   * `image_url` parts (base64 `data:` URLs) of a `user` message after the tool messages, since OpenAI's tool
+   * messages carry text only. Set false for a model that takes no images: they stay the text that names them.
+   * Files must be regular PNG, JPEG, GIF or WebP files of at most 3.75 MB; others are named in a note.
+   * @default true
+   */
+  sendImages?: boolean | undefined;
 }
 
 /** Per-call params of OpenAI-compatible clients. */
@@ -115,6 +124,7 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
   readonly #organization: string | undefined;
   readonly #headers: Record<string, string> | undefined;
   readonly #streamUsage: boolean;
+  readonly #sendImages: boolean;
   #cursor = 0;
 
   constructor(options: OpenAICompatibleOptions, defaults: OpenAICompatibleDefaults) {
@@ -155,6 +165,7 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
     this.#headers = options.headers;
     this.extraBody = { ...options.extraBody };
     this.#streamUsage = options.streamUsage ?? true;
+    this.#sendImages = options.sendImages ?? true;
   }
 
   /** Builds the request for one call; `params` are the resolved generation params. */
@@ -182,7 +193,8 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
   override async generate(messages: ChatMessage[], params?: OpenAICallParams): Promise<ModelReply> {
     const call = params ?? {};
     const resolved = this.resolveParams(call);
-    const { request, tools } = this.#prepare(messages, resolved, call);
+    const images = this.#sendImages ? await loadImages(messages) : undefined;
+    const { request, tools } = this.#prepare(messages, resolved, call, images);
     // A model called inside an agent's forward stops with that call even when not handed its signal.
     const signal = effectiveSignal(call.signal);
     const where = this.#where(request);
@@ -212,7 +224,8 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
   ): AsyncGenerator<StreamChunk, void, undefined> {
     const call = params ?? {};
     const resolved = this.resolveParams(call);
-    const { request, tools } = this.#prepare(messages, resolved, call);
+    const images = this.#sendImages ? await loadImages(messages) : undefined;
+    const { request, tools } = this.#prepare(messages, resolved, call, images);
     request.body.stream = true;
     if (this.#streamUsage) request.body.stream_options = { include_usage: true };
     // A model called inside an agent's forward stops with that call even when not handed its signal.
@@ -253,13 +266,14 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
     messages: ChatMessage[],
     resolved: ResolvedGenParams,
     call: OpenAICallParams,
+    images: LoadedImages,
   ): { request: CompletionRequest; tools: RequestTools | undefined } {
     const tools = prepareTools(call.tools, this.clientName);
     const request = this.buildRequest(messages, resolved, call);
     if (request.endpoint === 'chat') {
       addToolFields(request.body, tools, call.toolChoice, call.parallelToolCalls);
       if (hasToolTurns(messages)) {
-        request.body.messages = toAPIMessages(request.body.messages as ChatMessage[]);
+        request.body.messages = toAPIMessages(request.body.messages as ChatMessage[], images);
       }
     } else if (tools !== undefined) {
       throw new ConfigurationError({

@@ -1,6 +1,7 @@
 import type { ChatMessage, OpenAITool, ToolCall } from '../schema/chat-message';
 import { FROZEN_OPENAI_TOOLS, type ListsFrozenTools } from '../schema/chat-message';
 import { ConfigurationError, LLMRequestError, ModelOutputError } from '../schema/errors';
+import { type LoadedImage, type LoadedImages, skippedNote } from './image-inputs';
 import type { ToolChoice, ToolSpec } from './types';
 
 /** The tools of one request: as sent (OpenAI names) and the way back to Lagent's names. */
@@ -163,12 +164,25 @@ function toWireToolCall(call: ToolCall): WireToolCall {
  * Chat messages in OpenAI's wire shape: an assistant turn with `toolCalls` gets `tool_calls` (names as OpenAI
  * accepts them, arguments as JSON text), a turn with `toolCallId` gets `tool_call_id` (its content a string,
  * no `name`, which OpenAI's tool messages do not take).
- * Messages without either are returned as they are.
+ * Messages without either are returned as they are. With loaded `images`, the images of a run of tool
+ * messages follow it as one `user` message of `image_url` parts (OpenAI's tool messages carry only text).
  */
-export function toAPIMessages(messages: readonly ChatMessage[]): Record<string, unknown>[] {
-  return messages.map((message) => {
+export function toAPIMessages(
+  messages: readonly ChatMessage[],
+  images?: LoadedImages,
+): Record<string, unknown>[] {
+  const wires: Record<string, unknown>[] = [];
+  let parts: Record<string, unknown>[] = [];
+  for (const message of messages) {
+    if (parts.length > 0 && message.toolCallId === undefined) {
+      wires.push(imagesMessage(parts));
+      parts = [];
+    }
     const hasCalls = message.toolCalls !== undefined && message.toolCalls.length > 0;
-    if (!hasCalls && message.toolCallId === undefined) return message as unknown as Record<string, unknown>;
+    if (!hasCalls && message.toolCallId === undefined) {
+      wires.push(message as unknown as Record<string, unknown>);
+      continue;
+    }
     const wire: Record<string, unknown> = { role: message.role, content: message.content };
     // OpenAI's tool messages have no `name`: the id ties the result to its call.
     if (message.name !== undefined && message.toolCallId === undefined) wire.name = message.name;
@@ -176,9 +190,34 @@ export function toAPIMessages(messages: readonly ChatMessage[]): Record<string, 
     if (message.toolCallId !== undefined) {
       wire.tool_call_id = message.toolCallId;
       wire.content = message.content ?? '';
+      if (images !== undefined) addImageParts(parts, message, images);
     }
-    return wire;
-  });
+    wires.push(wire);
+  }
+  if (parts.length > 0) wires.push(imagesMessage(parts));
+  return wires;
+}
+
+/** The `image_url` parts of one tool result's images, and a text part for each one that could not be sent. */
+function addImageParts(
+  parts: Record<string, unknown>[],
+  message: ChatMessage,
+  images: ReadonlyMap<string, LoadedImage>,
+): void {
+  for (const source of message.images ?? []) {
+    const image = images.get(source);
+    if (image === undefined) continue;
+    if (parts.length === 0) parts.push({ type: 'text', text: 'Images returned by the tool calls above:' });
+    parts.push(
+      'skipped' in image
+        ? { type: 'text', text: skippedNote(source, image.skipped) }
+        : { type: 'image_url', image_url: { url: `data:${image.mediaType};base64,${image.data}` } },
+    );
+  }
+}
+
+function imagesMessage(parts: Record<string, unknown>[]): Record<string, unknown> {
+  return { role: 'user', content: parts };
 }
 
 /**

@@ -22,6 +22,13 @@ export interface ChatMessage {
   name?: string | undefined;
   toolCalls?: ToolCall[] | undefined;
   toolCallId?: string | undefined;
+  /** On a tool result (`toolCallId`): the call failed (Anthropic's `tool_result` gets `is_error: true`). */
+  isError?: boolean | undefined;
+  /**
+   * On a tool result: the images the tool returned, each a file path or a `data:` URL. Clients of models that
+   * take images send them as image parts; `content` still names them as text.
+   */
+  images?: readonly string[] | undefined;
 }
 
 /** One tool in OpenAI's function-tool format (what `action.toOpenAITools()` gives and `llm.chat(..., { tools })` takes). */

@@ -33,10 +33,25 @@ function resultText(result: unknown): string {
   return result.toText();
 }
 
+/** The `image` items of a result (paths or `data:` URLs), or undefined when it has none. */
+function imagesOf(result: ActionReturn): string[] | undefined {
+  const items = result.result;
+  if (!Array.isArray(items)) return undefined;
+  const images: string[] = [];
+  for (const item of items) {
+    if (item?.type === 'image' && typeof item.content === 'string' && item.content !== '') {
+      images.push(item.content);
+    }
+  }
+  return images.length > 0 ? images : undefined;
+}
+
 /**
  * Renders native tool-call turns so that the history stays valid for the OpenAI API: each call of the
  * agent's tool-call message is answered by exactly one `tool` message, right after it and before any other
- * message. A call whose result never came gets a `tool` message saying it was not run; a second result for
+ * message. A failed call's `tool` message has `isError`, and a result's `image` items are its `images` (for
+ * clients of models that take images). A call whose result never came gets a `tool` message saying it was
+ * not run; a second result for
  * an id is dropped; a result whose call is not in the agent's last tool-call message (nothing waits for it:
  * the message was given to another agent, or the call was cut off by a memory window) is shown as user
  * text (`Result of name: ...`), since a `tool` message without its call is refused by the API.
@@ -125,12 +140,18 @@ export class ToolTurns {
   /** Writes the `tool` message of call `at` (`undefined`: it was not run); the turn ends when none is left. */
   #answer(at: number, result: unknown): void {
     const call = this.#calls![at]!;
-    this.#out.push({
+    const message: ChatMessage = {
       role: 'tool',
       toolCallId: call.id,
       name: call.name,
       content: result === undefined ? NOT_RUN_TEXT : resultText(result),
-    });
+    };
+    if (result instanceof ActionReturn) {
+      if (result.state !== ActionStatusCode.SUCCESS) message.isError = true;
+      const images = imagesOf(result);
+      if (images !== undefined) message.images = images;
+    }
+    this.#out.push(message);
     this.#answered?.add(call.id);
     if (at < 30) this.#answeredMask |= 1 << at;
     else {

@@ -119,7 +119,8 @@ describe('DefaultAggregator with native tool calls', () => {
         ],
       },
       { role: 'tool', toolCallId: 'a', name: 'echo', content: 'x' },
-      { role: 'tool', toolCallId: 'b', name: 'Kit.api', content: reply.content[1]!.toText() },
+      // A failed call's message says so (Anthropic's tool_result gets is_error).
+      { role: 'tool', toolCallId: 'b', name: 'Kit.api', content: reply.content[1]!.toText(), isError: true },
     ]);
     expect(reply.content[1]!.state).toBe(ActionStatusCode.API_ERROR); // no tool Kit: its error goes back
     // The model's text is kept next to its calls.
