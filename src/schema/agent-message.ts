@@ -4,6 +4,7 @@ import { isPlainObject } from '../utils/is';
 import { keepShape } from '../utils/keep-shape';
 import { ActionReturn } from './action-return';
 import { ValidationError } from './errors';
+import { extraInfoFromLagent, extraInfoToLagent } from './lagent-extra-info';
 import { AgentStatusCode } from './status';
 
 /** The JSON form of an {@link AgentMessage}: camelCase keys, all seven fields. */
@@ -152,7 +153,8 @@ export class AgentMessage<C = any, F = any> {
 
   /**
    * Builds a message from its JSON form: camelCase, or Lagent's snake_case dumps (`extra_info`,
-   * `stream_state`, and `tool_type` in a tool parser's `formatted`, which comes back as `toolType`).
+   * `stream_state`, `tool_type` in a tool parser's `formatted`, which comes back as `toolType`, and a loop's
+   * `max_turn_reached` / `max_turn` in `extra_info`, which come back as `maxTurnReached` / `maxTurn`).
    * Content in an ActionReturn's JSON form (itself, or an item of a content list) comes back as an
    * {@link ActionReturn}. Throws a {@link ValidationError} naming the field when the input does not fit,
    * gives one key in both shapes, or nests deeper than {@link MAX_MESSAGE_DEPTH}.
@@ -195,7 +197,9 @@ export class AgentMessage<C = any, F = any> {
       content: reviveContent(deepClone(data.content)),
       sender: data.sender,
       formatted: camelFormatted(deepClone(data.formatted)),
-      extraInfo: deepClone(data.extraInfo),
+      extraInfo: Object.hasOwn(json, 'extra_info')
+        ? extraInfoFromLagent(deepClone(data.extraInfo))
+        : deepClone(data.extraInfo),
       type: data.type,
       receiver: data.receiver,
       streamState: data.streamState,
@@ -247,15 +251,17 @@ export function messageOf<C, F>(
 keepShape(messageOf('', 'user', null, null, null, null, AgentStatusCode.END));
 
 /**
- * A message's camelCase JSON form in Python Lagent's shape: `extra_info` and `stream_state`, and a tool
- * parser's result in `formatted` with `tool_type` (an ActionReturn's JSON form is already Lagent's dump).
+ * A message's camelCase JSON form in Python Lagent's shape: `extra_info` and `stream_state`, a tool
+ * parser's result in `formatted` with `tool_type` (an ActionReturn's JSON form is already Lagent's dump),
+ * and the library's own `extraInfo` keys in snake_case (a loop's `max_turn_reached` / `max_turn`; keys you
+ * set are written as you set them).
  */
 export function toLagentJSON<C, F>(json: AgentMessageJSON<C, F>): LagentMessageJSON<C, F> {
   return {
     content: json.content,
     sender: json.sender,
     formatted: renameFormatted(json.formatted, FORMATTED_CAMEL_KEYS, 'toJSON') as F | null,
-    extra_info: json.extraInfo ?? null,
+    extra_info: extraInfoToLagent(json.extraInfo ?? null),
     type: json.type ?? null,
     receiver: json.receiver ?? null,
     stream_state: json.streamState,
