@@ -6,7 +6,7 @@ import { Memory, type MemoryOptions } from '../memory/memory';
 import { MemoryManager, type MemoryManagerOptions } from '../memory/memory-manager';
 import type { OutputParser } from '../prompts/output-parser';
 import type { AgentMessage } from '../schema/agent-message';
-import type { ChatMessage } from '../schema/chat-message';
+import type { ChatMessage, ToolCall } from '../schema/chat-message';
 import { ConfigurationError, StateDictError } from '../schema/errors';
 import type { SessionId } from '../schema/session';
 import { AGENT_NODE, type AgentNode, discoverChildren, type MemoryNode, renderTree } from './agent-tree';
@@ -109,6 +109,20 @@ export interface AgentEvents {
   ];
   llmEnd: [event: { agent: AgentBase; sessionId: SessionId; response: string; path: string }];
   error: [event: { agent: AgentBase; sessionId: SessionId; error: unknown; path: string }];
+  /** A function-calling agent is about to run the tool calls its model asked for. */
+  toolStart: [
+    event: { agent: AgentBase; sessionId: SessionId; toolCalls: readonly ToolCall[]; path: string },
+  ];
+  /** A function-calling agent's tool calls returned: `message.content[i]` answers `toolCalls[i]`. */
+  toolEnd: [
+    event: {
+      agent: AgentBase;
+      sessionId: SessionId;
+      toolCalls: readonly ToolCall[];
+      message: AgentMessage;
+      path: string;
+    },
+  ];
 }
 
 /** Where an agent keeps its emitter; read without creating one on the hot path. */

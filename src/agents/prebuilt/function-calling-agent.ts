@@ -11,6 +11,7 @@ import { AgentMessage } from '../../schema/agent-message';
 import type { ToolCall } from '../../schema/chat-message';
 import { ConfigurationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
+import { AgentStatusCode } from '../../schema/status';
 import { toolCallsOf } from '../../schema/tool-calls';
 import { Agent } from '../agent';
 import type {
@@ -24,9 +25,10 @@ import type { AgentClass } from '../agent-class';
 import type { SystemInstruction } from '../aggregator/default-aggregator';
 import { AsyncAgent } from '../async-agent';
 import { AsyncStreamingAgent } from '../async-streaming-agent';
-import { agentCallSteps } from '../lifecycle';
+import { agentCallSteps, emitEvent } from '../lifecycle';
 import { StreamingAgent } from '../streaming-agent';
 import { checkMaxTurn, type MaxTurnInfo, subCall } from './loop-turns';
+import { markedChunk } from './stream-states';
 
 /** Options of the function-calling agents; `L` is the kind of model, `H` the kind of hooks. */
 export interface FunctionCallingAgentOptions<L, H, A extends ActionBase = ActionBase> {
@@ -77,15 +79,20 @@ const ASYNC_CALLS: DirectCalls = {
 /**
  * The function-calling loop, written once for the four variants: the model-facing sub-agent answers (with
  * the tools offered natively); while its reply calls tools, the executor runs them (the async one in
- * parallel) and its results go back to the model. The tool turns are in the sub-agent's memory.
+ * parallel) and its results go back to the model. The tool turns are in the sub-agent's memory. Each round
+ * of tools is reported as `toolStart` / `toolEnd` events; with `streaming`, also as chunks (see
+ * {@link AsyncStreamingFunctionCallingAgent}).
  */
 function* functionCallingSteps(
   loop: Loop,
   messages: AgentMessage[],
   sessionId: SessionId,
   direct?: DirectCalls,
+  streaming = false,
 ): Steps<AgentMessage> {
   let input: AgentMessage | AgentMessage[] = messages;
+  // Whether a model turn wrote text: the next one starts a new paragraph for a consumer printing deltas.
+  let wroteText = false;
   for (let turn = 1; ; turn++) {
     const agent = loop.agent;
     const reply: AgentMessage =
@@ -95,13 +102,23 @@ function* functionCallingSteps(
     const calls = toolCallsOf(reply.formatted);
     if (calls === null) return reply;
     if (turn >= loop.maxTurn) return stoppedReply(loop, calls);
+    if (typeof reply.content === 'string' && reply.content !== '') wroteText = true;
+    const owner = loop as unknown as AgentBase;
+    emitEvent(owner, 'toolStart', { agent: owner, sessionId, toolCalls: calls, path: '' });
+    if (streaming) yield markedChunk(reply, AgentStatusCode.PLUGIN_END, '');
     const executor = loop.executor;
-    input =
+    const results: AgentMessage =
       direct !== undefined && executor.call === direct.executor
         ? yield* (executor as unknown as DirectExecutor)[CALL_STEPS](reply, { sessionId })
         : yield* subCall(executor.call(reply, { sessionId }));
+    emitEvent(owner, 'toolEnd', { agent: owner, sessionId, toolCalls: calls, message: results, path: '' });
+    if (streaming) yield markedChunk(results, AgentStatusCode.PLUGIN_RETURN, wroteText ? TURN_BREAK : '');
+    input = results;
   }
 }
+
+/** The `delta` that ends a model turn's text before the next turn's, for a consumer printing deltas. */
+const TURN_BREAK = '\n\n';
 
 interface DirectExecutor {
   [CALL_STEPS](message: AgentMessage, options: { sessionId: SessionId }): Steps<AgentMessage>;
@@ -215,7 +232,9 @@ export class AsyncFunctionCallingAgent extends functionCallingAgentClass<
   }
 }
 
-/** {@link FunctionCallingAgent} that streams the model's text as it arrives, then the final reply once. */
+/**
+ * {@link FunctionCallingAgent} that streams: see {@link AsyncStreamingFunctionCallingAgent} for the chunks.
+ */
 export class StreamingFunctionCallingAgent extends functionCallingAgentClass<
   StreamingAgent,
   StreamingAgent,
@@ -229,11 +248,35 @@ export class StreamingFunctionCallingAgent extends functionCallingAgentClass<
     messages: AgentMessage[],
     options: ForwardOptions,
   ): Generator<AgentMessage, AgentMessage, undefined> {
-    return driveStream(functionCallingSteps(this, messages, options.sessionId), this.name, false);
+    return driveStream(
+      functionCallingSteps(this, messages, options.sessionId, undefined, true),
+      this.name,
+      false,
+    );
   }
 }
 
-/** {@link AsyncFunctionCallingAgent} that streams the model's text as it arrives, then the final reply once. */
+/**
+ * {@link AsyncFunctionCallingAgent} that streams. The chunks of one call:
+ *
+ * - the model's text as it arrives: `STREAM_ING` chunks with the turn's text so far as `content`, and what
+ *   each adds as `delta`;
+ * - when the model asks for tools, a `PLUGIN_END` chunk: a copy of its reply, the calls in
+ *   `formatted.toolCalls` (`delta` is `''`);
+ * - when they returned, a `PLUGIN_RETURN` chunk: the executor's reply, `content[i]` (an `ActionReturn`)
+ *   answering `formatted.toolCalls[i]`; its `delta` is `'\n\n'` when a model turn wrote
+ *   text before, so the deltas, printed one after another, show each model turn as its own paragraph;
+ * - then the next model turn's text, and at last the final reply once (`END`).
+ *
+ * The same states as the tool chunks of `AsyncStreamingAgentForInternLM`. The `toolStart` / `toolEnd` events
+ * (every function-calling variant has them) report the same rounds to observers.
+ *
+ * @example
+ * for await (const chunk of agent.call('Weather in Paris?')) {
+ *   if (chunk.streamState === AgentStatusCode.PLUGIN_END) console.log('\ncalling', toolCallsOf(chunk.formatted));
+ *   else process.stdout.write(chunk.delta ?? '');
+ * }
+ */
 export class AsyncStreamingFunctionCallingAgent extends functionCallingAgentClass<
   AsyncStreamingAgent,
   AsyncStreamingAgent,
@@ -247,7 +290,11 @@ export class AsyncStreamingFunctionCallingAgent extends functionCallingAgentClas
     messages: AgentMessage[],
     options: AsyncForwardOptions,
   ): AsyncGenerator<AgentMessage, AgentMessage, undefined> {
-    return driveStreamAsync(functionCallingSteps(this, messages, options.sessionId), this.name, false);
+    return driveStreamAsync(
+      functionCallingSteps(this, messages, options.sessionId, undefined, true),
+      this.name,
+      false,
+    );
   }
 }
 
