@@ -45,6 +45,13 @@ export { contentToText, DefaultAggregator } from './agents/aggregator/index';
 export type { InternLMToolAggregatorOptions } from './agents/aggregator/internlm-tool-aggregator';
 export { InternLMToolAggregator } from './agents/aggregator/internlm-tool-aggregator';
 export type {
+  ConfigRegistry,
+  ConfigurableClass,
+  CreateAgentOptions,
+  ObjectConfig,
+} from './agents/config/index';
+export { createAgent } from './agents/config/index';
+export type {
   AgentEvents,
   AgentForInternLMOptions,
   AgentNode,
