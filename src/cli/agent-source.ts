@@ -1,7 +1,8 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { AsyncBaseAction } from '../actions/base-action';
+import { AgentBase } from '../agents/agent-base';
 import { AsyncAgent } from '../agents/async-agent';
 import { AsyncStreamingAgent } from '../agents/async-streaming-agent';
 import {
@@ -27,6 +28,8 @@ export interface AgentFactoryContext {
 /** The agent flags shared by every command. */
 export interface AgentFlags {
   agent?: string | undefined;
+  /** A JSON file describing the agent for `createAgent` (`{ "type": "AsyncFunctionCallingAgent", ... }`). */
+  config?: string | undefined;
   model?: string | undefined;
   baseUrl?: string | undefined;
   apiKey?: string | undefined;
@@ -82,8 +85,19 @@ export function parseToolNames(list: string): string[] {
   return [...new Set(names)];
 }
 
-/** The agent of a command: from `--agent`, or built from the model flags. */
+/** The agent of a command: from `--agent`, from `--config`, or built from the model flags. */
 export function loadAgent(flags: AgentFlags, context: AgentFactoryContext): Promise<LoadedAgent> {
+  if (flags.agent !== undefined && flags.config !== undefined) {
+    throw new CliError('--agent and --config cannot be combined: pass one of them');
+  }
+  if (flags.config !== undefined) {
+    if (flags.modelFlagsGiven) {
+      throw new CliError(
+        '--config cannot be combined with --model, --base-url, --api-key, --tools or --system: the file says which model and tools',
+      );
+    }
+    return loadAgentConfig(flags.config);
+  }
   if (flags.agent !== undefined) {
     if (flags.modelFlagsGiven) {
       throw new CliError(
@@ -137,6 +151,32 @@ export async function loadAgentModule(path: string, context: AgentFactoryContext
     );
   }
   return { agent, close: async () => {} };
+}
+
+/**
+ * Builds the agent a JSON config file describes, with `createAgent`'s rules (class names from the root entry
+ * and `lagent-ts/tools`). The command's end closes what the build made (interpreters, browsers).
+ */
+export async function loadAgentConfig(path: string): Promise<LoadedAgent> {
+  const file = resolve(path);
+  if (!existsSync(file)) throw new CliError(`agent config not found: ${path}`);
+  let config: unknown;
+  try {
+    config = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new CliError(`cannot read agent config ${path}: ${messageOf(error)}`, { cause: error });
+  }
+  const { buildFromConfig, closeAll } = await import('../agents/config/create-agent');
+  const { value, created } = await buildFromConfig(config).catch((error: unknown) => {
+    throw new CliError(`agent config ${path}: ${messageOf(error)}`, { cause: error });
+  });
+  if (!(value instanceof AgentBase) || !isAgentLike(value)) {
+    await closeAll(created);
+    throw new CliError(
+      `agent config ${path} does not describe an agent: its top-level "type" must name an agent class (e.g. "AsyncFunctionCallingAgent")`,
+    );
+  }
+  return { agent: value, close: () => closeAll(created) };
 }
 
 /**

@@ -43,6 +43,10 @@ function withAgentOptions(command: Command): Command {
       '-a, --agent <module>',
       'a module whose default export is an agent, or a function (sync or async) returning one; .ts works under tsx',
     )
+    .option(
+      '--config <file>',
+      'a JSON file describing the agent, as createAgent takes it: {"type": "AsyncFunctionCallingAgent", "llm": {...}, ...}',
+    )
     .addOption(
       new Option('-m, --model <name>', 'model name for the built-in agent (OpenAI-compatible API)')
         .env('LAGENT_MODEL')
@@ -73,6 +77,7 @@ function agentFlags(command: Command): AgentFlags {
   };
   return {
     agent: text('agent'),
+    config: text('config'),
     // The default stands in for OPENAI_MODEL, which buildAgent reads (commander takes one variable per option).
     model: command.getOptionValueSource('model') === 'default' ? undefined : text('model'),
     baseUrl: text('baseUrl'),
@@ -113,6 +118,8 @@ const AGENT_HELP = `
 The agent:
   --agent ./my-agent.ts   a module; its default export is an agent, or a function returning one. A function
                           gets { command, streaming } (streaming: true for chat and serve).
+  --config agent.json     a JSON agent config, as createAgent builds it: {"type": "AsyncFunctionCallingAgent",
+                          "llm": {"type": "AsyncGPTAPI", "model": "gpt-4o-mini"}, "actions": [{"type": ...}]}.
   otherwise               an agent on an OpenAI-compatible API: --model (LAGENT_MODEL, OPENAI_MODEL,
                           default ${DEFAULT_MODEL}), --base-url (OPENAI_BASE_URL), --api-key (OPENAI_API_KEY);
                           with --tools, a function-calling agent offering those tools.
@@ -126,6 +133,7 @@ Examples:
   lagent chat --tools python                       chat with gpt-4o-mini and a Python interpreter
   lagent chat --base-url http://127.0.0.1:8000/v1 --model qwen2.5   a local OpenAI-compatible server
   lagent serve --agent ./my-agent.js --port 8090 --token secret
+  lagent serve --config agent.json                 an agent described in JSON
   lagent worker --agent ./my-agent.js --redis redis://127.0.0.1:6379 --concurrency 4
   lagent batch questions.jsonl -o answers.jsonl --concurrency 8
   NODE_OPTIONS='--import tsx' lagent chat --agent ./my-agent.ts   a TypeScript agent module
