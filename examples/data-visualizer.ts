@@ -29,6 +29,7 @@ import {
   InternLMActionProcessor,
   InternLMToolAggregator,
   ToolParser,
+  type ToolResponse,
 } from 'lagent-ts';
 import { IPythonInterpreter, type SearcherType, WebBrowser } from 'lagent-ts/tools';
 import { type FakeWeb, type FakeWebRequest, startFakeWeb } from './shared/fake-web';
@@ -66,8 +67,8 @@ function unfenced(action: string): string {
 
 /** The seed's DataVisualizer: research until there is nothing left to look up, then chart, until finished. */
 class DataVisualizer extends Agent {
-  researcher: Agent;
-  charter: Agent;
+  researcher: Agent<ToolResponse>;
+  charter: Agent<ToolResponse>;
   executor: ActionExecutor;
 
   constructor(
@@ -121,21 +122,21 @@ class DataVisualizer extends Agent {
 
   override forward([message]: AgentMessage[], { sessionId }: ForwardOptions): AgentMessage {
     // The researcher writes JSON calls; stop it before it writes code, which is the charter's job.
-    const research = { sessionId, stopWords: ['```\n', '```python'] };
-    let current = message!;
+    const researchOptions = { sessionId, stopWords: ['```\n', '```python'] };
+    let current: AgentMessage = message!;
     for (let turn = 0; turn < this.maxTurn; turn++) {
-      current = this.researcher.call(current, research);
-      while (current.formatted.toolType !== null) {
-        current = this.executor.call(current, { sessionId });
-        current = this.researcher.call(current, research);
+      let research = this.researcher.call(current, researchOptions);
+      while (research.formatted.toolType !== null) {
+        research = this.researcher.call(this.executor.call(research, { sessionId }), researchOptions);
       }
-      if (String(current.content).includes(FINISH_PATTERN) || !this.interpreter) return current;
-      current = this.charter.call(current, { sessionId });
-      while (current.formatted.toolType !== null) {
-        current = this.executor.call(current, { sessionId });
-        current = this.charter.call(current, { sessionId });
+      current = research;
+      if (research.content.includes(FINISH_PATTERN) || !this.interpreter) return current;
+      let chart = this.charter.call(current, { sessionId });
+      while (chart.formatted.toolType !== null) {
+        chart = this.charter.call(this.executor.call(chart, { sessionId }), { sessionId });
       }
-      if (String(current.content).includes(FINISH_PATTERN)) return current;
+      current = chart;
+      if (chart.content.includes(FINISH_PATTERN)) return current;
     }
     return current;
   }

@@ -18,6 +18,7 @@ import {
   type HookExecutor,
   InternLMToolAggregator,
   ToolParser,
+  type ToolResponse,
   toolkit,
 } from 'lagent-ts';
 import { z } from 'zod';
@@ -32,7 +33,9 @@ let interpreter: ReturnType<typeof pythonInterpreter>;
 class CodeProcessor extends Hook {
   override beforeAction(_executor: HookExecutor, message: AgentMessage): AgentMessage {
     const call = message.clone();
-    call.content = { name: 'IPythonInteractive', parameters: { command: message.formatted.action } };
+    // The executor's input is any message; this one is the agent's reply, parsed by its ToolParser.
+    const { action } = message.formatted as ToolResponse;
+    call.content = { name: 'IPythonInteractive', parameters: { command: action } };
     return call;
   }
 
@@ -47,7 +50,7 @@ class CodeProcessor extends Hook {
 
 /** The seed's Coder: write code, run it, read the result, until there is no more code to run. */
 class Coder extends Agent {
-  agent: Agent;
+  agent: Agent<ToolResponse>;
   executor: ActionExecutor;
 
   constructor(
@@ -67,11 +70,11 @@ class Coder extends Agent {
   }
 
   override forward([message]: AgentMessage[], { sessionId }: ForwardOptions): AgentMessage {
-    let current = message!;
+    let current: AgentMessage = message!;
     for (let turn = 0; turn < this.maxTurn; turn++) {
-      current = this.agent.call(current, { sessionId });
-      if (current.formatted.toolType === null) return current;
-      current = this.executor.call(current, { sessionId });
+      const reply = this.agent.call(current, { sessionId });
+      if (reply.formatted.toolType === null) return reply;
+      current = this.executor.call(reply, { sessionId });
     }
     return current;
   }

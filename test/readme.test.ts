@@ -124,7 +124,7 @@ describe('README', () => {
       new AgentMessage({ sender: 'Agent', content: { name: 'Weather', parameters: { city: 'Paris' } } }),
     );
     expect(reply.content).toBeInstanceOf(ActionReturn);
-    expect(reply.content.formatResult()).toBe('Sunny in Paris');
+    expect((reply.content as ActionReturn).formatResult()).toBe('Sunny in Paris');
   });
 
   it('Testing your own agents', () => {

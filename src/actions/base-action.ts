@@ -199,6 +199,12 @@ export abstract class ActionBase {
  * new Calculator().call('{"a": 1, "b": 2}', 'add').formatResult(); // '3'
  */
 export class BaseAction extends ActionBase {
+  /**
+   * Types only (no such property at run time): tells sync tools from async ones, so that an async tool given
+   * where a sync one is needed (a sync agent, an `ActionExecutor`) is a type error that says what to do.
+   */
+  declare readonly '~runs': 'sync';
+
   /** Runs one API: arguments are checked (a JSON string is parsed first); errors come back as data. */
   call(parameters: unknown, api = 'run', options: ActionCallOptions = {}): ActionReturn {
     const context = options.sessionId === undefined ? DEFAULT_CONTEXT : { sessionId: options.sessionId };
@@ -218,6 +224,9 @@ export class BaseAction extends ActionBase {
  * await search.call({ query: 'lagent' }, 'run', { timeoutMs: 5000 });
  */
 export class AsyncBaseAction extends ActionBase {
+  /** Types only: see {@link BaseAction}. */
+  declare readonly '~runs': 'async (a sync agent or ActionExecutor cannot run it: use an Async* agent or AsyncActionExecutor)';
+
   /** Runs one API; rejects only when the caller's `signal` aborts. */
   call(parameters: unknown, api = 'run', options: AsyncActionCallOptions = {}): Promise<ActionReturn> {
     try {

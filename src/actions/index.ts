@@ -8,7 +8,7 @@ export { FinishAction, InvalidAction, NoAction } from './builtin-actions';
 export type { ActionExecutorOptions } from './executor-base';
 export { ExecutorBase } from './executor-base';
 export { getPluginPrompt } from './plugin-prompt';
-export type { ToolkitApi, ToolkitOptions, ToolOptions } from './tool';
+export type { AsyncTool, AsyncToolkit, Tool, Toolkit, ToolkitApi, ToolkitOptions, ToolOptions } from './tool';
 export { asyncTool, asyncToolkit, tool, toolkit } from './tool';
 export type {
   ActionApi,

@@ -1,6 +1,40 @@
 import type { z } from 'zod';
+import type { ActionReturn } from '../schema/action-return';
 import { AsyncBaseAction, BaseAction } from './base-action';
-import type { ToolContext } from './types';
+import type { ActionCallOptions, AsyncActionCallOptions, ToolContext } from './types';
+
+/**
+ * A tool made by {@link tool}: a `BaseAction` whose `call` takes the schema's input (or its JSON text, as a
+ * model writes it). What the model sends is still checked against the schema when it runs.
+ */
+export interface Tool<S extends z.ZodObject = z.ZodObject> extends BaseAction {
+  call(parameters: z.input<S> | string, api?: 'run', options?: ActionCallOptions): ActionReturn;
+}
+
+/** A tool made by {@link asyncTool}: as {@link Tool}, and `call` resolves to the result. */
+export interface AsyncTool<S extends z.ZodObject = z.ZodObject> extends AsyncBaseAction {
+  call(parameters: z.input<S> | string, api?: 'run', options?: AsyncActionCallOptions): Promise<ActionReturn>;
+}
+
+/** A toolkit made by {@link toolkit}: `call` takes an API's name and that API's input (or its JSON text). */
+export interface Toolkit<A extends Record<string, z.ZodObject> = Record<string, z.ZodObject>>
+  extends BaseAction {
+  call<K extends keyof A & string>(
+    parameters: z.input<A[K]> | string,
+    api: K,
+    options?: ActionCallOptions,
+  ): ActionReturn;
+}
+
+/** A toolkit made by {@link asyncToolkit}: as {@link Toolkit}, and `call` resolves to the result. */
+export interface AsyncToolkit<A extends Record<string, z.ZodObject> = Record<string, z.ZodObject>>
+  extends AsyncBaseAction {
+  call<K extends keyof A & string>(
+    parameters: z.input<A[K]> | string,
+    api: K,
+    options?: AsyncActionCallOptions,
+  ): Promise<ActionReturn>;
+}
 
 /** Options of {@link tool} / {@link asyncTool}. */
 export interface ToolOptions<S extends z.ZodObject, R> {
@@ -51,7 +85,7 @@ type NotAsync<R> = 0 extends 1 & R
  * });
  * weather.call('{"city": "Paris"}').formatResult(); // 'Paris: sunny'
  */
-export function tool<S extends z.ZodObject, R>(options: ToolOptions<S, R> & NotAsync<R>): BaseAction {
+export function tool<S extends z.ZodObject, R>(options: ToolOptions<S, R> & NotAsync<R>): Tool<S> {
   return new BaseAction({ name: options.name, description: options.description, apis: { run: options } });
 }
 
@@ -62,7 +96,7 @@ export function tool<S extends z.ZodObject, R>(options: ToolOptions<S, R> & NotA
  * const wait = asyncTool({ name: 'wait', parameters: z.object({ ms: z.number() }),
  *   run: ({ ms }, { signal }) => new Promise((resolve) => setTimeout(resolve, ms, 'done')) });
  */
-export function asyncTool<S extends z.ZodObject, R>(options: ToolOptions<S, R>): AsyncBaseAction {
+export function asyncTool<S extends z.ZodObject, R>(options: ToolOptions<S, R>): AsyncTool<S> {
   return new AsyncBaseAction({
     name: options.name,
     description: options.description,
@@ -83,13 +117,13 @@ export function asyncTool<S extends z.ZodObject, R>(options: ToolOptions<S, R>):
  * });
  * new ActionExecutor({ actions: [calculator] }).forward('Calculator.add', { a: 1, b: 2 }).formatResult(); // '3'
  */
-export function toolkit<A extends Record<string, z.ZodObject>>(options: ToolkitOptions<A>): BaseAction {
-  return new BaseAction(options as never);
+export function toolkit<A extends Record<string, z.ZodObject>>(options: ToolkitOptions<A>): Toolkit<A> {
+  return new BaseAction(options as never) as Toolkit<A>;
 }
 
 /** An asynchronous toolkit: like {@link toolkit}, with APIs that may be async. */
 export function asyncToolkit<A extends Record<string, z.ZodObject>>(
   options: ToolkitOptions<A>,
-): AsyncBaseAction {
-  return new AsyncBaseAction(options as never);
+): AsyncToolkit<A> {
+  return new AsyncBaseAction(options as never) as AsyncToolkit<A>;
 }

@@ -93,8 +93,8 @@ type Open<T> = 0 extends 1 & T ? unknown : T;
  * native tool calls (`{ toolCalls }`), `'text'` for a call in the content, both when the type leaves it
  * open (`unknown`, `{ toolCalls } | null` as any `AgentMessage<C, { toolCalls }>` has). Only a message whose
  * `formatted` is surely the calls (narrowed by `hasToolCalls`, a `ToolCallsMessage`) gets the results type
- * alone. A loosely typed message (`AgentMessage`, `formatted: any`) counts as a text call, as before native
- * calls existed.
+ * alone. A plain `AgentMessage` (`formatted: unknown`) may hold either, and so may the reply; a message
+ * typed `any` counts as a text call.
  */
 type CallKind<M> = M extends string
   ? 'text'

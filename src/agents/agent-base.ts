@@ -70,11 +70,15 @@ export type ForwardResult = AgentMessage<unknown, unknown> | string;
 // biome-ignore lint/suspicious/noConfusingVoidType: lets a generator that returns nothing type-check
 export type StreamReturn = ForwardResult | undefined | void;
 
-/** The message `call()` makes of a forward result `R`: a message as it is, text as a message without `formatted`. */
-export type ReplyOf<R> = AgentMessage<
-  R extends string ? string : R extends AgentMessage<infer C, infer _F> ? C : never,
-  R extends AgentMessage<infer _C, infer F> ? F : null
->;
+/**
+ * The message `call()` makes of a forward result `R`: a message as it is, text as a message without
+ * `formatted`; each member of a union on its own.
+ */
+export type ReplyOf<R> = R extends string
+  ? AgentMessage<string, null>
+  : R extends AgentMessage<unknown, unknown>
+    ? R
+    : never;
 
 /** True when `A` and `B` are the same type (`any` and `unknown` told apart). */
 type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
@@ -84,7 +88,35 @@ type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 
  * forward's (whose declared type is exactly {@link ForwardResult}) is the model's text with `formatted`
  * from the output parser (`F`); an override's is {@link ReplyOf} what it returns.
  */
-export type AgentReply<R, F> = Same<R, ForwardResult> extends true ? AgentMessage<string, F> : ReplyOf<R>;
+export type AgentReply<R, F> = Same<R, ForwardResult> extends true ? ParsedReply<F> : ReplyOf<R>;
+
+/**
+ * What a streaming call yields for a forward giving `R`: as {@link AgentReply}, but the default forward's
+ * chunks are partial text, whose `formatted` is null until the parser can read it.
+ */
+export type AgentChunk<R, F> = Same<R, ForwardResult> extends true ? AgentMessage<string, F> : ReplyOf<R>;
+
+/**
+ * The final reply of an agent with an output parser `F`: the model's text, and `formatted` as the parser
+ * read it (never null: a reply the parser cannot read fails the call with a `ParseError`). Without a parser
+ * `F` is `unknown`, and so is `formatted`.
+ */
+export type ParsedReply<F> = AgentMessage<string, F> & { formatted: F };
+
+/**
+ * What a streaming forward's call ends with: what the generator returns, or its last chunk when it may return
+ * nothing.
+ */
+export type StreamFinal<G> =
+  G extends Generator<infer Y, infer R, infer _N>
+    ? undefined extends R
+      ? Y | Exclude<R, void>
+      : R
+    : G extends AsyncGenerator<infer Y, infer R, infer _N>
+      ? undefined extends R
+        ? Y | Exclude<R, void>
+        : R
+      : never;
 
 /** What a streaming forward (a sync or async generator) yields and returns, as one type. */
 export type StreamOutput<G> =

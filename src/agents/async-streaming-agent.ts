@@ -6,11 +6,13 @@ import type { ToolCall } from '../schema/chat-message';
 import { ModelStatusCode } from '../schema/status';
 import {
   AgentBase,
+  type AgentChunk,
   type AgentOptions,
   type AgentReply,
   type AsyncCallOptions,
   type AsyncForwardOptions,
   type ForwardResult,
+  type StreamFinal,
   type StreamOutput,
   type StreamReturn,
 } from './agent-base';
@@ -45,13 +47,13 @@ export class AsyncStreamingAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F,
     input?: MessageInput | readonly MessageInput[],
     options?: AsyncCallOptions,
   ): AsyncGenerator<
-    AgentReply<StreamOutput<ReturnType<this['forward']>>, F>,
-    AgentReply<StreamOutput<ReturnType<this['forward']>>, F>,
+    AgentChunk<StreamOutput<ReturnType<this['forward']>>, F>,
+    AgentReply<StreamFinal<ReturnType<this['forward']>>, F>,
     undefined
   > {
     return driveStreamAsync(agentCallSteps(this, input, options), this.name, true) as AsyncGenerator<
-      AgentReply<StreamOutput<ReturnType<this['forward']>>, F>,
-      AgentReply<StreamOutput<ReturnType<this['forward']>>, F>,
+      AgentChunk<StreamOutput<ReturnType<this['forward']>>, F>,
+      AgentReply<StreamFinal<ReturnType<this['forward']>>, F>,
       undefined
     >;
   }

@@ -1,5 +1,6 @@
 export { Agent } from './agent';
 export type {
+  AgentChunk,
   AgentEvents,
   AgentOptions,
   AgentReply,
@@ -9,8 +10,10 @@ export type {
   ForwardOptions,
   ForwardResult,
   MemoryConfig,
+  ParsedReply,
   ReplyOf,
   ResetOptions,
+  StreamFinal,
   StreamOutput,
   StreamReturn,
 } from './agent-base';
@@ -20,7 +23,11 @@ export { AgentList } from './agent-list';
 export type { AgentNode } from './agent-tree';
 export { AsyncAgent } from './async-agent';
 export { AsyncStreamingAgent } from './async-streaming-agent';
-export type { FunctionCallingAgentOptions } from './prebuilt/function-calling-agent';
+export type {
+  FunctionCallingAgentOptions,
+  FunctionCallingChunk,
+  FunctionCallingReply,
+} from './prebuilt/function-calling-agent';
 export {
   AsyncFunctionCallingAgent,
   AsyncStreamingFunctionCallingAgent,

@@ -1,9 +1,17 @@
 import { driveAsync, driveSync, type Steps } from '../core/steps';
 import { driveStream, driveStreamAsync } from '../core/stream-drivers';
-import type { AgentMessage } from '../schema/agent-message';
+import type { AsyncHook, SyncHook } from '../hooks/hook';
+import type { AsyncBaseLLM, BaseLLM } from '../llms/base-llm';
+import type { AgentMessage, MessageInput } from '../schema/agent-message';
 import { ConfigurationError } from '../schema/errors';
 import { Agent } from './agent';
-import type { AgentBase, AsyncForwardOptions, ForwardOptions } from './agent-base';
+import type {
+  AgentBase,
+  AsyncCallOptions,
+  AsyncForwardOptions,
+  CallOptions,
+  ForwardOptions,
+} from './agent-base';
 import type { AgentClass } from './agent-class';
 import { type AgentNode, checkChildKey, isAgentNode } from './agent-tree';
 import { AsyncAgent } from './async-agent';
@@ -13,6 +21,25 @@ import { StreamingAgent } from './streaming-agent';
 
 /** Options of a sequential `call()`: `exitAt` is the index of the last step (it may exceed the length: steps cycle). */
 export type SequentialCallOptions = { exitAt?: number };
+
+type Input = MessageInput | readonly MessageInput[];
+
+/*
+ * Members of each variant, whatever their replies hold: an `Agent` subclass whose forward returns another
+ * kind of message is not an `Agent` to the compiler (its `call` returns something else), but is a member.
+ */
+type SyncMember = AgentBase<BaseLLM, unknown, SyncHook> & {
+  call(input?: Input, options?: CallOptions): AgentMessage;
+};
+type AsyncMember = AgentBase<AsyncBaseLLM, unknown, AsyncHook> & {
+  call(input?: Input, options?: AsyncCallOptions): Promise<AgentMessage>;
+};
+type StreamingMember = AgentBase<BaseLLM, unknown, SyncHook> & {
+  call(input?: Input, options?: CallOptions): Generator<AgentMessage, AgentMessage, undefined>;
+};
+type AsyncStreamingMember = AgentBase<AsyncBaseLLM, unknown, AsyncHook> & {
+  call(input?: Input, options?: AsyncCallOptions): AsyncGenerator<AgentMessage, AgentMessage, undefined>;
+};
 
 interface Callable {
   call(input: unknown, options: Record<string, unknown>): unknown;
@@ -119,14 +146,14 @@ interface SequentialSteps {
  * const pipeline = new Sequential(drafter, reviewer);
  * pipeline.call('Write a haiku', { sessionId: 1 });
  */
-export class Sequential extends withMembers<Agent, Agent>(Agent, 'Sequential') {
+export class Sequential extends withMembers<SyncMember, Agent>(Agent, 'Sequential') {
   override forward(messages: AgentMessage[], options: ForwardOptions & SequentialCallOptions): AgentMessage {
     return driveSync(this[STEPS](messages, options));
   }
 }
 
 /** {@link Sequential} for async agents (sync members are run too). */
-export class AsyncSequential extends withMembers<AsyncAgent | Agent, AsyncAgent>(
+export class AsyncSequential extends withMembers<AsyncMember | SyncMember, AsyncAgent>(
   AsyncAgent,
   'AsyncSequential',
 ) {
@@ -139,7 +166,7 @@ export class AsyncSequential extends withMembers<AsyncAgent | Agent, AsyncAgent>
 }
 
 /** {@link Sequential} for streaming agents: every member's chunks are streamed through. */
-export class StreamingSequential extends withMembers<StreamingAgent | Agent, StreamingAgent>(
+export class StreamingSequential extends withMembers<StreamingMember | SyncMember, StreamingAgent>(
   StreamingAgent,
   'StreamingSequential',
 ) {
@@ -153,7 +180,7 @@ export class StreamingSequential extends withMembers<StreamingAgent | Agent, Str
 
 /** {@link Sequential} for async streaming agents (any other variant may be a member too). */
 export class AsyncStreamingSequential extends withMembers<
-  AsyncStreamingAgent | StreamingAgent | AsyncAgent | Agent,
+  AsyncStreamingMember | StreamingMember | AsyncMember | SyncMember,
   AsyncStreamingAgent
 >(AsyncStreamingAgent, 'AsyncStreamingSequential') {
   override forward(

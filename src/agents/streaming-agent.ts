@@ -6,11 +6,13 @@ import type { ToolCall } from '../schema/chat-message';
 import { ModelStatusCode } from '../schema/status';
 import {
   AgentBase,
+  type AgentChunk,
   type AgentOptions,
   type AgentReply,
   type CallOptions,
   type ForwardOptions,
   type ForwardResult,
+  type StreamFinal,
   type StreamOutput,
   type StreamReturn,
 } from './agent-base';
@@ -46,13 +48,13 @@ export class StreamingAgent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook>
     input?: MessageInput | readonly MessageInput[],
     options?: CallOptions,
   ): Generator<
-    AgentReply<StreamOutput<ReturnType<this['forward']>>, F>,
-    AgentReply<StreamOutput<ReturnType<this['forward']>>, F>,
+    AgentChunk<StreamOutput<ReturnType<this['forward']>>, F>,
+    AgentReply<StreamFinal<ReturnType<this['forward']>>, F>,
     undefined
   > {
     return driveStream(agentCallSteps(this, input, options), this.name, true) as Generator<
-      AgentReply<StreamOutput<ReturnType<this['forward']>>, F>,
-      AgentReply<StreamOutput<ReturnType<this['forward']>>, F>,
+      AgentChunk<StreamOutput<ReturnType<this['forward']>>, F>,
+      AgentReply<StreamFinal<ReturnType<this['forward']>>, F>,
       undefined
     >;
   }

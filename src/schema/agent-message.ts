@@ -86,7 +86,7 @@ const FORMATTED_CAMEL_KEYS: Record<string, string> = { toolType: 'tool_type' };
  * const message = new AgentMessage({ sender: 'user', content: 'What is 2 + 2?' });
  * const copy = message.clone();
  */
-export class AgentMessage<C = any, F = any> {
+export class AgentMessage<C = unknown, F = unknown> {
   content: C;
   sender: string;
   formatted: F | null;

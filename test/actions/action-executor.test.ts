@@ -13,12 +13,13 @@ import {
   InvalidAction,
   NoAction,
   type SessionId,
+  type ToolResponse,
   tool,
   toolkit,
 } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { echo } from '../helpers/tools';
+import { echo, resultOf } from '../helpers/tools';
 
 const calculator = toolkit({
   name: 'Calculator',
@@ -51,30 +52,26 @@ describe('ActionExecutor', () => {
     expect(reply).toBeInstanceOf(AgentMessage);
     expect(reply.sender).toBe('ActionExecutor');
     expect(reply.content).toBeInstanceOf(ActionReturn);
-    expect(reply.content.formatResult()).toBe('3');
-    expect(
-      executor()
-        .call(callOf('echo', { text: 'hi' }))
-        .content.formatResult(),
-    ).toBe('hi');
+    expect(resultOf(reply).formatResult()).toBe('3');
+    expect(resultOf(executor().call(callOf('echo', { text: 'hi' }))).formatResult()).toBe('hi');
     expect(executor().forward('Calculator__add', { a: 2, b: 2 }).formatResult()).toBe('4');
   });
 
   it('accepts FunctionCall content, JSON text content, JSON-string and fenced parameters', () => {
     const ex = executor();
     expect(
-      ex
-        .call(new AgentMessage({ content: { name: 'echo', parameters: '{"text": "a"}' } }))
-        .content.formatResult(),
+      resultOf(
+        ex.call(new AgentMessage({ content: { name: 'echo', parameters: '{"text": "a"}' } })),
+      ).formatResult(),
     ).toBe('a');
     expect(
-      ex
-        .call(new AgentMessage({ content: '{"name": "echo", "parameters": {"text": "b"}}' }))
-        .content.formatResult(),
+      resultOf(
+        ex.call(new AgentMessage({ content: '{"name": "echo", "parameters": {"text": "b"}}' })),
+      ).formatResult(),
     ).toBe('b');
-    expect(ex.call(callOf('Calculator.add', '```json\n{"a": 40, "b": 2}\n```')).content.formatResult()).toBe(
-      '42',
-    );
+    expect(
+      resultOf(ex.call(callOf('Calculator.add', '```json\n{"a": 40, "b": 2}\n```'))).formatResult(),
+    ).toBe('42');
   });
 
   it('answers an unknown tool with InvalidAction naming it', () => {
@@ -105,7 +102,7 @@ describe('ActionExecutor', () => {
   });
 
   it('answers a message without a tool call with InvalidAction, never a throw', () => {
-    const result = executor().call(new AgentMessage({ sender: 'Agent', content: 'just text' })).content;
+    const result = resultOf(executor().call(new AgentMessage({ sender: 'Agent', content: 'just text' })));
     expect(result.valid).toBe(ActionValidCode.INVALID);
     expect(result.errmsg).toContain('expects a tool call');
   });
@@ -186,7 +183,7 @@ describe('ActionExecutor hooks', () => {
     override beforeAction(_executor: HookExecutor, message: AgentMessage, sessionId: SessionId) {
       this.seen.push(sessionId);
       const copy = message.clone();
-      copy.content = { name: 'echo', parameters: { text: message.formatted.action } };
+      copy.content = { name: 'echo', parameters: { text: (message.formatted as ToolResponse).action } };
       return copy;
     }
     override afterAction(_executor: HookExecutor, message: AgentMessage) {

@@ -13,7 +13,7 @@ import {
 } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { echo } from '../helpers/tools';
+import { echo, resultOf } from '../helpers/tools';
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
@@ -43,7 +43,7 @@ describe('AsyncActionExecutor', () => {
       run: ({ text }) => text.toUpperCase(),
     });
     const executor = new AsyncActionExecutor({ actions: [slowEcho, upper] });
-    expect((await executor.call(callOf('slowEcho', { text: '数学 🚀' }))).content.formatResult()).toBe(
+    expect(resultOf(await executor.call(callOf('slowEcho', { text: '数学 🚀' }))).formatResult()).toBe(
       '数学 🚀',
     );
     expect((await executor.forward('upper', '{"text": "a"}')).formatResult()).toBe('A');
@@ -90,7 +90,7 @@ describe('AsyncActionExecutor', () => {
       Array.from({ length: 100 }, (_, i) => executor.call(callOf('slow', { n: i }), { sessionId: i })),
     );
     const elapsed = performance.now() - started;
-    expect(replies.map((reply) => reply.content.formatResult())).toEqual(
+    expect(replies.map((reply) => resultOf(reply).formatResult())).toEqual(
       Array.from({ length: 100 }, (_, i) => String(i * 2)),
     );
     expect(new Set(sessions).size).toBe(100);

@@ -12,6 +12,7 @@ import {
   tool,
 } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
+import { resultOf } from '../helpers/tools';
 
 const trap = () => {
   throw new Error('trap');
@@ -82,11 +83,11 @@ describe('executors never throw for what a tool throws or returns', () => {
     const results: ActionReturn[] = [
       thrower.call({}),
       sync.forward('thrower', {}),
-      sync.call(call('thrower')).content,
+      resultOf(sync.call(call('thrower'))),
       await asyncThrower.call({}),
       await async.forward('thrower', {}),
       await async.forward('asyncThrower', {}),
-      (await async.call(call('asyncThrower'))).content,
+      resultOf(await async.call(call('asyncThrower'))),
     ];
     for (const result of results) {
       expect(result).toBeInstanceOf(ActionReturn);
@@ -102,10 +103,10 @@ describe('executors never throw for what a tool throws or returns', () => {
     const results: ActionReturn[] = [
       returner.call({}),
       sync.forward('returner', {}),
-      sync.call(call('returner')).content,
+      resultOf(sync.call(call('returner'))),
       await asyncReturner.call({}),
       await async.forward('asyncReturner', {}),
-      (await async.call(call('asyncReturner'))).content,
+      resultOf(await async.call(call('asyncReturner'))),
     ];
     for (const result of results) {
       expect(result).toBeInstanceOf(ActionReturn);

@@ -1,6 +1,7 @@
 import { ActionExecutor, ActionStatusCode, AgentMessage, AsyncActionExecutor, tool } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { resultOf } from '../helpers/tools';
 
 const ARGUMENTS = '{"query": "x", "__proto__": {"isAdmin": true}}';
 
@@ -56,7 +57,7 @@ describe('executor args keep "__proto__" as data', () => {
     const reply = new ActionExecutor({ actions: [echo] }).call(
       new AgentMessage({ sender: 'Agent', content: { name: 'echo', parameters } }),
     );
-    expect(reply.content.formatResult()).toBe(ARGUMENTS.replaceAll(': ', ':').replaceAll(', ', ','));
-    expect(ownProto(reply.content.args)).toEqual({ isAdmin: true });
+    expect(resultOf(reply).formatResult()).toBe(ARGUMENTS.replaceAll(': ', ':').replaceAll(', ', ','));
+    expect(ownProto(resultOf(reply).args)).toEqual({ isAdmin: true });
   });
 });

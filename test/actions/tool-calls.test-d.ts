@@ -35,10 +35,10 @@ describe('executor replies to native tool calls', () => {
     expectTypeOf(
       executor.call({ content: { name: 'x', parameters: {} } }).content,
     ).toEqualTypeOf<ActionReturn>();
-    // A loosely typed message stays a text call, as before native calls.
-    expectTypeOf(
-      executor.call(new AgentMessage({ content: 'x' }) as AgentMessage).content,
-    ).toEqualTypeOf<ActionReturn>();
+    // A message whose formatted is unknown may hold either kind of call, and so may the reply.
+    expectTypeOf(executor.call(new AgentMessage({ content: 'x' }) as AgentMessage).content).toEqualTypeOf<
+      ActionReturn | ActionReturn[]
+    >();
   });
 
   it('a message whose formatted is open may get either reply', () => {

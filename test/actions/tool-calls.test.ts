@@ -16,7 +16,7 @@ import {
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { hasToolCalls, type ToolCallsFormatted, type ToolCallsMessage } from '../../src/schema/tool-calls';
-import { add } from '../helpers/tools';
+import { add, resultOf } from '../helpers/tools';
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
@@ -212,7 +212,7 @@ describe('ActionExecutor with native tool calls', () => {
     const json = executor.call(
       new AgentMessage({ content: '{"name": "add", "parameters": {"a": 2, "b": 2}}' }),
     );
-    expect(json.content.formatResult()).toBe('4');
+    expect(resultOf(json).formatResult()).toBe('4');
     // An empty list of calls is no native call: the content is read as before.
     const empty = executor.call(
       new AgentMessage({
@@ -363,7 +363,8 @@ describe('AsyncActionExecutor with native tool calls', () => {
     const back = AgentMessage.from(JSON.parse(JSON.stringify(reply.toJSON())));
     expect(hasToolCalls(back)).toBe(true);
     expect(back.formatted).toEqual({ toolCalls: [{ id: 'a', name: 'add', arguments: { a: 1, b: 2 } }] });
-    expect(back.content[0]).toBeInstanceOf(ActionReturn);
-    expect((back.content[0] as ActionReturn).toText()).toBe('3');
+    const results = back.content as unknown[];
+    expect(results[0]).toBeInstanceOf(ActionReturn);
+    expect((results[0] as ActionReturn).toText()).toBe('3');
   });
 });

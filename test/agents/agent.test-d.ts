@@ -11,6 +11,7 @@ import {
   Hook,
   JSONParser,
   MessageLogger,
+  type ParsedReply,
   StreamingAgent,
   ToolParser,
   type ToolResponse,
@@ -40,13 +41,14 @@ describe('agent variants and their models', () => {
 
   it('sync call returns a message, async call a promise, streaming calls generators', () => {
     type Text = AgentMessage<string, unknown>;
-    expectTypeOf(new Agent({ llm: syncLlm }).call('x')).toEqualTypeOf<Text>();
-    expectTypeOf(new AsyncAgent({ llm: asyncLlm }).call('x')).toEqualTypeOf<Promise<Text>>();
+    type Reply = ParsedReply<unknown>;
+    expectTypeOf(new Agent({ llm: syncLlm }).call('x')).toEqualTypeOf<Reply>();
+    expectTypeOf(new AsyncAgent({ llm: asyncLlm }).call('x')).toEqualTypeOf<Promise<Reply>>();
     expectTypeOf(new StreamingAgent({ llm: syncLlm }).call('x')).toEqualTypeOf<
-      Generator<Text, Text, undefined>
+      Generator<Text, Reply, undefined>
     >();
     expectTypeOf(new AsyncStreamingAgent({ llm: asyncLlm }).call('x')).toEqualTypeOf<
-      AsyncGenerator<Text, Text, undefined>
+      AsyncGenerator<Text, Reply, undefined>
     >();
   });
 });
@@ -54,35 +56,38 @@ describe('agent variants and their models', () => {
 describe('formatted follows the output parser', () => {
   it('a JSONParser types formatted with the schema, in every variant', () => {
     const reply = new Agent({ llm: syncLlm, outputFormat: new JSONParser({ schema }) }).call('x');
-    expectTypeOf(reply).toEqualTypeOf<AgentMessage<string, Trip>>();
-    const city: string = reply.formatted!.city;
+    expectTypeOf(reply).toEqualTypeOf<ParsedReply<Trip>>();
+    // The final reply's formatted is never null: a reply the parser cannot read fails the call.
+    expectTypeOf(reply.formatted).toEqualTypeOf<Trip>();
+    const city: string = reply.formatted.city;
     // @ts-expect-error the schema says city is a string
-    const wrong: number = reply.formatted!.city;
+    const wrong: number = reply.formatted.city;
     // @ts-expect-error and has no field of that name
-    reply.formatted!.country;
+    reply.formatted.country;
     void [city, wrong];
 
     const asyncAgent = new AsyncAgent({ llm: asyncLlm, outputFormat: new JSONParser({ schema }) });
-    expectTypeOf(asyncAgent.call('x')).toEqualTypeOf<Promise<AgentMessage<string, Trip>>>();
+    expectTypeOf(asyncAgent.call('x')).toEqualTypeOf<Promise<ParsedReply<Trip>>>();
     const streaming = new StreamingAgent({ llm: syncLlm, outputFormat: new JSONParser({ schema }) });
+    // Chunks are partial text: their formatted is null until the parser can read it.
     expectTypeOf(streaming.call('x')).toEqualTypeOf<
-      Generator<AgentMessage<string, Trip>, AgentMessage<string, Trip>, undefined>
+      Generator<AgentMessage<string, Trip>, ParsedReply<Trip>, undefined>
     >();
     const asyncStreaming = new AsyncStreamingAgent({
       llm: asyncLlm,
       outputFormat: new JSONParser({ schema }),
     });
     expectTypeOf(asyncStreaming.call('x')).toEqualTypeOf<
-      AsyncGenerator<AgentMessage<string, Trip>, AgentMessage<string, Trip>, undefined>
+      AsyncGenerator<AgentMessage<string, Trip>, ParsedReply<Trip>, undefined>
     >();
   });
 
   it('a ToolParser types formatted as its ToolResponse', () => {
     const parser = new ToolParser({ toolType: 'python', begin: '```python\n', end: '\n```\n' });
     const reply = new Agent({ llm: syncLlm, outputFormat: parser }).call('x');
-    expectTypeOf(reply.formatted).toEqualTypeOf<ToolResponse<string> | null>();
+    expectTypeOf(reply.formatted).toEqualTypeOf<ToolResponse<string>>();
     // @ts-expect-error toolType is a string or null
-    const toolType: number = reply.formatted!.toolType;
+    const toolType: number = reply.formatted.toolType;
     void toolType;
   });
 
@@ -110,7 +115,8 @@ describe('a subclass that overrides forward', () => {
         return executor.call(message!, options);
       }
     }
-    expectTypeOf(new Coder().call('x').content).toEqualTypeOf<ActionReturn>();
+    // Its input's formatted is unknown, so the executor may have run a text call or native ones.
+    expectTypeOf(new Coder().call('x').content).toEqualTypeOf<ActionReturn | ActionReturn[]>();
 
     class Echo extends Agent {
       override forward(messages: AgentMessage[]) {
@@ -135,7 +141,8 @@ describe('a subclass that overrides forward', () => {
         return writer.call(message!, options);
       }
     }
-    expectTypeOf(new Blogger().call('x')).toEqualTypeOf<Promise<AgentMessage<string, Trip>>>();
+    // A sub-agent's parsed reply passes through as it is: formatted still never null.
+    expectTypeOf(new Blogger().call('x')).toEqualTypeOf<Promise<ParsedReply<Trip>>>();
 
     const count = (n: number) => new AgentMessage({ content: n, formatted: { n } });
     class Counter extends StreamingAgent {

@@ -53,7 +53,7 @@ describe('Agent.call', () => {
   it("never mutates the caller's messages, and the reply is a copy memory does not share", () => {
     class Mutating extends Hook {
       override beforeAgent(_agent: AgentBase, messages: AgentMessage[]) {
-        for (const message of messages) message.content.text = 'changed by hook';
+        for (const message of messages) (message.content as { text: string }).text = 'changed by hook';
       }
     }
     const agent = new Agent({ llm: echo(), hooks: [new Mutating()] });

@@ -14,6 +14,7 @@ import {
   InternLMActionProcessor,
   InternLMToolAggregator,
   ToolParser,
+  type ToolResponse,
   tool,
 } from 'lagent-ts';
 import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
@@ -35,7 +36,9 @@ const python = tool({
 class CodeProcessor extends Hook {
   override beforeAction(_executor: HookExecutor, message: AgentMessage) {
     const copy = message.clone();
-    copy.content = { name: 'IPythonInteractive', parameters: { command: message.formatted.action } };
+    // The executor's input is any message; this one is the agent's reply, parsed by its ToolParser.
+    const { action } = message.formatted as ToolResponse;
+    copy.content = { name: 'IPythonInteractive', parameters: { command: action } };
     return copy;
   }
 
@@ -52,7 +55,7 @@ const codeParser = () =>
   new ToolParser({ toolType: 'code interpreter', begin: '```python\n', end: '\n```\n' });
 
 class Coder extends Agent {
-  agent: Agent;
+  agent: Agent<ToolResponse>;
   executor: ActionExecutor;
 
   constructor(
@@ -70,12 +73,12 @@ class Coder extends Agent {
     this.executor = new ActionExecutor({ actions: [python], hooks: [new CodeProcessor()] });
   }
 
-  override forward([message]: AgentMessage[], { sessionId }: ForwardOptions) {
-    let current = message!;
+  override forward([message]: AgentMessage[], { sessionId }: ForwardOptions): AgentMessage {
+    let current: AgentMessage = message!;
     for (let turn = 0; turn < this.maxTurn; turn++) {
-      current = this.agent.call(current, { sessionId });
-      if (current.formatted.toolType === null) return current;
-      current = this.executor.call(current, { sessionId });
+      const reply = this.agent.call(current, { sessionId });
+      if (reply.formatted.toolType === null) return reply;
+      current = this.executor.call(reply, { sessionId });
     }
     return current;
   }
@@ -137,11 +140,11 @@ describe('the Coder loop', () => {
       executor = new AsyncActionExecutor({ actions: [python], hooks: [new InternLMActionProcessor()] });
 
       override async forward([message]: AgentMessage[], { sessionId }: AsyncForwardOptions) {
-        let current = message!;
+        let current: AgentMessage = message!;
         for (let turn = 0; turn < 3; turn++) {
-          current = await this.agent.call(current, { sessionId });
-          if (current.formatted.toolType === null) return current;
-          current = await this.executor.call(current, { sessionId });
+          const reply = await this.agent.call(current, { sessionId });
+          if (reply.formatted.toolType === null) return reply;
+          current = await this.executor.call(reply, { sessionId });
         }
         return current;
       }

@@ -140,10 +140,10 @@ describe('stateDict / loadStateDict keep ActionReturns', () => {
     );
     const fresh = new Agent({ llm: new MockLLM({ responses: [] }) });
     fresh.loadStateDict(JSON.parse(JSON.stringify(agent.stateDict())));
-    const [first, second, third] = fresh.memory!.getMemory()[0]!.content;
+    const [first, second, third] = fresh.memory!.getMemory()[0]!.content as unknown[];
     expect(first).toBeInstanceOf(ActionReturn);
     expect(second).toBeInstanceOf(ActionReturn);
-    expect(second.errmsg).toBe('search is down');
+    expect((second as ActionReturn).errmsg).toBe('search is down');
     expect(third).toBe('note');
   });
 });

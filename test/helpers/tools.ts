@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { asyncTool, tool, toolkit } from '../../src/actions/tool';
+import { ActionReturn } from '../../src/schema/action-return';
 
 /** The toolkit `Calculator` with one API, `add` (`Calculator.add`; `Calculator__add` on the wire). */
 export const calculator = toolkit({
@@ -65,3 +66,14 @@ export const asyncFakePython = asyncTool({
   parameters: z.object({ command: z.string() }),
   run: async ({ command }) => `ran ${command}`,
 });
+
+/**
+ * The one `ActionReturn` an executor's reply holds (a text call's result), failing the test when it holds
+ * anything else: its type is `ActionReturn | ActionReturn[]` until the call's kind is known.
+ */
+export function resultOf(message: { content: unknown }): ActionReturn {
+  if (!(message.content instanceof ActionReturn)) {
+    throw new Error(`expected one ActionReturn, got ${Object.prototype.toString.call(message.content)}`);
+  }
+  return message.content;
+}

@@ -230,7 +230,7 @@ describe.skipIf(!PYTHON)(
         action: 'print(64 * 64)',
         status: 1,
       });
-      const result = messages.at(-2)!.content;
+      const result = messages.at(-2)!.content as ActionReturn;
       expect(result).toBeInstanceOf(ActionReturn);
       expect(result.formatResult()).toBe('4096');
       expect(messages[4]!.extraInfo).toEqual({ elapsedMs: 12 });

@@ -14,7 +14,7 @@ describe('Memory.getMemory windows', () => {
     const kept = memory.getMemory({
       recentN: 3,
       filter: (message, index) => {
-        seen.push([message.content, index]);
+        seen.push([String(message.content), index]);
         return index !== 1;
       },
     });

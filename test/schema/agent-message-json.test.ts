@@ -78,10 +78,10 @@ describe('AgentMessage.from and ActionReturns', () => {
   it('content in the ActionReturn JSON form comes back as an ActionReturn (also in a content list)', () => {
     const message = AgentMessage.from({ sender: 'ActionExecutor', content: LAGENT_ACTION_RETURN });
     expect(message.content).toBeInstanceOf(ActionReturn);
-    expect(message.content.formatResult()).toBe('1');
+    expect((message.content as ActionReturn).formatResult()).toBe('1');
     const list = AgentMessage.from({ content: [LAGENT_ACTION_RETURN, { a: 1 }] });
-    expect(list.content[0]).toBeInstanceOf(ActionReturn);
-    expect(list.content[1]).toEqual({ a: 1 });
+    expect((list.content as unknown[])[0]).toBeInstanceOf(ActionReturn);
+    expect((list.content as unknown[])[1]).toEqual({ a: 1 });
     const round = AgentMessage.from(JSON.parse(JSON.stringify(message)));
     expect(round.content).toBeInstanceOf(ActionReturn);
     expect(round.toJSON()).toEqual(message.toJSON());
@@ -155,7 +155,7 @@ describe("AgentMessage JSON in Python Lagent's shape", () => {
       stream_state: 1,
     });
     expect(back.toJSON()).toEqual(message.toJSON());
-    expect(Object.keys(back.formatted)).toEqual(['toolType', 'thought', 'action', 'status']);
+    expect(Object.keys(back.formatted as object)).toEqual(['toolType', 'thought', 'action', 'status']);
     const again = AgentMessage.from(JSON.parse(JSON.stringify(message.toJSON({ format: 'lagent' }))));
     expect(again.toJSON()).toEqual(message.toJSON());
   });
@@ -166,9 +166,10 @@ describe("AgentMessage JSON in Python Lagent's shape", () => {
         '{"content": "x", "formatted": {"__proto__": {"polluted": 1}, "tool_type": null, "thought": "", "status": 0}}',
       ),
     );
-    expect(Object.getPrototypeOf(back.formatted)).toBe(Object.prototype);
-    expect(back.formatted.polluted).toBeUndefined();
-    expect(Object.keys(back.formatted)).toEqual(['__proto__', 'toolType', 'thought', 'status']);
+    const formatted = back.formatted as Record<string, unknown>;
+    expect(Object.getPrototypeOf(formatted)).toBe(Object.prototype);
+    expect(formatted.polluted).toBeUndefined();
+    expect(Object.keys(formatted)).toEqual(['__proto__', 'toolType', 'thought', 'status']);
   });
 
   it('from() leaves formatted that is not a tool parser result alone', () => {
@@ -223,6 +224,6 @@ describe('AgentMessage and nesting deeper than JSON can take', () => {
     const cyclic: Record<string, unknown> = { a: 1 };
     cyclic.self = cyclic;
     const message = AgentMessage.from({ content: cyclic });
-    expect(message.content.self).toBe(message.content);
+    expect((message.content as Record<string, unknown>).self).toBe(message.content);
   });
 });

@@ -97,7 +97,7 @@ describe('AgentMessage', () => {
   it('from() copies, so the JSON object is not shared with the message', () => {
     const json = { content: { items: [1] } };
     const message = AgentMessage.from(json);
-    message.content.items.push(2);
+    (message.content as { items: number[] }).items.push(2);
     expect(json.content.items).toEqual([1]);
   });
 });

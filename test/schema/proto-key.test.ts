@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 /** Content as JSON.parse makes it: "__proto__" is an own key there. */
 const content = () => JSON.parse('{"text": "hi", "__proto__": {"isAdmin": true}}');
 
-function expectProtoKey(value: Record<string, unknown>): void {
+function expectProtoKey(data: unknown): void {
+  const value = data as Record<string, unknown>;
   expect(Object.getPrototypeOf(value)).toBe(Object.prototype);
   expect(value.isAdmin).toBeUndefined();
   expect(Object.keys(value)).toContain('__proto__');

@@ -7,6 +7,7 @@ import { driveAsync, driveSync, type Steps } from '../../core/steps';
 import { driveStream, driveStreamAsync } from '../../core/stream-drivers';
 import type { AsyncHook, Hook, SyncHook } from '../../hooks/hook';
 import type { AsyncBaseLLM, BaseLLM } from '../../llms/base-llm';
+import type { ActionReturn } from '../../schema/action-return';
 import { AgentMessage } from '../../schema/agent-message';
 import type { ToolCall } from '../../schema/chat-message';
 import { ConfigurationError } from '../../schema/errors';
@@ -50,6 +51,22 @@ export interface FunctionCallingAgentOptions<L, H, A extends ActionBase = Action
   /** Per tool call, in ms (async variants). */
   timeoutMs?: number | undefined;
 }
+
+/**
+ * The final reply of a function-calling agent: the model's answer as text (or, at `maxTurn`, the sentence
+ * saying it stopped, with `extraInfo`), `formatted` null.
+ */
+export type FunctionCallingReply = AgentMessage<string, null>;
+
+/**
+ * What a streaming function-calling agent yields: the model's text (`STREAM_ING`) and the final reply
+ * (`END`); the model's call of tools (`PLUGIN_END`, `formatted.toolCalls`); their results (`PLUGIN_RETURN`,
+ * `content[i]` answering `formatted.toolCalls[i]`).
+ */
+export type FunctionCallingChunk =
+  | FunctionCallingReply
+  | AgentMessage<string, { toolCalls: ToolCall[] }>
+  | AgentMessage<ActionReturn[], { toolCalls: ToolCall[] }>;
 
 /** What the loop needs of its owner. */
 interface Loop {
@@ -212,8 +229,10 @@ export class FunctionCallingAgent extends functionCallingAgentClass<
   agent: (options) => new Agent(options as AgentOptions<BaseLLM, unknown, SyncHook>),
   executor: (options) => new ActionExecutor({ actions: options.actions as BaseAction[] }),
 }) {
-  override forward(messages: AgentMessage[], options: ForwardOptions): AgentMessage {
-    return driveSync(functionCallingSteps(this, messages, options.sessionId, SYNC_CALLS));
+  override forward(messages: AgentMessage[], options: ForwardOptions): FunctionCallingReply {
+    return driveSync(
+      functionCallingSteps(this, messages, options.sessionId, SYNC_CALLS),
+    ) as FunctionCallingReply;
   }
 }
 
@@ -227,8 +246,10 @@ export class AsyncFunctionCallingAgent extends functionCallingAgentClass<
   agent: (options) => new AsyncAgent(options as AgentOptions<AsyncBaseLLM, unknown, AsyncHook>),
   executor: asyncExecutorOf,
 }) {
-  override forward(messages: AgentMessage[], options: AsyncForwardOptions): Promise<AgentMessage> {
-    return driveAsync(functionCallingSteps(this, messages, options.sessionId, ASYNC_CALLS));
+  override forward(messages: AgentMessage[], options: AsyncForwardOptions): Promise<FunctionCallingReply> {
+    return driveAsync(
+      functionCallingSteps(this, messages, options.sessionId, ASYNC_CALLS),
+    ) as Promise<FunctionCallingReply>;
   }
 }
 
@@ -247,12 +268,12 @@ export class StreamingFunctionCallingAgent extends functionCallingAgentClass<
   override forward(
     messages: AgentMessage[],
     options: ForwardOptions,
-  ): Generator<AgentMessage, AgentMessage, undefined> {
+  ): Generator<FunctionCallingChunk, FunctionCallingReply, undefined> {
     return driveStream(
       functionCallingSteps(this, messages, options.sessionId, undefined, true),
       this.name,
       false,
-    );
+    ) as Generator<FunctionCallingChunk, FunctionCallingReply, undefined>;
   }
 }
 
@@ -289,12 +310,12 @@ export class AsyncStreamingFunctionCallingAgent extends functionCallingAgentClas
   override forward(
     messages: AgentMessage[],
     options: AsyncForwardOptions,
-  ): AsyncGenerator<AgentMessage, AgentMessage, undefined> {
+  ): AsyncGenerator<FunctionCallingChunk, FunctionCallingReply, undefined> {
     return driveStreamAsync(
       functionCallingSteps(this, messages, options.sessionId, undefined, true),
       this.name,
       false,
-    );
+    ) as AsyncGenerator<FunctionCallingChunk, FunctionCallingReply, undefined>;
   }
 }
 

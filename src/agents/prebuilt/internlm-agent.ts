@@ -363,7 +363,10 @@ export class AgentForInternLM extends internLMAgentClass<
     messages: AgentMessage[],
     options: ForwardOptions,
   ): AgentMessage<string, ToolResponse | null> {
-    return driveSync(internLMLoop(this, messages, options, false));
+    return driveSync(internLMLoop(this, messages, options, false)) as AgentMessage<
+      string,
+      ToolResponse | null
+    >;
   }
 }
 
@@ -381,6 +384,8 @@ export class AsyncAgentForInternLM extends internLMAgentClass<
     messages: AgentMessage[],
     options: AsyncForwardOptions,
   ): Promise<AgentMessage<string, ToolResponse | null>> {
-    return driveAsync(internLMLoop(this, messages, options, false));
+    return driveAsync(internLMLoop(this, messages, options, false)) as Promise<
+      AgentMessage<string, ToolResponse | null>
+    >;
   }
 }

@@ -262,7 +262,10 @@ export class ReAct<F = ReActStep> extends reactAgentClass<
     messages: AgentMessage[],
     options: ForwardOptions,
   ): AgentMessage<string, F | ReActParseFailure | null> {
-    return driveSync(reactSteps(this, messages, options));
+    return driveSync(reactSteps(this, messages, options)) as AgentMessage<
+      string,
+      F | ReActParseFailure | null
+    >;
   }
 }
 
@@ -286,6 +289,8 @@ export class AsyncReAct<F = ReActStep> extends reactAgentClass<
     messages: AgentMessage[],
     options: AsyncForwardOptions,
   ): Promise<AgentMessage<string, F | ReActParseFailure | null>> {
-    return driveAsync(reactSteps(this, messages, options));
+    return driveAsync(reactSteps(this, messages, options)) as Promise<
+      AgentMessage<string, F | ReActParseFailure | null>
+    >;
   }
 }

@@ -44,7 +44,11 @@ export class StreamingAgentForInternLM extends internLMAgentClass<
     messages: AgentMessage[],
     options: ForwardOptions,
   ): Generator<InternLMChunk, InternLMChunk, undefined> {
-    return driveStream(internLMLoop(this, messages, options, true), this.name, false);
+    return driveStream(internLMLoop(this, messages, options, true), this.name, false) as Generator<
+      InternLMChunk,
+      InternLMChunk,
+      undefined
+    >;
   }
 }
 
@@ -62,6 +66,10 @@ export class AsyncStreamingAgentForInternLM extends internLMAgentClass<
     messages: AgentMessage[],
     options: AsyncForwardOptions,
   ): AsyncGenerator<InternLMChunk, InternLMChunk, undefined> {
-    return driveStreamAsync(internLMLoop(this, messages, options, true), this.name, false);
+    return driveStreamAsync(internLMLoop(this, messages, options, true), this.name, false) as AsyncGenerator<
+      InternLMChunk,
+      InternLMChunk,
+      undefined
+    >;
   }
 }

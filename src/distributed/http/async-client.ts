@@ -117,8 +117,11 @@ function toMessage(json: unknown, url: string): AgentMessage {
  * const remote = new AsyncHTTPAgentClient({ url: 'http://127.0.0.1:8090' });
  * const reply = await remote.call('hello', { sessionId: 1 });
  * const memory = await remote.stateDict(1);
+ *
+ * `C` and `F` say what the served agent's replies hold (`content`, `formatted`); nothing checks them, so they
+ * default to `unknown`. For an agent that answers text: `new AsyncHTTPAgentClient<string>({ url })`.
  */
-export class AsyncHTTPAgentClient {
+export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
   readonly url: string;
   readonly name: string;
   readonly #transport: Transport;
@@ -173,10 +176,10 @@ export class AsyncHTTPAgentClient {
   async call(
     input?: MessageInput | readonly MessageInput[],
     options: RemoteCallOptions = {},
-  ): Promise<AgentMessage> {
+  ): Promise<AgentMessage<C, F>> {
     const body = JSON.stringify(chatRequestBody(wireMessages(input), options.sessionId ?? 0, options));
     const json = await this.#requestJSON('POST', 'chat_completion', body, options);
-    return toMessage(json, `${this.url}/chat_completion`);
+    return toMessage(json, `${this.url}/chat_completion`) as AgentMessage<C, F>;
   }
 
   /**
@@ -190,7 +193,7 @@ export class AsyncHTTPAgentClient {
   async *stream(
     input?: MessageInput | readonly MessageInput[],
     options: RemoteCallOptions = {},
-  ): AsyncGenerator<AgentMessage, AgentMessage, undefined> {
+  ): AsyncGenerator<AgentMessage<C, F>, AgentMessage<C, F>, undefined> {
     const signal = effectiveSignal(options.signal);
     signal?.throwIfAborted();
     const body = JSON.stringify(chatRequestBody(wireMessages(input), options.sessionId ?? 0, options));
@@ -228,11 +231,11 @@ export class AsyncHTTPAgentClient {
       );
       const { single, fallback } = response as { single?: unknown; fallback?: boolean };
       if (single !== undefined || fallback) {
-        const message =
+        const message: AgentMessage =
           single !== undefined ? toMessage(single, url) : await this.call(input, { ...options, signal });
         message.delta = typeof message.content === 'string' ? message.content : '';
-        yield message;
-        return message;
+        yield message as AgentMessage<C, F>;
+        return message as AgentMessage<C, F>;
       }
       const open = response;
       combined.addEventListener('abort', () => open.destroy(combined.reason as Error), { once: true });
@@ -269,12 +272,12 @@ export class AsyncHTTPAgentClient {
         }
         if (event.event === SSE_EVENTS.message) final = message;
         previous = typeof message.content === 'string' ? message.content : '';
-        yield message;
+        yield message as AgentMessage<C, F>;
       }
       if (final === undefined) {
         throw new HTTPAgentError({ message: `${url} ended the stream without a final message`, url });
       }
-      return final;
+      return final as AgentMessage<C, F>;
     } finally {
       // Leaving early (or failing) closes the request; the server then stops the remote call.
       controller.abort(new Error('the stream was left'));

@@ -76,8 +76,11 @@ export class HTTPAgentClientHost {
  * const reply = remote.call('hello', { sessionId: 1 });
  * remote.stateDict(1);
  * remote.close();
+ *
+ * `C` and `F` say what the served agent's replies hold (`content`, `formatted`); nothing checks them, so they
+ * default to `unknown`. For an agent that answers text: `new AsyncHTTPAgentClient<string>({ url })`.
  */
-export class HTTPAgentClient {
+export class HTTPAgentClient<C = unknown, F = unknown> {
   readonly url: string;
   readonly name: string;
   readonly #bridge: SyncBridge;
@@ -98,7 +101,7 @@ export class HTTPAgentClient {
   }
 
   /** Sends the messages to the remote agent's session and returns its reply, blocking until it comes. */
-  call(input?: MessageInput | readonly MessageInput[], options: RemoteCallOptions = {}): AgentMessage {
+  call(input?: MessageInput | readonly MessageInput[], options: RemoteCallOptions = {}): AgentMessage<C, F> {
     options.signal?.throwIfAborted();
     const json = this.#run(() =>
       this.#bridge.call<LagentMessageJSON>(
@@ -107,14 +110,14 @@ export class HTTPAgentClient {
         this.#callTimeout(options),
       ),
     );
-    return AgentMessage.from(json);
+    return AgentMessage.from(json) as AgentMessage<C, F>;
   }
 
   /** Streams the remote reply: chunks, then the final message (also the return value); each step blocks. */
   *stream(
     input?: MessageInput | readonly MessageInput[],
     options: RemoteCallOptions = {},
-  ): Generator<AgentMessage, AgentMessage, undefined> {
+  ): Generator<AgentMessage<C, F>, AgentMessage<C, F>, undefined> {
     options.signal?.throwIfAborted();
     let final: AgentMessage | undefined;
     let previous = '';
@@ -137,11 +140,11 @@ export class HTTPAgentClient {
         previous = message.content;
       }
       final = message;
-      yield message;
+      yield message as AgentMessage<C, F>;
     }
     if (final === undefined)
       throw new HTTPAgentError({ message: `${this.url} streamed nothing`, url: this.url });
-    return final;
+    return final as AgentMessage<C, F>;
   }
 
   /** The remote agent's state dict for a session, in Lagent's snake_case shape. */

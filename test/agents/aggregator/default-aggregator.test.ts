@@ -198,7 +198,7 @@ describe('DefaultAggregator with native tool calls', () => {
     const memory = memoryWith(calls, executor.call(calls));
     const loaded = new Memory();
     loaded.load(JSON.parse(JSON.stringify(memory.save())));
-    expect(loaded.getMemory()[1]!.content[0]).toBeInstanceOf(ActionReturn);
+    expect((loaded.getMemory()[1]!.content as unknown[])[0]).toBeInstanceOf(ActionReturn);
     expect(aggregator.aggregate(loaded, 'Agent')).toEqual(aggregator.aggregate(memory, 'Agent'));
   });
 

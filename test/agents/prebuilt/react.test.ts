@@ -167,7 +167,7 @@ describe('ReAct', () => {
     const seen: string[] = [];
     class Watch extends Hook {
       override afterAgent(agent: HookAgent, message: AgentMessage) {
-        seen.push(`${agent.name}:${message.formatted?.conclusion}`);
+        seen.push(`${agent.name}:${(message.formatted as { conclusion?: string } | null)?.conclusion}`);
       }
     }
     class Count extends ActionPreprocessor {

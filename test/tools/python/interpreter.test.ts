@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { ActionExecutor, ActionStatusCode, AgentMessage } from 'lagent-ts';
+import { ActionExecutor, type ActionReturn, ActionStatusCode, AgentMessage } from 'lagent-ts';
 import {
   AsyncIPythonInterpreter,
   IPythonInteractive,
@@ -78,7 +78,7 @@ describe('the sync twins (through the sync bridge)', () => {
         },
       }),
     );
-    expect(reply.content.toText()).toBe('1024');
+    expect((reply.content as ActionReturn).toText()).toBe('1024');
   });
 
   it('IPythonInterpreter returns figures; close() ends its processes', async () => {
