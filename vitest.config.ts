@@ -21,7 +21,7 @@ const UNIT = [
   'utils',
   'testing',
 ];
-const INTEGRATION = ['tools', 'distributed', 'mcp', 'cli', 'examples', 'interop'];
+const INTEGRATION = ['tools', 'distributed', 'mcp', 'cli', 'examples', 'interop', 'stores'];
 
 export default defineConfig({
   resolve: {

@@ -263,6 +263,8 @@ export {
   ModelStatusCode,
   ParseError,
   StateDictError,
+  StoreConflictError,
+  StoreError,
   TimeoutError,
   ToolStatusCode,
   toLagentJSON,

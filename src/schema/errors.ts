@@ -157,3 +157,31 @@ export function missingPeer(
     cause,
   });
 }
+
+/**
+ * A session store failed: it could not be reached, refused an operation, or holds a value it cannot read.
+ * `store` describes the store, `operation` names the method, `sessionId` the session when there is one.
+ */
+export class StoreError extends LagentError {
+  override readonly name: string = 'StoreError';
+  readonly store: string;
+  readonly operation: string;
+  readonly sessionId: string | undefined;
+
+  constructor(
+    options: LagentErrorOptions & { store: string; operation: string; sessionId?: string | undefined },
+  ) {
+    super(options);
+    this.store = options.store;
+    this.operation = options.operation;
+    this.sessionId = options.sessionId;
+  }
+}
+
+/**
+ * A turn could not be committed because the session moved on: another owner took its lease (this one's
+ * expired) or committed first. Nothing was written; the call that made the turn fails and is taken back.
+ */
+export class StoreConflictError extends StoreError {
+  override readonly name: string = 'StoreConflictError';
+}

@@ -19,6 +19,8 @@ export {
   ModelOutputError,
   ParseError,
   StateDictError,
+  StoreConflictError,
+  StoreError,
   TimeoutError,
   ValidationError,
 } from './errors';

@@ -1,0 +1,315 @@
+import { ConfigurationError, StoreConflictError, StoreError } from '../schema/errors';
+import {
+  type AcquiredSession,
+  type AcquireOptions,
+  applyTurn,
+  type BusySession,
+  type CommitOptions,
+  type JournalEntry,
+  type ListOptions,
+  MAX_STORE_KEY,
+  type SessionInfo,
+  type SessionPage,
+  type StoredJournal,
+  type StoredSession,
+  type StoredState,
+  type StoreOptions,
+  type SyncSessionStore,
+} from './types';
+
+interface Session {
+  version: number;
+  state: StoredState;
+  updatedAt: number;
+  expiresAt: number | null;
+  leaseOwner: string | undefined;
+  leaseUntil: number;
+}
+
+interface Journal {
+  sessionId: string;
+  entries: JournalEntry[];
+  finished: boolean;
+}
+
+/**
+ * The in-process store: sessions and journals in maps, as JSON copies (what is read back never shares objects
+ * with what was written). It lives as long as the process, so it persists nothing across restarts; it is
+ * what tests and single-process apps use, and the reference the other stores are checked against.
+ *
+ * @example
+ * const store = new MemoryStore();
+ * const agent = new AsyncAgent({ llm, memory: { store } });
+ * await agent.call('hi', { sessionId: 'alice' });
+ * store.readSession('AsyncAgent', 'alice')?.state.memory.length; // 2
+ */
+export class MemoryStore implements SyncSessionStore {
+  readonly synchronous = true as const;
+  readonly description = 'MemoryStore';
+  readonly ttlMs: number | undefined;
+  readonly #sessions = new Map<string, Map<string, Session>>();
+  readonly #journals = new Map<string, Map<string, Journal>>();
+  #closed = false;
+
+  constructor(options: StoreOptions = {}) {
+    this.ttlMs = checkTtl(options.ttlMs);
+  }
+
+  acquireSession(
+    namespace: string,
+    sessionId: string,
+    options: AcquireOptions,
+  ): AcquiredSession | BusySession {
+    const now = Date.now();
+    const session = this.#live(namespace, sessionId, 'acquireSession', now);
+    if (session === undefined) {
+      // A lease on a session the store does not have yet: a placeholder at version 0.
+      const created: Session = {
+        version: 0,
+        state: {},
+        updatedAt: now,
+        expiresAt: null,
+        leaseOwner: options.owner,
+        leaseUntil: now + options.leaseMs,
+      };
+      this.#namespace(namespace).set(sessionId, created);
+      return { acquired: true, version: 0, state: options.knownVersion === 0 ? undefined : {} };
+    }
+    if (
+      session.leaseOwner !== undefined &&
+      session.leaseOwner !== options.owner &&
+      session.leaseUntil > now
+    ) {
+      return { acquired: false, until: session.leaseUntil };
+    }
+    session.leaseOwner = options.owner;
+    session.leaseUntil = now + options.leaseMs;
+    return {
+      acquired: true,
+      version: session.version,
+      state: options.knownVersion === session.version ? undefined : copy(session.state),
+    };
+  }
+
+  renewLease(namespace: string, sessionId: string, owner: string, leaseMs: number): boolean {
+    const now = Date.now();
+    const session = this.#live(namespace, sessionId, 'renewLease', now);
+    if (session === undefined || session.leaseOwner !== owner || session.leaseUntil <= now) return false;
+    session.leaseUntil = now + leaseMs;
+    return true;
+  }
+
+  releaseSession(namespace: string, sessionId: string, owner: string): void {
+    const session = this.#live(namespace, sessionId, 'releaseSession', Date.now());
+    if (session === undefined || session.leaseOwner !== owner) return;
+    session.leaseOwner = undefined;
+    session.leaseUntil = 0;
+    if (session.version === 0) this.#sessions.get(namespace)?.delete(sessionId);
+  }
+
+  commitTurn(namespace: string, sessionId: string, options: CommitOptions): number {
+    const now = Date.now();
+    const session = this.#live(namespace, sessionId, 'commitTurn', now);
+    if (session === undefined || session.leaseOwner !== options.owner || session.leaseUntil <= now) {
+      throw new StoreConflictError({
+        message: `${this.description}: session ${JSON.stringify(sessionId)} of ${JSON.stringify(namespace)} is no longer leased to this caller (its lease expired and another took it); the turn was not committed`,
+        store: this.description,
+        operation: 'commitTurn',
+        sessionId,
+      });
+    }
+    if (session.version !== options.version) {
+      throw new StoreConflictError({
+        message: `${this.description}: session ${JSON.stringify(sessionId)} of ${JSON.stringify(namespace)} is at version ${session.version}, not ${options.version}; the turn was not committed`,
+        store: this.description,
+        operation: 'commitTurn',
+        sessionId,
+      });
+    }
+    // Copied first: a turn that cannot be stored as JSON changes nothing.
+    const turn = copy(options.turn);
+    session.state = applyTurn(session.state, turn);
+    session.version += 1;
+    session.updatedAt = now;
+    session.expiresAt = this.ttlMs === undefined ? null : now + this.ttlMs;
+    if (options.release !== false) {
+      session.leaseOwner = undefined;
+      session.leaseUntil = 0;
+    }
+    return session.version;
+  }
+
+  readSession(namespace: string, sessionId: string): StoredSession | undefined {
+    const session = this.#live(namespace, sessionId, 'readSession', Date.now());
+    if (session === undefined || session.version === 0) return undefined;
+    return { ...info(sessionId, session), state: copy(session.state) };
+  }
+
+  listSessions(namespace: string, options: ListOptions = {}): SessionPage {
+    this.#open('listSessions');
+    const limit = checkLimit(options.limit);
+    const now = Date.now();
+    const keys = [...(this.#sessions.get(namespace)?.keys() ?? [])].sort();
+    const sessions: SessionInfo[] = [];
+    for (const key of keys) {
+      if (options.after !== undefined && key <= options.after) continue;
+      const session = this.#sessions.get(namespace)!.get(key)!;
+      if (session.version === 0 || expired(session, now)) continue;
+      if (sessions.length === limit) return { sessions, next: sessions.at(-1)!.sessionId };
+      sessions.push(info(key, session));
+    }
+    return { sessions };
+  }
+
+  deleteSession(namespace: string, sessionId: string): boolean {
+    const session = this.#live(namespace, sessionId, 'deleteSession', Date.now());
+    this.#delete(namespace, sessionId);
+    return session !== undefined && session.version > 0;
+  }
+
+  purgeExpired(namespace?: string): number {
+    this.#open('purgeExpired');
+    const now = Date.now();
+    let purged = 0;
+    for (const [name, sessions] of this.#sessions) {
+      if (namespace !== undefined && name !== namespace) continue;
+      for (const [key, session] of sessions) {
+        if (expired(session, now)) {
+          this.#delete(name, key);
+          purged++;
+        }
+      }
+    }
+    return purged;
+  }
+
+  appendJournal(namespace: string, sessionId: string, callId: string, data: unknown): number {
+    this.#checkKeys('appendJournal', namespace, sessionId, callId);
+    let journals = this.#journals.get(namespace);
+    if (journals === undefined) this.#journals.set(namespace, (journals = new Map()));
+    let journal = journals.get(callId);
+    if (journal === undefined) journals.set(callId, (journal = { sessionId, entries: [], finished: false }));
+    const seq = journal.entries.length;
+    journal.entries.push({ seq, data: copy(data) });
+    return seq;
+  }
+
+  readJournal(namespace: string, callId: string): StoredJournal | undefined {
+    this.#checkKeys('readJournal', namespace, callId);
+    const journal = this.#journals.get(namespace)?.get(callId);
+    if (journal === undefined) return undefined;
+    return {
+      callId,
+      sessionId: journal.sessionId,
+      entries: copy(journal.entries),
+      finished: journal.finished,
+    };
+  }
+
+  finishJournal(namespace: string, callId: string): void {
+    this.#checkKeys('finishJournal', namespace, callId);
+    const journal = this.#journals.get(namespace)?.get(callId);
+    if (journal) journal.finished = true;
+  }
+
+  listJournals(
+    namespace: string,
+    sessionId: string,
+    options: { unfinished?: boolean | undefined } = {},
+  ): string[] {
+    this.#checkKeys('listJournals', namespace, sessionId);
+    const ids: string[] = [];
+    for (const [callId, journal] of this.#journals.get(namespace) ?? []) {
+      if (journal.sessionId === sessionId && !(options.unfinished && journal.finished)) ids.push(callId);
+    }
+    return ids;
+  }
+
+  deleteJournal(namespace: string, callId: string): boolean {
+    this.#checkKeys('deleteJournal', namespace, callId);
+    return this.#journals.get(namespace)?.delete(callId) ?? false;
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#sessions.clear();
+    this.#journals.clear();
+  }
+
+  #namespace(namespace: string): Map<string, Session> {
+    let sessions = this.#sessions.get(namespace);
+    if (sessions === undefined) this.#sessions.set(namespace, (sessions = new Map()));
+    return sessions;
+  }
+
+  /** The session when it exists and has not expired (an expired one is dropped). */
+  #live(namespace: string, sessionId: string, operation: string, now: number): Session | undefined {
+    this.#checkKeys(operation, namespace, sessionId);
+    const session = this.#sessions.get(namespace)?.get(sessionId);
+    if (session !== undefined && expired(session, now)) {
+      this.#delete(namespace, sessionId);
+      return undefined;
+    }
+    return session;
+  }
+
+  /** Drops a session and its journals. */
+  #delete(namespace: string, sessionId: string): void {
+    this.#sessions.get(namespace)?.delete(sessionId);
+    const journals = this.#journals.get(namespace);
+    if (!journals) return;
+    for (const [callId, journal] of journals) if (journal.sessionId === sessionId) journals.delete(callId);
+  }
+
+  #checkKeys(operation: string, ...keys: string[]): void {
+    this.#open(operation);
+    for (const key of keys) checkStoreKey(this.description, operation, key);
+  }
+
+  #open(operation: string): void {
+    if (this.#closed) {
+      throw new StoreError({ message: `${this.description} is closed`, store: this.description, operation });
+    }
+  }
+}
+
+function info(sessionId: string, session: Session): SessionInfo {
+  return { sessionId, version: session.version, updatedAt: session.updatedAt, expiresAt: session.expiresAt };
+}
+
+function expired(session: Session, now: number): boolean {
+  return session.expiresAt !== null && session.expiresAt <= now;
+}
+
+/** A JSON copy: the store keeps and returns only what JSON can hold, as any other store would. */
+function copy<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}
+
+/** Throws a `StoreError` for a key that is not a string of 1 to {@link MAX_STORE_KEY} characters. */
+export function checkStoreKey(store: string, operation: string, key: unknown): void {
+  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_STORE_KEY) {
+    throw new StoreError({
+      message: `${store}.${operation}: keys are strings of 1 to ${MAX_STORE_KEY} characters, got ${typeof key === 'string' ? `${key.length} characters` : typeof key}`,
+      store,
+      operation,
+    });
+  }
+}
+
+/** The `ttlMs` option, checked. */
+export function checkTtl(ttlMs: number | undefined): number | undefined {
+  if (ttlMs !== undefined && !(Number.isSafeInteger(ttlMs) && ttlMs > 0)) {
+    throw new ConfigurationError({ message: `ttlMs must be a positive integer (ms), got ${ttlMs}` });
+  }
+  return ttlMs;
+}
+
+/** The `limit` of a listing, checked. */
+export function checkLimit(limit: number | undefined): number {
+  if (limit === undefined) return 100;
+  if (!(Number.isSafeInteger(limit) && limit > 0)) {
+    throw new ConfigurationError({ message: `limit must be a positive integer, got ${limit}` });
+  }
+  return limit;
+}

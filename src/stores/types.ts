@@ -1,0 +1,215 @@
+import type { LagentMessageJSON } from '../schema/agent-message';
+
+/*
+ * The one interface every store implements (MemoryStore here; SQLiteStore, RedisStore and PostgresStore in
+ * lagent-ts/stores): session memories, written a turn at a time, and call journals.
+ *
+ * A store holds *sessions* inside *namespaces* (an app, or one agent tree: its name by default). A session's
+ * state is every memory of the agent tree for that session, in Lagent's state-dict shape: dotted paths
+ * (`memory`, `writer.memory`) to messages in Lagent's JSON shape. It changes only by whole turns, each
+ * committed atomically with compare-and-set on the session's version under a lease: two processes sharing
+ * the store never interleave one session's turns, and a failed call commits nothing.
+ *
+ * Methods return values (sync stores: MemoryStore, SQLiteStore, which sync agents can use) or promises (async
+ * stores: RedisStore, PostgresStore); `synchronous` says which. Async agents take either.
+ */
+
+/** A value, or a promise of it: what a store method returns (see {@link SessionStore.synchronous}). */
+export type MaybePromise<T> = T | Promise<T>;
+
+/** A session's memories: dotted memory paths to messages, in Lagent's JSON shape (its `state_dict()`). */
+export type StoredState = Record<string, LagentMessageJSON[]>;
+
+/**
+ * One committed turn: what the agent tree's call changed in the session. `append` adds messages at the end
+ * of a memory; `replace` sets a memory's whole history (an edit other than appending, a `loadStateDict`, a
+ * reset: `[]`). A path in neither is unchanged. Both may name paths the state does not have yet.
+ */
+export interface SessionTurn {
+  append?: StoredState | undefined;
+  replace?: StoredState | undefined;
+}
+
+/** What {@link SessionStore.acquireSession} takes. */
+export interface AcquireOptions {
+  /** Who takes the lease: unique per process and agent (a random id). */
+  owner: string;
+  /** How long the lease lasts unless renewed or released, in ms. */
+  leaseMs: number;
+  /**
+   * The version the caller holds in memory, if any: when the store is at that version, the state is not sent
+   * back (`state` undefined).
+   */
+  knownVersion?: number | undefined;
+}
+
+/** The session is ours: its version, and its state unless the caller already holds that version. */
+export interface AcquiredSession {
+  acquired: true;
+  /** 0 for a session the store does not have (never written, deleted or expired). */
+  version: number;
+  /** The session's state at `version`; undefined when it is `knownVersion`. `{}` for version 0. */
+  state: StoredState | undefined;
+}
+
+/** Another owner holds the session's lease until `until` (epoch ms): try again later. */
+export interface BusySession {
+  acquired: false;
+  until: number;
+}
+
+/** What {@link SessionStore.commitTurn} takes. */
+export interface CommitOptions {
+  /** The lease's owner; the commit fails with a `StoreConflictError` when the lease is no longer theirs. */
+  owner: string;
+  /** The version the turn was made on; the commit fails with a `StoreConflictError` when the store moved. */
+  version: number;
+  turn: SessionTurn;
+  /** Release the lease with the commit (the end of a call). @default true */
+  release?: boolean | undefined;
+}
+
+/** A session as listed. */
+export interface SessionInfo {
+  /** The session's key: `String(sessionId)`. */
+  sessionId: string;
+  version: number;
+  /** When its last turn was committed (epoch ms). */
+  updatedAt: number;
+  /** When it expires (epoch ms), or null for never. */
+  expiresAt: number | null;
+}
+
+/** A session read whole (`readSession`). */
+export interface StoredSession extends SessionInfo {
+  state: StoredState;
+}
+
+/** Options of {@link SessionStore.listSessions}. */
+export interface ListOptions {
+  /** Sessions after this key, in key order (the `next` of the previous page). */
+  after?: string | undefined;
+  /** @default 100 */
+  limit?: number | undefined;
+}
+
+/** A page of sessions, in key order; `next` is set when there are more. */
+export interface SessionPage {
+  sessions: SessionInfo[];
+  next?: string | undefined;
+}
+
+/**
+ * One entry of a call's journal (see durable agents): its place in the call, and data the store keeps as
+ * JSON without reading it.
+ */
+export interface JournalEntry {
+  /** 0, 1, 2, ... in the order they were appended. */
+  seq: number;
+  data: unknown;
+}
+
+/** A call journal as stored: the session it belongs to, its entries, and whether the call finished. */
+export interface StoredJournal {
+  callId: string;
+  sessionId: string;
+  entries: JournalEntry[];
+  finished: boolean;
+}
+
+/**
+ * What every store implements. Keys (`namespace`, `sessionId`, `callId`) are strings of at most 1,024
+ * characters. Every failure to reach or use the backing service is a `StoreError` naming the store and the
+ * operation; a stored value that cannot be read is a `StoreError` naming the session (others stay readable).
+ */
+export interface SessionStore {
+  /** True when every method returns its value (usable by sync agents), false when it returns promises. */
+  readonly synchronous: boolean;
+  /** e.g. `'SQLiteStore(./sessions.db)'`, for messages. */
+  readonly description: string;
+
+  /**
+   * Takes the session's lease for `owner` (free, expired, or already theirs) and returns its version (and its
+   * state when the caller does not hold that version), or says until when another owner holds it.
+   */
+  acquireSession(
+    namespace: string,
+    sessionId: string,
+    options: AcquireOptions,
+  ): MaybePromise<AcquiredSession | BusySession>;
+
+  /** Extends a lease `owner` holds by `leaseMs`; false when the lease is no longer theirs. */
+  renewLease(namespace: string, sessionId: string, owner: string, leaseMs: number): MaybePromise<boolean>;
+
+  /** Releases `owner`'s lease (nothing when it is not theirs). */
+  releaseSession(namespace: string, sessionId: string, owner: string): MaybePromise<void>;
+
+  /**
+   * Commits one turn atomically when `owner` holds the lease and the session is at `version`, and returns the
+   * new version (`version + 1`); else throws a `StoreConflictError` and changes nothing. Sets the session's
+   * expiry to now + `ttlMs` when the store has one.
+   */
+  commitTurn(namespace: string, sessionId: string, options: CommitOptions): MaybePromise<number>;
+
+  /** The session's state and version, or undefined when the store does not have it. Takes no lease. */
+  readSession(namespace: string, sessionId: string): MaybePromise<StoredSession | undefined>;
+
+  /** The namespace's sessions, in key order, a page at a time. Expired sessions are not listed. */
+  listSessions(namespace: string, options?: ListOptions): MaybePromise<SessionPage>;
+
+  /** Deletes a session (and its journals); true when it existed. A lease on it is dropped. */
+  deleteSession(namespace: string, sessionId: string): MaybePromise<boolean>;
+
+  /** Deletes every expired session now (reads already skip them); returns how many. */
+  purgeExpired(namespace?: string): MaybePromise<number>;
+
+  /** Appends an entry to a call's journal (created, for `sessionId`, by its first entry); returns its `seq`. */
+  appendJournal(namespace: string, sessionId: string, callId: string, data: unknown): MaybePromise<number>;
+
+  /** A call's journal, or undefined when there is none. */
+  readJournal(namespace: string, callId: string): MaybePromise<StoredJournal | undefined>;
+
+  /** Marks a call's journal finished (kept until its session is deleted or `deleteJournal`). */
+  finishJournal(namespace: string, callId: string): MaybePromise<void>;
+
+  /** The ids of a session's journals, oldest first; with `unfinished`, only calls not marked finished. */
+  listJournals(
+    namespace: string,
+    sessionId: string,
+    options?: { unfinished?: boolean | undefined },
+  ): MaybePromise<string[]>;
+
+  /** Deletes a call's journal; true when it existed. */
+  deleteJournal(namespace: string, callId: string): MaybePromise<boolean>;
+
+  /** Closes connections and files; the store is unusable after. Idempotent. */
+  close(): MaybePromise<void>;
+}
+
+/** A store whose methods return values: what sync agents take. */
+export type SyncSessionStore = SessionStore & { readonly synchronous: true };
+
+/** Options every store takes. */
+export interface StoreOptions {
+  /** Sessions expire this long after their last committed turn, in ms. @default never */
+  ttlMs?: number | undefined;
+}
+
+/**
+ * The state after a turn: `replace`d paths set, then `append`ed messages added. `state` is not changed; the
+ * result shares unchanged paths' arrays with it.
+ */
+export function applyTurn(state: StoredState, turn: SessionTurn): StoredState {
+  const next: StoredState = { ...state };
+  if (turn.replace)
+    for (const [path, messages] of Object.entries(turn.replace)) next[path] = messages.slice();
+  if (turn.append) {
+    for (const [path, messages] of Object.entries(turn.append)) {
+      if (messages.length > 0) next[path] = [...(next[path] ?? []), ...messages];
+    }
+  }
+  return next;
+}
+
+/** The longest key a store accepts (namespace, session id, call id). */
+export const MAX_STORE_KEY = 1024;

@@ -1,0 +1,351 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ActionReturn } from '../../src/schema/action-return';
+import { AgentMessage, type LagentMessageJSON } from '../../src/schema/agent-message';
+import { StoreConflictError, StoreError } from '../../src/schema/errors';
+import type { SessionStore, StoredState } from '../../src/stores/types';
+
+/*
+ * The contract every store keeps, run against each of them (tests/stores/*.test.ts) with the real service
+ * behind it. A store test calls describeStoreContract with how to open a store on a fresh database, and
+ * what it can do to the service (corrupt a stored value, stop the server) for the failure cases.
+ */
+
+/** What a store's test gives the contract suite. */
+export interface StoreHarness {
+  /** A store on the test's service; several may be open at once (they share the data). */
+  open(options?: { ttlMs?: number }): Promise<SessionStore>;
+  /** Makes the stored state of one session unreadable (a corrupted row or value). */
+  corrupt?(namespace: string, sessionId: string): Promise<void>;
+  /**
+   * Stops the service (and `restart` starts it again on the same data), for the "server stopped" cases;
+   * omitted for stores without a server.
+   */
+  stopServer?(): Promise<void>;
+  restartServer?(): Promise<void>;
+}
+
+/** Awaits a store result whether the store is sync or async. */
+async function run<T>(value: T | Promise<T>): Promise<T> {
+  return value;
+}
+
+/** A store call as a promise, also when a sync store throws. */
+async function attempt<T>(call: () => T | Promise<T>): Promise<T> {
+  return call();
+}
+
+const message = (content: unknown, sender = 'user'): LagentMessageJSON =>
+  new AgentMessage({ sender, content }).toJSON({ format: 'lagent' });
+
+let counter = 0;
+/** A namespace no other test uses. */
+const fresh = (label: string) => `${label}-${process.pid}-${++counter}`;
+
+export function describeStoreContract(name: string, harness: () => StoreHarness): void {
+  describe(`${name}: the store contract`, () => {
+    let store: SessionStore;
+    let other: SessionStore;
+    let h: StoreHarness;
+
+    beforeAll(async () => {
+      h = harness();
+      store = await h.open();
+      other = await h.open();
+    });
+
+    afterAll(async () => {
+      await run(store?.close());
+      await run(other?.close());
+    });
+
+    it('says whether it is synchronous, and returns values or promises accordingly', () => {
+      const result = store.listSessions(fresh('kind'));
+      expect(result instanceof Promise).toBe(!store.synchronous);
+      if (result instanceof Promise) return result.then(() => undefined);
+      return undefined;
+    });
+
+    it('round-trips turns: both message shapes, ActionReturns, non-ASCII, a 1 MB message', async () => {
+      const ns = fresh('round');
+      const lease = await run(store.acquireSession(ns, 'alice', { owner: 'a', leaseMs: 10_000 }));
+      expect(lease).toEqual({ acquired: true, version: 0, state: {} });
+      const result = new ActionReturn({
+        type: 'search',
+        args: { q: '数学' },
+        result: [{ type: 'text', content: '🚀 ok' }],
+      });
+      const big = 'x'.repeat(1024 * 1024);
+      const first: StoredState = {
+        memory: [message('你好 — “quotes” 😀'), message(result, 'ActionExecutor')],
+        'writer.memory': [message({ nested: { list: [1, 'two', null] } })],
+      };
+      expect(
+        await run(
+          store.commitTurn(ns, 'alice', { owner: 'a', version: 0, turn: { append: first }, release: false }),
+        ),
+      ).toBe(1);
+      expect(
+        await run(
+          store.commitTurn(ns, 'alice', {
+            owner: 'a',
+            version: 1,
+            turn: { append: { memory: [message(big, 'assistant')] } },
+          }),
+        ),
+      ).toBe(2);
+
+      const read = await run(other.readSession(ns, 'alice'));
+      expect(read?.version).toBe(2);
+      expect(read?.state['writer.memory']).toEqual(first['writer.memory']);
+      expect(read?.state.memory).toHaveLength(3);
+      expect(read?.state.memory?.[0]).toEqual(first.memory![0]);
+      expect((read?.state.memory?.[2]?.content as string).length).toBe(big.length);
+      // The ActionReturn comes back as one through AgentMessage.from.
+      const back = AgentMessage.from(read!.state.memory![1]!);
+      expect(back.content).toBeInstanceOf(ActionReturn);
+      expect((back.content as ActionReturn).formatResult()).toBe('🚀 ok');
+
+      // replace sets a path's whole history; a path in neither is unchanged.
+      const lease2 = await run(
+        other.acquireSession(ns, 'alice', { owner: 'b', leaseMs: 10_000, knownVersion: 2 }),
+      );
+      expect(lease2).toEqual({ acquired: true, version: 2, state: undefined });
+      await run(
+        other.commitTurn(ns, 'alice', {
+          owner: 'b',
+          version: 2,
+          turn: { replace: { memory: [message('only')] } },
+        }),
+      );
+      const after = await run(store.readSession(ns, 'alice'));
+      expect(after?.state.memory).toEqual([message('only')]);
+      expect(after?.state['writer.memory']).toEqual(first['writer.memory']);
+    });
+
+    it('gives the state back on acquire unless the caller holds that version', async () => {
+      const ns = fresh('known');
+      await run(store.acquireSession(ns, 's', { owner: 'a', leaseMs: 10_000 }));
+      await run(
+        store.commitTurn(ns, 's', { owner: 'a', version: 0, turn: { append: { memory: [message('1')] } } }),
+      );
+      const stale = await run(
+        other.acquireSession(ns, 's', { owner: 'b', leaseMs: 10_000, knownVersion: 0 }),
+      );
+      expect(stale).toEqual({ acquired: true, version: 1, state: { memory: [message('1')] } });
+      await run(other.releaseSession(ns, 's', 'b'));
+    });
+
+    it('leases: a held session is busy for others until released or expired', async () => {
+      const ns = fresh('lease');
+      expect((await run(store.acquireSession(ns, 's', { owner: 'a', leaseMs: 10_000 }))).acquired).toBe(true);
+      const busy = await run(other.acquireSession(ns, 's', { owner: 'b', leaseMs: 10_000 }));
+      expect(busy.acquired).toBe(false);
+      if (!busy.acquired) expect(busy.until).toBeGreaterThan(Date.now());
+      // The owner may take it again (re-entry) and renew it.
+      expect((await run(store.acquireSession(ns, 's', { owner: 'a', leaseMs: 10_000 }))).acquired).toBe(true);
+      expect(await run(store.renewLease(ns, 's', 'a', 10_000))).toBe(true);
+      expect(await run(other.renewLease(ns, 's', 'b', 10_000))).toBe(false);
+      // Releasing someone else's lease does nothing.
+      await run(other.releaseSession(ns, 's', 'b'));
+      expect((await run(other.acquireSession(ns, 's', { owner: 'b', leaseMs: 10_000 }))).acquired).toBe(
+        false,
+      );
+      await run(store.releaseSession(ns, 's', 'a'));
+      expect((await run(other.acquireSession(ns, 's', { owner: 'b', leaseMs: 150 }))).acquired).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      // b's lease expired: a takes the session, and b can neither renew nor commit.
+      expect((await run(store.acquireSession(ns, 's', { owner: 'a', leaseMs: 10_000 }))).acquired).toBe(true);
+      expect(await run(other.renewLease(ns, 's', 'b', 10_000))).toBe(false);
+      await expect(
+        attempt(() =>
+          other.commitTurn(ns, 's', {
+            owner: 'b',
+            version: 0,
+            turn: { append: { memory: [message('late')] } },
+          }),
+        ),
+      ).rejects.toBeInstanceOf(StoreConflictError);
+      await run(
+        store.commitTurn(ns, 's', { owner: 'a', version: 0, turn: { append: { memory: [message('a')] } } }),
+      );
+      expect((await run(other.readSession(ns, 's')))?.state).toEqual({ memory: [message('a')] });
+    });
+
+    it('refuses a commit on a version the session has moved past, and changes nothing', async () => {
+      const ns = fresh('cas');
+      await run(store.acquireSession(ns, 's', { owner: 'a', leaseMs: 10_000 }));
+      await run(
+        store.commitTurn(ns, 's', {
+          owner: 'a',
+          version: 0,
+          turn: { append: { memory: [message('1')] } },
+          release: false,
+        }),
+      );
+      const stale = attempt(() =>
+        store.commitTurn(ns, 's', { owner: 'a', version: 0, turn: { append: { memory: [message('x')] } } }),
+      );
+      await expect(stale).rejects.toBeInstanceOf(StoreConflictError);
+      await expect(stale).rejects.toThrow(/version/);
+      const read = await run(other.readSession(ns, 's'));
+      expect(read?.version).toBe(1);
+      expect(read?.state).toEqual({ memory: [message('1')] });
+      await run(store.releaseSession(ns, 's', 'a'));
+    });
+
+    it('a commit without the lease is refused', async () => {
+      const ns = fresh('nolease');
+      await expect(
+        attempt(() =>
+          store.commitTurn(ns, 's', { owner: 'a', version: 0, turn: { append: { memory: [message('1')] } } }),
+        ),
+      ).rejects.toBeInstanceOf(StoreConflictError);
+      expect(await run(store.readSession(ns, 's'))).toBeUndefined();
+    });
+
+    it('lists sessions in key order, a page at a time, and deletes them', async () => {
+      const ns = fresh('list');
+      const ids = ['b', 'a', 'c', 'ü', 'a b', '0'];
+      for (const id of ids) {
+        await run(store.acquireSession(ns, id, { owner: 'a', leaseMs: 10_000 }));
+        await run(
+          store.commitTurn(ns, id, { owner: 'a', version: 0, turn: { append: { memory: [message(id)] } } }),
+        );
+      }
+      // A leased session never committed is not listed.
+      await run(store.acquireSession(ns, 'z', { owner: 'a', leaseMs: 10_000 }));
+      const seen: string[] = [];
+      let after: string | undefined;
+      for (;;) {
+        const page = await run(other.listSessions(ns, { limit: 4, after }));
+        expect(page.sessions.length).toBeLessThanOrEqual(4);
+        for (const session of page.sessions) {
+          expect(session.version).toBe(1);
+          expect(session.expiresAt).toBeNull();
+          expect(session.updatedAt).toBeGreaterThan(Date.now() - 60_000);
+        }
+        seen.push(...page.sessions.map((session) => session.sessionId));
+        if (page.next === undefined) break;
+        after = page.next;
+      }
+      expect(seen).toEqual([...ids].sort());
+      expect((await run(store.listSessions(fresh('empty')))).sessions).toEqual([]);
+
+      expect(await run(other.deleteSession(ns, 'a'))).toBe(true);
+      expect(await run(other.deleteSession(ns, 'a'))).toBe(false);
+      expect(await run(store.readSession(ns, 'a'))).toBeUndefined();
+      // A deleted session starts again at version 0.
+      expect(
+        await run(store.acquireSession(ns, 'a', { owner: 'a', leaseMs: 10_000, knownVersion: 1 })),
+      ).toEqual({
+        acquired: true,
+        version: 0,
+        state: {},
+      });
+    });
+
+    it('expires sessions after ttlMs: not read, not listed, purged', async () => {
+      const ns = fresh('ttl');
+      const short = await h.open({ ttlMs: 200 });
+      try {
+        await run(short.acquireSession(ns, 's', { owner: 'a', leaseMs: 10_000 }));
+        await run(
+          short.commitTurn(ns, 's', { owner: 'a', version: 0, turn: { append: { memory: [message('1')] } } }),
+        );
+        const read = await run(short.readSession(ns, 's'));
+        expect(read?.expiresAt).toBeGreaterThan(Date.now());
+        expect(read?.expiresAt).toBeLessThanOrEqual(Date.now() + 200);
+        await new Promise((resolve) => setTimeout(resolve, 350));
+        expect(await run(short.readSession(ns, 's'))).toBeUndefined();
+        expect((await run(short.listSessions(ns))).sessions).toEqual([]);
+        expect(await run(short.purgeExpired(ns))).toBeGreaterThanOrEqual(0);
+        expect((await run(short.acquireSession(ns, 's', { owner: 'b', leaseMs: 1000 }))).acquired).toBe(true);
+      } finally {
+        await run(short.close());
+      }
+    });
+
+    it('keeps call journals: entries in order, finished or not, by session', async () => {
+      const ns = fresh('journal');
+      expect(await run(store.appendJournal(ns, 's1', 'call-1', { kind: 'model', text: '数学' }))).toBe(0);
+      expect(await run(store.appendJournal(ns, 's1', 'call-1', { kind: 'tool', result: [1, 2] }))).toBe(1);
+      await run(store.appendJournal(ns, 's1', 'call-2', { kind: 'model' }));
+      await run(store.appendJournal(ns, 's2', 'call-3', { kind: 'model' }));
+      expect(await run(other.readJournal(ns, 'call-1'))).toEqual({
+        callId: 'call-1',
+        sessionId: 's1',
+        entries: [
+          { seq: 0, data: { kind: 'model', text: '数学' } },
+          { seq: 1, data: { kind: 'tool', result: [1, 2] } },
+        ],
+        finished: false,
+      });
+      expect(await run(other.listJournals(ns, 's1'))).toEqual(['call-1', 'call-2']);
+      await run(other.finishJournal(ns, 'call-1'));
+      expect((await run(store.readJournal(ns, 'call-1')))?.finished).toBe(true);
+      expect(await run(store.listJournals(ns, 's1', { unfinished: true }))).toEqual(['call-2']);
+      expect(await run(store.deleteJournal(ns, 'call-2'))).toBe(true);
+      expect(await run(store.readJournal(ns, 'call-2'))).toBeUndefined();
+      expect(await run(store.readJournal(ns, 'nope'))).toBeUndefined();
+      // Deleting a session deletes its journals.
+      await run(store.acquireSession(ns, 's2', { owner: 'a', leaseMs: 1000 }));
+      await run(
+        store.commitTurn(ns, 's2', { owner: 'a', version: 0, turn: { append: { memory: [message('1')] } } }),
+      );
+      await run(store.deleteSession(ns, 's2'));
+      expect(await run(store.readJournal(ns, 'call-3'))).toBeUndefined();
+    });
+
+    it('refuses keys that are empty or longer than 1,024 characters with a StoreError', async () => {
+      await expect(attempt(() => store.readSession('', 's'))).rejects.toBeInstanceOf(StoreError);
+      await expect(attempt(() => store.readSession('ns', 'x'.repeat(1025)))).rejects.toBeInstanceOf(
+        StoreError,
+      );
+      expect(await run(store.readSession('ns', 'x'.repeat(1024)))).toBeUndefined();
+    });
+
+    it('names the session of a stored value it cannot read; other sessions stay readable', async () => {
+      if (!h.corrupt) return;
+      const ns = fresh('corrupt');
+      for (const id of ['good', 'bad']) {
+        await run(store.acquireSession(ns, id, { owner: 'a', leaseMs: 10_000 }));
+        await run(
+          store.commitTurn(ns, id, { owner: 'a', version: 0, turn: { append: { memory: [message(id)] } } }),
+        );
+      }
+      await h.corrupt(ns, 'bad');
+      const read = attempt(() => store.readSession(ns, 'bad'));
+      await expect(read).rejects.toBeInstanceOf(StoreError);
+      await expect(read).rejects.toThrow(/"bad"/);
+      await expect(
+        attempt(() => store.acquireSession(ns, 'bad', { owner: 'b', leaseMs: 1000 })),
+      ).rejects.toThrow(/"bad"/);
+      expect((await run(store.readSession(ns, 'good')))?.state).toEqual({ memory: [message('good')] });
+    });
+
+    it('fails with a StoreError while its server is down, and works again when it is back', async () => {
+      if (!h.stopServer || !h.restartServer) return;
+      const ns = fresh('down');
+      await run(store.acquireSession(ns, 's', { owner: 'a', leaseMs: 10_000 }));
+      await run(
+        store.commitTurn(ns, 's', { owner: 'a', version: 0, turn: { append: { memory: [message('1')] } } }),
+      );
+      await h.stopServer();
+      try {
+        const failed = attempt(() => store.readSession(ns, 's'));
+        await expect(failed).rejects.toBeInstanceOf(StoreError);
+        await expect(failed).rejects.toThrow(/readSession/);
+      } finally {
+        await h.restartServer();
+      }
+      expect((await run(store.readSession(ns, 's')))?.state).toEqual({ memory: [message('1')] });
+    }, 60_000);
+
+    it('refuses every call once closed', async () => {
+      const closing = await h.open();
+      await run(closing.close());
+      await run(closing.close());
+      await expect(attempt(() => closing.readSession('ns', 's'))).rejects.toBeInstanceOf(StoreError);
+    });
+  });
+}
