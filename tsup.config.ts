@@ -9,6 +9,7 @@ const shared: Options = {
     'distributed/http/index': 'src/distributed/http/index.ts',
     'distributed/queue/index': 'src/distributed/queue/index.ts',
     'mcp/index': 'src/mcp/index.ts',
+    'stores/index': 'src/stores/index.ts',
     'cli/index': 'src/cli/index.ts',
     // Internal: the hosts the sync bridge's worker loads by path (not in package.json's exports).
     'bridge-hosts/index': 'src/bridge-hosts/index.ts',

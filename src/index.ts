@@ -230,6 +230,26 @@ export {
 } from './prompts/index';
 export type { OutputParser } from './prompts/output-parser';
 export { SyncBridgeError } from './schema/errors';
+export { MemoryStore } from './stores/memory-store';
+export type {
+  AcquiredSession,
+  AcquireOptions,
+  BusySession,
+  CommitOptions,
+  JournalEntry,
+  ListOptions,
+  MaybePromise,
+  SessionInfo,
+  SessionPage,
+  SessionStore,
+  SessionTurn,
+  StoredJournal,
+  StoredSession,
+  StoredState,
+  StoreOptions,
+  SyncSessionStore,
+} from './stores/types';
+export { applyTurn } from './stores/types';
 export type {
   ActionResultItem,
   ActionReturnInit,

@@ -1,0 +1,20 @@
+// lagent-ts/stores: session stores on SQLite, Redis and PostgreSQL (each needs its driver installed:
+// better-sqlite3, ioredis, pg). MemoryStore and the SessionStore interface are in the root entry.
+export type {
+  AcquiredSession,
+  AcquireOptions,
+  BusySession,
+  CommitOptions,
+  JournalEntry,
+  ListOptions,
+  MaybePromise,
+  SessionInfo,
+  SessionPage,
+  SessionStore,
+  SessionTurn,
+  StoredJournal,
+  StoredSession,
+  StoredState,
+  StoreOptions,
+  SyncSessionStore,
+} from './types';
