@@ -8,7 +8,9 @@
 # - redis-server: the queue tests start their own on a free port;
 # - python3-requests, python3-fastapi, python3-uvicorn: the HTTP interop tests run Python Lagent's client
 #   protocol against our server, and ours against a Python server;
-# - tmux: the `lagent chat` test drives the REPL in a real terminal.
+# - tmux: the `lagent chat` test drives the REPL in a real terminal;
+# - postgresql: the PostgresStore tests run their own server (initdb and postgres as the postgres user) on
+#   a free port.
 #
 # On Debian and Ubuntu the missing ones are installed with apt-get (through sudo when not root). Elsewhere
 # the script lists what to install and fails. LAGENT_SKIP_SYSTEM_PACKAGES=1 skips it (for a machine
@@ -16,7 +18,7 @@
 set -euo pipefail
 
 packages=(python3 python3-numpy python3-matplotlib python3-sympy ipython3 bubblewrap redis-server
-  python3-requests python3-fastapi python3-uvicorn tmux)
+  python3-requests python3-fastapi python3-uvicorn tmux postgresql)
 
 if [ "${LAGENT_SKIP_SYSTEM_PACKAGES:-}" = "1" ]; then exit 0; fi
 
