@@ -1,0 +1,144 @@
+import { StoreError } from '../schema/errors';
+
+/*
+ * SQLiteStore's tables and their migrations. Keys (namespace, session id, call id) are BLOBs holding the
+ * key's UTF-16 code units big-endian: SQLite compares BLOBs bytewise, so sessions list in JavaScript's string
+ * order, and every string (lone surrogates too) is stored exactly.
+ *
+ * The schema version lives in the `<prefix>meta` table, not in `PRAGMA user_version`: several prefixes (apps)
+ * may share one file, and a database the caller passes in may use `user_version` for its own schema.
+ */
+
+/** The slice of a better-sqlite3 statement the store uses. */
+export interface SqliteStatement {
+  run(...params: unknown[]): { changes: number };
+  get(...params: unknown[]): unknown;
+  all(...params: unknown[]): unknown[];
+}
+
+/** A better-sqlite3 transaction function: BEGIN (DEFERRED by default, or IMMEDIATE) ... COMMIT / ROLLBACK. */
+export interface SqliteTransaction<A extends unknown[], R> {
+  (...args: A): R;
+  deferred(...args: A): R;
+  immediate(...args: A): R;
+}
+
+/** The slice of a better-sqlite3 `Database` the store uses. */
+export interface SqliteDatabase {
+  readonly name: string;
+  readonly open: boolean;
+  prepare(sql: string): SqliteStatement;
+  pragma(source: string, options?: { simple?: boolean }): unknown;
+  exec(source: string): unknown;
+  transaction<A extends unknown[], R>(fn: (...args: A) => R): SqliteTransaction<A, R>;
+  close(): unknown;
+}
+
+/** The schema version this code writes; a database at a newer one is refused. */
+export const SQLITE_SCHEMA_VERSION = 1;
+
+/** Table names of one prefix. */
+export interface SqliteTables {
+  meta: string;
+  sessions: string;
+  turns: string;
+  journals: string;
+  entries: string;
+}
+
+export function sqliteTables(prefix: string): SqliteTables {
+  return {
+    meta: `"${prefix}meta"`,
+    sessions: `"${prefix}sessions"`,
+    turns: `"${prefix}turns"`,
+    journals: `"${prefix}journals"`,
+    entries: `"${prefix}journal_entries"`,
+  };
+}
+
+/** Migration `i` takes the schema from version `i` to `i + 1`. Append only: never edit a shipped one. */
+const MIGRATIONS: ((db: SqliteDatabase, t: SqliteTables, prefix: string) => void)[] = [
+  (db, t, prefix) => {
+    // A session: its version, expiry, lease, and a base state (at base_version) the turns after it fold onto.
+    db.exec(`CREATE TABLE ${t.sessions} (
+      namespace BLOB NOT NULL,
+      session_id BLOB NOT NULL,
+      version INTEGER NOT NULL,
+      updated_at INTEGER NOT NULL,
+      expires_at INTEGER,
+      lease_owner TEXT,
+      lease_until INTEGER NOT NULL,
+      base_version INTEGER NOT NULL,
+      base TEXT NOT NULL,
+      PRIMARY KEY (namespace, session_id)
+    ) WITHOUT ROWID`);
+    db.exec(
+      `CREATE INDEX "${prefix}sessions_expiry" ON ${t.sessions} (expires_at) WHERE expires_at IS NOT NULL`,
+    );
+    // The turns committed since the base, each the JSON of its SessionTurn.
+    db.exec(`CREATE TABLE ${t.turns} (
+      namespace BLOB NOT NULL,
+      session_id BLOB NOT NULL,
+      version INTEGER NOT NULL,
+      turn TEXT NOT NULL,
+      PRIMARY KEY (namespace, session_id, version)
+    ) WITHOUT ROWID`);
+    // Journals in creation order (id), and their entries.
+    db.exec(`CREATE TABLE ${t.journals} (
+      id INTEGER PRIMARY KEY,
+      namespace BLOB NOT NULL,
+      call_id BLOB NOT NULL,
+      session_id BLOB NOT NULL,
+      entries INTEGER NOT NULL,
+      finished INTEGER NOT NULL,
+      UNIQUE (namespace, call_id)
+    )`);
+    db.exec(`CREATE INDEX "${prefix}journals_session" ON ${t.journals} (namespace, session_id, id)`);
+    db.exec(`CREATE TABLE ${t.entries} (
+      journal_id INTEGER NOT NULL,
+      seq INTEGER NOT NULL,
+      data TEXT NOT NULL,
+      PRIMARY KEY (journal_id, seq)
+    ) WITHOUT ROWID`);
+  },
+];
+
+/**
+ * Creates or upgrades the tables of `prefix` (in one IMMEDIATE transaction, so two processes opening a new
+ * file do it once), or throws a `StoreError` when the database was written by a newer schema.
+ */
+export function migrateSqlite(db: SqliteDatabase, prefix: string, description: string): void {
+  const t = sqliteTables(prefix);
+  const migrate = db.transaction(() => {
+    db.exec(`CREATE TABLE IF NOT EXISTS ${t.meta} (key TEXT PRIMARY KEY, value INTEGER NOT NULL)`);
+    const row = db.prepare(`SELECT value FROM ${t.meta} WHERE key = 'schema_version'`).get() as
+      | { value: number }
+      | undefined;
+    const version = row?.value ?? 0;
+    if (version > SQLITE_SCHEMA_VERSION) {
+      throw new StoreError({
+        message: `${description}: the database's tables (prefix ${JSON.stringify(prefix)}) are at schema version ${version}, written by a newer lagent-ts; this one reads up to version ${SQLITE_SCHEMA_VERSION}: upgrade lagent-ts`,
+        store: description,
+        operation: 'open',
+      });
+    }
+    for (let from = version; from < SQLITE_SCHEMA_VERSION; from++) MIGRATIONS[from]!(db, t, prefix);
+    if (version !== SQLITE_SCHEMA_VERSION) {
+      db.prepare(
+        `INSERT INTO ${t.meta} (key, value) VALUES ('schema_version', ?)
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+      ).run(SQLITE_SCHEMA_VERSION);
+    }
+  });
+  migrate.immediate();
+}
+
+/** A key as stored: its UTF-16 code units, big-endian (bytewise order is JavaScript's string order). */
+export function sqliteKey(key: string): Buffer {
+  return Buffer.from(key, 'utf16le').swap16();
+}
+
+/** A stored key back as the string. */
+export function fromSqliteKey(stored: Uint8Array): string {
+  return Buffer.from(stored).swap16().toString('utf16le');
+}

@@ -1,0 +1,641 @@
+import { createRequire } from 'node:module';
+import { ConfigurationError, missingPeer, StoreConflictError, StoreError } from '../schema/errors';
+import { errorMessage } from '../utils/text';
+import { checkLimit, checkStoreKey, checkTtl } from './memory-store';
+import {
+  fromSqliteKey,
+  migrateSqlite,
+  type SqliteDatabase,
+  type SqliteStatement,
+  type SqliteTransaction,
+  sqliteKey,
+  sqliteTables,
+} from './sqlite-schema';
+import {
+  type AcquiredSession,
+  type AcquireOptions,
+  applyTurn,
+  type BusySession,
+  type CommitOptions,
+  type JournalEntry,
+  type ListOptions,
+  type SessionInfo,
+  type SessionPage,
+  type SessionTurn,
+  type StoredJournal,
+  type StoredSession,
+  type StoredState,
+  type StoreOptions,
+  type SyncSessionStore,
+} from './types';
+
+/** Options of {@link SQLiteStore}: a file to open, or a database the caller opened (and closes). */
+export type SQLiteStoreOptions = StoreOptions & {
+  /**
+   * Prefix of the store's table names, so several apps share one file: letters, digits and `_`.
+   * @default 'lagent_'
+   */
+  tablePrefix?: string | undefined;
+} & (
+    | {
+        /** The database file (created when missing), or `':memory:'`. */
+        path: string;
+        database?: undefined;
+      }
+    | {
+        /**
+         * A better-sqlite3 `Database` the caller owns: used as configured (set WAL and a busy timeout on it
+         * for several processes), and left open by {@link SQLiteStore.close}.
+         */
+        database: unknown;
+        path?: undefined;
+      }
+  );
+
+/** How long a call waits for another connection's write transaction before failing, in ms. */
+const BUSY_TIMEOUT_MS = 5_000;
+/** A commit folds the turns into a new base when the session has more than this many since its base. */
+const FOLD_AFTER = 32;
+
+interface SessionRow {
+  version: number;
+  updated_at: number;
+  expires_at: number | null;
+  lease_owner: string | null;
+  lease_until: number;
+  base_version: number;
+}
+
+type BetterSqlite3 = new (path: string, options: { timeout: number }) => SqliteDatabase;
+
+let driver: BetterSqlite3 | undefined;
+
+/** better-sqlite3, loaded on first use (synchronously: the constructor is sync). */
+function loadDriver(): BetterSqlite3 {
+  if (driver) return driver;
+  try {
+    const from: unknown = import.meta.url;
+    const base = typeof from === 'string' && from.startsWith('file:') ? from : __filename;
+    driver = createRequire(base)('better-sqlite3') as BetterSqlite3;
+  } catch (error) {
+    throw missingPeer(['better-sqlite3'], 'SQLiteStore', error);
+  }
+  return driver;
+}
+
+/**
+ * A store in an SQLite file, on better-sqlite3: synchronous, so sync agents can use it. Several processes may
+ * share the file (WAL mode; a writer waits up to 5 s for another's transaction). Each commit is one IMMEDIATE
+ * transaction that checks the lease and the version and writes only the turn: a session is a base state plus
+ * the turns since it, folded into a new base every 32 turns.
+ *
+ * @example
+ * const store = new SQLiteStore({ path: './sessions.db', ttlMs: 7 * 24 * 3600_000 });
+ * const agent = new Agent({ llm, memory: { store } });
+ */
+export class SQLiteStore implements SyncSessionStore {
+  readonly synchronous = true as const;
+  readonly description: string;
+  readonly ttlMs: number | undefined;
+  readonly #db: SqliteDatabase;
+  readonly #owned: boolean;
+  readonly #sql: Statements;
+  readonly #acquire: SqliteTransaction<[string, string, AcquireOptions], AcquiredSession | BusySession>;
+  readonly #commit: SqliteTransaction<[string, string, CommitOptions, string], number>;
+  readonly #release: SqliteTransaction<[Buffer, Buffer, string], void>;
+  readonly #read: SqliteTransaction<[string, string], StoredSession | undefined>;
+  readonly #tx: SqliteTransaction<[() => unknown], unknown>;
+  #closed = false;
+
+  constructor(options: SQLiteStoreOptions) {
+    this.ttlMs = checkTtl(options.ttlMs);
+    const prefix = options.tablePrefix ?? 'lagent_';
+    if (typeof prefix !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(prefix)) {
+      throw new ConfigurationError({
+        message: `SQLiteStore: tablePrefix must be letters, digits and _ (not starting with a digit, at most 64), got ${JSON.stringify(prefix)}`,
+      });
+    }
+    if (options.database !== undefined) {
+      if (!isDatabase(options.database)) {
+        throw new ConfigurationError({
+          message: 'SQLiteStore: database must be an open better-sqlite3 Database',
+        });
+      }
+      this.#db = options.database;
+      this.#owned = false;
+      this.description = `SQLiteStore(${this.#db.name})`;
+    } else {
+      if (typeof options.path !== 'string' || options.path === '') {
+        throw new ConfigurationError({
+          message: 'SQLiteStore: give path (a database file) or database (a better-sqlite3 Database)',
+        });
+      }
+      this.description = `SQLiteStore(${options.path})`;
+      const Database = loadDriver();
+      try {
+        this.#db = new Database(options.path, { timeout: BUSY_TIMEOUT_MS });
+      } catch (error) {
+        throw this.#failure('open', undefined, undefined, error);
+      }
+      this.#owned = true;
+    }
+    try {
+      if (this.#owned) {
+        this.#db.pragma('journal_mode = WAL');
+        this.#db.pragma('synchronous = NORMAL');
+      }
+      migrateSqlite(this.#db, prefix, this.description);
+      this.#sql = prepare(this.#db, prefix);
+    } catch (error) {
+      if (this.#owned) this.#db.close();
+      throw error instanceof StoreError ? error : this.#failure('open', undefined, undefined, error);
+    }
+    this.#acquire = this.#db.transaction((namespace, sessionId, options) =>
+      this.#acquireIn(namespace, sessionId, options),
+    );
+    this.#commit = this.#db.transaction((namespace, sessionId, options, turn) =>
+      this.#commitIn(namespace, sessionId, options, turn),
+    );
+    this.#release = this.#db.transaction((ns, id, owner) => {
+      if (this.#sql.release.run(ns, id, owner).changes === 0) this.#sql.dropPlaceholder.run(ns, id, owner);
+    });
+    this.#read = this.#db.transaction((namespace, sessionId) => this.#readIn(namespace, sessionId));
+    this.#tx = this.#db.transaction((body) => body());
+  }
+
+  acquireSession(
+    namespace: string,
+    sessionId: string,
+    options: AcquireOptions,
+  ): AcquiredSession | BusySession {
+    this.#checkKeys('acquireSession', namespace, sessionId);
+    return this.#run('acquireSession', namespace, sessionId, () =>
+      this.#acquire.immediate(namespace, sessionId, options),
+    );
+  }
+
+  renewLease(namespace: string, sessionId: string, owner: string, leaseMs: number): boolean {
+    this.#checkKeys('renewLease', namespace, sessionId);
+    return this.#run('renewLease', namespace, sessionId, () => {
+      const now = Date.now();
+      return (
+        this.#sql.renew.run(now + leaseMs, sqliteKey(namespace), sqliteKey(sessionId), owner, now, now)
+          .changes > 0
+      );
+    });
+  }
+
+  releaseSession(namespace: string, sessionId: string, owner: string): void {
+    this.#checkKeys('releaseSession', namespace, sessionId);
+    this.#run('releaseSession', namespace, sessionId, () =>
+      this.#release.immediate(sqliteKey(namespace), sqliteKey(sessionId), owner),
+    );
+  }
+
+  commitTurn(namespace: string, sessionId: string, options: CommitOptions): number {
+    this.#checkKeys('commitTurn', namespace, sessionId);
+    // Serialized first: a turn that cannot be stored as JSON changes nothing.
+    const turn = this.#run('commitTurn', namespace, sessionId, () => JSON.stringify(options.turn ?? {}));
+    return this.#run('commitTurn', namespace, sessionId, () =>
+      this.#commit.immediate(namespace, sessionId, options, turn),
+    );
+  }
+
+  readSession(namespace: string, sessionId: string): StoredSession | undefined {
+    this.#checkKeys('readSession', namespace, sessionId);
+    return this.#run('readSession', namespace, sessionId, () => this.#read.deferred(namespace, sessionId));
+  }
+
+  listSessions(namespace: string, options: ListOptions = {}): SessionPage {
+    this.#open('listSessions');
+    const limit = checkLimit(options.limit);
+    return this.#run('listSessions', namespace, undefined, () => {
+      const after = options.after === undefined ? Buffer.alloc(0) : sqliteKey(String(options.after));
+      const rows = this.#sql.list.all(sqliteKey(namespace), after, Date.now(), limit + 1) as {
+        session_id: Uint8Array;
+        version: number;
+        updated_at: number;
+        expires_at: number | null;
+      }[];
+      const sessions: SessionInfo[] = rows.slice(0, limit).map((row) => ({
+        sessionId: fromSqliteKey(row.session_id),
+        version: row.version,
+        updatedAt: row.updated_at,
+        expiresAt: row.expires_at,
+      }));
+      return rows.length > limit ? { sessions, next: sessions.at(-1)!.sessionId } : { sessions };
+    });
+  }
+
+  deleteSession(namespace: string, sessionId: string): boolean {
+    this.#checkKeys('deleteSession', namespace, sessionId);
+    return this.#run('deleteSession', namespace, sessionId, () =>
+      this.#writing(() => {
+        const ns = sqliteKey(namespace);
+        const id = sqliteKey(sessionId);
+        const row = this.#sql.session.get(ns, id) as SessionRow | undefined;
+        this.#deleteSession(ns, id);
+        return row !== undefined && row.version > 0 && !expired(row, Date.now());
+      }),
+    );
+  }
+
+  purgeExpired(namespace?: string): number {
+    this.#open('purgeExpired');
+    return this.#run('purgeExpired', namespace, undefined, () =>
+      this.#writing(() => {
+        const rows = (
+          namespace === undefined
+            ? this.#sql.expiredAll.all(Date.now())
+            : this.#sql.expiredIn.all(sqliteKey(namespace), Date.now())
+        ) as { namespace: Uint8Array; session_id: Uint8Array }[];
+        for (const row of rows) this.#deleteSession(row.namespace, row.session_id);
+        return rows.length;
+      }),
+    );
+  }
+
+  appendJournal(namespace: string, sessionId: string, callId: string, data: unknown): number {
+    this.#checkKeys('appendJournal', namespace, sessionId, callId);
+    const json = this.#run('appendJournal', namespace, sessionId, () => {
+      const text = JSON.stringify(data);
+      if (text === undefined) throw new TypeError(`${typeof data} cannot be stored as JSON`);
+      return text;
+    });
+    return this.#run('appendJournal', namespace, sessionId, () =>
+      this.#writing(() => {
+        const ns = sqliteKey(namespace);
+        const call = sqliteKey(callId);
+        let journal = this.#sql.journal.get(ns, call) as { id: number; entries: number } | undefined;
+        if (journal === undefined) {
+          const id = this.#sql.insertJournal.get(ns, call, sqliteKey(sessionId)) as { id: number };
+          journal = { id: id.id, entries: 0 };
+        }
+        this.#sql.insertEntry.run(journal.id, journal.entries, json);
+        this.#sql.countEntry.run(journal.id);
+        return journal.entries;
+      }),
+    );
+  }
+
+  readJournal(namespace: string, callId: string): StoredJournal | undefined {
+    this.#checkKeys('readJournal', namespace, callId);
+    return this.#run('readJournal', namespace, undefined, () =>
+      this.#reading(() => {
+        const journal = this.#sql.journal.get(sqliteKey(namespace), sqliteKey(callId)) as
+          | { id: number; session_id: Uint8Array; finished: number }
+          | undefined;
+        if (journal === undefined) return undefined;
+        const sessionId = fromSqliteKey(journal.session_id);
+        const rows = this.#sql.entries.all(journal.id) as { seq: number; data: string }[];
+        const entries: JournalEntry[] = rows.map((row) => ({
+          seq: row.seq,
+          data: this.#parse(
+            row.data,
+            'readJournal',
+            namespace,
+            sessionId,
+            `journal ${JSON.stringify(callId)}`,
+          ),
+        }));
+        return { callId, sessionId, entries, finished: journal.finished !== 0 };
+      }),
+    );
+  }
+
+  finishJournal(namespace: string, callId: string): void {
+    this.#checkKeys('finishJournal', namespace, callId);
+    this.#run('finishJournal', namespace, undefined, () =>
+      this.#sql.finishJournal.run(sqliteKey(namespace), sqliteKey(callId)),
+    );
+  }
+
+  listJournals(
+    namespace: string,
+    sessionId: string,
+    options: { unfinished?: boolean | undefined } = {},
+  ): string[] {
+    this.#checkKeys('listJournals', namespace, sessionId);
+    return this.#run('listJournals', namespace, sessionId, () => {
+      const statement = options.unfinished ? this.#sql.unfinishedJournals : this.#sql.journals;
+      const rows = statement.all(sqliteKey(namespace), sqliteKey(sessionId)) as { call_id: Uint8Array }[];
+      return rows.map((row) => fromSqliteKey(row.call_id));
+    });
+  }
+
+  deleteJournal(namespace: string, callId: string): boolean {
+    this.#checkKeys('deleteJournal', namespace, callId);
+    return this.#run('deleteJournal', namespace, undefined, () =>
+      this.#writing(() => {
+        const journal = this.#sql.journal.get(sqliteKey(namespace), sqliteKey(callId)) as
+          | { id: number }
+          | undefined;
+        if (journal === undefined) return false;
+        this.#sql.deleteEntries.run(journal.id);
+        this.#sql.deleteJournal.run(journal.id);
+        return true;
+      }),
+    );
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#owned && this.#db.open) {
+      try {
+        this.#db.close();
+      } catch (error) {
+        throw this.#failure('close', undefined, undefined, error);
+      }
+    }
+  }
+
+  #acquireIn(namespace: string, sessionId: string, options: AcquireOptions): AcquiredSession | BusySession {
+    const now = Date.now();
+    const ns = sqliteKey(namespace);
+    const id = sqliteKey(sessionId);
+    let row = this.#sql.session.get(ns, id) as SessionRow | undefined;
+    if (row !== undefined && expired(row, now)) {
+      this.#deleteSession(ns, id);
+      row = undefined;
+    }
+    if (row === undefined) {
+      // A lease on a session the store does not have yet: a placeholder at version 0.
+      this.#sql.insertPlaceholder.run(ns, id, now, options.owner, now + options.leaseMs);
+      return { acquired: true, version: 0, state: options.knownVersion === 0 ? undefined : {} };
+    }
+    if (row.lease_owner !== null && row.lease_owner !== options.owner && row.lease_until > now) {
+      return { acquired: false, until: row.lease_until };
+    }
+    this.#sql.lease.run(options.owner, now + options.leaseMs, ns, id);
+    return {
+      acquired: true,
+      version: row.version,
+      state:
+        options.knownVersion === row.version
+          ? undefined
+          : this.#state(ns, id, row, namespace, sessionId, 'acquireSession'),
+    };
+  }
+
+  #commitIn(namespace: string, sessionId: string, options: CommitOptions, turn: string): number {
+    const now = Date.now();
+    const ns = sqliteKey(namespace);
+    const id = sqliteKey(sessionId);
+    const row = this.#sql.session.get(ns, id) as SessionRow | undefined;
+    if (
+      row === undefined ||
+      expired(row, now) ||
+      row.lease_owner !== options.owner ||
+      row.lease_until <= now
+    ) {
+      throw new StoreConflictError({
+        message: `${this.description}: session ${JSON.stringify(sessionId)} of ${JSON.stringify(namespace)} is no longer leased to this caller (its lease expired and another took it); the turn was not committed`,
+        store: this.description,
+        operation: 'commitTurn',
+        sessionId,
+      });
+    }
+    if (row.version !== options.version) {
+      throw new StoreConflictError({
+        message: `${this.description}: session ${JSON.stringify(sessionId)} of ${JSON.stringify(namespace)} is at version ${row.version}, not ${options.version}; the turn was not committed`,
+        store: this.description,
+        operation: 'commitTurn',
+        sessionId,
+      });
+    }
+    const version = row.version + 1;
+    if (version - row.base_version > FOLD_AFTER) {
+      // Fold the base, its turns and this one into a new base: reads stay bounded.
+      const before = this.#state(ns, id, row, namespace, sessionId, 'commitTurn');
+      const state = applyTurn(before, JSON.parse(turn) as SessionTurn);
+      this.#sql.deleteTurns.run(ns, id);
+      this.#sql.rebase.run(version, JSON.stringify(state), ns, id);
+    } else {
+      this.#sql.insertTurn.run(ns, id, version, turn);
+    }
+    const expiresAt = this.ttlMs === undefined ? null : now + this.ttlMs;
+    if (options.release === false) this.#sql.committed.run(version, now, expiresAt, ns, id);
+    else this.#sql.committedReleased.run(version, now, expiresAt, ns, id);
+    return version;
+  }
+
+  #readIn(namespace: string, sessionId: string): StoredSession | undefined {
+    const now = Date.now();
+    const ns = sqliteKey(namespace);
+    const id = sqliteKey(sessionId);
+    const row = this.#sql.session.get(ns, id) as SessionRow | undefined;
+    if (row === undefined || row.version === 0 || expired(row, now)) return undefined;
+    return {
+      sessionId,
+      version: row.version,
+      updatedAt: row.updated_at,
+      expiresAt: row.expires_at,
+      state: this.#state(ns, id, row, namespace, sessionId, 'readSession'),
+    };
+  }
+
+  /** The session's state: its base with the turns since folded on. Inside the caller's transaction. */
+  #state(
+    ns: Buffer,
+    id: Buffer,
+    row: SessionRow,
+    namespace: string,
+    sessionId: string,
+    operation: string,
+  ): StoredState {
+    const base = this.#sql.base.get(ns, id) as { base: string };
+    let state = this.#parse(base.base, operation, namespace, sessionId, 'state');
+    if (!isState(state)) throw this.#unreadable(operation, namespace, sessionId, 'its state is not a state');
+    const turns = this.#sql.turns.all(ns, id, row.base_version) as { version: number; turn: string }[];
+    if (turns.length !== row.version - row.base_version) {
+      throw this.#unreadable(
+        operation,
+        namespace,
+        sessionId,
+        `it is at version ${row.version} but holds ${turns.length} turns after its base (version ${row.base_version})`,
+      );
+    }
+    for (const { version, turn: text } of turns) {
+      const turn = this.#parse(text, operation, namespace, sessionId, `turn ${version}`);
+      if (!isTurn(turn))
+        throw this.#unreadable(operation, namespace, sessionId, `turn ${version} is not a turn`);
+      state = applyTurn(state as StoredState, turn);
+    }
+    return state as StoredState;
+  }
+
+  #parse(text: string, operation: string, namespace: string, sessionId: string, what: string): unknown {
+    try {
+      return JSON.parse(text);
+    } catch (error) {
+      throw this.#unreadable(
+        operation,
+        namespace,
+        sessionId,
+        `its ${what} is not JSON (${errorMessage(error)})`,
+      );
+    }
+  }
+
+  #unreadable(operation: string, namespace: string, sessionId: string, why: string): StoreError {
+    return new StoreError({
+      message: `${this.description}: session ${JSON.stringify(sessionId)} of ${JSON.stringify(namespace)} cannot be read: ${why}`,
+      store: this.description,
+      operation,
+      sessionId,
+    });
+  }
+
+  /** Deletes a session, its turns and its journals. Inside the caller's write transaction. */
+  #deleteSession(ns: Uint8Array, id: Uint8Array): void {
+    this.#sql.deleteSession.run(ns, id);
+    this.#sql.deleteTurns.run(ns, id);
+    this.#sql.deleteSessionEntries.run(ns, id);
+    this.#sql.deleteSessionJournals.run(ns, id);
+  }
+
+  #writing<T>(body: () => T): T {
+    return this.#tx.immediate(body) as T;
+  }
+
+  #reading<T>(body: () => T): T {
+    return this.#tx.deferred(body) as T;
+  }
+
+  /** Runs a call, turning a driver's error into a `StoreError` naming the store, operation and session. */
+  #run<T>(operation: string, namespace: string | undefined, sessionId: string | undefined, body: () => T): T {
+    try {
+      return body();
+    } catch (error) {
+      if (error instanceof StoreError) throw error;
+      throw this.#failure(operation, namespace, sessionId, error);
+    }
+  }
+
+  #failure(
+    operation: string,
+    namespace: string | undefined,
+    sessionId: string | undefined,
+    error: unknown,
+  ): StoreError {
+    const subject =
+      sessionId === undefined
+        ? namespace === undefined
+          ? ''
+          : ` of ${JSON.stringify(namespace)}`
+        : ` ${JSON.stringify(sessionId)} of ${JSON.stringify(namespace)}`;
+    return new StoreError({
+      message: `${this.description}: ${operation}${subject} failed: ${errorMessage(error)}`,
+      store: this.description,
+      operation,
+      sessionId,
+      cause: error,
+    });
+  }
+
+  #checkKeys(operation: string, ...keys: string[]): void {
+    this.#open(operation);
+    for (const key of keys) checkStoreKey(this.description, operation, key);
+  }
+
+  #open(operation: string): void {
+    if (this.#closed) {
+      throw new StoreError({ message: `${this.description} is closed`, store: this.description, operation });
+    }
+  }
+}
+
+type Statements = ReturnType<typeof prepare>;
+
+/** Every statement the store runs, prepared once. */
+function prepare(db: SqliteDatabase, prefix: string) {
+  const t = sqliteTables(prefix);
+  const where = 'namespace = ? AND session_id = ?';
+  const q = (sql: string): SqliteStatement => db.prepare(sql);
+  return {
+    session: q(
+      `SELECT version, updated_at, expires_at, lease_owner, lease_until, base_version FROM ${t.sessions} WHERE ${where}`,
+    ),
+    base: q(`SELECT base FROM ${t.sessions} WHERE ${where}`),
+    turns: q(`SELECT version, turn FROM ${t.turns} WHERE ${where} AND version > ? ORDER BY version`),
+    insertPlaceholder: q(
+      `INSERT INTO ${t.sessions} (namespace, session_id, version, updated_at, expires_at, lease_owner, lease_until, base_version, base)
+       VALUES (?, ?, 0, ?, NULL, ?, ?, 0, '{}')`,
+    ),
+    lease: q(`UPDATE ${t.sessions} SET lease_owner = ?, lease_until = ? WHERE ${where}`),
+    renew: q(
+      `UPDATE ${t.sessions} SET lease_until = ? WHERE ${where} AND lease_owner = ? AND lease_until > ?
+       AND (expires_at IS NULL OR expires_at > ?)`,
+    ),
+    release: q(
+      `UPDATE ${t.sessions} SET lease_owner = NULL, lease_until = 0 WHERE ${where} AND lease_owner = ? AND version > 0`,
+    ),
+    dropPlaceholder: q(`DELETE FROM ${t.sessions} WHERE ${where} AND lease_owner = ? AND version = 0`),
+    insertTurn: q(`INSERT INTO ${t.turns} (namespace, session_id, version, turn) VALUES (?, ?, ?, ?)`),
+    deleteTurns: q(`DELETE FROM ${t.turns} WHERE ${where}`),
+    rebase: q(`UPDATE ${t.sessions} SET base_version = ?, base = ? WHERE ${where}`),
+    committed: q(`UPDATE ${t.sessions} SET version = ?, updated_at = ?, expires_at = ? WHERE ${where}`),
+    committedReleased: q(
+      `UPDATE ${t.sessions} SET version = ?, updated_at = ?, expires_at = ?, lease_owner = NULL, lease_until = 0 WHERE ${where}`,
+    ),
+    list: q(
+      `SELECT session_id, version, updated_at, expires_at FROM ${t.sessions}
+       WHERE namespace = ? AND session_id > ? AND version > 0 AND (expires_at IS NULL OR expires_at > ?)
+       ORDER BY session_id LIMIT ?`,
+    ),
+    deleteSession: q(`DELETE FROM ${t.sessions} WHERE ${where}`),
+    expiredAll: q(`SELECT namespace, session_id FROM ${t.sessions} WHERE expires_at <= ?`),
+    expiredIn: q(`SELECT namespace, session_id FROM ${t.sessions} WHERE namespace = ? AND expires_at <= ?`),
+    deleteSessionEntries: q(
+      `DELETE FROM ${t.entries} WHERE journal_id IN (SELECT id FROM ${t.journals} WHERE ${where})`,
+    ),
+    deleteSessionJournals: q(`DELETE FROM ${t.journals} WHERE ${where}`),
+    journal: q(
+      `SELECT id, session_id, entries, finished FROM ${t.journals} WHERE namespace = ? AND call_id = ?`,
+    ),
+    insertJournal: q(
+      `INSERT INTO ${t.journals} (namespace, call_id, session_id, entries, finished) VALUES (?, ?, ?, 0, 0) RETURNING id`,
+    ),
+    insertEntry: q(`INSERT INTO ${t.entries} (journal_id, seq, data) VALUES (?, ?, ?)`),
+    countEntry: q(`UPDATE ${t.journals} SET entries = entries + 1 WHERE id = ?`),
+    entries: q(`SELECT seq, data FROM ${t.entries} WHERE journal_id = ? ORDER BY seq`),
+    finishJournal: q(`UPDATE ${t.journals} SET finished = 1 WHERE namespace = ? AND call_id = ?`),
+    journals: q(`SELECT call_id FROM ${t.journals} WHERE ${where} ORDER BY id`),
+    unfinishedJournals: q(`SELECT call_id FROM ${t.journals} WHERE ${where} AND finished = 0 ORDER BY id`),
+    deleteEntries: q(`DELETE FROM ${t.entries} WHERE journal_id = ?`),
+    deleteJournal: q(`DELETE FROM ${t.journals} WHERE id = ?`),
+  };
+}
+
+function expired(row: SessionRow, now: number): boolean {
+  return row.expires_at !== null && row.expires_at <= now;
+}
+
+function isDatabase(value: unknown): value is SqliteDatabase {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as SqliteDatabase).prepare === 'function' &&
+    typeof (value as SqliteDatabase).transaction === 'function' &&
+    (value as SqliteDatabase).open === true
+  );
+}
+
+function isRecordOfArrays(value: unknown): value is StoredState {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  for (const messages of Object.values(value)) if (!Array.isArray(messages)) return false;
+  return true;
+}
+
+function isState(value: unknown): value is StoredState {
+  return isRecordOfArrays(value);
+}
+
+function isTurn(value: unknown): value is SessionTurn {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const { append, replace } = value as SessionTurn;
+  return (
+    (append === undefined || isRecordOfArrays(append)) && (replace === undefined || isRecordOfArrays(replace))
+  );
+}
