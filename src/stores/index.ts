@@ -1,6 +1,7 @@
 // lagent-ts/stores: session stores on SQLite, Redis and PostgreSQL (each needs its driver installed:
 // better-sqlite3, ioredis, pg). MemoryStore and the SessionStore interface are in the root entry.
 
+export { PostgresStore, type PostgresStoreOptions } from './postgres-store';
 export { SQLiteStore, type SQLiteStoreOptions } from './sqlite-store';
 export type {
   AcquiredSession,
@@ -20,3 +21,4 @@ export type {
   StoreOptions,
   SyncSessionStore,
 } from './types';
+export { RedisStore, type RedisStoreOptions } from './redis-store';

@@ -1,0 +1,161 @@
+/*
+ * PostgresStore's tables and statements. Every statement is one round trip and atomic on its own; the names
+ * are the store's tables (its schema and prefix), so several stores may share one database and one pool.
+ */
+
+/** The schema version this code writes; a database at a newer one is refused. */
+export const POSTGRES_SCHEMA_VERSION = 1;
+
+/** The table names of one store (schema-qualified and quoted). */
+export interface PostgresTables {
+  meta: string;
+  sessions: string;
+  turns: string;
+  journals: string;
+  entries: string;
+}
+
+/** The store's tables for a prefix and an optional schema (both already checked to be plain identifiers). */
+export function postgresTables(prefix: string, schema: string | undefined): PostgresTables {
+  const name = (table: string) =>
+    schema === undefined ? `"${prefix}${table}"` : `"${schema}"."${prefix}${table}"`;
+  return {
+    meta: name('meta'),
+    sessions: name('sessions'),
+    turns: name('turns'),
+    journals: name('journals'),
+    entries: name('journal_entries'),
+  };
+}
+
+/**
+ * The migrations, in order: `MIGRATIONS[n]` takes the tables from version n to n + 1. Keys sort by code
+ * point (`COLLATE "C"`), so listing pages follow one stable order.
+ */
+export function postgresMigrations(t: PostgresTables): string[][] {
+  return [
+    [
+      `CREATE TABLE ${t.sessions} (
+        namespace text COLLATE "C" NOT NULL,
+        session_id text COLLATE "C" NOT NULL,
+        version integer NOT NULL,
+        base text NOT NULL,
+        base_version integer NOT NULL,
+        updated_at bigint NOT NULL,
+        expires_at bigint,
+        lease_owner text,
+        lease_until bigint NOT NULL DEFAULT 0,
+        PRIMARY KEY (namespace, session_id))`,
+      `CREATE INDEX ON ${t.sessions} (expires_at) WHERE expires_at IS NOT NULL`,
+      `CREATE TABLE ${t.turns} (
+        namespace text COLLATE "C" NOT NULL,
+        session_id text COLLATE "C" NOT NULL,
+        version integer NOT NULL,
+        turn text NOT NULL,
+        PRIMARY KEY (namespace, session_id, version),
+        FOREIGN KEY (namespace, session_id) REFERENCES ${t.sessions} ON DELETE CASCADE)`,
+      `CREATE TABLE ${t.journals} (
+        id bigserial NOT NULL,
+        namespace text COLLATE "C" NOT NULL,
+        call_id text COLLATE "C" NOT NULL,
+        session_id text COLLATE "C" NOT NULL,
+        finished boolean NOT NULL DEFAULT false,
+        next_seq integer NOT NULL,
+        PRIMARY KEY (namespace, call_id))`,
+      `CREATE INDEX ON ${t.journals} (namespace, session_id, id)`,
+      `CREATE TABLE ${t.entries} (
+        namespace text COLLATE "C" NOT NULL,
+        call_id text COLLATE "C" NOT NULL,
+        seq integer NOT NULL,
+        data text NOT NULL,
+        PRIMARY KEY (namespace, call_id, seq),
+        FOREIGN KEY (namespace, call_id) REFERENCES ${t.journals} ON DELETE CASCADE)`,
+    ],
+  ];
+}
+
+/** The server's clock in epoch ms, constant within a statement: every process shares one clock. */
+const NOW = `floor(extract(epoch from statement_timestamp()) * 1000)::bigint`;
+const LIVE = `(expires_at IS NULL OR expires_at > ${NOW})`;
+
+/** The statements of one store, by name. */
+export function postgresStatements(t: PostgresTables) {
+  const turnsOf = (alias: string) =>
+    `ARRAY(SELECT t.turn FROM ${t.turns} t WHERE t.namespace = $1 AND t.session_id = $2
+      AND t.version > ${alias}.base_version AND t.version <= ${alias}.version ORDER BY t.version)`;
+  return {
+    // $1 namespace, $2 session, $3 owner, $4 leaseMs, $5 knownVersion (or null). No row: busy or expired.
+    acquire: `WITH a AS (
+        INSERT INTO ${t.sessions} AS s
+          (namespace, session_id, version, base, base_version, updated_at, expires_at, lease_owner, lease_until)
+        VALUES ($1, $2, 0, '{}', 0, ${NOW}, NULL, $3, ${NOW} + $4::bigint)
+        ON CONFLICT (namespace, session_id) DO UPDATE SET lease_owner = $3, lease_until = ${NOW} + $4::bigint
+        WHERE (s.lease_owner IS NULL OR s.lease_owner = $3 OR s.lease_until <= ${NOW})
+          AND (s.expires_at IS NULL OR s.expires_at > ${NOW})
+        RETURNING s.version, s.base_version, s.base)
+      SELECT a.version, a.base_version,
+        CASE WHEN a.version IS DISTINCT FROM $5::integer THEN a.base END AS base,
+        CASE WHEN a.version IS DISTINCT FROM $5::integer THEN ${turnsOf('a')} END AS turns
+      FROM a`,
+    // Why a session could not be acquired or committed.
+    lease: `SELECT version, lease_owner, lease_until, expires_at, ${NOW} AS now
+      FROM ${t.sessions} WHERE namespace = $1 AND session_id = $2`,
+    dropExpired: `WITH s AS (
+        DELETE FROM ${t.sessions} WHERE namespace = $1 AND session_id = $2 AND expires_at <= ${NOW} RETURNING 1)
+      DELETE FROM ${t.journals} WHERE namespace = $1 AND session_id = $2 AND EXISTS (SELECT 1 FROM s)`,
+    renew: `UPDATE ${t.sessions} SET lease_until = ${NOW} + $4::bigint
+      WHERE namespace = $1 AND session_id = $2 AND lease_owner = $3 AND lease_until > ${NOW} AND ${LIVE}
+      RETURNING 1`,
+    release: `WITH d AS (
+        DELETE FROM ${t.sessions} WHERE namespace = $1 AND session_id = $2 AND lease_owner = $3 AND version = 0)
+      UPDATE ${t.sessions} SET lease_owner = NULL, lease_until = 0
+      WHERE namespace = $1 AND session_id = $2 AND lease_owner = $3 AND version > 0`,
+    // $4 version, $5 release, $6 ttlMs (or null), $7 the turn's JSON. No row: a conflict.
+    commit: `WITH u AS (
+        UPDATE ${t.sessions} SET version = version + 1, updated_at = ${NOW}, expires_at = ${NOW} + $6::bigint,
+          lease_owner = CASE WHEN $5::boolean THEN NULL ELSE lease_owner END,
+          lease_until = CASE WHEN $5::boolean THEN 0 ELSE lease_until END
+        WHERE namespace = $1 AND session_id = $2 AND lease_owner = $3 AND lease_until > ${NOW}
+          AND version = $4::integer AND ${LIVE}
+        RETURNING version, base_version),
+      i AS (INSERT INTO ${t.turns} (namespace, session_id, version, turn) SELECT $1, $2, u.version, $7 FROM u)
+      SELECT version, base_version FROM u`,
+    // $3 the folded state's JSON at version $4, folded from the base at version $5.
+    fold: `WITH u AS (
+        UPDATE ${t.sessions} SET base = $3, base_version = $4::integer
+        WHERE namespace = $1 AND session_id = $2 AND base_version = $5::integer AND version >= $4::integer
+        RETURNING 1)
+      DELETE FROM ${t.turns} WHERE namespace = $1 AND session_id = $2 AND version <= $4::integer
+        AND EXISTS (SELECT 1 FROM u)`,
+    read: `SELECT s.version, s.base_version, s.base, s.updated_at, s.expires_at, ${turnsOf('s')} AS turns
+      FROM ${t.sessions} s WHERE s.namespace = $1 AND s.session_id = $2 AND s.version > 0 AND ${LIVE}`,
+    // $2 after (or null), $3 limit + 1.
+    list: `SELECT session_id, version, updated_at, expires_at FROM ${t.sessions}
+      WHERE namespace = $1 AND version > 0 AND ${LIVE} AND ($2::text IS NULL OR session_id > $2)
+      ORDER BY session_id LIMIT $3::integer`,
+    delete: `WITH s AS (
+        DELETE FROM ${t.sessions} WHERE namespace = $1 AND session_id = $2 RETURNING version, expires_at),
+      j AS (DELETE FROM ${t.journals} WHERE namespace = $1 AND session_id = $2)
+      SELECT version > 0 AND (expires_at IS NULL OR expires_at > ${NOW}) AS existed FROM s`,
+    purge: `WITH s AS (
+        DELETE FROM ${t.sessions} WHERE expires_at <= ${NOW} AND ($1::text IS NULL OR namespace = $1)
+        RETURNING namespace, session_id),
+      j AS (DELETE FROM ${t.journals} j USING s WHERE j.namespace = s.namespace AND j.session_id = s.session_id)
+      SELECT count(*)::integer AS purged FROM s`,
+    // $1 namespace, $2 session, $3 call, $4 the entry's JSON.
+    appendJournal: `WITH j AS (
+        INSERT INTO ${t.journals} AS j0 (namespace, call_id, session_id, next_seq) VALUES ($1, $3, $2, 1)
+        ON CONFLICT (namespace, call_id) DO UPDATE SET next_seq = j0.next_seq + 1
+        RETURNING next_seq - 1 AS seq)
+      INSERT INTO ${t.entries} (namespace, call_id, seq, data) SELECT $1, $3, j.seq, $4 FROM j RETURNING seq`,
+    readJournal: `SELECT j.session_id, j.finished,
+        ARRAY(SELECT e.data FROM ${t.entries} e WHERE e.namespace = $1 AND e.call_id = $2 ORDER BY e.seq) AS entries
+      FROM ${t.journals} j WHERE j.namespace = $1 AND j.call_id = $2`,
+    finishJournal: `UPDATE ${t.journals} SET finished = true WHERE namespace = $1 AND call_id = $2`,
+    listJournals: `SELECT call_id FROM ${t.journals}
+      WHERE namespace = $1 AND session_id = $2 AND (NOT $3::boolean OR NOT finished) ORDER BY id`,
+    deleteJournal: `DELETE FROM ${t.journals} WHERE namespace = $1 AND call_id = $2 RETURNING 1`,
+  };
+}
+
+export type PostgresStatementName = keyof ReturnType<typeof postgresStatements>;

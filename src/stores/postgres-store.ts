@@ -1,0 +1,580 @@
+import { createHash } from 'node:crypto';
+import type { Pool, QueryResultRow } from 'pg';
+import { ConfigurationError, missingPeer, StoreConflictError, StoreError } from '../schema/errors';
+import { errorMessage } from '../utils/text';
+import { checkLimit, checkStoreKey, checkTtl } from './memory-store';
+import {
+  POSTGRES_SCHEMA_VERSION,
+  type PostgresStatementName,
+  type PostgresTables,
+  postgresMigrations,
+  postgresStatements,
+  postgresTables,
+} from './postgres-schema';
+import {
+  type AcquiredSession,
+  type AcquireOptions,
+  applyTurn,
+  type BusySession,
+  type CommitOptions,
+  type ListOptions,
+  type SessionInfo,
+  type SessionPage,
+  type SessionStore,
+  type SessionTurn,
+  type StoredJournal,
+  type StoredSession,
+  type StoredState,
+  type StoreOptions,
+} from './types';
+
+/** Options of {@link PostgresStore}: a connection string, or a pool the caller owns (and ends). */
+export type PostgresStoreOptions = StoreOptions & {
+  /** Tables are named `<tablePrefix>sessions`, ...: several apps can share one database. @default 'lagent_' */
+  tablePrefix?: string | undefined;
+  /** The PostgreSQL schema of the tables (created when missing). @default the connection's search path */
+  schema?: string | undefined;
+  /**
+   * How long connecting and each statement may take before the call fails with a `StoreError`, in ms.
+   * @default 5000
+   */
+  timeoutMs?: number | undefined;
+} & (
+    | { connectionString: string; pool?: undefined }
+    | {
+        /** A `pg` Pool the caller owns: `close()` leaves it open. Give it an `'error'` listener. */
+        pool: Pool;
+        connectionString?: undefined;
+      }
+  );
+
+/** Turns kept after a session's base before a commit folds them into a new base. */
+const FOLD_AFTER = 32;
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,40}$/;
+
+/**
+ * A session store on PostgreSQL (`pg`, an optional peer loaded on first use). Asynchronous: every method
+ * returns a promise, so async agents use it.
+ *
+ * Each session is a row (version, lease, expiry, and a base state) plus one row per turn committed since
+ * the base: a commit writes only its turn, in one statement that checks the lease and the version; every
+ * 32 turns they are folded into a new base. Times are the server's clock, shared by every process. The
+ * tables are created on first use (and upgraded by later versions of this code, under an advisory lock);
+ * a database written by a newer version is refused.
+ *
+ * @example
+ * const store = new PostgresStore({ connectionString: 'postgres://app@127.0.0.1/app', ttlMs: 86_400_000 });
+ * const agent = new AsyncAgent({ llm, memory: { store } });
+ */
+export class PostgresStore implements SessionStore {
+  readonly synchronous = false as const;
+  readonly description: string;
+  readonly ttlMs: number | undefined;
+  readonly #options: PostgresStoreOptions;
+  readonly #tables: PostgresTables;
+  readonly #statements: Record<PostgresStatementName, string>;
+  /** Prepared statement names: unique to these tables, as a shared pool may serve several stores. */
+  readonly #names: string;
+  readonly #timeoutMs: number;
+  #pool: Pool | undefined;
+  #ready: Promise<Pool> | undefined;
+  #closed = false;
+
+  constructor(options: PostgresStoreOptions) {
+    if (options.connectionString === undefined && options.pool === undefined) {
+      throw new ConfigurationError({ message: 'PostgresStore needs a connectionString or a pool' });
+    }
+    this.ttlMs = checkTtl(options.ttlMs);
+    const prefix = options.tablePrefix ?? 'lagent_';
+    if (!IDENTIFIER.test(prefix)) {
+      throw new ConfigurationError({
+        message: `PostgresStore tablePrefix must be letters, digits and _ (not starting with a digit), got ${JSON.stringify(prefix)}`,
+      });
+    }
+    if (options.schema !== undefined && !IDENTIFIER.test(options.schema)) {
+      throw new ConfigurationError({
+        message: `PostgresStore schema must be letters, digits and _ (not starting with a digit), got ${JSON.stringify(options.schema)}`,
+      });
+    }
+    const timeoutMs = options.timeoutMs ?? 5000;
+    if (!(Number.isSafeInteger(timeoutMs) && timeoutMs > 0)) {
+      throw new ConfigurationError({
+        message: `timeoutMs must be a positive integer (ms), got ${timeoutMs}`,
+      });
+    }
+    this.#timeoutMs = timeoutMs;
+    this.#options = options;
+    this.#tables = postgresTables(prefix, options.schema);
+    this.#statements = postgresStatements(this.#tables);
+    this.#names = `lagent_${createHash('sha256').update(this.#tables.sessions).digest('hex').slice(0, 12)}`;
+    this.description = `PostgresStore(${options.connectionString === undefined ? 'pool' : safeUrl(options.connectionString)})`;
+  }
+
+  async acquireSession(
+    namespace: string,
+    sessionId: string,
+    options: AcquireOptions,
+  ): Promise<AcquiredSession | BusySession> {
+    return this.#call('acquireSession', namespace, sessionId, async (query) => {
+      for (let attempt = 0; ; attempt++) {
+        const [row] = await query('acquire', [
+          namespace,
+          sessionId,
+          options.owner,
+          options.leaseMs,
+          options.knownVersion ?? null,
+        ]);
+        if (row !== undefined) {
+          const version = row.version as number;
+          if (options.knownVersion === version) return { acquired: true, version, state: undefined };
+          let state: StoredState;
+          try {
+            state = await this.#fold(query, namespace, sessionId, row);
+          } catch (error) {
+            // The lease taken for a state that cannot be read is given back.
+            await query('release', [namespace, sessionId, options.owner]).catch(() => {});
+            throw error;
+          }
+          return { acquired: true, version, state };
+        }
+        const [held] = await query('lease', [namespace, sessionId]);
+        if (held !== undefined) {
+          const now = Number(held.now);
+          if (held.expires_at === null || Number(held.expires_at) > now) {
+            return { acquired: false, until: Number(held.lease_until) };
+          }
+          // Expired: the session is gone (with its journals) and starts again at version 0.
+          await query('dropExpired', [namespace, sessionId]);
+        }
+        if (attempt < 3) continue;
+        throw new Error('the session changed under every attempt to acquire it');
+      }
+    });
+  }
+
+  async renewLease(namespace: string, sessionId: string, owner: string, leaseMs: number): Promise<boolean> {
+    return this.#call('renewLease', namespace, sessionId, async (query) => {
+      return (await query('renew', [namespace, sessionId, owner, leaseMs])).length > 0;
+    });
+  }
+
+  async releaseSession(namespace: string, sessionId: string, owner: string): Promise<void> {
+    await this.#call('releaseSession', namespace, sessionId, (query) =>
+      query('release', [namespace, sessionId, owner]),
+    );
+  }
+
+  async commitTurn(namespace: string, sessionId: string, options: CommitOptions): Promise<number> {
+    return this.#call('commitTurn', namespace, sessionId, async (query) => {
+      const turn = json(options.turn, 'the turn');
+      const [row] = await query('commit', [
+        namespace,
+        sessionId,
+        options.owner,
+        options.version,
+        options.release !== false,
+        this.ttlMs ?? null,
+        turn,
+      ]);
+      if (row === undefined) throw await this.#conflict(query, namespace, sessionId, options);
+      const version = row.version as number;
+      if (version - (row.base_version as number) >= FOLD_AFTER) {
+        // Folding does not change the session's state: a failure here leaves the turn committed.
+        await this.#foldNow(query, namespace, sessionId).catch(() => {});
+      }
+      return version;
+    });
+  }
+
+  async readSession(namespace: string, sessionId: string): Promise<StoredSession | undefined> {
+    return this.#call('readSession', namespace, sessionId, async (query) => {
+      const [row] = await query('read', [namespace, sessionId]);
+      if (row === undefined) return undefined;
+      return {
+        ...info(row, sessionId),
+        state: this.#state(namespace, sessionId, row),
+      };
+    });
+  }
+
+  async listSessions(namespace: string, options: ListOptions = {}): Promise<SessionPage> {
+    return this.#call('listSessions', namespace, undefined, async (query) => {
+      const limit = checkLimit(options.limit);
+      if (options.after !== undefined) checkStoreKey(this.description, 'listSessions', options.after);
+      const rows = await query('list', [namespace, options.after ?? null, limit + 1]);
+      const sessions = rows.slice(0, limit).map((row) => info(row, row.session_id as string));
+      return rows.length > limit ? { sessions, next: sessions.at(-1)!.sessionId } : { sessions };
+    });
+  }
+
+  async deleteSession(namespace: string, sessionId: string): Promise<boolean> {
+    return this.#call('deleteSession', namespace, sessionId, async (query) => {
+      const [row] = await query('delete', [namespace, sessionId]);
+      return row?.existed === true;
+    });
+  }
+
+  async purgeExpired(namespace?: string): Promise<number> {
+    return this.#call('purgeExpired', namespace, undefined, async (query) => {
+      const [row] = await query('purge', [namespace ?? null]);
+      return row?.purged as number;
+    });
+  }
+
+  async appendJournal(namespace: string, sessionId: string, callId: string, data: unknown): Promise<number> {
+    return this.#call(
+      'appendJournal',
+      namespace,
+      sessionId,
+      async (query) => {
+        const [row] = await query('appendJournal', [namespace, sessionId, callId, json(data, 'the entry')]);
+        return row!.seq as number;
+      },
+      callId,
+    );
+  }
+
+  async readJournal(namespace: string, callId: string): Promise<StoredJournal | undefined> {
+    return this.#call(
+      'readJournal',
+      namespace,
+      undefined,
+      async (query) => {
+        const [row] = await query('readJournal', [namespace, callId]);
+        if (row === undefined) return undefined;
+        const sessionId = row.session_id as string;
+        const entries = (row.entries as string[]).map((data, seq) => {
+          try {
+            return { seq, data: JSON.parse(data) as unknown };
+          } catch (error) {
+            throw this.#unreadable(
+              'readJournal',
+              namespace,
+              sessionId,
+              `journal ${JSON.stringify(callId)}`,
+              error,
+            );
+          }
+        });
+        return { callId, sessionId, entries, finished: row.finished as boolean };
+      },
+      callId,
+    );
+  }
+
+  async finishJournal(namespace: string, callId: string): Promise<void> {
+    await this.#call(
+      'finishJournal',
+      namespace,
+      undefined,
+      (query) => query('finishJournal', [namespace, callId]),
+      callId,
+    );
+  }
+
+  async listJournals(
+    namespace: string,
+    sessionId: string,
+    options: { unfinished?: boolean | undefined } = {},
+  ): Promise<string[]> {
+    return this.#call('listJournals', namespace, sessionId, async (query) => {
+      const rows = await query('listJournals', [namespace, sessionId, options.unfinished === true]);
+      return rows.map((row) => row.call_id as string);
+    });
+  }
+
+  async deleteJournal(namespace: string, callId: string): Promise<boolean> {
+    return this.#call(
+      'deleteJournal',
+      namespace,
+      undefined,
+      async (query) => (await query('deleteJournal', [namespace, callId])).length > 0,
+      callId,
+    );
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    const ready = this.#ready;
+    this.#ready = undefined;
+    if (this.#options.pool !== undefined) return;
+    const pool = this.#pool ?? (await ready?.catch(() => undefined));
+    this.#pool = undefined;
+    await pool?.end().catch(() => {});
+  }
+
+  /**
+   * Runs one operation: keys checked, the tables ready, and every failure that is not already a
+   * `StoreError` turned into one naming the store, the operation and the session.
+   */
+  async #call<T>(
+    operation: string,
+    namespace: string | undefined,
+    sessionId: string | undefined,
+    body: (query: Query) => Promise<T>,
+    callId?: string,
+  ): Promise<T> {
+    if (this.#closed) {
+      throw new StoreError({ message: `${this.description} is closed`, store: this.description, operation });
+    }
+    if (namespace !== undefined) checkStoreKey(this.description, operation, namespace);
+    if (sessionId !== undefined) checkStoreKey(this.description, operation, sessionId);
+    if (callId !== undefined) checkStoreKey(this.description, operation, callId);
+    for (const key of [namespace, sessionId, callId])
+      if (key !== undefined) this.#checkStorable(operation, key);
+    try {
+      const pool = await this.#open();
+      const query: Query = async (name, values) => {
+        const result = await pool.query<QueryResultRow>({
+          name: `${this.#names}_${name}`,
+          text: this.#statements[name],
+          values,
+          query_timeout: this.#timeoutMs,
+        } as unknown as string);
+        return result.rows;
+      };
+      return await body(query);
+    } catch (error) {
+      if (error instanceof StoreError || error instanceof ConfigurationError) throw error;
+      const subject =
+        sessionId !== undefined
+          ? ` ${JSON.stringify(sessionId)} of ${JSON.stringify(namespace)}`
+          : callId !== undefined
+            ? ` ${JSON.stringify(callId)} of ${JSON.stringify(namespace)}`
+            : namespace !== undefined
+              ? ` of ${JSON.stringify(namespace)}`
+              : '';
+      throw new StoreError({
+        message: `${this.description}: ${operation}${subject} failed: ${errorMessage(error)}`,
+        store: this.description,
+        operation,
+        sessionId,
+        cause: error,
+      });
+    }
+  }
+
+  /** PostgreSQL text holds neither NUL nor lone surrogates: such keys are refused rather than altered. */
+  #checkStorable(operation: string, key: string): void {
+    if (key.includes('\u0000') || !wellFormed(key)) {
+      throw new StoreError({
+        message: `${this.description}.${operation}: keys must be well-formed Unicode without NUL characters`,
+        store: this.description,
+        operation,
+      });
+    }
+  }
+
+  /** The pool, with the tables created or upgraded (once). */
+  #open(): Promise<Pool> {
+    this.#ready ??= this.#connect().catch((error: unknown) => {
+      this.#ready = undefined;
+      throw error;
+    });
+    return this.#ready;
+  }
+
+  async #connect(): Promise<Pool> {
+    let pool = this.#options.pool;
+    if (pool === undefined) {
+      let pg: typeof import('pg');
+      try {
+        pg = await import('pg');
+      } catch (error) {
+        throw missingPeer(['pg'], 'PostgresStore', error);
+      }
+      const Pool = pg.Pool ?? (pg as unknown as { default: typeof import('pg') }).default.Pool;
+      pool = new Pool({
+        connectionString: this.#options.connectionString,
+        connectionTimeoutMillis: this.#timeoutMs,
+        query_timeout: this.#timeoutMs,
+        statement_timeout: this.#timeoutMs,
+      });
+      // An idle connection the server drops (a restart) is discarded; the next call opens a new one.
+      pool.on('error', () => {});
+      this.#pool = pool;
+    }
+    await this.#migrate(pool);
+    if (this.#closed && this.#options.pool === undefined) await pool.end().catch(() => {});
+    return pool;
+  }
+
+  /** Creates or upgrades the tables in one transaction, under an advisory lock on their names. */
+  async #migrate(pool: Pool): Promise<void> {
+    const client = await pool.connect();
+    let failed: unknown;
+    try {
+      await client.query('BEGIN');
+      await client.query({
+        text: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
+        values: [`lagent-ts:${this.#tables.sessions}`],
+      });
+      if (this.#options.schema !== undefined) {
+        await client.query(`CREATE SCHEMA IF NOT EXISTS "${this.#options.schema}"`);
+      }
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS ${this.#tables.meta} (key text PRIMARY KEY, value text NOT NULL)`,
+      );
+      const { rows } = await client.query<{ value: string }>({
+        text: `SELECT value FROM ${this.#tables.meta} WHERE key = 'schema_version'`,
+      });
+      const current = rows[0] === undefined ? 0 : Number(rows[0].value);
+      if (!Number.isSafeInteger(current) || current > POSTGRES_SCHEMA_VERSION) {
+        throw new StoreError({
+          message: `${this.description}: its tables (${this.#tables.sessions}) are at schema version ${rows[0]?.value}, newer than this version of lagent-ts knows (${POSTGRES_SCHEMA_VERSION}); upgrade lagent-ts to use them`,
+          store: this.description,
+          operation: 'open',
+        });
+      }
+      const migrations = postgresMigrations(this.#tables);
+      for (let version = current; version < POSTGRES_SCHEMA_VERSION; version++) {
+        for (const statement of migrations[version]!) await client.query(statement);
+      }
+      if (current < POSTGRES_SCHEMA_VERSION) {
+        await client.query({
+          text: `INSERT INTO ${this.#tables.meta} (key, value) VALUES ('schema_version', $1)
+            ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
+          values: [String(POSTGRES_SCHEMA_VERSION)],
+        });
+      }
+      await client.query('COMMIT');
+    } catch (error) {
+      failed = error;
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    } finally {
+      client.release(failed instanceof StoreError ? undefined : (failed as Error | undefined));
+    }
+  }
+
+  /**
+   * The state of an acquired session. The turns were read in the statement's snapshot: when a commit
+   * landed while the statement waited for the row, some are missing, and the session is read again.
+   */
+  async #fold(query: Query, namespace: string, sessionId: string, row: QueryResultRow): Promise<StoredState> {
+    const version = row.version as number;
+    if (version === 0) return {};
+    const turns = row.turns as string[];
+    if (turns.length === version - (row.base_version as number))
+      return this.#state(namespace, sessionId, row);
+    const [again] = await query('read', [namespace, sessionId]);
+    if (again === undefined || again.version !== version) {
+      throw new Error('the session changed while it was being acquired');
+    }
+    return this.#state(namespace, sessionId, again);
+  }
+
+  /** Folds a session's turns into a new base (the state is unchanged). */
+  async #foldNow(query: Query, namespace: string, sessionId: string): Promise<void> {
+    const [row] = await query('read', [namespace, sessionId]);
+    if (row === undefined) return;
+    const state = this.#state(namespace, sessionId, row);
+    await query('fold', [namespace, sessionId, JSON.stringify(state), row.version, row.base_version]);
+  }
+
+  /** The state a row's base and turns make, or a `StoreError` naming the session. */
+  #state(namespace: string, sessionId: string, row: QueryResultRow): StoredState {
+    try {
+      let state = parseState(row.base as string);
+      for (const turn of row.turns as string[]) state = applyTurn(state, parseTurn(turn));
+      return state;
+    } catch (error) {
+      throw this.#unreadable('readSession', namespace, sessionId, 'its stored state', error);
+    }
+  }
+
+  #unreadable(operation: string, namespace: string, sessionId: string, what: string, error: unknown) {
+    return new StoreError({
+      message: `${this.description}: session ${JSON.stringify(sessionId)} of ${JSON.stringify(namespace)} cannot be read: ${what} is not valid (${errorMessage(error)})`,
+      store: this.description,
+      operation,
+      sessionId,
+      cause: error,
+    });
+  }
+
+  async #conflict(
+    query: Query,
+    namespace: string,
+    sessionId: string,
+    options: CommitOptions,
+  ): Promise<StoreConflictError> {
+    const [row] = await query('lease', [namespace, sessionId]);
+    const now = row === undefined ? 0 : Number(row.now);
+    const leased =
+      row !== undefined &&
+      row.lease_owner === options.owner &&
+      Number(row.lease_until) > now &&
+      (row.expires_at === null || Number(row.expires_at) > now);
+    const session = `session ${JSON.stringify(sessionId)} of ${JSON.stringify(namespace)}`;
+    return new StoreConflictError({
+      message: leased
+        ? `${this.description}: ${session} is at version ${row.version}, not ${options.version}; the turn was not committed`
+        : `${this.description}: ${session} is no longer leased to this caller (its lease expired and another took it); the turn was not committed`,
+      store: this.description,
+      operation: 'commitTurn',
+      sessionId,
+    });
+  }
+}
+
+type Query = (name: PostgresStatementName, values: unknown[]) => Promise<QueryResultRow[]>;
+
+function info(row: QueryResultRow, sessionId: string): SessionInfo {
+  return {
+    sessionId,
+    version: row.version as number,
+    updatedAt: Number(row.updated_at),
+    expiresAt: row.expires_at === null ? null : Number(row.expires_at),
+  };
+}
+
+/** JSON text of a value, or a `StoreError`-bound message for one JSON cannot hold. */
+function json(value: unknown, what: string): string {
+  const text = JSON.stringify(value);
+  if (text === undefined) throw new Error(`${what} cannot be stored as JSON`);
+  return text;
+}
+
+function isMessages(value: unknown): boolean {
+  return (
+    value !== null &&
+    typeof value === 'object' &&
+    !Array.isArray(value) &&
+    Object.values(value).every(Array.isArray)
+  );
+}
+
+function parseState(text: string): StoredState {
+  const state = JSON.parse(text) as unknown;
+  if (!isMessages(state)) throw new Error('not an object of message lists');
+  return state as StoredState;
+}
+
+function parseTurn(text: string): SessionTurn {
+  const turn = JSON.parse(text) as SessionTurn;
+  if (turn === null || typeof turn !== 'object' || Array.isArray(turn))
+    throw new Error('a turn is not an object');
+  for (const part of [turn.append, turn.replace]) {
+    if (part !== undefined && !isMessages(part)) throw new Error('a turn is not an object of message lists');
+  }
+  return turn;
+}
+
+/** The connection string without its password, for messages. */
+function safeUrl(connectionString: string): string {
+  try {
+    const url = new URL(connectionString);
+    if (url.password) url.password = '***';
+    url.search = '';
+    return url.toString();
+  } catch {
+    return 'connectionString';
+  }
+}
+
+/** Whether a string has no lone surrogates (what UTF-8, and so PostgreSQL text, can hold). */
+function wellFormed(text: string): boolean {
+  return !/\p{Surrogate}/u.test(text);
+}
