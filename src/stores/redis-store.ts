@@ -1,0 +1,498 @@
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { ConfigurationError, missingPeer, StoreConflictError, StoreError } from '../schema/errors';
+import { errorMessage } from '../utils/text';
+import { checkLimit, checkStoreKey, checkTtl } from './memory-store';
+import { decodeTurn, encodeTurn, foldState } from './redis-codec';
+import { decodeKey, encodeKey, RedisStoreKeys } from './redis-keys';
+import { defineStoreCommands, REDIS_SCHEMA, type RedisStoreCommands } from './redis-scripts';
+import type {
+  AcquiredSession,
+  AcquireOptions,
+  BusySession,
+  CommitOptions,
+  ListOptions,
+  SessionPage,
+  SessionStore,
+  StoredJournal,
+  StoredSession,
+  StoredState,
+  StoreOptions,
+} from './types';
+
+/** Options of {@link RedisStore}: where Redis is (`url`, or a `client` the caller owns), and the store's. */
+export interface RedisStoreOptions extends StoreOptions {
+  /** `redis://[user:password@]host:port[/db]` or `rediss://...`; the store opens and closes its client. */
+  url?: string | undefined;
+  /**
+   * An ioredis client the caller owns (and closes): its own settings (retries, offline queue, timeouts)
+   * decide how long calls wait while Redis is away.
+   */
+  client?: Redis | undefined;
+  /** The start of every key, so several apps share one Redis. @default 'lagent' */
+  prefix?: string | undefined;
+  /** How long a call waits for Redis (connecting, or a command's reply), in ms. @default 5000 */
+  timeoutMs?: number | undefined;
+}
+
+/** Turns since the base after which a commit folds them into a new base. */
+export const REDIS_COMPACT_AFTER = 32;
+/** Expired sessions purged per script run. */
+const PURGE_BATCH = 500;
+
+let loaded: Promise<typeof import('ioredis').default> | undefined;
+
+/** Loads ioredis on first use; a missing package is a ConfigurationError saying what to install. */
+function loadIoredis(): Promise<typeof import('ioredis').default> {
+  loaded ??= import('ioredis').then((module) => module.Redis ?? module.default);
+  return loaded.catch((error: unknown) => {
+    loaded = undefined;
+    throw missingPeer(['ioredis'], 'RedisStore', error);
+  });
+}
+
+/**
+ * Sessions and call journals in Redis (ioredis, loaded on first use), shared by every process that opens
+ * the same Redis and prefix. Each change is one Lua script that checks the lease and the version and
+ * writes the whole turn or nothing; a turn writes only its own messages (the session keeps a base state and
+ * the turns since, folded into a new base every {@link REDIS_COMPACT_AFTER} turns). Sessions with a `ttlMs`
+ * expire through Redis's key expiry as well as the expiry time the scripts check; `purgeExpired` also
+ * clears them from the listing index. Asynchronous: every method returns a promise. Needs one Redis server
+ * (not a Redis Cluster).
+ *
+ * A stopped server fails calls within about `timeoutMs` with a {@link StoreError}, and the store works again
+ * once Redis is back.
+ *
+ * @example
+ * const store = new RedisStore({ url: 'redis://127.0.0.1:6379', ttlMs: 7 * 24 * 3600_000 });
+ * const agent = new AsyncAgent({ llm, memory: { store } });
+ */
+export class RedisStore implements SessionStore {
+  readonly synchronous = false as const;
+  readonly description: string;
+  readonly ttlMs: number | undefined;
+  readonly keys: RedisStoreKeys;
+  readonly #url: string | undefined;
+  readonly #timeoutMs: number;
+  readonly #owned: boolean;
+  #client: Promise<Redis & RedisStoreCommands> | undefined;
+  #checked: Promise<void> | undefined;
+  #lastError: Error | undefined;
+  #closed = false;
+
+  constructor(options: RedisStoreOptions) {
+    if (options === null || typeof options !== 'object') {
+      throw new ConfigurationError({ message: 'RedisStore takes { url } or { client }' });
+    }
+    this.ttlMs = checkTtl(options.ttlMs);
+    const prefix = options.prefix ?? 'lagent';
+    if (typeof prefix !== 'string' || prefix.length === 0) {
+      throw new ConfigurationError({ message: 'RedisStore: prefix must be a non-empty string' });
+    }
+    this.keys = new RedisStoreKeys(prefix);
+    const timeoutMs = options.timeoutMs ?? 5_000;
+    if (!(Number.isSafeInteger(timeoutMs) && timeoutMs > 0)) {
+      throw new ConfigurationError({
+        message: `RedisStore: timeoutMs must be a positive integer, got ${timeoutMs}`,
+      });
+    }
+    this.#timeoutMs = timeoutMs;
+    if ((options.url === undefined) === (options.client === undefined)) {
+      throw new ConfigurationError({ message: 'RedisStore takes either url or client (one of them)' });
+    }
+    if (options.client !== undefined) {
+      const client = options.client;
+      this.#owned = false;
+      this.#client = Promise.resolve(defineStoreCommands(client));
+      const { host, port, path } = client.options ?? {};
+      this.description = `RedisStore(${path ?? `${host ?? '127.0.0.1'}:${port ?? 6379}`})`;
+    } else {
+      this.#owned = true;
+      this.#url = options.url;
+      this.description = `RedisStore(${redact(options.url!)})`;
+    }
+  }
+
+  acquireSession(
+    namespace: string,
+    sessionId: string,
+    options: AcquireOptions,
+  ): Promise<AcquiredSession | BusySession> {
+    return this.#run('acquireSession', namespace, sessionId, async (redis) => {
+      const base = this.keys.base(namespace);
+      const m = encodeKey(sessionId);
+      const known = options.knownVersion === undefined ? '' : String(options.knownVersion);
+      const reply = await redis.lagentStoreAcquire(base, m, options.owner, options.leaseMs, known);
+      if (reply[0] === 'busy') return { acquired: false, until: Number(reply[1]) };
+      const version = Number(reply[2]);
+      if (reply.length === 3) {
+        return { acquired: true, version, state: options.knownVersion === version ? undefined : {} };
+      }
+      try {
+        return { acquired: true, version, state: this.#fold(reply.slice(2), namespace, sessionId) };
+      } catch (error) {
+        // A lease taken for a session that cannot be read is given back.
+        if (reply[1] === '1') await redis.lagentStoreRelease(base, m, options.owner).catch(() => {});
+        throw error;
+      }
+    });
+  }
+
+  renewLease(namespace: string, sessionId: string, owner: string, leaseMs: number): Promise<boolean> {
+    return this.#run('renewLease', namespace, sessionId, async (redis) => {
+      const renewed = await redis.lagentStoreRenew(
+        this.keys.base(namespace),
+        encodeKey(sessionId),
+        owner,
+        leaseMs,
+      );
+      return renewed === 1;
+    });
+  }
+
+  releaseSession(namespace: string, sessionId: string, owner: string): Promise<void> {
+    return this.#run('releaseSession', namespace, sessionId, async (redis) => {
+      await redis.lagentStoreRelease(this.keys.base(namespace), encodeKey(sessionId), owner);
+    });
+  }
+
+  commitTurn(namespace: string, sessionId: string, options: CommitOptions): Promise<number> {
+    return this.#run('commitTurn', namespace, sessionId, async (redis) => {
+      const turn = encodeTurn(options.turn);
+      const base = this.keys.base(namespace);
+      const m = encodeKey(sessionId);
+      const reply = await redis.lagentStoreCommit(
+        base,
+        m,
+        options.owner,
+        options.version,
+        turn,
+        options.release === false ? '0' : '1',
+        this.ttlMs === undefined ? '' : String(this.ttlMs),
+        randomUUID(),
+        this.keys.namespaces,
+        encodeKey(namespace),
+      );
+      const where = `${this.description}: session ${quote(sessionId)} of ${quote(namespace)}`;
+      if (reply[0] === 'lease') {
+        throw new StoreConflictError({
+          message: `${where} is no longer leased to this caller (its lease expired and another took it); the turn was not committed`,
+          store: this.description,
+          operation: 'commitTurn',
+          sessionId,
+        });
+      }
+      if (reply[0] === 'version') {
+        throw new StoreConflictError({
+          message: `${where} is at version ${reply[1]}, not ${options.version}; the turn was not committed`,
+          store: this.description,
+          operation: 'commitTurn',
+          sessionId,
+        });
+      }
+      const version = Number(reply[1]);
+      if (Number(reply[2]) > REDIS_COMPACT_AFTER) {
+        // The turn is committed: folding is upkeep, and a failure leaves the turns to the next commit.
+        await this.#compact(redis, base, m, reply[3]!, reply[4]!).catch(() => {});
+      }
+      return version;
+    });
+  }
+
+  readSession(namespace: string, sessionId: string): Promise<StoredSession | undefined> {
+    return this.#run('readSession', namespace, sessionId, async (redis) => {
+      const reply = await redis.lagentStoreRead(this.keys.base(namespace), encodeKey(sessionId));
+      if (reply === null) return undefined;
+      const fields = reply as string[];
+      return {
+        sessionId,
+        version: Number(fields[0]),
+        updatedAt: Number(fields[1]),
+        expiresAt: fields[2] === '' ? null : Number(fields[2]),
+        state: this.#fold(fields, namespace, sessionId),
+      };
+    });
+  }
+
+  listSessions(namespace: string, options: ListOptions = {}): Promise<SessionPage> {
+    return this.#run('listSessions', namespace, undefined, async (redis) => {
+      const limit = checkLimit(options.limit);
+      if (options.after !== undefined) checkStoreKey(this.description, 'listSessions', options.after);
+      const start = options.after === undefined ? '-' : `(${encodeKey(options.after)}`;
+      const reply = await redis.lagentStoreList(this.keys.base(namespace), start, limit + 1);
+      const sessions: SessionPage['sessions'] = [];
+      for (let i = 0; i < reply.length; i += 4) {
+        sessions.push({
+          sessionId: decodeKey(reply[i]!),
+          version: Number(reply[i + 1]),
+          updatedAt: Number(reply[i + 2]),
+          expiresAt: reply[i + 3] === '' ? null : Number(reply[i + 3]),
+        });
+      }
+      if (sessions.length <= limit) return { sessions };
+      sessions.length = limit;
+      return { sessions, next: sessions.at(-1)!.sessionId };
+    });
+  }
+
+  deleteSession(namespace: string, sessionId: string): Promise<boolean> {
+    return this.#run('deleteSession', namespace, sessionId, async (redis) => {
+      return (await redis.lagentStoreDelete(this.keys.base(namespace), encodeKey(sessionId))) === 1;
+    });
+  }
+
+  purgeExpired(namespace?: string): Promise<number> {
+    return this.#run('purgeExpired', namespace, undefined, async (redis) => {
+      const bases =
+        namespace === undefined
+          ? (await redis.smembers(this.keys.namespaces)).map((hex) => this.keys.baseOfHex(hex))
+          : [this.keys.base(namespace)];
+      let purged = 0;
+      for (const base of bases) {
+        for (;;) {
+          const [count, seen] = await redis.lagentStorePurge(base, PURGE_BATCH);
+          purged += count;
+          if (seen < PURGE_BATCH) break;
+        }
+      }
+      return purged;
+    });
+  }
+
+  appendJournal(namespace: string, sessionId: string, callId: string, data: unknown): Promise<number> {
+    return this.#run('appendJournal', namespace, sessionId, async (redis) => {
+      checkStoreKey(this.description, 'appendJournal', callId);
+      const entry = JSON.stringify(data);
+      if (entry === undefined) throw new Error(`a journal entry must be JSON, got ${typeof data}`);
+      const base = this.keys.base(namespace);
+      return redis.lagentStoreJournalAppend(base, encodeKey(sessionId), encodeKey(callId), entry);
+    });
+  }
+
+  readJournal(namespace: string, callId: string): Promise<StoredJournal | undefined> {
+    return this.#runJournal('readJournal', namespace, callId, async (redis) => {
+      const reply = await redis.lagentStoreJournalRead(this.keys.base(namespace), encodeKey(callId));
+      if (reply === null) return undefined;
+      const [session, finished, ...entries] = reply as string[];
+      return {
+        callId,
+        sessionId: decodeKey(session!),
+        entries: entries.map((entry, seq) => {
+          try {
+            return { seq, data: JSON.parse(entry) as unknown };
+          } catch (error) {
+            throw new StoreError({
+              message: `${this.description}: entry ${seq} of call ${quote(callId)} of ${quote(namespace)} is not JSON (${errorMessage(error)})`,
+              store: this.description,
+              operation: 'readJournal',
+              sessionId: decodeKey(session!),
+            });
+          }
+        }),
+        finished: finished === '1',
+      };
+    });
+  }
+
+  finishJournal(namespace: string, callId: string): Promise<void> {
+    return this.#runJournal('finishJournal', namespace, callId, async (redis) => {
+      await redis.lagentStoreJournalFinish(this.keys.base(namespace), encodeKey(callId));
+    });
+  }
+
+  listJournals(
+    namespace: string,
+    sessionId: string,
+    options: { unfinished?: boolean | undefined } = {},
+  ): Promise<string[]> {
+    return this.#run('listJournals', namespace, sessionId, async (redis) => {
+      const base = this.keys.base(namespace);
+      const calls = await redis.lagentStoreJournalList(
+        base,
+        encodeKey(sessionId),
+        options.unfinished ? '1' : '0',
+      );
+      return calls.map(decodeKey);
+    });
+  }
+
+  deleteJournal(namespace: string, callId: string): Promise<boolean> {
+    return this.#runJournal('deleteJournal', namespace, callId, async (redis) => {
+      return (await redis.lagentStoreJournalDelete(this.keys.base(namespace), encodeKey(callId))) === 1;
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    const client = this.#client;
+    this.#client = undefined;
+    if (!this.#owned || client === undefined) return;
+    const redis = await client.catch(() => undefined);
+    if (redis === undefined) return;
+    if (redis.status === 'ready') await redis.quit().catch(() => redis.disconnect());
+    else redis.disconnect();
+  }
+
+  /** The client, connected lazily, with the schema checked once. */
+  async #redis(): Promise<Redis & RedisStoreCommands> {
+    this.#client ??= this.#connect();
+    const redis = await this.#client;
+    this.#checked ??= this.#checkSchema(redis).catch((error: unknown) => {
+      this.#checked = undefined;
+      throw error;
+    });
+    await this.#checked;
+    return redis;
+  }
+
+  async #connect(): Promise<Redis & RedisStoreCommands> {
+    let Redis: typeof import('ioredis').default;
+    try {
+      Redis = await loadIoredis();
+    } catch (error) {
+      this.#client = undefined;
+      throw error;
+    }
+    const redis = new Redis(this.#url!, {
+      lazyConnect: true,
+      connectTimeout: this.#timeoutMs,
+      commandTimeout: this.#timeoutMs,
+      // A command waits through at most one failed reconnection, then fails; once Redis is back the client
+      // reconnects on its own. A command cut by a dropped connection is not sent again (it may have run).
+      maxRetriesPerRequest: 1,
+      retryStrategy: (times: number) => Math.min(times * 100, 1_000),
+      autoResendUnfulfilledCommands: false,
+    });
+    redis.on('error', (error: Error) => {
+      this.#lastError = error;
+    });
+    return defineStoreCommands(redis);
+  }
+
+  async #checkSchema(redis: Redis & RedisStoreCommands): Promise<void> {
+    const stored = Number(await redis.lagentStoreSchema(this.keys.meta, REDIS_SCHEMA));
+    if (!(stored <= REDIS_SCHEMA)) {
+      throw new StoreError({
+        message: `${this.description}: the data under prefix ${quote(this.keys.prefix)} was written by a newer version of lagent-ts (schema ${stored}; this one reads up to ${REDIS_SCHEMA}); upgrade lagent-ts to use it`,
+        store: this.description,
+        operation: 'open',
+      });
+    }
+  }
+
+  /** Folds a session's stored fields (version, updated, expires, epoch, base, state, turns...). */
+  #fold(fields: readonly string[], namespace: string, sessionId: string): StoredState {
+    try {
+      return foldState(fields[5]!, fields.slice(6));
+    } catch (error) {
+      throw new StoreError({
+        message: `${this.description}: session ${quote(sessionId)} of ${quote(namespace)} cannot be read: ${errorMessage(error)}`,
+        store: this.description,
+        operation: 'readSession',
+        sessionId,
+        cause: error,
+      });
+    }
+  }
+
+  /** Folds the turns since the base into a new base, unless the session moved on meanwhile. */
+  async #compact(
+    redis: Redis & RedisStoreCommands,
+    base: string,
+    m: string,
+    epoch: string,
+    fromBase: string,
+  ): Promise<void> {
+    const fields = (await redis.lagentStoreRead(base, m)) as string[] | null;
+    if (fields === null || fields[3] !== epoch || fields[4] !== fromBase) return;
+    const state = JSON.stringify(foldState(fields[5]!, fields.slice(6)));
+    await redis.lagentStoreCompact(base, m, epoch, fromBase, fields[0]!, state);
+  }
+
+  #run<T>(
+    operation: string,
+    namespace: string | undefined,
+    sessionId: string | undefined,
+    body: (redis: Redis & RedisStoreCommands) => Promise<T>,
+  ): Promise<T> {
+    const subject =
+      namespace === undefined
+        ? ''
+        : sessionId === undefined
+          ? ` of ${quote(namespace)}`
+          : ` ${quote(sessionId)} of ${quote(namespace)}`;
+    return this.#call(operation, subject, sessionId, [namespace, sessionId], body);
+  }
+
+  #runJournal<T>(
+    operation: string,
+    namespace: string,
+    callId: string,
+    body: (redis: Redis & RedisStoreCommands) => Promise<T>,
+  ): Promise<T> {
+    return this.#call(
+      operation,
+      ` call ${quote(callId)} of ${quote(namespace)}`,
+      undefined,
+      [namespace, callId],
+      body,
+    );
+  }
+
+  async #call<T>(
+    operation: string,
+    subject: string,
+    sessionId: string | undefined,
+    keys: (string | undefined)[],
+    body: (redis: Redis & RedisStoreCommands) => Promise<T>,
+  ): Promise<T> {
+    if (this.#closed) {
+      throw new StoreError({ message: `${this.description} is closed`, store: this.description, operation });
+    }
+    for (const key of keys) if (key !== undefined) checkStoreKey(this.description, operation, key);
+    try {
+      return await body(await this.#redis());
+    } catch (error) {
+      if (error instanceof StoreError || error instanceof ConfigurationError) throw error;
+      throw new StoreError({
+        message: `${this.description}: ${operation}${subject} failed: ${this.#reason(error)}`,
+        store: this.description,
+        operation,
+        sessionId,
+        cause: error,
+      });
+    }
+  }
+
+  /** Why a command failed: for "no more retries", the connection error behind it. */
+  #reason(error: unknown): string {
+    const message = errorMessage(error);
+    if ((error as Error)?.name === 'MaxRetriesPerRequestError' && this.#lastError) {
+      return `${this.#lastError.message} (${message})`;
+    }
+    return message;
+  }
+}
+
+/** A key in a message: JSON-quoted, long ones cut. */
+function quote(key: string): string {
+  return JSON.stringify(key.length > 80 ? `${key.slice(0, 80)}…` : key);
+}
+
+/** The URL without its password, for messages. */
+function redact(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new ConfigurationError({ message: `RedisStore: url is not a URL: ${JSON.stringify(url)}` });
+  }
+  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') {
+    throw new ConfigurationError({
+      message: `RedisStore: expected a redis:// or rediss:// url, got ${parsed.protocol}`,
+    });
+  }
+  if (parsed.password) parsed.password = '***';
+  return parsed.toString().replace(/\/$/, '');
+}
