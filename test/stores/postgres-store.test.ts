@@ -126,6 +126,37 @@ describe.runIf('bin' in binaries)('PostgresStore', () => {
     expect(fresh80.acquired && fresh80.state?.memory).toEqual(expected);
   });
 
+  it('an acquire that waited for a commit in flight gets the state with that commit', async () => {
+    const store = open();
+    const ns = fresh('inflight');
+    await store.acquireSession(ns, 's', { owner: 'a', leaseMs: 10_000 });
+    await store.commitTurn(ns, 's', { owner: 'a', version: 0, turn: { append: { memory: [message('1')] } } });
+    // A commit holding the session's row: the acquire below waits for it, then sees its version.
+    const writer = new pg.Client({ connectionString: server.connectionString });
+    await writer.connect();
+    try {
+      await writer.query('BEGIN');
+      await writer.query(`UPDATE lagent_sessions SET version = 2 WHERE namespace = $1 AND session_id = $2`, [
+        ns,
+        's',
+      ]);
+      await writer.query(
+        `INSERT INTO lagent_turns (namespace, session_id, version, turn) VALUES ($1, $2, 2, $3)`,
+        [ns, 's', JSON.stringify({ append: { memory: [message('2')] } })],
+      );
+      const acquiring = store.acquireSession(ns, 's', { owner: 'b', leaseMs: 10_000 });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await writer.query('COMMIT');
+      expect(await acquiring).toEqual({
+        acquired: true,
+        version: 2,
+        state: { memory: [message('1'), message('2')] },
+      });
+    } finally {
+      await writer.end();
+    }
+  });
+
   it('stores keys of any Unicode up to 1,024 characters as they are, and refuses ones PostgreSQL cannot hold', async () => {
     const store = open();
     const ns = `ns '"\\%_ ${'名'.repeat(1000)}`;
