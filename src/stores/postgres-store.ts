@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Pool, QueryResultRow } from 'pg';
+import type { Pool, QueryConfig, QueryResultRow } from 'pg';
 import { ConfigurationError, missingPeer, StoreConflictError, StoreError } from '../schema/errors';
 import { errorMessage } from '../utils/text';
 import { checkLimit, checkStoreKey, checkTtl } from './memory-store';
@@ -326,12 +326,14 @@ export class PostgresStore implements SessionStore {
     try {
       const pool = await this.#open();
       const query: Query = async (name, values) => {
-        const result = await pool.query<QueryResultRow>({
+        // pg reads a per-query `query_timeout` (its types omit it): a caller's pool gets the bound too.
+        const config: QueryConfig & { query_timeout: number } = {
           name: `${this.#names}_${name}`,
           text: this.#statements[name],
           values,
           query_timeout: this.#timeoutMs,
-        } as unknown as string);
+        };
+        const result = await pool.query<QueryResultRow>(config);
         return result.rows;
       };
       return await body(query);

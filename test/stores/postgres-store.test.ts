@@ -203,6 +203,19 @@ describe.runIf('bin' in binaries)('PostgresStore', () => {
     ).toBe(1);
   });
 
+  it('an acquire of a session it cannot read takes no lease', async () => {
+    const store = open();
+    const ns = fresh('unreadable');
+    await store.acquireSession(ns, 's', { owner: 'a', leaseMs: 10_000 });
+    await store.commitTurn(ns, 's', { owner: 'a', version: 0, turn: { append: { memory: [message('1')] } } });
+    await admin.query(`UPDATE lagent_turns SET turn = '{"append": [1]}' WHERE namespace = $1`, [ns]);
+    await expect(store.acquireSession(ns, 's', { owner: 'b', leaseMs: 10_000 })).rejects.toThrow(
+      /session "s" of "unreadable-\d+" cannot be read/,
+    );
+    const { rows } = await admin.query('SELECT lease_owner FROM lagent_sessions WHERE namespace = $1', [ns]);
+    expect(rows).toEqual([{ lease_owner: null }]);
+  });
+
   it('fails fast while the server is down, naming the store, the operation and the session', async () => {
     const store = open();
     const ns = fresh('down');
