@@ -58,7 +58,21 @@ export async function startPostgres(bin: string): Promise<PostgresServer> {
   chownSync(dir, postgresUid, postgresGid);
   const init = await runProcess(
     'runuser',
-    ['-u', 'postgres', '--', join(bin, 'initdb'), '-D', dir, '--auth=trust', '-U', 'postgres', '--no-sync'],
+    [
+      '-u',
+      'postgres',
+      '--',
+      join(bin, 'initdb'),
+      '-D',
+      dir,
+      '--auth=trust',
+      '-U',
+      'postgres',
+      '--no-sync',
+      '-E',
+      'UTF8',
+      '--locale=C',
+    ],
     { env: { ...process.env, LC_ALL: 'C' }, timeoutMs: 60_000 },
   );
   if (init.code !== 0) {
