@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { ConfigurationError, missingPeer, StoreConflictError, StoreError } from '../schema/errors';
 import { errorMessage } from '../utils/text';
 import { checkLimit, checkStoreKey, checkTtl } from './memory-store';
-import { decodeTurn, encodeTurn, foldState } from './redis-codec';
+import { encodeTurn, foldState } from './redis-codec';
 import { decodeKey, encodeKey, RedisStoreKeys } from './redis-keys';
 import { defineStoreCommands, REDIS_SCHEMA, type RedisStoreCommands } from './redis-scripts';
 import type {
