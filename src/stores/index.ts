@@ -2,6 +2,7 @@
 // better-sqlite3, ioredis, pg). MemoryStore and the SessionStore interface are in the root entry.
 
 export { PostgresStore, type PostgresStoreOptions } from './postgres-store';
+export { RedisStore, type RedisStoreOptions } from './redis-store';
 export { SQLiteStore, type SQLiteStoreOptions } from './sqlite-store';
 export type {
   AcquiredSession,
@@ -21,4 +22,3 @@ export type {
   StoreOptions,
   SyncSessionStore,
 } from './types';
-export { RedisStore, type RedisStoreOptions } from './redis-store';
