@@ -11,6 +11,7 @@ import { ConfigurationError, StateDictError } from '../schema/errors';
 import type { SessionId } from '../schema/session';
 import { AGENT_NODE, type AgentNode, discoverChildren, type MemoryNode, renderTree } from './agent-tree';
 import { DefaultAggregator, type SystemInstruction } from './aggregator/default-aggregator';
+import { type MemoryStoreOptions, SESSION_BINDING, SessionBinding } from './lifecycle/persist';
 import { observers } from './observers';
 import {
   type LagentStateDict,
@@ -21,7 +22,10 @@ import {
 } from './state-dict';
 
 /** How an agent gets its per-session memory. */
-export type MemoryConfig = (MemoryOptions & MemoryManagerOptions) | (() => Memory) | null;
+export type MemoryConfig =
+  | (MemoryOptions & MemoryManagerOptions & Partial<MemoryStoreOptions>)
+  | (() => Memory)
+  | null;
 
 /**
  * Options shared by every agent variant: `L` is the kind of model it accepts, `F` what its output parser
@@ -32,7 +36,11 @@ export interface AgentOptions<L, F = unknown, H extends Hook = Hook> {
   llm?: L | undefined;
   /** The system instruction. */
   template?: SystemInstruction | undefined;
-  /** `{ recentN, maxSessions }`, a factory of `Memory`, or `null` for no memory. @default {} */
+  /**
+   * `{ recentN, maxSessions }`, a factory of `Memory`, or `null` for no memory. With `store`, every session's
+   * memories (this agent's and its sub-agents') are kept in that store, a turn at a time: see
+   * {@link MemoryStoreOptions}. Sync agents take sync stores only (`MemoryStore`, `SQLiteStore`). @default {}
+   */
   memory?: MemoryConfig | undefined;
   /**
    * Tools the model may call natively (OpenAI function calling): actions, toolkits, executors or OpenAI
@@ -182,7 +190,9 @@ function createMemoryManager(config: MemoryConfig | undefined): MemoryManager | 
   }
   const { recentN, maxSessions } = config;
   const create = recentN === undefined ? () => new Memory() : () => new Memory({ recentN });
-  return new MemoryManager(create, maxSessions === undefined ? {} : { maxSessions });
+  // With a store, the binding drops sessions (from the whole tree) instead.
+  if (config.store !== undefined || maxSessions === undefined) return new MemoryManager(create);
+  return new MemoryManager(create, { maxSessions });
 }
 
 /**
@@ -204,6 +214,8 @@ export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook>
   readonly #hooks: HookList;
   [EMITTER]: EventEmitter<AgentEvents> | undefined = undefined;
   readonly [LANES] = new SessionLanes();
+  /** The store of `memory: { store }`, and the sessions of it this process holds. */
+  readonly [SESSION_BINDING]: SessionBinding | undefined;
 
   constructor(options: AgentOptions<L, F, H> = {}) {
     if (typeof options !== 'object' || options === null || Array.isArray(options)) {
@@ -220,6 +232,11 @@ export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook>
     this.name = options.name ?? new.target.name;
     this.description = options.description;
     this.#hooks = new HookList(options.hooks);
+    const memory = options.memory;
+    this[SESSION_BINDING] =
+      memory !== null && typeof memory === 'object' && memory.store !== undefined
+        ? new SessionBinding(this as AgentBase, memory as MemoryStoreOptions)
+        : undefined;
   }
 
   /** The registered hooks, in the order they run. */

@@ -12,6 +12,7 @@ import {
   type ForwardResult,
 } from './agent-base';
 import { agentCallSteps, chatSpan, endChatSpan, MODEL_TURN, registerPlainForward } from './lifecycle';
+import { checkSyncStore } from './lifecycle/persist';
 
 /**
  * A synchronous agent: `call()` returns the reply directly. Takes only a sync {@link BaseLLM} and sync
@@ -27,6 +28,7 @@ import { agentCallSteps, chatSpan, endChatSpan, MODEL_TURN, registerPlainForward
 export class Agent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook> {
   constructor(options: AgentOptions<BaseLLM, F, SyncHook> = {}) {
     super(options);
+    checkSyncStore(this);
   }
 
   /** Runs hooks, memory and `forward` for one turn and returns the reply (a copy the caller owns). */

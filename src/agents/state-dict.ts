@@ -136,6 +136,6 @@ export function loadStateDict(
 }
 
 /** A dotted state-dict path in Python's naming: each camelCase segment in snake_case (`selectAgent` -> `select_agent`). */
-function snakePath(path: string): string {
+export function snakePath(path: string): string {
   return path.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase();
 }

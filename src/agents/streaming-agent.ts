@@ -28,6 +28,7 @@ import {
   requireLLM,
   STREAM_LEFT,
 } from './lifecycle';
+import { checkSyncStore } from './lifecycle/persist';
 
 /**
  * A synchronous streaming agent: `call()` returns a generator of `STREAM_ING` chunks with cumulative
@@ -42,6 +43,7 @@ import {
 export class StreamingAgent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook> {
   constructor(options: AgentOptions<BaseLLM, F, SyncHook> = {}) {
     super(options);
+    checkSyncStore(this);
   }
 
   call(

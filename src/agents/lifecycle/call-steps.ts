@@ -5,6 +5,7 @@ import type { AgentMessage, MessageInput } from '../../schema/agent-message';
 import { ConfigurationError } from '../../schema/errors';
 import type { SessionId, SessionKey } from '../../schema/session';
 import type { AgentBase } from '../agent-base';
+import { bindingFor, type SessionHold } from './persist';
 import { needsDriving, Turn } from './turn';
 
 /**
@@ -14,6 +15,9 @@ import { needsDriving, Turn } from './turn';
  * 2. inputs become copies -> `beforeAgent` hooks -> inputs to memory;
  * 3. `forward`, inside a call frame: calls made in it inherit this call's signal and report their turns;
  * 4. the reply to memory -> a copy of it -> `afterAgent` hooks -> returned.
+ *
+ * With a store (`memory: { store }`), the outermost such call also takes its session's lease and loads it
+ * before step 2, and commits the turn before returning (see `persist.ts`).
  *
  * If anything fails (or a stream is abandoned), the call takes back exactly its own messages and every
  * turn its sub-calls stored; nothing else in any memory moves.
@@ -26,7 +30,10 @@ export function* agentCallSteps(
   const turn = new Turn(agent, options);
   const pending = turn.acquire();
   if (pending !== undefined) yield* waitForLane(agent, pending, turn.sessionKey);
+  let hold: SessionHold | undefined;
   try {
+    const binding = bindingFor(agent, turn.parent);
+    if (binding !== undefined) hold = yield* binding.begin(agent, turn.sessionKey, turn.options.sessionId);
     turn.begin();
     let messages = turn.inputsOf(input);
     if (agent.hooks.length > 0) messages = yield* beforeAgentSteps(agent, messages, turn.options.sessionId);
@@ -35,11 +42,13 @@ export function* agentCallSteps(
     if (needsDriving(output)) output = yield output;
     let reply = turn.reply(output);
     if (agent.hooks.length > 0) reply = yield* afterAgentSteps(agent, reply, turn.options.sessionId);
+    if (hold !== undefined) yield* hold.binding.commit(agent, hold);
     return turn.succeed(reply);
   } catch (error) {
     turn.fail(error);
     throw error;
   } finally {
+    if (hold !== undefined) hold.binding.release(hold);
     turn.close();
   }
 }

@@ -4,6 +4,7 @@ import { isThenable } from '../../utils/is';
 import type { AgentBase } from '../agent-base';
 import { type Forwarding, plainForwardOf } from './builtin-forward';
 import { agentCallSteps } from './call-steps';
+import { SESSION_BINDING } from './persist';
 import { Turn } from './turn';
 
 /**
@@ -26,7 +27,13 @@ export function callAsync(
   options: Record<string, unknown> | undefined,
 ): Promise<AgentMessage> {
   const parts = plainForwardOf((agent as unknown as Forwarding).forward);
-  if (parts === undefined || parts === null || agent.hooks.length > 0 || !DIRECT_RUN.enabled) {
+  if (
+    parts === undefined ||
+    parts === null ||
+    agent.hooks.length > 0 ||
+    !DIRECT_RUN.enabled ||
+    agent[SESSION_BINDING] !== undefined
+  ) {
     return driveAsync(agentCallSteps(agent, input, options));
   }
   let turn: Turn;
