@@ -140,6 +140,7 @@ export {
   StreamingFunctionCallingAgent,
   StreamingSequential,
 } from './agents/index';
+export type { MemoryStoreOptions } from './agents/lifecycle/persist';
 export type { InternLMActionProcessorOptions } from './hooks/action-preprocessor';
 export { ActionPreprocessor, actionReturnText, InternLMActionProcessor } from './hooks/action-preprocessor';
 export type {
@@ -230,26 +231,6 @@ export {
 } from './prompts/index';
 export type { OutputParser } from './prompts/output-parser';
 export { SyncBridgeError } from './schema/errors';
-export { MemoryStore } from './stores/memory-store';
-export type {
-  AcquiredSession,
-  AcquireOptions,
-  BusySession,
-  CommitOptions,
-  JournalEntry,
-  ListOptions,
-  MaybePromise,
-  SessionInfo,
-  SessionPage,
-  SessionStore,
-  SessionTurn,
-  StoredJournal,
-  StoredSession,
-  StoredState,
-  StoreOptions,
-  SyncSessionStore,
-} from './stores/types';
-export { applyTurn } from './stores/types';
 export type {
   ActionResultItem,
   ActionReturnInit,
@@ -291,5 +272,25 @@ export {
   toolCallsOf,
   ValidationError,
 } from './schema/index';
+export { MemoryStore } from './stores/memory-store';
+export type {
+  AcquiredSession,
+  AcquireOptions,
+  BusySession,
+  CommitOptions,
+  JournalEntry,
+  ListOptions,
+  MaybePromise,
+  SessionInfo,
+  SessionPage,
+  SessionStore,
+  SessionTurn,
+  StoredJournal,
+  StoredSession,
+  StoredState,
+  StoreOptions,
+  SyncSessionStore,
+} from './stores/types';
+export { applyTurn } from './stores/types';
 export type { SyncBridgeCallOptions, SyncBridgeOptions, SyncBridgeTarget } from './utils/sync-bridge';
 export { SyncBridge } from './utils/sync-bridge';

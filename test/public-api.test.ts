@@ -16,6 +16,7 @@ const ENTRIES = [
   'distributed/http/index',
   'distributed/queue/index',
   'mcp/index',
+  'stores/index',
 ];
 const LIST = join(root, 'test', 'public-api.txt');
 

@@ -11,7 +11,12 @@ import { ConfigurationError, StateDictError } from '../schema/errors';
 import type { SessionId } from '../schema/session';
 import { AGENT_NODE, type AgentNode, discoverChildren, type MemoryNode, renderTree } from './agent-tree';
 import { DefaultAggregator, type SystemInstruction } from './aggregator/default-aggregator';
-import { type MemoryStoreOptions, SESSION_BINDING, SessionBinding } from './lifecycle/persist';
+import {
+  checkSyncStore,
+  type MemoryStoreOptions,
+  SESSION_BINDING,
+  SessionBinding,
+} from './lifecycle/persist';
 import { observers } from './observers';
 import {
   type LagentStateDict,
@@ -215,7 +220,7 @@ export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook>
   [EMITTER]: EventEmitter<AgentEvents> | undefined = undefined;
   readonly [LANES] = new SessionLanes();
   /** The store of `memory: { store }`, and the sessions of it this process holds. */
-  readonly [SESSION_BINDING]: SessionBinding | undefined;
+  [SESSION_BINDING]: SessionBinding | undefined;
 
   constructor(options: AgentOptions<L, F, H> = {}) {
     if (typeof options !== 'object' || options === null || Array.isArray(options)) {
@@ -237,6 +242,7 @@ export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook>
       memory !== null && typeof memory === 'object' && memory.store !== undefined
         ? new SessionBinding(this as AgentBase, memory as MemoryStoreOptions)
         : undefined;
+    checkSyncStore(this as AgentBase);
   }
 
   /** The registered hooks, in the order they run. */

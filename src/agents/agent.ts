@@ -12,7 +12,7 @@ import {
   type ForwardResult,
 } from './agent-base';
 import { agentCallSteps, chatSpan, endChatSpan, MODEL_TURN, registerPlainForward } from './lifecycle';
-import { checkSyncStore } from './lifecycle/persist';
+import { SYNC_AGENT } from './lifecycle/persist';
 
 /**
  * A synchronous agent: `call()` returns the reply directly. Takes only a sync {@link BaseLLM} and sync
@@ -28,7 +28,6 @@ import { checkSyncStore } from './lifecycle/persist';
 export class Agent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook> {
   constructor(options: AgentOptions<BaseLLM, F, SyncHook> = {}) {
     super(options);
-    checkSyncStore(this);
   }
 
   /** Runs hooks, memory and `forward` for one turn and returns the reply (a copy the caller owns). */
@@ -58,5 +57,7 @@ export class Agent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook> {
 // agentCallSteps).
 registerPlainForward(Agent.prototype.forward, MODEL_TURN);
 
+// Its calls cannot wait for a promise (an async store is refused).
+(Agent.prototype as unknown as Record<symbol, boolean>)[SYNC_AGENT] = true;
 // An app may make an agent per request: see keepShape.
 keepShape(new Agent());

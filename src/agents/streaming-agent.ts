@@ -28,7 +28,7 @@ import {
   requireLLM,
   STREAM_LEFT,
 } from './lifecycle';
-import { checkSyncStore } from './lifecycle/persist';
+import { SYNC_AGENT } from './lifecycle/persist';
 
 /**
  * A synchronous streaming agent: `call()` returns a generator of `STREAM_ING` chunks with cumulative
@@ -43,7 +43,6 @@ import { checkSyncStore } from './lifecycle/persist';
 export class StreamingAgent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook> {
   constructor(options: AgentOptions<BaseLLM, F, SyncHook> = {}) {
     super(options);
-    checkSyncStore(this);
   }
 
   call(
@@ -93,3 +92,6 @@ export class StreamingAgent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook>
 
 // Its built-in forward makes no sub-calls, so calls run it without a call frame (see agentCallSteps).
 registerPlainForward(StreamingAgent.prototype.forward);
+
+// Its calls cannot wait for a promise (an async store is refused).
+(StreamingAgent.prototype as unknown as Record<symbol, boolean>)[SYNC_AGENT] = true;

@@ -63,7 +63,13 @@ function withAgentOptions(command: Command): Command {
       `comma-separated tools for a function-calling agent: ${Object.keys(TOOLS).join(', ')}`,
     )
     .option('-s, --system <prompt>', 'system prompt of the built-in agent')
-    .option('--max-turn <n>', 'model turns per call with --tools (default 10)', integer('--max-turn', 1));
+    .option('--max-turn <n>', 'model turns per call with --tools (default 10)', integer('--max-turn', 1))
+    .addOption(
+      new Option(
+        '--store <url>',
+        'keep sessions in a store: sqlite:./sessions.db, redis://..., postgres://... (chat, serve, batch)',
+      ).env('LAGENT_STORE'),
+    );
 }
 
 /** The agent flags of a parsed command. */
@@ -96,9 +102,16 @@ async function withAgent(
   body: (loaded: LoadedAgent) => Promise<void>,
 ): Promise<void> {
   const context: AgentFactoryContext = { command: name, streaming };
+  const storeUrl = command.opts<{ store?: string }>().store || undefined;
+  if (storeUrl !== undefined && name === 'worker') {
+    throw new CliError(
+      "--store is for chat, serve and batch: a worker keeps its sessions in the queue's Redis",
+    );
+  }
   let loaded: LoadedAgent;
   try {
     loaded = await loadAgent(agentFlags(command), context);
+    if (storeUrl !== undefined) loaded = await withStore(loaded, storeUrl);
   } catch (error) {
     if (error instanceof LagentError) throw new CliError(error.message, { cause: error });
     throw error;
@@ -108,6 +121,37 @@ async function withAgent(
   } finally {
     await loaded.close();
   }
+}
+
+/** The loaded agent keeping its sessions in the store `url` names; the command's end closes the store. */
+async function withStore(loaded: LoadedAgent, url: string): Promise<LoadedAgent> {
+  const [{ openStore }, { attachStore }, { AgentBase }] = await Promise.all([
+    import('../stores/open-store'),
+    import('../agents/lifecycle/persist'),
+    import('../agents/agent-base'),
+  ]);
+  if (!(loaded.agent instanceof AgentBase)) {
+    await loaded.close();
+    throw new CliError('--store needs an agent of lagent-ts (AgentBase)');
+  }
+  let store: Awaited<ReturnType<typeof openStore>>;
+  try {
+    store = await openStore(url);
+    attachStore(loaded.agent, { store });
+  } catch (error) {
+    await loaded.close();
+    throw error;
+  }
+  return {
+    agent: loaded.agent,
+    close: async () => {
+      try {
+        await loaded.close();
+      } finally {
+        await store.close();
+      }
+    },
+  };
 }
 
 function sessionId(value: string): SessionId {
@@ -134,6 +178,7 @@ Examples:
   lagent chat --base-url http://127.0.0.1:8000/v1 --model qwen2.5   a local OpenAI-compatible server
   lagent serve --agent ./my-agent.js --port 8090 --token secret
   lagent serve --config agent.json                 an agent described in JSON
+  lagent serve --agent ./my-agent.js --store sqlite:./sessions.db   sessions kept across restarts
   lagent worker --agent ./my-agent.js --redis redis://127.0.0.1:6379 --concurrency 4
   lagent batch questions.jsonl -o answers.jsonl --concurrency 8
   NODE_OPTIONS='--import tsx' lagent chat --agent ./my-agent.ts   a TypeScript agent module

@@ -1,6 +1,7 @@
 // lagent-ts/stores: session stores on SQLite, Redis and PostgreSQL (each needs its driver installed:
 // better-sqlite3, ioredis, pg). MemoryStore and the SessionStore interface are in the root entry.
 
+export { openStore } from './open-store';
 export { PostgresStore, type PostgresStoreOptions } from './postgres-store';
 export { RedisStore, type RedisStoreOptions } from './redis-store';
 export { SQLiteStore, type SQLiteStoreOptions } from './sqlite-store';

@@ -41,6 +41,7 @@ export const SQLITE_SCHEMA_VERSION = 1;
 export interface SqliteTables {
   meta: string;
   sessions: string;
+  bases: string;
   turns: string;
   journals: string;
   entries: string;
@@ -50,6 +51,7 @@ export function sqliteTables(prefix: string): SqliteTables {
   return {
     meta: `"${prefix}meta"`,
     sessions: `"${prefix}sessions"`,
+    bases: `"${prefix}bases"`,
     turns: `"${prefix}turns"`,
     journals: `"${prefix}journals"`,
     entries: `"${prefix}journal_entries"`,
@@ -59,7 +61,8 @@ export function sqliteTables(prefix: string): SqliteTables {
 /** Migration `i` takes the schema from version `i` to `i + 1`. Append only: never edit a shipped one. */
 const MIGRATIONS: ((db: SqliteDatabase, t: SqliteTables, prefix: string) => void)[] = [
   (db, t, prefix) => {
-    // A session: its version, expiry, lease, and a base state (at base_version) the turns after it fold onto.
+    // A session: its version, expiry and lease (a small row, rewritten by every lease and commit), and the
+    // version of its base state, which the turns after it fold onto.
     db.exec(`CREATE TABLE ${t.sessions} (
       namespace BLOB NOT NULL,
       session_id BLOB NOT NULL,
@@ -69,12 +72,19 @@ const MIGRATIONS: ((db: SqliteDatabase, t: SqliteTables, prefix: string) => void
       lease_owner TEXT,
       lease_until INTEGER NOT NULL,
       base_version INTEGER NOT NULL,
-      base TEXT NOT NULL,
       PRIMARY KEY (namespace, session_id)
     ) WITHOUT ROWID`);
     db.exec(
       `CREATE INDEX "${prefix}sessions_expiry" ON ${t.sessions} (expires_at) WHERE expires_at IS NOT NULL`,
     );
+    // The base state (JSON), in a table of its own: rewritten only when turns are folded into it. None for
+    // a session whose base is empty (version 0).
+    db.exec(`CREATE TABLE ${t.bases} (
+      namespace BLOB NOT NULL,
+      session_id BLOB NOT NULL,
+      state TEXT NOT NULL,
+      PRIMARY KEY (namespace, session_id)
+    )`);
     // The turns committed since the base, each the JSON of its SessionTurn.
     db.exec(`CREATE TABLE ${t.turns} (
       namespace BLOB NOT NULL,

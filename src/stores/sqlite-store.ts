@@ -410,7 +410,8 @@ export class SQLiteStore implements SyncSessionStore {
       const before = this.#state(ns, id, row, namespace, sessionId, 'commitTurn');
       const state = applyTurn(before, JSON.parse(turn) as SessionTurn);
       this.#sql.deleteTurns.run(ns, id);
-      this.#sql.rebase.run(version, JSON.stringify(state), ns, id);
+      this.#sql.rebase.run(version, ns, id);
+      this.#sql.writeBase.run(ns, id, JSON.stringify(state));
     } else {
       this.#sql.insertTurn.run(ns, id, version, turn);
     }
@@ -444,9 +445,22 @@ export class SQLiteStore implements SyncSessionStore {
     sessionId: string,
     operation: string,
   ): StoredState {
-    const base = this.#sql.base.get(ns, id) as { base: string };
-    let state = this.#parse(base.base, operation, namespace, sessionId, 'state');
-    if (!isState(state)) throw this.#unreadable(operation, namespace, sessionId, 'its state is not a state');
+    let state: unknown = {};
+    if (row.base_version > 0) {
+      const base = this.#sql.base.get(ns, id) as { state: string } | undefined;
+      if (base === undefined) {
+        throw this.#unreadable(
+          operation,
+          namespace,
+          sessionId,
+          `its base state (version ${row.base_version}) is missing`,
+        );
+      }
+      state = this.#parse(base.state, operation, namespace, sessionId, 'base state');
+      if (!isState(state)) {
+        throw this.#unreadable(operation, namespace, sessionId, 'its base state is not a map of memories');
+      }
+    }
     const turns = this.#sql.turns.all(ns, id, row.base_version) as { version: number; turn: string }[];
     if (turns.length !== row.version - row.base_version) {
       throw this.#unreadable(
@@ -490,6 +504,7 @@ export class SQLiteStore implements SyncSessionStore {
   /** Deletes a session, its turns and its journals. Inside the caller's write transaction. */
   #deleteSession(ns: Uint8Array, id: Uint8Array): void {
     this.#sql.deleteSession.run(ns, id);
+    this.#sql.deleteBase.run(ns, id);
     this.#sql.deleteTurns.run(ns, id);
     this.#sql.deleteSessionEntries.run(ns, id);
     this.#sql.deleteSessionJournals.run(ns, id);
@@ -557,11 +572,11 @@ function prepare(db: SqliteDatabase, prefix: string) {
     session: q(
       `SELECT version, updated_at, expires_at, lease_owner, lease_until, base_version FROM ${t.sessions} WHERE ${where}`,
     ),
-    base: q(`SELECT base FROM ${t.sessions} WHERE ${where}`),
+    base: q(`SELECT state FROM ${t.bases} WHERE ${where}`),
     turns: q(`SELECT version, turn FROM ${t.turns} WHERE ${where} AND version > ? ORDER BY version`),
     insertPlaceholder: q(
-      `INSERT INTO ${t.sessions} (namespace, session_id, version, updated_at, expires_at, lease_owner, lease_until, base_version, base)
-       VALUES (?, ?, 0, ?, NULL, ?, ?, 0, '{}')`,
+      `INSERT INTO ${t.sessions} (namespace, session_id, version, updated_at, expires_at, lease_owner, lease_until, base_version)
+       VALUES (?, ?, 0, ?, NULL, ?, ?, 0)`,
     ),
     lease: q(`UPDATE ${t.sessions} SET lease_owner = ?, lease_until = ? WHERE ${where}`),
     renew: q(
@@ -574,7 +589,12 @@ function prepare(db: SqliteDatabase, prefix: string) {
     dropPlaceholder: q(`DELETE FROM ${t.sessions} WHERE ${where} AND lease_owner = ? AND version = 0`),
     insertTurn: q(`INSERT INTO ${t.turns} (namespace, session_id, version, turn) VALUES (?, ?, ?, ?)`),
     deleteTurns: q(`DELETE FROM ${t.turns} WHERE ${where}`),
-    rebase: q(`UPDATE ${t.sessions} SET base_version = ?, base = ? WHERE ${where}`),
+    rebase: q(`UPDATE ${t.sessions} SET base_version = ? WHERE ${where}`),
+    writeBase: q(
+      `INSERT INTO ${t.bases} (namespace, session_id, state) VALUES (?, ?, ?)
+       ON CONFLICT (namespace, session_id) DO UPDATE SET state = excluded.state`,
+    ),
+    deleteBase: q(`DELETE FROM ${t.bases} WHERE ${where}`),
     committed: q(`UPDATE ${t.sessions} SET version = ?, updated_at = ?, expires_at = ? WHERE ${where}`),
     committedReleased: q(
       `UPDATE ${t.sessions} SET version = ?, updated_at = ?, expires_at = ?, lease_owner = NULL, lease_until = 0 WHERE ${where}`,

@@ -20,8 +20,12 @@ describeStoreContract('SQLiteStore', () => ({
     const raw = new Database(contractFile);
     try {
       const keys = [sqliteKey(namespace), sqliteKey(sessionId)];
-      raw.prepare('UPDATE lagent_sessions SET base = ? WHERE namespace = ? AND session_id = ?').run('{"mem', ...keys);
-      raw.prepare('UPDATE lagent_turns SET turn = ? WHERE namespace = ? AND session_id = ?').run('garbage', ...keys);
+      raw
+        .prepare('UPDATE lagent_bases SET state = ? WHERE namespace = ? AND session_id = ?')
+        .run('{"mem', ...keys);
+      raw
+        .prepare('UPDATE lagent_turns SET turn = ? WHERE namespace = ? AND session_id = ?')
+        .run('garbage', ...keys);
     } finally {
       raw.close();
     }

@@ -5,8 +5,8 @@ import type { Memory } from '../../memory/memory';
 import type { MemoryManager } from '../../memory/memory-manager';
 import { AgentMessage, type AgentMessageJSON, type LagentMessageJSON } from '../../schema/agent-message';
 import { ConfigurationError, StoreError } from '../../schema/errors';
-import type { SessionId, SessionKey } from '../../schema/session';
-import type { SessionStore, SessionTurn, StoredState } from '../../stores/types';
+import { type SessionId, type SessionKey, sessionKey } from '../../schema/session';
+import type { MaybePromise, SessionStore, SessionTurn, StoredSession, StoredState } from '../../stores/types';
 import { isThenable } from '../../utils/is';
 import { errorMessage } from '../../utils/text';
 import type { AgentBase } from '../agent-base';
@@ -185,6 +185,28 @@ export class SessionBinding {
     return this.#sessions.size;
   }
 
+  /**
+   * The tree's memories of a session as the store has them (every committed turn), in Lagent's state-dict
+   * shape; memories the store has nothing for are empty.
+   */
+  storedState(agent: AgentBase, sessionId: SessionId): MaybePromise<Record<string, LagentMessageJSON[]>> {
+    const withTree = (session: StoredSession | undefined) => {
+      const dict: Record<string, LagentMessageJSON[]> = {};
+      for (const [key] of memoriesOf(agent)) dict[key] = session?.state[key] ?? [];
+      return dict;
+    };
+    let read: MaybePromise<StoredSession | undefined>;
+    try {
+      read = this.store.readSession(this.namespace, String(sessionKey(sessionId)));
+    } catch (error) {
+      throw asStoreError(this.store, 'readSession', String(sessionId), error);
+    }
+    if (!isThenable(read)) return withTree(read);
+    return (read as Promise<StoredSession | undefined>).then(withTree, (error: unknown) => {
+      throw asStoreError(this.store, 'readSession', String(sessionId), error);
+    });
+  }
+
   /** A store method's result as a step; failures other than StoreErrors become StoreErrors naming the call. */
   *#call<T>(operation: string, sessionId: string, run: () => T | Promise<T>): Steps<T> {
     let result: T | Promise<T>;
@@ -236,6 +258,32 @@ export class SessionBinding {
 
 /** The store binding of an agent with `memory: { store }`, where calls find it. */
 export const SESSION_BINDING: unique symbol = Symbol('lagent-ts.sessionBinding');
+
+/** The binding of an agent, if it keeps its sessions in a store. */
+export function sessionBindingOf(agent: object): SessionBinding | undefined {
+  return (agent as { [SESSION_BINDING]?: SessionBinding })[SESSION_BINDING];
+}
+
+/**
+ * Gives an agent built without one a store for its sessions, as `memory: { store }` would have (for servers
+ * and the command line, which get agents already built). Before its first call only.
+ */
+export function attachStore(agent: AgentBase, options: MemoryStoreOptions): SessionBinding {
+  if (sessionBindingOf(agent) !== undefined) {
+    throw new ConfigurationError({
+      message: `${agent.name} already keeps its sessions in ${sessionBindingOf(agent)!.store.description}`,
+    });
+  }
+  if (agent.memory === null) {
+    throw new ConfigurationError({
+      message: `${agent.name} has no memory (memory: null) to keep in a store`,
+    });
+  }
+  const binding = new SessionBinding(agent, options);
+  (agent as { [SESSION_BINDING]?: SessionBinding })[SESSION_BINDING] = binding;
+  checkSyncStore(agent);
+  return binding;
+}
 
 /** The binding whose store persists a call of `agent`: its own, unless a call of an agent with one encloses it. */
 export function bindingFor(agent: AgentBase, parent: CallFrame | undefined): SessionBinding | undefined {
@@ -373,10 +421,17 @@ function positiveInteger(name: string, value: number | undefined, fallback: numb
   return value;
 }
 
+/** Marks the sync agent classes (on their prototypes): their calls cannot wait for a promise. */
+export const SYNC_AGENT: unique symbol = Symbol('lagent-ts.syncAgent');
+
 /** Throws for a sync agent given an async store: its calls could not wait for the store. */
 export function checkSyncStore(agent: AgentBase): void {
   const store = (agent as { [SESSION_BINDING]?: SessionBinding })[SESSION_BINDING]?.store;
-  if (store !== undefined && !store.synchronous) {
+  if (
+    store !== undefined &&
+    !store.synchronous &&
+    (agent as { [SYNC_AGENT]?: boolean })[SYNC_AGENT] === true
+  ) {
     throw new ConfigurationError({
       message: `${agent.name}: ${store.description} is asynchronous, and a synchronous agent cannot wait for it: use an Async* agent, or a synchronous store (MemoryStore, SQLiteStore)`,
     });

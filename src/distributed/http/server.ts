@@ -1,14 +1,16 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AgentBase } from '../../agents/agent-base';
+import { AgentBase } from '../../agents/agent-base';
 import { finalReply } from '../../agents/final-reply';
+import { attachStore, type MemoryStoreOptions, sessionBindingOf } from '../../agents/lifecycle/persist';
 import type { LagentStateDict } from '../../agents/state-dict';
 import { bearerMatches, type Refusal, RequestGuard } from '../../core/request-guard';
 import { AgentMessage, type MessageInput } from '../../schema/agent-message';
 import { ConfigurationError, LagentError, missingPeer, ValidationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { AgentStatusCode } from '../../schema/status';
+import type { SessionStore } from '../../stores/types';
 import { isAsyncIterator, isIterator, isThenable } from '../../utils/is';
 import { registerSameThreadServer } from '../../utils/sync-bridge-same-thread';
 import { errorMessage } from '../../utils/text';
@@ -72,6 +74,14 @@ export interface HTTPAgentServerOptions {
    * @default false
    */
   exposeErrors?: boolean | undefined;
+  /**
+   * Keep every session in this store (`SQLiteStore`, `RedisStore`, `PostgresStore`, ...), as the agent's
+   * `memory: { store }` would: each call's turn is committed before it is answered, a server killed and
+   * started again answers `GET /memory/{id}` with every committed turn, and several servers may share the
+   * store. Give options (`{ store, namespace, leaseMs, maxSessions }`) to choose more than the store. An
+   * agent built with `memory: { store }` needs none.
+   */
+  store?: SessionStore | MemoryStoreOptions | undefined;
   /** Told about every agent call that failed (the answer was a 500 or an SSE `error` event). @default writes one line to stderr */
   onError?:
     | ((error: unknown, context: { route: string; sessionId: SessionId | undefined }) => void)
@@ -203,6 +213,13 @@ export class HTTPAgentServer {
     }
     if (options.token !== undefined && (typeof options.token !== 'string' || options.token.length === 0)) {
       throw new ConfigurationError({ message: 'HTTPAgentServer: token must be a non-empty string' });
+    }
+    if (options.store !== undefined) {
+      if (!(agent instanceof AgentBase)) {
+        throw new ConfigurationError({ message: 'HTTPAgentServer: store needs an agent of lagent-ts' });
+      }
+      const store = options.store;
+      attachStore(agent, 'acquireSession' in store ? { store } : store);
     }
     this.agent = agent;
     this.host = options.host ?? '127.0.0.1';
@@ -436,15 +453,27 @@ export class HTTPAgentServer {
         badRequest(reply, error);
         return;
       }
-      let dict: LagentStateDict;
+      let dict: LagentStateDict | Promise<LagentStateDict>;
+      const binding = sessionBindingOf(this.agent);
       try {
-        dict = this.agent.stateDict(sessionId, { format: 'lagent' });
+        // A stored session is read from the store: what was committed, whichever process committed it.
+        dict =
+          binding !== undefined
+            ? binding.storedState(this.agent as unknown as AgentBase, sessionId)
+            : this.agent.stateDict(sessionId, { format: 'lagent' });
       } catch (error) {
         this.#onError(error, { route: '/memory', sessionId });
         this.#fail(reply, error);
         return;
       }
-      reply.type(JSON_TYPE).send(JSON.stringify(dict));
+      Promise.resolve(dict).then(
+        (value) => reply.type(JSON_TYPE).send(JSON.stringify(value)),
+        (error: unknown) => {
+          this.#onError(error, { route: '/memory', sessionId });
+          this.#fail(reply, error);
+        },
+      );
+      return reply;
     });
 
     app.post('/chat_completion', (request, reply) => this.#chat(request, reply));

@@ -1,0 +1,70 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { FIXTURES, type RunningCli, runCli, startCli } from './helpers';
+
+/**
+ * `lagent serve --store sqlite:FILE`: a server killed with SIGKILL and started again answers every committed
+ * turn, and goes on from them.
+ */
+
+const AGENT = `${FIXTURES}echo-agent.ts`;
+const dir = mkdtempSync(join(tmpdir(), 'lagent-serve-store-'));
+const running: RunningCli[] = [];
+
+afterAll(async () => {
+  for (const cli of running) await cli.stop('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function serve(store: string): Promise<{ cli: RunningCli; url: string }> {
+  const cli = await startCli(
+    ['serve', '--agent', AGENT, '--port', '0', '--store', store],
+    /listening on http:/,
+  );
+  running.push(cli);
+  return { cli, url: /(http:\/\/\S+)/.exec(cli.line)![1]! };
+}
+
+async function chat(url: string, message: string, sessionId: number): Promise<string> {
+  const response = await fetch(`${url}/chat_completion`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ message: [message], session_id: sessionId }),
+  });
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { content: string }).content;
+}
+
+describe('lagent serve --store', () => {
+  it('keeps every committed turn across a SIGKILL and a restart', async () => {
+    const store = `sqlite:${join(dir, 'sessions.db')}`;
+    const first = await serve(store);
+    expect(await chat(first.url, 'one', 7)).toBe('echo:one#1');
+    expect(await chat(first.url, 'two', 7)).toBe('echo:two#3');
+    expect(await chat(first.url, 'other', 8)).toBe('echo:other#1');
+    expect(await first.cli.stop('SIGKILL')).not.toBe(0);
+
+    const second = await serve(store);
+    const memory = (await (await fetch(`${second.url}/memory/7`)).json()) as {
+      memory: { content: string; sender: string }[];
+    };
+    expect(memory.memory.map((m) => m.content)).toEqual(['one', 'echo:one#1', 'two', 'echo:two#3']);
+    // The restarted server goes on from the stored history: its model sees the four messages and the new one.
+    expect(await chat(second.url, 'three', 7)).toBe('echo:three#5');
+    expect(await chat(second.url, 'again', 8)).toBe('echo:again#3');
+    expect(await second.cli.stop('SIGTERM')).toBe(0);
+  });
+
+  it('says what is wrong with a store URL, and refuses --store for a worker', async () => {
+    const unknown = await runCli(['serve', '--agent', AGENT, '--store', 'mysql://x']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(
+      /^lagent: unknown store "mysql:\/\/x": use sqlite:FILE, redis:\/\/\.\.\., postgres:\/\/\.\.\. or memory:/,
+    );
+    const worker = await runCli(['worker', '--agent', AGENT, '--store', 'memory:']);
+    expect(worker.code).toBe(1);
+    expect(worker.stderr).toMatch(/--store is for chat, serve and batch/);
+  });
+});
