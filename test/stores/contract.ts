@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AsyncAgent } from '../../src/agents/async-agent';
 import { ActionReturn } from '../../src/schema/action-return';
 import { AgentMessage, type LagentMessageJSON } from '../../src/schema/agent-message';
 import { StoreConflictError, StoreError } from '../../src/schema/errors';
 import type { SessionStore, StoredState } from '../../src/stores/types';
+import { AsyncMockLLM } from '../../src/testing/index';
 
 /*
  * The contract every store keeps, run against each of them (tests/stores/*.test.ts) with the real service
@@ -347,5 +349,59 @@ export function describeStoreContract(name: string, harness: () => StoreHarness)
       await run(closing.close());
       await expect(attempt(() => closing.readSession('ns', 's'))).rejects.toBeInstanceOf(StoreError);
     });
+
+    it('an agent on it: committed turns only; a failed call leaves the store exactly as before', async () => {
+      const namespace = fresh('agent');
+      let fail = false;
+      const agent = new AsyncAgent({
+        llm: new AsyncMockLLM({
+          responses: (messages) => {
+            if (fail) throw new Error('model down');
+            return `reply to ${String(messages.at(-1)?.content)}`;
+          },
+        }),
+        memory: { store, namespace },
+      });
+      await agent.call('数学 🚀', { sessionId: 'a' });
+      const before = await run(other.readSession(namespace, 'a'));
+      fail = true;
+      await expect(agent.call('lost', { sessionId: 'a' })).rejects.toThrow('model down');
+      expect(await run(other.readSession(namespace, 'a'))).toEqual(before);
+      fail = false;
+      // Another agent on the other store (another process) continues the session.
+      const next = new AsyncAgent({
+        llm: new AsyncMockLLM({ responses: (messages) => `saw ${messages.length}` }),
+        memory: { store: other, namespace },
+      });
+      expect((await next.call('next', { sessionId: 'a' })).content).toBe('saw 3');
+      const after = await run(store.readSession(namespace, 'a'));
+      expect(after?.version).toBe(2);
+      expect(after?.state.memory?.map((m) => m.content)).toEqual([
+        '数学 🚀',
+        'reply to 数学 🚀',
+        'next',
+        'saw 3',
+      ]);
+    });
+
+    it('an agent whose store server stops mid-call fails with a StoreError and writes nothing', async () => {
+      if (!h.stopServer || !h.restartServer) return;
+      const namespace = fresh('agent-down');
+      const agent = new AsyncAgent({
+        llm: new AsyncMockLLM({ responses: ['answer'], latencyMs: 400 }),
+        memory: { store, namespace },
+      });
+      const call = agent.call('question', { sessionId: 's' });
+      // The model is answering: the server goes away before the turn is committed.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await h.stopServer();
+      try {
+        await expect(call).rejects.toBeInstanceOf(StoreError);
+        expect(agent.stateDict('s').memory).toEqual([]);
+      } finally {
+        await h.restartServer();
+      }
+      expect(await run(store.readSession(namespace, 's'))).toBeUndefined();
+    }, 60_000);
   });
 }
