@@ -36,6 +36,12 @@ export type SQLiteStoreOptions = StoreOptions & {
    * @default 'lagent_'
    */
   tablePrefix?: string | undefined;
+  /**
+   * How long a call waits for another connection's write transaction before failing with a `StoreError`, in
+   * ms (a database the caller passes keeps its own setting).
+   * @default 5000
+   */
+  busyTimeoutMs?: number | undefined;
 } & (
     | {
         /** The database file (created when missing), or `':memory:'`. */
@@ -52,8 +58,6 @@ export type SQLiteStoreOptions = StoreOptions & {
       }
   );
 
-/** How long a call waits for another connection's write transaction before failing, in ms. */
-const BUSY_TIMEOUT_MS = 5_000;
 /** A commit folds the turns into a new base when the session has more than this many since its base. */
 const FOLD_AFTER = 32;
 
@@ -131,9 +135,15 @@ export class SQLiteStore implements SyncSessionStore {
         });
       }
       this.description = `SQLiteStore(${options.path})`;
+      const timeout = options.busyTimeoutMs ?? 5_000;
+      if (!(Number.isSafeInteger(timeout) && timeout >= 0)) {
+        throw new ConfigurationError({
+          message: `SQLiteStore: busyTimeoutMs must be a non-negative integer (ms), got ${timeout}`,
+        });
+      }
       const Database = loadDriver();
       try {
-        this.#db = new Database(options.path, { timeout: BUSY_TIMEOUT_MS });
+        this.#db = new Database(options.path, { timeout });
       } catch (error) {
         throw this.#failure('open', undefined, undefined, error);
       }
