@@ -6,8 +6,12 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { LagentMessageJSON } from '../../src/schema/agent-message';
+import { ConfigurationError, StoreConflictError, StoreError } from '../../src/schema/errors';
+import { MemoryStore } from '../../src/stores/memory-store';
 import { sqliteKey } from '../../src/stores/sqlite-schema';
 import { SQLiteStore } from '../../src/stores/sqlite-store';
+import type { SessionTurn } from '../../src/stores/types';
 import { describeStoreContract } from './contract';
 import { readWorkerMessage, workerTurn } from './sqlite-turns';
 
@@ -234,4 +238,192 @@ describe('SQLiteStore across processes', () => {
       /^ConfigurationError: install better-sqlite3 to use SQLiteStore \(npm install better-sqlite3\): Cannot find module 'better-sqlite3'/,
     );
   }, 30_000);
+});
+
+describe('SQLiteStore', () => {
+  const message = (content: string): LagentMessageJSON => ({
+    sender: 'user',
+    content,
+    formatted: null,
+    extra_info: null,
+    type: null,
+    receiver: null,
+    stream_state: 0,
+  });
+
+  it('folds turns into a base every 32 turns: the same state as MemoryStore, at most 32 turn rows', () => {
+    const file = freshFile();
+    const store = new SQLiteStore({ path: file });
+    const reference = new MemoryStore();
+    try {
+      for (let v = 0; v < 100; v++) {
+        const turn =
+          v % 10 === 9
+            ? { replace: { memory: [message(`reset ${v}`)] }, append: { other: [message(`o${v}`)] } }
+            : { append: { memory: [message(`m${v}`)], [`path${v % 3}`]: [message(`p${v}`)] } };
+        for (const s of [store, reference]) {
+          s.acquireSession('ns', 's', { owner: 'o', leaseMs: 10_000 });
+          expect(s.commitTurn('ns', 's', { owner: 'o', version: v, turn })).toBe(v + 1);
+        }
+      }
+      expect(store.readSession('ns', 's')?.state).toEqual(reference.readSession('ns', 's')?.state);
+      const lease = store.acquireSession('ns', 's', { owner: 'o', leaseMs: 10_000 });
+      expect(lease.acquired && lease.state).toEqual(reference.readSession('ns', 's')?.state);
+      const raw = new Database(file, { readonly: true });
+      const turns = raw.prepare('SELECT count(*) AS n FROM lagent_turns').get() as { n: number };
+      raw.close();
+      expect(turns.n).toBeLessThanOrEqual(32);
+    } finally {
+      store.close();
+    }
+  });
+
+  it('a corrupted base state names its session; other sessions stay readable', () => {
+    const file = freshFile();
+    const store = new SQLiteStore({ path: file });
+    try {
+      for (const id of ['good', 'bad']) {
+        for (let v = 0; v < 40; v++) {
+          store.acquireSession('ns', id, { owner: 'o', leaseMs: 10_000 });
+          store.commitTurn('ns', id, {
+            owner: 'o',
+            version: v,
+            turn: { append: { memory: [message(`${v}`)] } },
+          });
+        }
+      }
+      const raw = new Database(file);
+      raw
+        .prepare('UPDATE lagent_bases SET state = ? WHERE session_id = ?')
+        .run('{"memory": 3}', sqliteKey('bad'));
+      raw.close();
+      expect(() => store.readSession('ns', 'bad')).toThrow(
+        /session "bad" of "ns" cannot be read: its base state/,
+      );
+      expect(store.readSession('ns', 'good')?.state.memory).toHaveLength(40);
+    } finally {
+      store.close();
+    }
+  });
+
+  it('stores any key exactly (lone surrogates too) and lists in the same order as MemoryStore', () => {
+    const store = new SQLiteStore({ path: freshFile() });
+    const reference = new MemoryStore();
+    const ids = [
+      '\uD800',
+      '\uDBFF',
+      'a\uD800b',
+      '😀',
+      '\uFF01',
+      'é',
+      'e\u0301',
+      "'; DROP TABLE x; --",
+      '%_',
+      'a',
+    ];
+    try {
+      for (const s of [store, reference]) {
+        for (const id of ids) {
+          s.acquireSession('名前\u0000空間', id, { owner: 'o', leaseMs: 10_000 });
+          s.commitTurn('名前\u0000空間', id, {
+            owner: 'o',
+            version: 0,
+            turn: { append: { memory: [message(id)] } },
+          });
+        }
+      }
+      const listed = store.listSessions('名前\u0000空間', { limit: 3 });
+      expect(listed).toEqual(reference.listSessions('名前\u0000空間', { limit: 3 }));
+      const all = store.listSessions('名前\u0000空間').sessions.map((session) => session.sessionId);
+      expect(all).toEqual([...ids].sort());
+      for (const id of ids)
+        expect(store.readSession('名前\u0000空間', id)?.state.memory?.[0]?.content).toBe(id);
+      expect(store.listSessions('名前\u0000空間', { after: '\uD800' })).toEqual(
+        reference.listSessions('名前\u0000空間', { after: '\uD800' }),
+      );
+      store.appendJournal('ns', '\uDBFF', '\uD800', 1);
+      expect(store.readJournal('ns', '\uD800')).toMatchObject({ callId: '\uD800', sessionId: '\uDBFF' });
+      expect(store.readJournal('ns', '\uDBFF')).toBeUndefined();
+    } finally {
+      store.close();
+    }
+  });
+
+  it('refuses a database written by a newer schema, and keeps what this one wrote when reopened', () => {
+    const file = freshFile();
+    const first = new SQLiteStore({ path: file });
+    first.acquireSession('ns', 's', { owner: 'o', leaseMs: 10_000 });
+    first.commitTurn('ns', 's', { owner: 'o', version: 0, turn: { append: { memory: [message('kept')] } } });
+    first.close();
+    const again = new SQLiteStore({ path: file });
+    expect(again.readSession('ns', 's')?.state.memory).toEqual([message('kept')]);
+    again.close();
+
+    const raw = new Database(file);
+    raw.prepare("UPDATE lagent_meta SET value = 99 WHERE key = 'schema_version'").run();
+    raw.close();
+    expect(() => new SQLiteStore({ path: file })).toThrow(StoreError);
+    expect(() => new SQLiteStore({ path: file })).toThrow(/schema version 99, written by a newer lagent-ts/);
+    // Another prefix in the same file has its own tables and version.
+    const other = new SQLiteStore({ path: file, tablePrefix: 'app2_' });
+    expect(other.readSession('ns', 's')).toBeUndefined();
+    other.close();
+  });
+
+  it('checks its options: table prefix, busy timeout, path or database', () => {
+    expect(() => new SQLiteStore({ path: freshFile(), tablePrefix: 'x"; DROP' })).toThrow(ConfigurationError);
+    expect(() => new SQLiteStore({ path: freshFile(), busyTimeoutMs: -1 })).toThrow(ConfigurationError);
+    expect(() => new SQLiteStore({ path: '' })).toThrow(ConfigurationError);
+    expect(() => new SQLiteStore({ database: {} })).toThrow(ConfigurationError);
+    expect(() => new SQLiteStore({ path: join(dir, 'missing', 'dir', 'x.db') })).toThrow(
+      /SQLiteStore\(.*x\.db\): open failed: /,
+    );
+  });
+
+  it("uses a caller's database as it is, and leaves it open on close", () => {
+    const db = new Database(':memory:');
+    const store = new SQLiteStore({ database: db, tablePrefix: 'mine_' });
+    expect(store.description).toBe('SQLiteStore(:memory:)');
+    store.acquireSession('ns', 's', { owner: 'o', leaseMs: 10_000 });
+    store.commitTurn('ns', 's', { owner: 'o', version: 0, turn: { append: { memory: [message('x')] } } });
+    store.close();
+    expect(db.open).toBe(true);
+    expect((db.prepare('SELECT count(*) AS n FROM mine_turns').get() as { n: number }).n).toBe(1);
+    db.close();
+  });
+
+  it('a commit that fails changes nothing: a turn that is not JSON, a database locked past the busy timeout', () => {
+    const file = freshFile();
+    const store = new SQLiteStore({ path: file, busyTimeoutMs: 100 });
+    try {
+      store.acquireSession('ns', 's', { owner: 'o', leaseMs: 10_000 });
+      const bad = { append: { memory: [{ ...message('x'), extra_info: 1n }] } } as unknown as SessionTurn;
+      expect(() => store.commitTurn('ns', 's', { owner: 'o', version: 0, turn: bad })).toThrow(
+        /commitTurn "s" of "ns" failed: .*BigInt/,
+      );
+      const raw = new Database(file);
+      raw.exec('BEGIN IMMEDIATE');
+      const started = Date.now();
+      let error: unknown;
+      try {
+        store.commitTurn('ns', 's', { owner: 'o', version: 0, turn: { append: { memory: [message('1')] } } });
+      } catch (caught) {
+        error = caught;
+      }
+      expect(Date.now() - started).toBeLessThan(3_000);
+      expect(error).toBeInstanceOf(StoreError);
+      expect(error).not.toBeInstanceOf(StoreConflictError);
+      expect((error as StoreError).message).toMatch(/commitTurn "s" of "ns" failed: database is locked/);
+      expect((error as StoreError).sessionId).toBe('s');
+      raw.exec('ROLLBACK');
+      raw.close();
+      // The lease is still held and the version unchanged: the same commit now goes through.
+      expect(
+        store.commitTurn('ns', 's', { owner: 'o', version: 0, turn: { append: { memory: [message('1')] } } }),
+      ).toBe(1);
+      expect(store.readSession('ns', 's')?.state).toEqual({ memory: [message('1')] });
+    } finally {
+      store.close();
+    }
+  });
 });
