@@ -89,7 +89,7 @@ function loadDriver(): BetterSqlite3 {
 
 /**
  * A store in an SQLite file, on better-sqlite3: synchronous, so sync agents can use it. Several processes may
- * share the file (WAL mode; a writer waits up to 5 s for another's transaction). Each commit is one IMMEDIATE
+ * share the file (WAL mode; a writer waits up to `busyTimeoutMs`, 5 s by default, for another's transaction). Each commit is one IMMEDIATE
  * transaction that checks the lease and the version and writes only the turn: a session is a base state plus
  * the turns since it, folded into a new base every 32 turns.
  *
