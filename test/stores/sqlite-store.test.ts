@@ -11,7 +11,7 @@ import { ConfigurationError, StoreConflictError, StoreError } from '../../src/sc
 import { MemoryStore } from '../../src/stores/memory-store';
 import { sqliteKey } from '../../src/stores/sqlite-schema';
 import { SQLiteStore } from '../../src/stores/sqlite-store';
-import type { SessionTurn } from '../../src/stores/types';
+import type { ListOptions, SessionPage, SessionStore, SessionTurn } from '../../src/stores/types';
 import { describeStoreContract } from './contract';
 import { readWorkerMessage, workerTurn } from './sqlite-turns';
 
@@ -332,14 +332,18 @@ describe('SQLiteStore', () => {
           });
         }
       }
-      const listed = store.listSessions('名前\u0000空間', { limit: 3 });
-      expect(listed).toEqual(reference.listSessions('名前\u0000空間', { limit: 3 }));
+      // Pages as MemoryStore gives them (ids and next; times differ by when each was written).
+      const page = (from: SessionStore, options: ListOptions) => {
+        const { sessions, next } = from.listSessions('名前\u0000空間', options) as SessionPage;
+        return { ids: sessions.map((session) => session.sessionId), next };
+      };
+      expect(page(store, { limit: 3 })).toEqual(page(reference, { limit: 3 }));
       const all = store.listSessions('名前\u0000空間').sessions.map((session) => session.sessionId);
       expect(all).toEqual([...ids].sort());
       for (const id of ids)
         expect(store.readSession('名前\u0000空間', id)?.state.memory?.[0]?.content).toBe(id);
-      expect(store.listSessions('名前\u0000空間', { after: '\uD800' })).toEqual(
-        reference.listSessions('名前\u0000空間', { after: '\uD800' }),
+      expect(page(store, { after: '\uD800', limit: 2 })).toEqual(
+        page(reference, { after: '\uD800', limit: 2 }),
       );
       store.appendJournal('ns', '\uDBFF', '\uD800', 1);
       expect(store.readJournal('ns', '\uD800')).toMatchObject({ callId: '\uD800', sessionId: '\uDBFF' });
