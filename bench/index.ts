@@ -28,9 +28,10 @@ function format(row: BenchRow): string {
 console.log(`lagent-ts benchmarks — node ${process.version}, ${process.arch}`);
 for (const file of files) {
   const suite = file.replace(/\.ts$/, '');
-  console.log(`\n${suite}`);
   const module = (await import(pathToFileURL(`${folder}${file}`).href)) as { run?: Suite };
+  // A file without `run` is a suite's helper.
   if (typeof module.run !== 'function') continue;
+  console.log(`\n${suite}`);
   await module.run((row) => {
     rows.push({ ...row, suite });
     console.log(format(row));
