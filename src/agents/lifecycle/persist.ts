@@ -126,8 +126,8 @@ export class SessionBinding {
     cached.active++;
     const hold: SessionHold = { binding: this, key, sessionId, cached, released: false, renewal: undefined };
     try {
+      // The store sends the state unless this process holds its version.
       if (acquired.state !== undefined) load(agent, sessionId, acquired.state, cached);
-      else if (known === undefined) load(agent, sessionId, {}, cached);
       cached.version = acquired.version;
     } catch (error) {
       this.release(hold);
