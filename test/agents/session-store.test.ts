@@ -145,6 +145,19 @@ describe('memory: { store }', () => {
     );
   });
 
+  it('a call waiting for a session another process holds stops when aborted, touching nothing', async () => {
+    const store = new MemoryStore();
+    store.acquireSession('w', '1', { owner: 'elsewhere', leaseMs: 60_000 });
+    const agent = new AsyncAgent({ llm: echo(), memory: { store }, name: 'w' });
+    const controller = new AbortController();
+    const waiting = agent.call('x', { sessionId: 1, signal: controller.signal });
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    controller.abort(new Error('gave up'));
+    await expect(waiting).rejects.toThrow('gave up');
+    expect(agent.stateDict(1).memory).toEqual([]);
+    expect(store.readSession('w', '1')).toBeUndefined();
+  });
+
   it('a call whose lease expired and was taken fails with StoreConflictError, and is taken back', async () => {
     const store = new MemoryStore();
     const slow = new AsyncAgent({ llm: echo(150), memory: { store, leaseMs: 40 }, name: 'n' });

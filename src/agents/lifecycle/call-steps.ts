@@ -33,7 +33,9 @@ export function* agentCallSteps(
   let hold: SessionHold | undefined;
   try {
     const binding = bindingFor(agent, turn.parent);
-    if (binding !== undefined) hold = yield* binding.begin(agent, turn.sessionKey, turn.options.sessionId);
+    if (binding !== undefined) {
+      hold = yield* binding.begin(agent, turn.sessionKey, turn.options.sessionId, turn.options.signal);
+    }
     turn.begin();
     let messages = turn.inputsOf(input);
     if (agent.hooks.length > 0) messages = yield* beforeAgentSteps(agent, messages, turn.options.sessionId);

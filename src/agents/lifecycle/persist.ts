@@ -93,7 +93,12 @@ export class SessionBinding {
    * Steps that take the session's lease and bring the tree's memories of it up to the store's version.
    * A sync store's steps yield only values, so sync agents run them; an async store's yield promises.
    */
-  *begin(agent: AgentBase, key: SessionKey, sessionId: SessionId): Steps<SessionHold> {
+  *begin(
+    agent: AgentBase,
+    key: SessionKey,
+    sessionId: SessionId,
+    signal?: AbortSignal | undefined,
+  ): Steps<SessionHold> {
     let cached = this.#sessions.get(key);
     const known = cached?.version;
     let waited = 0;
@@ -111,6 +116,7 @@ export class SessionBinding {
         break;
       }
       // Another process holds the session: wait for it (at most until its lease ends), then try again.
+      signal?.throwIfAborted();
       const delay = Math.max(1, Math.min(MAX_BUSY_WAIT_MS, result.until - Date.now(), 5 * 2 ** waited++));
       yield* pause(delay);
     }
