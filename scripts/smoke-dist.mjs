@@ -93,7 +93,15 @@ const reachedBy = (entry, local = (specifier) => specifier) => {
 const loadedBy = (entry) => reachedBy(entry);
 const stray = loadedBy('index.js').filter((name) => !isOneOf(name, ROOT_DEPENDENCIES));
 if (stray.length > 0) throw new Error(`the root entry imports ${stray.join(', ')} at load time`);
-for (const entry of ['testing', 'tools', 'distributed', 'distributed/http', 'distributed/queue', 'mcp', 'stores']) {
+for (const entry of [
+  'testing',
+  'tools',
+  'distributed',
+  'distributed/http',
+  'distributed/queue',
+  'mcp',
+  'stores',
+]) {
   const cli = loadedBy(`${entry}/index.js`).filter((name) => isOneOf(name, CLI_DEPENDENCIES));
   if (cli.length > 0) throw new Error(`lagent-ts/${entry} imports the CLI's ${cli.join(', ')} at load time`);
 }

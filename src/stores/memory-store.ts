@@ -186,9 +186,15 @@ export class MemoryStore implements SyncSessionStore {
   appendJournal(namespace: string, sessionId: string, callId: string, data: unknown): number {
     this.#checkKeys('appendJournal', namespace, sessionId, callId);
     let journals = this.#journals.get(namespace);
-    if (journals === undefined) this.#journals.set(namespace, (journals = new Map()));
+    if (journals === undefined) {
+      journals = new Map();
+      this.#journals.set(namespace, journals);
+    }
     let journal = journals.get(callId);
-    if (journal === undefined) journals.set(callId, (journal = { sessionId, entries: [], finished: false }));
+    if (journal === undefined) {
+      journal = { sessionId, entries: [], finished: false };
+      journals.set(callId, journal);
+    }
     const seq = journal.entries.length;
     journal.entries.push({ seq, data: copy(data) });
     return seq;
@@ -238,7 +244,10 @@ export class MemoryStore implements SyncSessionStore {
 
   #namespace(namespace: string): Map<string, Session> {
     let sessions = this.#sessions.get(namespace);
-    if (sessions === undefined) this.#sessions.set(namespace, (sessions = new Map()));
+    if (sessions === undefined) {
+      sessions = new Map();
+      this.#sessions.set(namespace, sessions);
+    }
     return sessions;
   }
 

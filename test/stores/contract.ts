@@ -101,7 +101,7 @@ export function describeStoreContract(name: string, harness: () => StoreHarness)
       expect(read?.state['writer.memory']).toEqual(first['writer.memory']);
       expect(read?.state.memory).toHaveLength(3);
       expect(read?.state.memory?.[0]).toEqual(first.memory![0]);
-      expect((read?.state.memory?.[2]?.content as string).length).toBe(big.length);
+      expect((read!.state.memory![2]!.content as string).length).toBe(big.length);
       // The ActionReturn comes back as one through AgentMessage.from.
       const back = AgentMessage.from(read!.state.memory![1]!);
       expect(back.content).toBeInstanceOf(ActionReturn);

@@ -10,7 +10,11 @@ function view(): SessionStore {
   let closed = false;
   return new Proxy(shared, {
     get(target, key) {
-      if (key === 'close') return () => void (closed = true);
+      if (key === 'close') {
+        return () => {
+          closed = true;
+        };
+      }
       const value = Reflect.get(target, key, target);
       if (typeof value !== 'function') return value;
       return (...args: unknown[]) => {
