@@ -1,10 +1,11 @@
-import { ConfigurationError, StoreConflictError, StoreError } from '../schema/errors';
+import { ConfigurationError, StoreError } from '../schema/errors';
 import {
   type AcquiredSession,
   type AcquireOptions,
   applyTurn,
   type BusySession,
   type CommitOptions,
+  commitConflict,
   type JournalEntry,
   type ListOptions,
   MAX_STORE_KEY,
@@ -111,19 +112,12 @@ export class MemoryStore implements SyncSessionStore {
     const now = Date.now();
     const session = this.#live(namespace, sessionId, 'commitTurn', now);
     if (session === undefined || session.leaseOwner !== options.owner || session.leaseUntil <= now) {
-      throw new StoreConflictError({
-        message: `${this.description}: session ${JSON.stringify(sessionId)} of ${JSON.stringify(namespace)} is no longer leased to this caller (its lease expired and another took it); the turn was not committed`,
-        store: this.description,
-        operation: 'commitTurn',
-        sessionId,
-      });
+      throw commitConflict(this.description, namespace, sessionId, options.version, { reason: 'lease' });
     }
     if (session.version !== options.version) {
-      throw new StoreConflictError({
-        message: `${this.description}: session ${JSON.stringify(sessionId)} of ${JSON.stringify(namespace)} is at version ${session.version}, not ${options.version}; the turn was not committed`,
-        store: this.description,
-        operation: 'commitTurn',
-        sessionId,
+      throw commitConflict(this.description, namespace, sessionId, options.version, {
+        reason: 'version',
+        actual: session.version,
       });
     }
     // Copied first: a turn that cannot be stored as JSON changes nothing.

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Pool, QueryConfig, QueryResultRow } from 'pg';
-import { ConfigurationError, missingPeer, StoreConflictError, StoreError } from '../schema/errors';
+import { ConfigurationError, missingPeer, type StoreConflictError, StoreError } from '../schema/errors';
 import { errorMessage } from '../utils/text';
 import { checkLimit, checkStoreKey, checkTtl } from './memory-store';
 import {
@@ -17,6 +17,7 @@ import {
   applyTurn,
   type BusySession,
   type CommitOptions,
+  commitConflict,
   type ListOptions,
   type SessionInfo,
   type SessionPage,
@@ -509,15 +510,13 @@ export class PostgresStore implements SessionStore {
       row.lease_owner === options.owner &&
       Number(row.lease_until) > now &&
       (row.expires_at === null || Number(row.expires_at) > now);
-    const session = `session ${JSON.stringify(sessionId)} of ${JSON.stringify(namespace)}`;
-    return new StoreConflictError({
-      message: leased
-        ? `${this.description}: ${session} is at version ${row.version}, not ${options.version}; the turn was not committed`
-        : `${this.description}: ${session} is no longer leased to this caller (its lease expired and another took it); the turn was not committed`,
-      store: this.description,
-      operation: 'commitTurn',
+    return commitConflict(
+      this.description,
+      namespace,
       sessionId,
-    });
+      options.version,
+      leased ? { reason: 'version', actual: row.version } : { reason: 'lease' },
+    );
   }
 }
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { ConfigurationError, missingPeer, StoreConflictError, StoreError } from '../schema/errors';
+import { ConfigurationError, missingPeer, StoreError } from '../schema/errors';
 import { errorMessage } from '../utils/text';
 import { checkLimit, checkStoreKey, checkTtl } from './memory-store';
 import { encodeTurn, foldState } from './redis-codec';
@@ -19,6 +19,7 @@ import type {
   StoredState,
   StoreOptions,
 } from './types';
+import { commitConflict } from './types';
 
 /** Options of {@link RedisStore}: where Redis is (`url`, or a `client` the caller owns), and the store's. */
 export interface RedisStoreOptions extends StoreOptions {
@@ -173,21 +174,13 @@ export class RedisStore implements SessionStore {
         this.keys.namespaces,
         encodeKey(namespace),
       );
-      const where = `${this.description}: session ${quote(sessionId)} of ${quote(namespace)}`;
       if (reply[0] === 'lease') {
-        throw new StoreConflictError({
-          message: `${where} is no longer leased to this caller (its lease expired and another took it); the turn was not committed`,
-          store: this.description,
-          operation: 'commitTurn',
-          sessionId,
-        });
+        throw commitConflict(this.description, namespace, sessionId, options.version, { reason: 'lease' });
       }
       if (reply[0] === 'version') {
-        throw new StoreConflictError({
-          message: `${where} is at version ${reply[1]}, not ${options.version}; the turn was not committed`,
-          store: this.description,
-          operation: 'commitTurn',
-          sessionId,
+        throw commitConflict(this.description, namespace, sessionId, options.version, {
+          reason: 'version',
+          actual: reply[1] as string,
         });
       }
       const version = Number(reply[1]);

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { ConfigurationError, missingPeer, StoreConflictError, StoreError } from '../schema/errors';
+import { ConfigurationError, missingPeer, StoreError } from '../schema/errors';
 import { errorMessage } from '../utils/text';
 import { checkLimit, checkStoreKey, checkTtl } from './memory-store';
 import {
@@ -17,6 +17,7 @@ import {
   applyTurn,
   type BusySession,
   type CommitOptions,
+  commitConflict,
   type JournalEntry,
   type ListOptions,
   type SessionInfo,
@@ -402,19 +403,12 @@ export class SQLiteStore implements SyncSessionStore {
       row.lease_owner !== options.owner ||
       row.lease_until <= now
     ) {
-      throw new StoreConflictError({
-        message: `${this.description}: session ${JSON.stringify(sessionId)} of ${JSON.stringify(namespace)} is no longer leased to this caller (its lease expired and another took it); the turn was not committed`,
-        store: this.description,
-        operation: 'commitTurn',
-        sessionId,
-      });
+      throw commitConflict(this.description, namespace, sessionId, options.version, { reason: 'lease' });
     }
     if (row.version !== options.version) {
-      throw new StoreConflictError({
-        message: `${this.description}: session ${JSON.stringify(sessionId)} of ${JSON.stringify(namespace)} is at version ${row.version}, not ${options.version}; the turn was not committed`,
-        store: this.description,
-        operation: 'commitTurn',
-        sessionId,
+      throw commitConflict(this.description, namespace, sessionId, options.version, {
+        reason: 'version',
+        actual: row.version,
       });
     }
     const version = row.version + 1;

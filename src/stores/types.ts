@@ -1,4 +1,5 @@
 import type { LagentMessageJSON } from '../schema/agent-message';
+import { StoreConflictError } from '../schema/errors';
 
 /*
  * The one interface every store implements (MemoryStore here; SQLiteStore, RedisStore and PostgresStore in
@@ -213,3 +214,27 @@ export function applyTurn(state: StoredState, turn: SessionTurn): StoredState {
 
 /** The longest key a store accepts (namespace, session id, call id). */
 export const MAX_STORE_KEY = 1024;
+
+/** Why a commit was refused: the lease is not the caller's, or the session is not at the caller's version. */
+export type CommitRefusal = { reason: 'lease' } | { reason: 'version'; actual: number | string };
+
+/** The `StoreConflictError` every store throws for a refused commit, in the same words. */
+export function commitConflict(
+  store: string,
+  namespace: string,
+  sessionId: string,
+  expected: number,
+  refusal: CommitRefusal,
+): StoreConflictError {
+  const session = `${store}: session ${JSON.stringify(sessionId)} of ${JSON.stringify(namespace)}`;
+  const why =
+    refusal.reason === 'lease'
+      ? 'is no longer leased to this caller (its lease expired and another took it)'
+      : `is at version ${refusal.actual}, not ${expected}`;
+  return new StoreConflictError({
+    message: `${session} ${why}; the turn was not committed`,
+    store,
+    operation: 'commitTurn',
+    sessionId,
+  });
+}
