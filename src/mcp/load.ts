@@ -1,4 +1,5 @@
 import { ConfigurationError, missingPeer } from '../schema/errors';
+import { loadRE2 } from './patterns';
 
 /** The parts of `@modelcontextprotocol/sdk` the client side uses. */
 export interface ClientSDK {
@@ -40,10 +41,12 @@ export function loadClientSDK(feature = 'MCPToolkit'): Promise<ClientSDK> {
     ToolListChangedNotificationSchema: types.ToolListChangedNotificationSchema,
     ToolSchema: types.ToolSchema,
   }));
-  return client.catch((error: unknown) => {
+  const sdk = client.catch((error: unknown) => {
     client = undefined;
     throw missing(feature, error);
   });
+  // Servers' argument patterns are checked with RE2 (see patterns.ts), an optional peer of its own.
+  return Promise.all([sdk, loadRE2(feature)]).then(([loaded]) => loaded);
 }
 
 /** Loads the server half of the MCP SDK; see {@link loadClientSDK}. */

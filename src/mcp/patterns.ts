@@ -1,4 +1,5 @@
-import { RE2JS } from 're2js';
+import type { RE2JS } from 're2js';
+import { ConfigurationError, missingPeer } from '../schema/errors';
 import { isPlainObject } from '../utils/is';
 import { shorten } from '../utils/text';
 
@@ -12,6 +13,23 @@ import { shorten } from '../utils/text';
  * own arguments, so skipping the client-side check only costs a round trip, while running it with the
  * backtracking engine could stall every session of the process.
  */
+
+let engine: typeof RE2JS | undefined;
+let loading: Promise<void> | undefined;
+
+/**
+ * Loads `re2js`, an optional peer of `lagent-ts/mcp`, with dynamic `import()` (the client loads it with the
+ * SDK); a missing package is a `ConfigurationError` saying what to install.
+ */
+export function loadRE2(feature = 'MCPToolkit'): Promise<void> {
+  loading ??= import('re2js').then((module) => {
+    engine = module.RE2JS;
+  });
+  return loading.catch((error: unknown) => {
+    loading = undefined;
+    throw missingPeer(['re2js'], feature, error);
+  });
+}
 
 /** JavaScript's `\s` as the body of an RE2 character class. */
 const SPACE =
@@ -69,11 +87,15 @@ export function toRE2Syntax(pattern: string): string | undefined {
 
 /** A pattern compiled for RE2; undefined when JavaScript does not read it or RE2 cannot express it. */
 export function compilePattern(pattern: string): RE2JS | undefined {
+  if (engine === undefined) {
+    throw new ConfigurationError({ message: 'compilePattern: re2js is not loaded (await loadRE2() first)' });
+  }
+  const RE2 = engine;
   try {
     // Compiling (not running) tells whether the pattern is valid ECMAScript at all; it does not backtrack.
     new RegExp(pattern);
     const re2 = toRE2Syntax(pattern);
-    return re2 === undefined ? undefined : RE2JS.compile(re2);
+    return re2 === undefined ? undefined : RE2.compile(re2);
   } catch {
     return undefined;
   }

@@ -1,10 +1,14 @@
 // How MCP results map to ActionReturns and back, and how a tool's JSON Schema is read.
 import { ActionReturn } from 'lagent-ts';
 import { actionReturnResult, toolResultReturn } from 'lagent-ts/mcp';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { checkArguments } from '../../src/actions/arguments';
 import { toolSchema } from '../../src/mcp/json-schema';
+import { loadRE2 } from '../../src/mcp/patterns';
 import { ActionStatusCode } from '../../src/schema/status';
+
+// re2js, an optional peer, is loaded with the MCP SDK; these tests use the parts directly.
+beforeAll(() => loadRE2());
 
 describe('MCP results as ActionReturns', () => {
   it('maps every kind of content block to an item', () => {

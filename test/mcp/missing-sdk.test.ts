@@ -5,6 +5,7 @@ describe('without the MCP SDK', () => {
   afterEach(() => {
     vi.doUnmock('@modelcontextprotocol/sdk/client/index.js');
     vi.doUnmock('@modelcontextprotocol/sdk/server/index.js');
+    vi.doUnmock('re2js');
     vi.resetModules();
   });
 
@@ -33,12 +34,26 @@ describe('without the MCP SDK', () => {
     expect((error as Error).message).toContain('install @modelcontextprotocol/sdk to use serveMCP');
   });
 
-  it('importing lagent-ts/mcp loads no part of the SDK', async () => {
+  it('MCPToolkit.connect without re2js throws a ConfigurationError naming it', async () => {
+    vi.resetModules();
+    vi.doMock('re2js', () => {
+      throw new Error("Cannot find package 're2js'");
+    });
+    const { MCPToolkit } = await import('../../src/mcp/index');
+    const error = await MCPToolkit.connect({ command: 'unused' }).catch((thrown: unknown) => thrown);
+    expect(error).toMatchObject({ name: 'ConfigurationError' });
+    expect((error as Error).message).toContain('install re2js to use MCPToolkit (npm install re2js)');
+  });
+
+  it('importing lagent-ts/mcp loads no part of the SDK, nor re2js', async () => {
     vi.resetModules();
     vi.doMock('@modelcontextprotocol/sdk/client/index.js', () => {
       throw new Error('loaded at import time');
     });
     vi.doMock('@modelcontextprotocol/sdk/server/index.js', () => {
+      throw new Error('loaded at import time');
+    });
+    vi.doMock('re2js', () => {
       throw new Error('loaded at import time');
     });
     await expect(import('../../src/mcp/index')).resolves.toHaveProperty('MCPToolkit');

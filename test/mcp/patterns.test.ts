@@ -1,6 +1,9 @@
 // Server-supplied patterns run by RE2 with JavaScript's meaning.
-import { describe, expect, it } from 'vitest';
-import { compilePattern } from '../../src/mcp/patterns';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { compilePattern, loadRE2 } from '../../src/mcp/patterns';
+
+// re2js, an optional peer, is loaded with the MCP SDK; these tests use the parts directly.
+beforeAll(() => loadRE2());
 
 const test = (pattern: string, text: string) => compilePattern(pattern)?.test(text);
 
