@@ -8,7 +8,7 @@ import { AsyncMockLLM } from '../src/testing/index';
 import type { Suite } from './report';
 
 /**
- * Serving agents over HTTP (issue 11), on a zero-latency mock model: throughput over keep-alive; p99 latency with
+ * Serving agents over HTTP, on a zero-latency mock model: throughput over keep-alive; p99 latency with
  * 100 concurrent connections at 5,000 calls/s (open loop), and with 100 calls always in flight (closed loop); and
  * throughput side by side with Lagent's FastAPI server on uvicorn (its `app.py` with a zero-latency mock agent,
  * test/distributed/http/lagent_http.py) in the same run, under the same load.

@@ -2,7 +2,7 @@ import { AsyncIPythonInteractive, IPythonInteractive } from '../src/tools/index'
 import type { Suite } from './report';
 
 /**
- * The Python interpreter tools (issue 9): warm round trips, cold starts and many sessions at once, on the
+ * The Python interpreter tools: warm round trips, cold starts and many sessions at once, on the
  * real Python the tools find (sandboxed with bubblewrap where it works, as by default).
  */
 

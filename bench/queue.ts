@@ -5,7 +5,7 @@ import { hasRedisServer, startRedis } from '../test/distributed/queue/redis-serv
 import type { Suite } from './report';
 
 /**
- * The BullMQ queue (issue 11): throughput of two workers on one Redis, and what the queue adds to one call
+ * The BullMQ queue: throughput of two workers on one Redis, and what the queue adds to one call
  * (its p50 minus the p50 of calling the same agent directly). A zero-latency mock model; a `redis-server`
  * of its own on a free port, without persistence; the workers and the caller share this process.
  */

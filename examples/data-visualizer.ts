@@ -65,7 +65,10 @@ function unfenced(action: string): string {
   return action.replace(/`+\s*$/, '').trim();
 }
 
-/** The seed's DataVisualizer: research until there is nothing left to look up, then chart, until finished. */
+/**
+ * A researcher and a charter taking turns: the researcher searches and reads pages until it has nothing left to
+ * look up, then the charter plots what it found, until one of them says it is finished.
+ */
 class DataVisualizer extends Agent {
   researcher: Agent<ToolResponse>;
   charter: Agent<ToolResponse>;

@@ -1,6 +1,6 @@
 /**
  * Flexible Response Formatting: an output parser turns the model's text into `formatted`.
- * A `ToolParser` finds a fenced Python call (the seed's example), a `JSONParser` validates structured output.
+ * A `ToolParser` finds a fenced Python call in the model's text, a `JSONParser` validates structured output.
  * Runs on the built-in mock model, or on a real endpoint when OPENAI_API_KEY / OPENAI_BASE_URL is set.
  */
 import { Agent, AgentMessage, JSONParser, ParseError, ToolParser, ToolStatusCode } from 'lagent-ts';
@@ -21,7 +21,7 @@ const SCRIPTED_REPLY =
 export function main(): void {
   heading('Flexible response formatting: ToolParser', describeModel());
   const llm = pickLLM([SCRIPTED_REPLY, '```json\n{"city": "Paris", "days": 3}\n```']);
-  // The model stops when the code block closes, as in the seed; the parser accepts a call without its end.
+  // The model stops when the code block closes (a stop word), so the parser accepts a call without its end.
   llm.genParams.stopWords.push('\n```\n');
   const parser = new ToolParser({ toolType: 'code interpreter', begin: '```python\n', end: '\n```\n' });
   const agent = new Agent({ llm, template: '逐步分析并编写Python代码解决以下问题。', outputFormat: parser });

@@ -1,7 +1,7 @@
 /**
  * Consistency of Tool Calling: an ActionExecutor speaks AgentMessage like an agent. Its input's content is
- * `{ name, parameters }`; hooks convert messages before and after (the seed's CodeProcessor). Then the
- * seed's Coder: an agent that writes Python, an executor that runs it for real (`IPythonInteractive`, one
+ * `{ name, parameters }`; hooks convert messages before and after (CodeProcessor). Then a coder: an agent that
+ * writes Python, an executor that runs it for real (`IPythonInteractive`, one
  * sandboxed Python process per session; a stand-in when Python is not installed), until the agent answers.
  * Runs on the built-in mock model, or on a real endpoint when OPENAI_API_KEY / OPENAI_BASE_URL is set.
  */
@@ -29,7 +29,7 @@ import { pythonInterpreter } from './shared/python';
 /** The real IPythonInteractive when Python runs here, else a stand-in that says how to get Python. */
 let interpreter: ReturnType<typeof pythonInterpreter>;
 
-/** The seed's hook: the agent's parsed code becomes an interpreter call; the result becomes text. */
+/** The agent's parsed code becomes an interpreter call; the result becomes text. */
 class CodeProcessor extends Hook {
   override beforeAction(_executor: HookExecutor, message: AgentMessage): AgentMessage {
     const call = message.clone();
@@ -48,7 +48,7 @@ class CodeProcessor extends Hook {
   }
 }
 
-/** The seed's Coder: write code, run it, read the result, until there is no more code to run. */
+/** Writes code, runs it, reads the result, until there is no more code to run. */
 class Coder extends Agent {
   agent: Agent<ToolResponse>;
   executor: ActionExecutor;

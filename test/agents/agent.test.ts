@@ -23,7 +23,7 @@ const contents = (
 ) => agent.memory!.getMemory(sessionId).map((message) => message.content);
 
 describe('Agent.call', () => {
-  it('runs forward through the aggregator and stores input and reply (seed: Models as Agents)', () => {
+  it('runs forward through the aggregator and stores input and reply', () => {
     const llm = new MockLLM({ responses: ['急'] });
     const agent = new Agent({ llm, template: 'Answer with one of three characters: 典, 孝, 急.' });
     const reply = agent.call(new AgentMessage({ sender: 'user', content: '今天天气情况' }));
@@ -87,7 +87,7 @@ describe('Agent.call', () => {
     expect(contents(agent, 'b')).toEqual(['second', 'echo:second']);
   });
 
-  it('llm.genParams.stopWords.push changes later calls (seed: response formatting)', () => {
+  it('llm.genParams.stopWords.push changes later calls', () => {
     const llm = new MockLLM({ responses: ['code\n```\nrest', 'code\n```\nrest'] });
     const agent = new Agent({ llm });
     expect(agent.call('a').content).toBe('code\n```\nrest');

@@ -83,7 +83,7 @@ describe('AsyncAgent', () => {
     await expect(agent.call('x', { signal: aborted })).rejects.toThrow();
   });
 
-  it('composes: the seed AsyncBlogger pattern keeps writer and critic memories per session', async () => {
+  it('composes: a blogger holding a writer and a critic keeps both memories per session', async () => {
     class PrefixedMessageHook extends Hook {
       constructor(
         private readonly prefix: string,

@@ -58,7 +58,7 @@ describe.each([
     expect((await run(python, 'print("only")')).toText()).toBe('only\n');
   });
 
-  it('runs the seed find_numbers program', async () => {
+  it('runs a find_numbers program (a function, a loop, prints)', async () => {
     const python = make(new AsyncIPythonInteractive(testOptions({ ipython })));
     expect((await run(python, FIND_NUMBERS)).toText().trim()).toBe('3969.0');
   });
