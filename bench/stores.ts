@@ -11,8 +11,8 @@ import type { SessionStore } from '../src/stores/types';
 import { AsyncMockLLM, MockLLM } from '../src/testing/index';
 import { hasRedisServer, startRedis } from '../test/distributed/queue/redis-server';
 import { postgresBinaries, startPostgres } from '../test/stores/postgres-server';
+import { runLoad } from './load';
 import type { Report, Suite } from './report';
-import { closedLoad } from './stores-load';
 
 /**
  * Sessions kept in a store (`memory: { store }`), on a zero-latency mock model: what a store adds to a turn
@@ -244,8 +244,8 @@ async function httpThroughput(report: Report, dir: string): Promise<void> {
   try {
     const urls = { memory: await servers.memory.listen(), SQLiteStore: await servers.SQLiteStore.listen() };
     // Warm-up of both, then measured runs taking turns.
-    await closedLoad(urls.memory, 32, 0, 1_500);
-    await closedLoad(urls.SQLiteStore, 32, 0, 1_500);
+    await runLoad(urls.memory, 32, 0, 1_500);
+    await runLoad(urls.SQLiteStore, 32, 0, 1_500);
     const shapes = [
       { sessions: 0, title: 'a new session each call' },
       { sessions: 1_000, title: '1,000 returning sessions round-robin' },
@@ -255,7 +255,7 @@ async function httpThroughput(report: Report, dir: string): Promise<void> {
       const last = { memory: '', SQLiteStore: '' };
       for (let round = 0; round < 2; round++) {
         for (const key of ['memory', 'SQLiteStore'] as const) {
-          const load = await closedLoad(urls[key], 32, 300, 2_500, shape.sessions);
+          const load = await runLoad(urls[key], 32, 300, 2_500, { sessions: shape.sessions });
           rates[key].push(load.rate);
           last[key] =
             `${load.errors} errors, p50 ${load.p50.toFixed(2)} ms, p99 ${load.p99.toFixed(2)} ms (last run)`;
