@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { createServer, Socket } from 'node:net';
 
 /**
  * Process helpers of the tests that start real processes: free ports, finding and watching processes
@@ -182,4 +182,31 @@ export function startProcess(
       reject(new Error(`${label} exited (${code}) before it was ready: ${stdout}${stderr}`));
     });
   });
+}
+
+/** Whether something on 127.0.0.1 accepts a TCP connection on `port` now. */
+export function acceptsConnections(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+    socket.connect(port, '127.0.0.1');
+  });
+}
+
+/** Stops a child with `signal` (SIGKILL after `graceMs`) and waits for it to exit; nothing if it has. */
+export async function stopChild(
+  child: ChildProcess | undefined,
+  signal: NodeJS.Signals,
+  graceMs: number,
+): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill(signal);
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
 }

@@ -1,9 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { freePort, runProcess } from '../helpers/processes';
+import { acceptsConnections, freePort, runProcess, stopChild } from '../helpers/processes';
 
 /**
  * A PostgreSQL server of the tests' own: a fresh cluster in a temporary directory (initdb), run as the
@@ -35,18 +34,6 @@ export function postgresBinaries(): { bin: string } | { missing: string } {
     : [];
   if (versions.length === 0) return { missing: `no PostgreSQL server in ${root}/*/bin` };
   return { bin: join(root, versions[0]!, 'bin') };
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = new Socket();
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-    socket.connect(port, '127.0.0.1');
-  });
 }
 
 /** Creates a cluster and starts a server on it. */
@@ -119,7 +106,7 @@ export async function startPostgres(bin: string): Promise<PostgresServer> {
     exited.catch(() => {});
     for (let waited = 0; ; waited += 50) {
       // Accepting TCP is not yet accepting sessions (it may still be starting up): ask pg_isready.
-      if (await Promise.race([accepts(port), exited])) {
+      if (await Promise.race([acceptsConnections(port), exited])) {
         const ready = await runProcess(join(bin, 'pg_isready'), [
           '-h',
           '127.0.0.1',
@@ -137,13 +124,8 @@ export async function startPostgres(bin: string): Promise<PostgresServer> {
   const stop = async () => {
     const running = child;
     child = undefined;
-    if (!running || running.exitCode !== null || running.signalCode !== null) return;
-    const exited = new Promise((resolve) => running.once('exit', resolve));
     // SIGINT is PostgreSQL's fast shutdown: sessions are ended, the data is written.
-    running.kill('SIGINT');
-    const timer = setTimeout(() => running.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(timer);
+    await stopChild(running, 'SIGINT', 10_000);
   };
   try {
     await start();

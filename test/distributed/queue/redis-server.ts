@@ -1,9 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../../helpers/processes';
+import { acceptsConnections, freePort, stopChild } from '../../helpers/processes';
 
 /** A `redis-server` this process started on a free port; `stop()` ends it, `restart()` stops and starts it. */
 export interface RedisServer {
@@ -23,18 +22,6 @@ export function hasRedisServer(): Promise<boolean> {
     const child = spawn('redis-server', ['--version'], { stdio: 'ignore' });
     child.on('error', () => resolve(false));
     child.on('exit', (code) => resolve(code === 0));
-  });
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = new Socket();
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-    socket.connect(port, '127.0.0.1');
   });
 }
 
@@ -62,7 +49,7 @@ export async function startRedis(options: { persist?: boolean } = {}): Promise<R
     });
     exited.catch(() => {});
     for (let waited = 0; ; waited += 20) {
-      if (await Promise.race([accepts(port), exited])) return;
+      if (await Promise.race([acceptsConnections(port), exited])) return;
       if (waited > 10_000) throw new Error('redis-server did not start within 10 s');
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
@@ -70,12 +57,7 @@ export async function startRedis(options: { persist?: boolean } = {}): Promise<R
   const stop = async () => {
     const running = child;
     child = undefined;
-    if (!running || running.exitCode !== null || running.signalCode !== null) return;
-    const exited = new Promise((resolve) => running.once('exit', resolve));
-    running.kill('SIGTERM');
-    const timer = setTimeout(() => running.kill('SIGKILL'), 5_000);
-    await exited;
-    clearTimeout(timer);
+    await stopChild(running, 'SIGTERM', 5_000);
   };
   await start();
   return {
