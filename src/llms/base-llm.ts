@@ -1,5 +1,6 @@
 import { ModelStatusCode } from '../schema/status';
 import { mergeGenParams, normalizeGenParams } from './gen-params';
+import { countTokens, type TokenCountInput } from './token-count';
 import type {
   ChatMessage,
   GenParams,
@@ -41,6 +42,18 @@ export abstract class BaseLLM {
     yield { state: ModelStatusCode.END, content, delta: content };
   }
 
+  /**
+   * The tokens of a text, or of chat messages as a prompt to this model (framing, tool calls and tool
+   * results included). Exact for OpenAI models (the `model` name's encoding: `o200k_base` for gpt-4o,
+   * gpt-4.1, gpt-5 and the o-series, `cl100k_base` for gpt-4 and gpt-3.5) when the optional peer
+   * `gpt-tokenizer` is installed; otherwise (Claude, local and unknown models, or no `gpt-tokenizer`) an
+   * estimate: `ceil(UTF-8 bytes / 4)` per text plus 3 tokens per message, 1 per `name` and 3 for the reply,
+   * as OpenAI's cookbook counts the framing.
+   */
+  countTokens(input: TokenCountInput): number {
+    return countTokens(input, { model: modelNameOf(this) });
+  }
+
   /** The defaults with this call's overrides applied (never mutates `genParams`). */
   protected resolveParams(params?: GenParams): ResolvedGenParams {
     return mergeGenParams(this.genParams, params);
@@ -79,8 +92,26 @@ export abstract class AsyncBaseLLM {
     yield { state: ModelStatusCode.END, content, delta: content };
   }
 
+  /**
+   * The tokens of a text, or of chat messages as a prompt to this model (framing, tool calls and tool
+   * results included). Exact for OpenAI models (the `model` name's encoding: `o200k_base` for gpt-4o,
+   * gpt-4.1, gpt-5 and the o-series, `cl100k_base` for gpt-4 and gpt-3.5) when the optional peer
+   * `gpt-tokenizer` is installed; otherwise (Claude, local and unknown models, or no `gpt-tokenizer`) an
+   * estimate: `ceil(UTF-8 bytes / 4)` per text plus 3 tokens per message, 1 per `name` and 3 for the reply,
+   * as OpenAI's cookbook counts the framing.
+   */
+  countTokens(input: TokenCountInput): number {
+    return countTokens(input, { model: modelNameOf(this) });
+  }
+
   /** The defaults with this call's overrides applied (never mutates `genParams`). */
   protected resolveParams(params?: GenParams): ResolvedGenParams {
     return mergeGenParams(this.genParams, params);
   }
+}
+
+/** A model's `model` name, when it has one (API clients do), for choosing its encoding. */
+function modelNameOf(llm: object): string | undefined {
+  const model = (llm as { model?: unknown }).model;
+  return typeof model === 'string' ? model : undefined;
 }

@@ -44,6 +44,8 @@ export interface MockLLMOptions extends GenParams {
   chunkSize?: number | undefined;
   /** Keep every request in `calls`; turn off for long benchmarks so the mock does not grow. @default true */
   record?: boolean | undefined;
+  /** A model name, for `countTokens` to count with its encoding (e.g. `'gpt-4o'`). @default undefined (estimated) */
+  model?: string | undefined;
 }
 
 /** Options of {@link AsyncMockLLM}. */
@@ -201,10 +203,13 @@ class Script {
  * caller.generate(messages, { tools: [calculator] }).toolCalls; // [{ id: 'call_1', name: 'Calculator.add', arguments: { a: 1, b: 2 } }]
  */
 export class MockLLM extends BaseLLM {
+  /** The model name `countTokens` uses, when one was given. */
+  readonly model: string | undefined;
   readonly #script: Script;
 
   constructor(options: MockLLMOptions) {
     super(options);
+    this.model = options.model;
     this.#script = new Script('MockLLM', options);
   }
 
@@ -239,11 +244,14 @@ export class MockLLM extends BaseLLM {
 /** The asynchronous twin of {@link MockLLM}, with optional latency that honours `signal`. */
 export class AsyncMockLLM extends AsyncBaseLLM {
   readonly latencyMs: number;
+  /** The model name `countTokens` uses, when one was given. */
+  readonly model: string | undefined;
   readonly #script: Script;
   readonly #latency: Latency | undefined;
 
   constructor(options: AsyncMockLLMOptions) {
     super(options);
+    this.model = options.model;
     this.#script = new Script('AsyncMockLLM', options);
     this.latencyMs = options.latencyMs ?? 0;
     this.#latency = this.latencyMs > 0 ? new Latency(this.latencyMs) : undefined;
