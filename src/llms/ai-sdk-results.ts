@@ -1,0 +1,181 @@
+import {
+  APIConnectionError as OpenAIConnectionError,
+  APIError as OpenAIError,
+  APIUserAbortError as OpenAIUserAbortError,
+} from 'openai';
+import type { ToolCall } from '../schema/chat-message';
+import { LLMRequestError } from '../schema/errors';
+import type { AISDKContent, AISDKFinishReason, AISDKStreamPart, AISDKUsage } from './ai-sdk-types';
+import { parseToolArguments, type RequestTools, type ToolCallAssembler } from './tool-calls';
+import type { TokenUsage } from './usage';
+
+/** The fields of a `tool-call` content or stream part that are read. */
+interface ToolCallPart {
+  type: 'tool-call';
+  toolCallId?: unknown;
+  toolName?: unknown;
+  input?: unknown;
+  providerExecuted?: unknown;
+}
+
+/** A tool call's arguments: AI SDK v2+ sends JSON text; an object is taken as it is. */
+function argumentsOf(input: unknown): Record<string, unknown> | string {
+  if (typeof input === 'string') return parseToolArguments(input);
+  if (input !== null && typeof input === 'object' && !Array.isArray(input)) {
+    return input as Record<string, unknown>;
+  }
+  return input === undefined ? {} : JSON.stringify(input);
+}
+
+/** Whether a tool-call part is one the caller must run (not one the provider ran itself). */
+function isClientCall(part: AISDKContent | AISDKStreamPart): part is ToolCallPart {
+  return part.type === 'tool-call' && (part as ToolCallPart).providerExecuted !== true;
+}
+
+/** The text and tool calls of a `doGenerate` result's content (reasoning, sources and files are skipped). */
+export function readContent(
+  content: readonly AISDKContent[],
+  tools: RequestTools | undefined,
+  where: string,
+): { text: string; toolCalls: ToolCall[] } {
+  if (!Array.isArray(content)) {
+    throw new LLMRequestError({ message: `${where} failed: the model returned no content list` });
+  }
+  let text = '';
+  const toolCalls: ToolCall[] = [];
+  for (const part of content) {
+    if (part?.type === 'text') text += String((part as { text?: unknown }).text ?? '');
+    else if (part !== null && isClientCall(part)) {
+      const name = String(part.toolName ?? '');
+      toolCalls.push({
+        id: typeof part.toolCallId === 'string' ? part.toolCallId : `call_${toolCalls.length}`,
+        name: tools?.names.get(name) ?? name,
+        arguments: argumentsOf(part.input),
+      });
+    }
+  }
+  return { text, toolCalls };
+}
+
+/** What one stream part adds: its text; a client tool call goes to `assembler` as one whole delta. */
+export function readStreamPart(
+  part: AISDKStreamPart,
+  assembler: ToolCallAssembler,
+  state: { calls: number; usage: TokenUsage | undefined; finishReason: string | undefined },
+): string {
+  switch (part.type) {
+    case 'text-delta': {
+      // v2+ sends `delta`; earlier drafts sent `textDelta`.
+      const { delta, textDelta } = part as { delta?: unknown; textDelta?: unknown };
+      return typeof delta === 'string' ? delta : typeof textDelta === 'string' ? textDelta : '';
+    }
+    case 'tool-call': {
+      if (!isClientCall(part)) return '';
+      const input = part.input;
+      assembler.push([
+        {
+          index: state.calls++,
+          id: part.toolCallId,
+          function: {
+            name: part.toolName,
+            arguments: typeof input === 'string' ? input : JSON.stringify(input ?? {}),
+          },
+        },
+      ]);
+      return '';
+    }
+    case 'finish': {
+      const finish = part as { usage?: AISDKUsage; finishReason?: AISDKFinishReason };
+      state.usage = usageOf(finish.usage);
+      state.finishReason = finishReasonOf(finish.finishReason);
+      return '';
+    }
+    case 'error':
+      throw (part as { error?: unknown }).error ?? new Error('the model sent an error part');
+    default:
+      return '';
+  }
+}
+
+function count(value: unknown): number | undefined {
+  if (typeof value === 'number' && Number.isFinite(value)) return value;
+  const total = (value as { total?: unknown } | null | undefined)?.total;
+  return typeof total === 'number' && Number.isFinite(total) ? total : undefined;
+}
+
+/** An AI SDK usage (flat `v2` or split `v3`/`v4`) as a {@link TokenUsage}; undefined when it has no counts. */
+export function usageOf(usage: AISDKUsage | undefined): TokenUsage | undefined {
+  if (usage === null || typeof usage !== 'object') return undefined;
+  const input = count(usage.inputTokens);
+  const output = count(usage.outputTokens);
+  const total = count((usage as { totalTokens?: unknown }).totalTokens);
+  if (input === undefined && output === undefined && total === undefined) return undefined;
+  const promptTokens = input ?? 0;
+  const completionTokens = output ?? 0;
+  return { promptTokens, completionTokens, totalTokens: total ?? promptTokens + completionTokens };
+}
+
+const FINISH_REASONS: Readonly<Record<string, string>> = {
+  'tool-calls': 'tool_calls',
+  'content-filter': 'content_filter',
+};
+
+/** An AI SDK finish reason in OpenAI's spelling (`stop`, `length`, `tool_calls`, `content_filter`, ...). */
+export function finishReasonOf(reason: AISDKFinishReason | undefined): string | undefined {
+  const unified = typeof reason === 'string' ? reason : reason?.unified;
+  if (typeof unified !== 'string') return undefined;
+  return FINISH_REASONS[unified] ?? unified;
+}
+
+const API_CALL_ERROR = Symbol.for('vercel.ai.error.AI_APICallError');
+
+/** The fields of the AI SDK's `APICallError` that are read. */
+interface APICallErrorFields {
+  message: string;
+  statusCode?: number | undefined;
+  responseHeaders?: Record<string, string> | undefined;
+  isRetryable?: boolean | undefined;
+  cause?: unknown;
+}
+
+function isAPICallError(error: unknown): error is Error & APICallErrorFields {
+  return (
+    error instanceof Error &&
+    ((error as unknown as Record<symbol, unknown>)[API_CALL_ERROR] === true ||
+      error.name === 'AI_APICallError')
+  );
+}
+
+/**
+ * An AI SDK error in the shape the shared retry machinery (`request-retry.ts`) reads: an `APICallError` with a
+ * status becomes the `openai` SDK's error of that status (429, 408 and 5xx retried, `retry-after(-ms)`
+ * honoured), one without a status that the provider calls retryable a connection failure (retried), an abort
+ * an abort. Other errors (malformed replies: `AI_JSONParseError`, `AI_TypeValidationError`, ...) stay as they
+ * are and are not retried. The original error is the `cause`.
+ */
+export function toSharedAISDKError(error: unknown): unknown {
+  if (error instanceof Error && error.name === 'AbortError') {
+    return withCause(new OpenAIUserAbortError({ message: error.message }), error);
+  }
+  if (!isAPICallError(error)) return error;
+  let shared: Error;
+  // A reply with a success status that could not be read (malformed JSON) is not the server refusing.
+  if (typeof error.statusCode === 'number' && error.statusCode < 400) return error;
+  if (typeof error.statusCode === 'number') {
+    shared = OpenAIError.generate(
+      error.statusCode,
+      { error: { message: error.message } },
+      undefined,
+      new Headers(error.responseHeaders ?? {}),
+    );
+  } else if (error.isRetryable === true) {
+    const cause = error.cause instanceof Error ? error.cause : undefined;
+    shared = new OpenAIConnectionError({ message: error.message, cause });
+  } else return error;
+  return withCause(shared, error);
+}
+
+function withCause(shared: Error, cause: unknown): Error {
+  Object.defineProperty(shared, 'cause', { value: cause, configurable: true, writable: true });
+  return shared;
+}

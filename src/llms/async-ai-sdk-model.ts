@@ -1,0 +1,243 @@
+import { effectiveSignal } from '../core/call-context';
+import { Deadline } from '../core/deadline';
+import { ConfigurationError } from '../schema/errors';
+import { toAISDKPrompt, toAISDKToolChoice, toAISDKTools } from './ai-sdk-prompt';
+import { finishReasonOf, readContent, readStreamPart, toSharedAISDKError, usageOf } from './ai-sdk-results';
+import type { AISDKCallOptions, AISDKLanguageModel } from './ai-sdk-types';
+import { MeteredLLM } from './metered-llm';
+import { type RetryPolicy, withRetries } from './request-retry';
+import { resolveTiming, type TimingOptions } from './timing';
+import { prepareTools, type RequestTools, toolCallsError } from './tool-calls';
+import type {
+  ChatMessage,
+  GenParams,
+  LLMCallParams,
+  ModelReply,
+  ResolvedGenParams,
+  StreamChunk,
+} from './types';
+import type { TokenUsage } from './usage';
+
+/** Provider-specific options, keyed by provider (the AI SDK's `providerOptions`). */
+export type AISDKProviderOptions = Record<string, Record<string, unknown>>;
+
+/** Options of {@link AsyncAISDKModel}. */
+export interface AISDKModelOptions extends GenParams, TimingOptions {
+  /** The AI SDK language model, e.g. `openai('gpt-4o-mini')` or `anthropic('claude-sonnet-4-6')`. */
+  model: AISDKLanguageModel;
+  /** The client's name in error messages. @default the class name */
+  clientName?: string | undefined;
+  /** Extra HTTP headers on every request. */
+  headers?: Record<string, string> | undefined;
+  /** Provider-specific options on every request, e.g. `{ openai: { parallelToolCalls: false } }`. */
+  providerOptions?: AISDKProviderOptions | undefined;
+}
+
+/** Per-call params of {@link AsyncAISDKModel}. */
+export interface AISDKCallParams extends LLMCallParams {
+  /** Provider-specific options for this call, merged (per provider) over the client's. */
+  providerOptions?: AISDKProviderOptions | undefined;
+}
+
+/** Providers that cannot take a stop sequence of whitespace only (it is still cut on this side). */
+const BLANK = /^\s*$/;
+
+const VERSIONS = new Set(['v2', 'v3', 'v4']);
+
+/**
+ * Any AI SDK language model (`LanguageModelV2`, `V3` or `V4`: `@ai-sdk/openai`, `@ai-sdk/anthropic`,
+ * `@ai-sdk/google`, `@ai-sdk/openai-compatible`, community providers such as Ollama's) as a lagent-ts model. The
+ * provider package is the user's: lagent-ts calls the model object's `doGenerate` / `doStream` and imports
+ * nothing of the AI SDK.
+ *
+ * Params map as `maxNewTokens -> maxOutputTokens`, `temperature`, `stopWords -> stopSequences` (text is also cut
+ * on this side, streams included), and `topP`, `topK` only when set in the options or changed for a call.
+ * `repetitionPenalty` is not sent. `generate()` offers `params.tools` as function tools (a toolkit API
+ * `Name.api` is sent as `Name__api` and its calls come back as `Name.api`) and returns the model's tool calls;
+ * the tool turns of the function-calling agents go back as `tool-call` / `tool-result` parts.
+ *
+ * Failed requests are retried by the same machinery as the other clients (the provider's 429, 408 and 5xx,
+ * connection failures, timeouts; honouring `retry-after-ms` / `retry-after`), then throw `LLMRequestError` with
+ * `status` and `attempts`; the AI SDK's own retries (in `generateText`) are not involved. `signal`, or the
+ * signal of the agent call it runs in, aborts at once. Token usage is counted per call and per session.
+ *
+ * @example
+ * import { createOpenAI } from '@ai-sdk/openai';
+ * const llm = new AsyncAISDKModel({ model: createOpenAI()('gpt-4o-mini'), stopWords: ['</answer>'] });
+ * const text = await llm.chat([{ role: 'user', content: 'hi' }]);
+ * llm.getUsage(); // { promptTokens, completionTokens, totalTokens }
+ */
+export class AsyncAISDKModel extends MeteredLLM {
+  /** The model id (`model.modelId`). */
+  readonly model: string;
+  /** The provider id (`model.provider`, e.g. `openai.chat`): AI SDK models do not expose their URL. */
+  readonly baseURL: string;
+  /** The wrapped AI SDK model. */
+  readonly languageModel: AISDKLanguageModel;
+  /** Milliseconds per attempt (for streams: between two parts); `Infinity` for none. */
+  readonly timeout: number;
+  /** Retries after the first attempt. */
+  readonly retry: number;
+  /** The name errors use. */
+  readonly clientName: string;
+  readonly #policy: RetryPolicy;
+  readonly #headers: Record<string, string> | undefined;
+  readonly #providerOptions: AISDKProviderOptions | undefined;
+  readonly #sendTopP: boolean;
+  readonly #sendTopK: boolean;
+  readonly #where: string;
+
+  constructor(options: AISDKModelOptions) {
+    super(options);
+    const name = options?.clientName ?? new.target.name;
+    this.clientName = name;
+    const model = options?.model as Partial<AISDKLanguageModel> | undefined;
+    if (
+      model === null ||
+      typeof model !== 'object' ||
+      typeof model.doGenerate !== 'function' ||
+      typeof model.doStream !== 'function'
+    ) {
+      throw new ConfigurationError({
+        message: `${name} needs an AI SDK language model as \`model\` (e.g. openai('gpt-4o-mini') from @ai-sdk/openai)`,
+      });
+    }
+    if (!VERSIONS.has(String(model.specificationVersion))) {
+      throw new ConfigurationError({
+        message: `${name}: AI SDK language model specification ${String(model.specificationVersion)} is not supported (v2, v3 and v4 are); update the provider package`,
+      });
+    }
+    this.languageModel = model as AISDKLanguageModel;
+    this.model = String(model.modelId ?? '');
+    this.baseURL = String(model.provider ?? '');
+    const timing = resolveTiming(options, name);
+    this.timeout = timing.timeout;
+    this.retry = timing.retry;
+    this.#policy = timing.policy;
+    this.#headers = options.headers;
+    this.#providerOptions = options.providerOptions;
+    this.#sendTopP = options.topP !== undefined;
+    this.#sendTopK = options.topK !== undefined;
+    this.#where = `${name} request to ${this.baseURL} (model ${this.model})`;
+  }
+
+  /**
+   * Replies to `messages` with text. Throws `LLMRequestError` when the request fails for good, the signal's
+   * reason when aborted, and a `ModelOutputError` when the model answered with tool calls (use `generate()`).
+   */
+  async chat(messages: ChatMessage[], params?: AISDKCallParams): Promise<string> {
+    const reply = await this.generate(messages, params);
+    if (reply.toolCalls.length > 0) throw toolCallsError(this.clientName, reply.toolCalls);
+    return reply.content;
+  }
+
+  /** The whole reply: text (cut at stop words) and the tool calls the model asked for. */
+  override async generate(messages: ChatMessage[], params?: AISDKCallParams): Promise<ModelReply> {
+    const call = params ?? {};
+    const resolved = this.resolveParams(call);
+    const tools = prepareTools(call.tools, this.clientName);
+    const request = this.#request(messages, resolved, call, tools);
+    // A model called inside an agent's forward stops with that call even when not handed its signal.
+    const signal = effectiveSignal(call.signal);
+    signal?.throwIfAborted();
+    const model = this.languageModel;
+    const result = await withRetries(
+      () =>
+        Deadline.run(
+          signal,
+          this.timeout,
+          (attempt) => Promise.resolve(model.doGenerate({ ...request, abortSignal: attempt })),
+          toSharedAISDKError,
+        ),
+      this.#policy,
+      this.#where,
+      signal,
+    );
+    const { text, toolCalls } = readContent(result.content, tools, this.#where);
+    const usage = usageOf(result.usage);
+    const finishReason = finishReasonOf(result.finishReason);
+    return this.reply(text, toolCalls, finishReason, usage, resolved.stopWords, call.sessionId);
+  }
+
+  /**
+   * Streams the reply: `STREAM_ING` chunks with cumulative `content`, then one `END` chunk carrying the
+   * `toolCalls`. Text from the first stop word on is never yielded. Leaving the loop early aborts the request.
+   * Retries cover opening the stream, not a stream that already started.
+   */
+  override async *streamChat(
+    messages: ChatMessage[],
+    params?: AISDKCallParams,
+  ): AsyncGenerator<StreamChunk, void, undefined> {
+    const call = params ?? {};
+    const resolved = this.resolveParams(call);
+    const tools = prepareTools(call.tools, this.clientName);
+    const request = this.#request(messages, resolved, call, tools);
+    const signal = effectiveSignal(call.signal);
+    signal?.throwIfAborted();
+    const model = this.languageModel;
+    const { stream, attempt } = await withRetries(
+      () =>
+        Deadline.open(
+          signal,
+          this.timeout,
+          async (attemptSignal) => (await model.doStream({ ...request, abortSignal: attemptSignal })).stream,
+          toSharedAISDKError,
+        ),
+      this.#policy,
+      this.#where,
+      signal,
+    );
+    const state = { calls: 0, usage: undefined as TokenUsage | undefined, finishReason: undefined };
+    yield* this.relayStream({
+      stream: stream as unknown as AsyncIterable<unknown>,
+      attempt,
+      read: (part, assembler) => readStreamPart(part as { type: string }, assembler, state),
+      usage: () => state.usage,
+      signal,
+      stopWords: resolved.stopWords,
+      tools,
+      sessionId: call.sessionId,
+      where: this.#where,
+      translate: toSharedAISDKError,
+    });
+  }
+
+  /** The call options of one request (the attempt's `abortSignal` is added per attempt). */
+  #request(
+    messages: ChatMessage[],
+    params: ResolvedGenParams,
+    call: AISDKCallParams,
+    tools: RequestTools | undefined,
+  ): AISDKCallOptions {
+    const request: AISDKCallOptions = {
+      prompt: toAISDKPrompt(messages),
+      maxOutputTokens: params.maxNewTokens,
+      temperature: params.temperature,
+    };
+    if (this.#sendTopP || params.topP !== this.genParams.topP) request.topP = params.topP;
+    if (this.#sendTopK || params.topK !== this.genParams.topK) request.topK = params.topK;
+    const stops = params.stopWords.filter((word) => !BLANK.test(word));
+    if (stops.length > 0) request.stopSequences = stops;
+    if (tools !== undefined) {
+      request.tools = toAISDKTools(tools);
+      if (call.toolChoice !== undefined) request.toolChoice = toAISDKToolChoice(call.toolChoice);
+    }
+    if (this.#headers !== undefined) request.headers = this.#headers;
+    const providerOptions = mergeProviderOptions(this.#providerOptions, call.providerOptions);
+    if (providerOptions !== undefined) request.providerOptions = providerOptions;
+    return request;
+  }
+}
+
+/** The client's provider options with the call's merged over them, provider by provider. */
+function mergeProviderOptions(
+  base: AISDKProviderOptions | undefined,
+  call: AISDKProviderOptions | undefined,
+): AISDKProviderOptions | undefined {
+  if (call === undefined) return base;
+  if (base === undefined) return call;
+  const merged: AISDKProviderOptions = { ...base };
+  for (const [provider, options] of Object.entries(call))
+    merged[provider] = { ...base[provider], ...options };
+  return merged;
+}

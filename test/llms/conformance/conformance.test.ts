@@ -1,0 +1,4 @@
+import { conformanceSuite } from './suite';
+import { targets } from './targets';
+
+for (const target of targets) conformanceSuite(target);
