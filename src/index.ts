@@ -12,6 +12,7 @@ export type {
   ActionParameter,
   ActionParameterType,
   ApiDescription,
+  ApprovalRule,
   AsyncActionCallOptions,
   AsyncActionExecutorOptions,
   AsyncTool,
@@ -48,6 +49,11 @@ export type { SystemInstruction, SystemTemplate } from './agents/aggregator/inde
 export { contentToText, DefaultAggregator } from './agents/aggregator/index';
 export type { InternLMToolAggregatorOptions } from './agents/aggregator/internlm-tool-aggregator';
 export { InternLMToolAggregator } from './agents/aggregator/internlm-tool-aggregator';
+export type {
+  TokenCounter,
+  TokenWindowAggregatorOptions,
+} from './agents/aggregator/token-window-aggregator';
+export { TokenWindowAggregator } from './agents/aggregator/token-window-aggregator';
 export type {
   ConfigRegistry,
   ConfigurableClass,
@@ -155,14 +161,28 @@ export type {
 } from './hooks/index';
 export { Hook, MessageLogger, RemovableHandle } from './hooks/index';
 export type {
+  AISDKCallParams,
+  AISDKLanguageModel,
+  AISDKModelOptions,
+  AISDKModelSyncOptions,
+  AISDKProviderOptions,
+} from './llms/index';
+export { AISDKModel, AsyncAISDKModel } from './llms/index';
+export type {
+  AnsweredBy,
   APIMetaTemplate,
   APIRoleTemplate,
+  CacheOptions,
   ChatMessage,
   ClaudeAPIOptions,
   ClaudeCallParams,
   CompletionRequest,
+  FallbackEvent,
+  FallbackOptions,
+  FallbackReply,
   GenParams,
   GPTAPIOptions,
+  LLMCacheBackend,
   LLMCallParams,
   LMMetaTemplate,
   LMRoleBegin,
@@ -172,6 +192,9 @@ export type {
   OpenAICompatibleDefaults,
   OpenAICompatibleOptions,
   RawPromptModelOptions,
+  RecordedCall,
+  RecordingOptions,
+  ReplayOptions,
   ResolvedGenParams,
   StreamChunk,
   TokenUsage,
@@ -181,23 +204,32 @@ export type {
 export {
   APITemplateParser,
   AsyncBaseLLM,
+  AsyncCachedLLM,
   AsyncClaudeAPI,
+  AsyncFallbackLLM,
   AsyncGPTAPI,
   AsyncLMDeployServer,
   AsyncRawPromptModel,
+  AsyncRecordingLLM,
+  AsyncReplayLLM,
   AsyncVllmModel,
   BaseLLM,
   BridgedLLM,
+  CachedLLM,
   ClaudeAPI,
   cutAtStopWords,
   DEFAULT_API_META_TEMPLATE,
   DEFAULT_GEN_PARAMS,
+  FallbackLLM,
   GPTAPI,
   INTERNLM2_META,
   LMDeployServer,
   LMTemplateParser,
   MeteredLLM,
   OpenAICompatibleLLM,
+  RecordingLLM,
+  ReplayLLM,
+  ReplayMissError,
   StopWordFilter,
   UsageTracker,
   VllmModel,
@@ -272,6 +304,8 @@ export {
   toolCallsOf,
   ValidationError,
 } from './schema/index';
+export type { Decision, Interrupt, InterruptReply, ResumeMessage } from './schema/interrupts';
+export { interruptsOf, resumeWith } from './schema/interrupts';
 export { MemoryStore } from './stores/memory-store';
 export type {
   AcquiredSession,

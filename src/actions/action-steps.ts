@@ -3,13 +3,14 @@ import { PromiseInSyncCall, type Steps } from '../core/steps';
 import { activeTracer, endSpan, startToolSpan } from '../core/tracing';
 import { ActionReturn } from '../schema/action-return';
 import { TimeoutError } from '../schema/errors';
+import { InterruptSignal } from '../schema/interrupts';
 import { ActionStatusCode } from '../schema/status';
 import { isThenable } from '../utils/is';
 import { thrownText } from '../utils/text';
 import { type ArgumentRules, type CheckedArguments, checkArguments } from './arguments';
 import type { ApiSchemaInfo } from './describe';
 import { toActionReturn } from './results';
-import type { ToolContext } from './types';
+import type { ApprovalRule, ToolContext } from './types';
 
 /** One API of an action, resolved when the action is built. */
 export interface ResolvedApi extends ArgumentRules {
@@ -17,6 +18,10 @@ export interface ResolvedApi extends ArgumentRules {
   /** The Lagent description, JSON Schema and signature derived from the schema. */
   readonly info: ApiSchemaInfo;
   readonly run: (args: Record<string, unknown>, context: ToolContext) => unknown;
+  /** Whether a call must be approved first (see `ToolApiSpec.needsApproval`). */
+  readonly needsApproval?: ApprovalRule<any> | undefined;
+  /** Whether a call may run twice (see `ToolApiSpec.retrySafe`). */
+  readonly retrySafe?: boolean | undefined;
 }
 
 /** What the shared call steps need from an action. */
@@ -208,6 +213,8 @@ function failedCall(
   settings: CallSettings,
 ): ActionReturn {
   if (settings.signal?.aborted) throw settings.signal.reason;
+  // A sub-agent run by the tool stopped to ask a person: the question goes up to the outermost call.
+  if (error instanceof InterruptSignal) throw error;
   const message = isPromiseInSyncCall(error)
     ? `${label} returned a Promise, which a synchronous call cannot wait for; declare it with asyncTool() / AsyncBaseAction and use an AsyncActionExecutor`
     : thrownText(error, `the tool ${label}`);

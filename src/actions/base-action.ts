@@ -10,6 +10,7 @@ import type {
   ActionApi,
   ActionCallOptions,
   ActionDescription,
+  ApprovalRule,
   AsyncActionCallOptions,
   OpenAITool,
   ToolApiSpec,
@@ -52,6 +53,14 @@ function isZodObject(value: unknown): value is z.ZodObject {
 /** A schema that rejects unknown keys, unless it was declared loose (or with a catchall) on purpose. */
 function strictOf(schema: z.ZodObject): z.ZodObject {
   return schema._zod.def.catchall === undefined ? schema.strict() : schema;
+}
+
+function checkApprovalRule(name: string, api: string, rule: unknown): ApprovalRule<any> | undefined {
+  if (rule === undefined || rule === false) return undefined;
+  if (rule === true || typeof rule === 'function') return rule as ApprovalRule<any>;
+  throw new ConfigurationError({
+    message: `${name}.${api}: needsApproval must be a boolean or a function (args, context) => boolean, got ${typeof rule}`,
+  });
 }
 
 /** The static side of a class-based action: `static toolApis` maps method names to their declarations. */
@@ -153,6 +162,8 @@ export abstract class ActionBase {
       fromText: api.fromText,
       run: (args, context) => run(args, context),
       info,
+      needsApproval: checkApprovalRule(name, apiName, api.needsApproval),
+      retrySafe: api.retrySafe === true,
     };
   }
 

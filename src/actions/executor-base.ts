@@ -12,7 +12,7 @@ import { FinishAction, InvalidAction, NoAction } from './builtin-actions';
 import { copyDescription } from './describe';
 import { FORWARD_STEPS, INVALID_CALL_STEPS, TOOL_CALL_STEPS } from './executor-steps';
 import { readToolCallArguments } from './tool-call-steps';
-import type { ApiDescription, OpenAITool } from './types';
+import type { ApiDescription, OpenAITool, ToolContext } from './types';
 
 /** Options of the action executors; `H` is the kind of hook the executor runs. */
 export interface ActionExecutorOptions<A extends ActionBase, H extends Hook = Hook> {
@@ -29,6 +29,11 @@ export interface ActionExecutorOptions<A extends ActionBase, H extends Hook = Ho
   hooks?: readonly H[] | undefined;
   /** The sender of the executor's messages. @default 'ActionExecutor' */
   name?: string | undefined;
+  /**
+   * Which calls need a person's approval before they run, for tools whose declaration you do not own (MCP
+   * toolkits, prebuilt tools); a tool's own `needsApproval` applies as well.
+   */
+  needsApproval?: ((call: ToolCall, context: ToolContext) => boolean | Promise<boolean>) | undefined;
 }
 
 interface Target {
@@ -53,6 +58,7 @@ export abstract class ExecutorBase<A extends ActionBase, H extends Hook = Hook> 
   readonly finishInAction: boolean;
   readonly #actions = new Map<string, A>();
   readonly #hooks: HookList;
+  readonly #needsApproval: ActionExecutorOptions<A, H>['needsApproval'];
   /** The tools' OpenAI JSON for model clients, until the registry changes. */
   #frozenTools:
     | { separator: string; tools: readonly OpenAITool[]; parts: (readonly OpenAITool[])[] }
@@ -79,6 +85,43 @@ export abstract class ExecutorBase<A extends ActionBase, H extends Hook = Hook> 
       this.#actions.set(action.name, action);
     }
     this.#hooks = new HookList(options.hooks);
+    if (options.needsApproval !== undefined && typeof options.needsApproval !== 'function') {
+      throw new ConfigurationError({
+        message: `${new.target.name}: needsApproval must be a function (call, context) => boolean`,
+      });
+    }
+    this.#needsApproval = options.needsApproval;
+  }
+
+  /**
+   * Whether a native tool call needs a person's approval before it runs: the executor's `needsApproval`, or
+   * the tool API's own (given the call's checked arguments). Calls to unknown tools, or with arguments the
+   * tool would refuse, need none: they are answered with an error without running anything.
+   */
+  approvalNeeded(call: ToolCall, context: ToolContext): boolean | Promise<boolean> {
+    const own = this.#needsApproval?.(call, context);
+    if (own === true) return true;
+    const rule = this.#ruleOf(call, context);
+    if (own === undefined || own === false) return rule;
+    return Promise.resolve(own).then((needed) => needed || rule);
+  }
+
+  /** Whether the tool a call names is declared safe to run twice (`retrySafe`). */
+  retrySafe(call: ToolCall): boolean {
+    const target = this.#resolve(call.name);
+    return target?.action.apis.get(target.api)?.retrySafe === true;
+  }
+
+  #ruleOf(call: ToolCall, context: ToolContext): boolean | Promise<boolean> {
+    const target = this.#resolve(call.name);
+    const rule = target?.action.apis.get(target.api)?.needsApproval;
+    if (typeof rule !== 'function') return rule === true;
+    const api = target!.action.apis.get(target!.api)!;
+    const read = readToolCallArguments(call.arguments);
+    if (!read.ok) return false;
+    const checked = api.schema.safeParse(read.args);
+    if (!checked.success) return false;
+    return rule(checked.data, context);
   }
 
   /** Refuses actions this executor cannot run. */

@@ -17,6 +17,7 @@ export type {
   ActionParameter,
   ActionParameterType,
   ApiDescription,
+  ApprovalRule,
   AsyncActionCallOptions,
   ExecutorReply,
   OpenAITool,

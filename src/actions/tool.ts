@@ -1,7 +1,13 @@
 import type { z } from 'zod';
 import type { ActionReturn } from '../schema/action-return';
 import { AsyncBaseAction, BaseAction } from './base-action';
-import type { ActionCallOptions, AsyncActionCallOptions, ToolContext } from './types';
+import type {
+  ActionCallOptions,
+  ApprovalRule,
+  AsyncActionCallOptions,
+  ToolApiSpec,
+  ToolContext,
+} from './types';
 
 /**
  * A tool made by {@link tool}: a `BaseAction` whose `call` takes the schema's input (or its JSON text, as a
@@ -46,6 +52,10 @@ export interface ToolOptions<S extends z.ZodObject, R> {
   run: (args: z.output<S>, context: ToolContext) => R;
   /** Maps plain (non-JSON) text to arguments, for tools that take free text. */
   fromText?: (text: string) => Record<string, unknown>;
+  /** Whether a call must be approved by a person first (see {@link ToolApiSpec.needsApproval}). @default false */
+  needsApproval?: ApprovalRule<z.output<S>> | undefined;
+  /** Whether running a call twice is harmless (see {@link ToolApiSpec.retrySafe}). @default false */
+  retrySafe?: boolean | undefined;
 }
 
 /** One API of {@link toolkit} / {@link asyncToolkit}. */
@@ -54,6 +64,8 @@ export interface ToolkitApi<S extends z.ZodObject, R> {
   parameters?: S | undefined;
   run: (args: z.output<S>, context: ToolContext) => R;
   fromText?: (text: string) => Record<string, unknown>;
+  needsApproval?: ApprovalRule<z.output<S>> | undefined;
+  retrySafe?: boolean | undefined;
 }
 
 /** Options of {@link toolkit} / {@link asyncToolkit}; `A` maps each API name to its schema. */

@@ -59,7 +59,23 @@ export interface ToolApiSpec<S extends z.ZodObject = z.ZodObject> {
    * it such text is an `ARGS_ERROR`.
    */
   fromText?: (text: string) => Record<string, unknown>;
+  /**
+   * Whether a call must be approved by a person before it runs: the agent's call then stops and returns an
+   * interrupt (see `interruptsOf`, `resumeWith`). A function decides per call from the checked arguments.
+   * @default false
+   */
+  needsApproval?: ApprovalRule<z.output<S>> | undefined;
+  /**
+   * Whether running a call twice is harmless. A durable call that crashed while this tool ran runs it again
+   * when true; otherwise the model is told the outcome is unknown. @default false
+   */
+  retrySafe?: boolean | undefined;
 }
+
+/** When a tool call needs a person's approval: always, never, or as a function of the call decides. */
+export type ApprovalRule<A = Record<string, unknown>> =
+  | boolean
+  | ((args: A, context: ToolContext) => boolean | Promise<boolean>);
 
 /** One API of an action: its declaration plus the function that runs it. */
 export interface ActionApi<S extends z.ZodObject = z.ZodObject, R = unknown> extends ToolApiSpec<S> {

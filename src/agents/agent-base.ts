@@ -6,6 +6,7 @@ import { Memory, type MemoryOptions } from '../memory/memory';
 import { MemoryManager, type MemoryManagerOptions } from '../memory/memory-manager';
 import type { OutputParser } from '../prompts/output-parser';
 import type { AgentMessage } from '../schema/agent-message';
+import type { Decision, Interrupt } from '../schema/interrupts';
 import type { ChatMessage, ToolCall } from '../schema/chat-message';
 import { ConfigurationError, StateDictError } from '../schema/errors';
 import type { SessionId } from '../schema/session';
@@ -168,6 +169,10 @@ export interface AgentEvents {
       path: string;
     },
   ];
+  /** A call stopped to ask a person (`interrupts`); emitted by the agent that was called. */
+  interrupt: [event: { agent: AgentBase; sessionId: SessionId; interrupts: readonly Interrupt[]; path: string }];
+  /** A call was given a resume message with these decisions. */
+  resume: [event: { agent: AgentBase; sessionId: SessionId; decisions: readonly Decision[]; path: string }];
 }
 
 /** Where an agent keeps its emitter; read without creating one on the hot path. */

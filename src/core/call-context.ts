@@ -31,6 +31,8 @@ export interface CallFrame {
   failed: boolean;
   /** The call's `invoke_agent` span, when tracing is on: the parent of the spans made inside it. */
   readonly span?: Span | undefined;
+  /** Set on the call that was given a resume message: the decisions, by interrupt id. */
+  readonly resume?: ReadonlyMap<string, unknown> | undefined;
 }
 
 const storage = new AsyncLocalStorage<CallFrame>();
@@ -109,4 +111,27 @@ export function streamInFrame<T>(
       return this;
     },
   }) as Iterator<T> | AsyncIterator<T>;
+}
+
+/** The outermost call of this chain (the agent that was called from outside any call). */
+export function rootFrame(frame: CallFrame | undefined): CallFrame | undefined {
+  let current = frame;
+  while (current?.parent !== undefined) current = current.parent;
+  return current;
+}
+
+/** The decision a resume message of this chain of calls holds for interrupt `id`, if any. */
+export function decisionIn(frame: CallFrame | undefined, id: string): unknown {
+  for (let current = frame; current !== undefined; current = current.parent) {
+    const decision = current.resume?.get(id);
+    if (decision !== undefined) return decision;
+  }
+  return undefined;
+}
+
+/** True when a call of this chain was given a resume message. */
+export function isResuming(frame: CallFrame | undefined): boolean {
+  for (let current = frame; current !== undefined; current = current.parent)
+    if (current.resume !== undefined) return true;
+  return false;
 }

@@ -3,6 +3,7 @@ import type { PendingTurn } from '../../core/session-lanes';
 import { PromiseInSyncCall, type Steps } from '../../core/steps';
 import type { AgentMessage, MessageInput } from '../../schema/agent-message';
 import { ConfigurationError } from '../../schema/errors';
+import { InterruptSignal } from '../../schema/interrupts';
 import type { SessionId, SessionKey } from '../../schema/session';
 import type { AgentBase } from '../agent-base';
 import { bindingFor, type SessionHold } from './persist';
@@ -47,6 +48,14 @@ export function* agentCallSteps(
     if (hold !== undefined) yield* hold.binding.commit(agent, hold);
     return turn.succeed(reply);
   } catch (error) {
+    if (error instanceof InterruptSignal && !turn.finished) {
+      const reply = turn.interrupted(error);
+      if (reply === undefined) throw error;
+      // What the call did before it stopped is kept, in the store too.
+      if (hold !== undefined) yield* hold.binding.commit(agent, hold);
+      turn.finished = true;
+      return reply;
+    }
     turn.fail(error);
     throw error;
   } finally {

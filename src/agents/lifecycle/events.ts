@@ -32,7 +32,7 @@ export function emitEvent<E extends keyof AgentEvents>(
 }
 
 /** The dotted path of `agent` in `owner`'s tree, or undefined when it is not a descendant. */
-function pathIn(owner: AgentBase, agent: AgentBase): string | undefined {
+export function pathIn(owner: AgentBase, agent: AgentBase): string | undefined {
   // namedAgents() gives state-dict prefixes (`writer.`, `experts.0.`): the path is the prefix without its dot.
   for (const [prefix, node] of owner.namedAgents())
     if (node === agent && prefix !== '') return prefix.slice(0, -1);

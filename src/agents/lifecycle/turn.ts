@@ -14,6 +14,15 @@ import type { Memory } from '../../memory/memory';
 import { MEMORY_AT, MemoryManager } from '../../memory/memory-manager';
 import { AgentMessage, type MessageInput, messageOf, toAgentMessage } from '../../schema/agent-message';
 import { ConfigurationError } from '../../schema/errors';
+import {
+  type Decision,
+  decisionsOf,
+  INTERRUPT_TYPE,
+  type Interrupt,
+  type InterruptSignal,
+  interruptId,
+  RESUME_TYPE,
+} from '../../schema/interrupts';
 import { type SessionId, type SessionKey, sessionKey as toSessionKey } from '../../schema/session';
 import { AgentStatusCode } from '../../schema/status';
 import { isIterator, isThenable } from '../../utils/is';
@@ -21,7 +30,7 @@ import { keepShape } from '../../utils/keep-shape';
 import { type AgentBase, type AsyncForwardOptions, EMITTER, type ForwardOptions, LANES } from '../agent-base';
 import { observers } from '../observers';
 import { type Forwarding, type ForwardParts, plainForwardOf } from './builtin-forward';
-import { emitEvent } from './events';
+import { emitEvent, pathIn } from './events';
 
 /*
  * One agent call's state and steps (the Turn), and what settles it: taking back a failed call's messages, or
@@ -68,6 +77,8 @@ export class Turn {
   result: AgentMessage | undefined = undefined;
   finished = false;
   failure: unknown = undefined;
+  /** The decisions of a resume message the call was given, by interrupt id. */
+  resume: ReadonlyMap<string, Decision> | undefined = undefined;
 
   /** Checks the call can start: not aborted, and not waiting for itself. */
   constructor(agent: AgentBase, options: Record<string, unknown> | undefined) {
@@ -101,7 +112,8 @@ export class Turn {
 
   /** The inputs as fresh messages the caller's objects do not share. */
   inputsOf(input: MessageInput | readonly MessageInput[] | undefined): AgentMessage[] {
-    const messages = toMessages(input);
+    let messages = toMessages(input);
+    if (messages.length === 1 && messages[0]!.type === RESUME_TYPE) messages = this.#resumeWith(messages[0]!);
     if (this.observed) {
       emitEvent(this.agent, 'callStart', {
         agent: this.agent,
@@ -111,6 +123,46 @@ export class Turn {
       });
     }
     return messages;
+  }
+
+  /** A resume message is not a message of the conversation: its decisions go to the call's frame. */
+  #resumeWith(message: AgentMessage): AgentMessage[] {
+    const decisions = decisionsOf(message)!;
+    this.resume = new Map(decisions.map((decision) => [decision.id, decision]));
+    if (this.observed) {
+      emitEvent(this.agent, 'resume', {
+        agent: this.agent,
+        sessionId: this.options.sessionId,
+        decisions,
+        path: '',
+      });
+    }
+    return [];
+  }
+
+  /**
+   * The call stopped to ask a person. Nested, it keeps what it did (handed to its caller like a success);
+   * the outermost call returns the questions as its reply, which no memory keeps.
+   */
+  interrupted(signal: InterruptSignal): AgentMessage | undefined {
+    if (this.parent !== undefined) {
+      this.finished = true;
+      return undefined;
+    }
+    const agent = this.agent;
+    const interrupts: Interrupt[] = signal.asks.map(({ agent: asking, toolCall }) => {
+      const path = asking === agent ? '' : (pathIn(agent, asking as AgentBase) ?? '');
+      return { id: interruptId(path, toolCall), kind: 'approval', path, toolCall: { ...toolCall } };
+    });
+    if (this.observed || agent[EMITTER] !== undefined || observers.count > 0) {
+      emitEvent(agent, 'interrupt', { agent, sessionId: this.options.sessionId, interrupts, path: '' });
+    }
+    return new AgentMessage({
+      sender: agent.name,
+      type: INTERRUPT_TYPE,
+      content: `Waiting for approval: ${interrupts.map((i) => `${i.toolCall.name} (${i.id})`).join(', ')}`,
+      formatted: { interrupts },
+    });
   }
 
   /** The inputs (after `beforeAgent` hooks) to the session's memory. */
@@ -152,6 +204,7 @@ export class Turn {
       journal: undefined,
       failed: false,
       span: this.span,
+      resume: this.resume,
     };
     this.frame = frame;
     return forwardInFrame(frame, agent, forward, messages, this.options);

@@ -3,6 +3,7 @@ import { AsyncActionExecutor } from '../../actions/async-action-executor';
 import type { ActionBase, BaseAction } from '../../actions/base-action';
 import type { ExecutorBase } from '../../actions/executor-base';
 import { CALL_STEPS } from '../../actions/executor-steps';
+import { currentFrame, isResuming } from '../../core/call-context';
 import { driveAsync, driveSync, type Steps } from '../../core/steps';
 import { driveStream, driveStreamAsync } from '../../core/stream-drivers';
 import type { AsyncHook, Hook, SyncHook } from '../../hooks/hook';
@@ -10,7 +11,7 @@ import type { AsyncBaseLLM, BaseLLM } from '../../llms/base-llm';
 import type { ActionReturn } from '../../schema/action-return';
 import { AgentMessage } from '../../schema/agent-message';
 import type { ToolCall } from '../../schema/chat-message';
-import { ConfigurationError } from '../../schema/errors';
+import { ConfigurationError, ValidationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { AgentStatusCode } from '../../schema/status';
 import { toolCallsOf } from '../../schema/tool-calls';
@@ -28,6 +29,7 @@ import { AsyncAgent } from '../async-agent';
 import { AsyncStreamingAgent } from '../async-streaming-agent';
 import { agentCallSteps, emitEvent } from '../lifecycle';
 import { StreamingAgent } from '../streaming-agent';
+import { type GatedLoop, mergeRound, pendingCallsOf, planRound } from './approval';
 import { checkMaxTurn, type MaxTurnInfo, subCall } from './loop-turns';
 import { markedChunk } from './stream-states';
 
@@ -109,7 +111,22 @@ function* functionCallingSteps(
 ): Steps<AgentMessage> {
   let input: AgentMessage | AgentMessage[] = messages;
   // Whether a model turn wrote text: the next one starts a new paragraph for a consumer printing deltas.
-  let wroteText = false;
+  const state = { wroteText: false };
+  const owner = loop as unknown as AgentBase;
+  const pending = pendingCallsOf(loop as unknown as GatedLoop, sessionId);
+  const frame = currentFrame();
+  const resuming = isResuming(frame);
+  if (pending !== undefined) {
+    // The session waits for decisions on these calls: given them, the round runs; given another message,
+    // the calls that needed approval are declined and the loop goes on with that message.
+    const results = yield* toolRound(loop, pending, sessionId, direct, streaming, state, !resuming);
+    if (results !== undefined) input = messages.length === 0 ? results : [results, ...messages];
+  } else if (frame?.owner === owner && frame.resume !== undefined && messages.length === 0) {
+    throw new ValidationError({
+      message: `${loop.name}: session ${JSON.stringify(String(sessionId))} has no call waiting for a decision`,
+      field: 'decisions',
+    });
+  }
   for (let turn = 1; ; turn++) {
     const agent = loop.agent;
     const reply: AgentMessage =
@@ -119,19 +136,52 @@ function* functionCallingSteps(
     const calls = toolCallsOf(reply.formatted);
     if (calls === null) return reply;
     if (turn >= loop.maxTurn) return stoppedReply(loop, calls);
-    if (typeof reply.content === 'string' && reply.content !== '') wroteText = true;
-    const owner = loop as unknown as AgentBase;
-    emitEvent(owner, 'toolStart', { agent: owner, sessionId, toolCalls: calls, path: '' });
-    if (streaming) yield markedChunk(reply, AgentStatusCode.PLUGIN_END, '');
-    const executor = loop.executor;
-    const results: AgentMessage =
-      direct !== undefined && executor.call === direct.executor
-        ? yield* (executor as unknown as DirectExecutor)[CALL_STEPS](reply, { sessionId })
-        : yield* subCall(executor.call(reply, { sessionId }));
-    emitEvent(owner, 'toolEnd', { agent: owner, sessionId, toolCalls: calls, message: results, path: '' });
-    if (streaming) yield markedChunk(results, AgentStatusCode.PLUGIN_RETURN, wroteText ? TURN_BREAK : '');
-    input = results;
+    if (typeof reply.content === 'string' && reply.content !== '') state.wroteText = true;
+    input = (yield* toolRound(loop, reply, sessionId, direct, streaming, state, false))!;
   }
+}
+
+/**
+ * One round of tool calls: checked for approval (see `approval.ts`), run by the executor, reported as
+ * events (and chunks when streaming). With `superseded`, a round waiting for decisions gets a new message
+ * instead: its calls are declined, or, when none needed approval, left as they are (undefined).
+ */
+function* toolRound(
+  loop: Loop,
+  reply: AgentMessage,
+  sessionId: SessionId,
+  direct: DirectCalls | undefined,
+  streaming: boolean,
+  state: { wroteText: boolean },
+  superseded: boolean,
+): Steps<AgentMessage | undefined> {
+  const owner = loop as unknown as AgentBase;
+  const executor = loop.executor;
+  const plan = yield* planRound(
+    owner,
+    executor as unknown as ExecutorBase<never>,
+    reply,
+    sessionId,
+    superseded,
+  );
+  if (plan.run && superseded) return undefined;
+  const calls = plan.run ? toolCallsOf(reply.formatted)! : plan.calls;
+  emitEvent(owner, 'toolStart', { agent: owner, sessionId, toolCalls: calls, path: '' });
+  if (streaming) yield markedChunk(reply, AgentStatusCode.PLUGIN_END, '');
+  const message = plan.run ? reply : plan.message;
+  let results: AgentMessage | undefined;
+  if (message !== undefined) {
+    results =
+      direct !== undefined && executor.call === direct.executor
+        ? yield* (executor as unknown as DirectExecutor)[CALL_STEPS](message, { sessionId })
+        : yield* subCall(executor.call(message, { sessionId }));
+  }
+  if (!plan.run)
+    results = mergeRound(plan, (executor as { name?: string }).name ?? 'ActionExecutor', results);
+  emitEvent(owner, 'toolEnd', { agent: owner, sessionId, toolCalls: calls, message: results!, path: '' });
+  if (streaming)
+    yield markedChunk(results!, AgentStatusCode.PLUGIN_RETURN, state.wroteText ? TURN_BREAK : '');
+  return results;
 }
 
 /** The `delta` that ends a model turn's text before the next turn's, for a consumer printing deltas. */
