@@ -6,9 +6,9 @@ import { Memory, type MemoryOptions } from '../memory/memory';
 import { MemoryManager, type MemoryManagerOptions } from '../memory/memory-manager';
 import type { OutputParser } from '../prompts/output-parser';
 import type { AgentMessage } from '../schema/agent-message';
-import type { Decision, Interrupt } from '../schema/interrupts';
 import type { ChatMessage, ToolCall } from '../schema/chat-message';
 import { ConfigurationError, StateDictError } from '../schema/errors';
+import type { Decision, Interrupt } from '../schema/interrupts';
 import type { SessionId } from '../schema/session';
 import { AGENT_NODE, type AgentNode, discoverChildren, type MemoryNode, renderTree } from './agent-tree';
 import { DefaultAggregator, type SystemInstruction } from './aggregator/default-aggregator';
@@ -170,7 +170,9 @@ export interface AgentEvents {
     },
   ];
   /** A call stopped to ask a person (`interrupts`); emitted by the agent that was called. */
-  interrupt: [event: { agent: AgentBase; sessionId: SessionId; interrupts: readonly Interrupt[]; path: string }];
+  interrupt: [
+    event: { agent: AgentBase; sessionId: SessionId; interrupts: readonly Interrupt[]; path: string },
+  ];
   /** A call was given a resume message with these decisions. */
   resume: [event: { agent: AgentBase; sessionId: SessionId; decisions: readonly Decision[]; path: string }];
 }

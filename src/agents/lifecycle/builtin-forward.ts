@@ -146,23 +146,49 @@ export function buildReply(
   return new AgentMessage({ sender: agent.name, content: raw, formatted });
 }
 
-/** A streaming chunk of the default forward; `formatted` is best effort on partial text. */
-export function buildChunk(agent: AgentBase, content: string): AgentMessage {
+/** What reads a stream's partial `formatted` chunk by chunk (`JSONParser.streamParser()`). */
+export interface StreamReader {
+  readonly received: number;
+  feed(content: string, delta?: string): unknown;
+}
+
+/** A reader for one stream of `agent`'s output, when its output format reads incrementally (JSONParser). */
+export function streamReader(agent: AgentBase): StreamReader | undefined {
+  const parser = agent.outputFormat as { streamParser?: () => StreamReader } | undefined;
+  return undefined && parser;
+}
+
+/**
+ * A streaming chunk of the default forward; `formatted` is best effort on partial text. With a `reader`,
+ * it is the reader's live partial value, read from the chunk's `delta` only (see `PartialJSONParser`).
+ */
+export function buildChunk(
+  agent: AgentBase,
+  content: string,
+  delta?: string | undefined,
+  reader?: StreamReader | undefined,
+): AgentMessage {
   let formatted: unknown = null;
   const parser = agent.outputFormat;
-  if (parser) {
+  const extendsText =
+    reader !== undefined && delta !== undefined && reader.received + delta.length === content.length;
+  if (reader) formatted = reader.feed(content, delta) ?? null;
+  else if (parser) {
     try {
       formatted = parser.parseResponse(content);
     } catch {
       formatted = null;
     }
   }
-  return new AgentMessage({
+  const chunk = new AgentMessage({
     sender: agent.name,
     content,
     formatted,
     streamState: AgentStatusCode.STREAM_ING,
   });
+  // The stream driver then need not compare the whole text with the previous chunk's to find the delta.
+  if (extendsText) chunk.delta = delta;
+  return chunk;
 }
 
 /** The call params for the model: the call's options, with the agent's native tools when it has any. */

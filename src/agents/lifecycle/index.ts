@@ -12,6 +12,7 @@ export {
   modelParams,
   registerPlainForward,
   requireLLM,
+  streamReader,
 } from './builtin-forward';
 export { agentCallSteps } from './call-steps';
 export { callAsync } from './direct-call';

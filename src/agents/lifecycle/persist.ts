@@ -6,7 +6,15 @@ import type { MemoryManager } from '../../memory/memory-manager';
 import { AgentMessage, type AgentMessageJSON, type LagentMessageJSON } from '../../schema/agent-message';
 import { ConfigurationError, StoreError } from '../../schema/errors';
 import { type SessionId, type SessionKey, sessionKey } from '../../schema/session';
-import type { MaybePromise, SessionStore, SessionTurn, StoredSession, StoredState } from '../../stores/types';
+import {
+  type GroupedWrite,
+  groupedWrites,
+  type MaybePromise,
+  type SessionStore,
+  type SessionTurn,
+  type StoredSession,
+  type StoredState,
+} from '../../stores/types';
 import { isThenable } from '../../utils/is';
 import { errorMessage } from '../../utils/text';
 import type { AgentBase } from '../agent-base';
@@ -103,14 +111,15 @@ export class SessionBinding {
     const known = cached?.version;
     let waited = 0;
     let acquired: { version: number; state: StoredState | undefined };
+    const grouped = this.#groupedFor(agent);
     for (;;) {
-      const result = yield* this.#call('acquireSession', String(sessionId), () =>
-        this.store.acquireSession(this.namespace, String(key), {
-          owner: this.owner,
-          leaseMs: this.leaseMs,
-          knownVersion: known,
-        }),
-      );
+      const options = { owner: this.owner, leaseMs: this.leaseMs, knownVersion: known };
+      const acquire = () => this.store.acquireSession(this.namespace, String(key), options);
+      const result = yield* grouped
+        ? this.#grouped('acquireSession', String(sessionId), acquire, () =>
+            grouped.acquireSessionGrouped(this.namespace, String(key), options),
+          )
+        : this.#call('acquireSession', String(sessionId), acquire);
       if (result.acquired) {
         acquired = result;
         break;
@@ -151,13 +160,14 @@ export class SessionBinding {
       this.release(hold);
       return;
     }
-    const version = yield* this.#call('commitTurn', String(hold.sessionId), () =>
-      this.store.commitTurn(this.namespace, String(hold.key), {
-        owner: this.owner,
-        version: cached.version,
-        turn,
-      }),
-    );
+    const options = { owner: this.owner, version: cached.version, turn };
+    const commitTurn = () => this.store.commitTurn(this.namespace, String(hold.key), options);
+    const grouped = this.#groupedFor(agent);
+    const version = yield* grouped
+      ? this.#grouped('commitTurn', String(hold.sessionId), commitTurn, () =>
+          grouped.commitTurnGrouped(this.namespace, String(hold.key), options),
+        )
+      : this.#call('commitTurn', String(hold.sessionId), commitTurn);
     hold.released = true;
     this.#stop(hold);
     cached.version = version;
@@ -225,6 +235,36 @@ export class SessionBinding {
     try {
       return (yield result) as T;
     } catch (error) {
+      throw asStoreError(this.store, operation, sessionId, error);
+    }
+  }
+
+  /** The store's grouped writes, for an agent whose calls can wait for them (not a sync agent's). */
+  #groupedFor(agent: AgentBase) {
+    return (agent as { [SYNC_AGENT]?: boolean })[SYNC_AGENT] === true ? undefined : groupedWrites(this.store);
+  }
+
+  /**
+   * A write the store groups with those of other calls, as a step: an async driver awaits it; a sync driver
+   * cannot, so it is taken back and made directly.
+   */
+  *#grouped<T>(
+    operation: string,
+    sessionId: string,
+    direct: () => T | Promise<T>,
+    queue: () => GroupedWrite<T>,
+  ): Steps<T> {
+    let write: GroupedWrite<T>;
+    try {
+      write = queue();
+    } catch (error) {
+      throw asStoreError(this.store, operation, sessionId, error);
+    }
+    try {
+      return (yield write.result) as T;
+    } catch (error) {
+      if (error instanceof PromiseInSyncCall && write.cancel())
+        return yield* this.#call(operation, sessionId, direct);
       throw asStoreError(this.store, operation, sessionId, error);
     }
   }

@@ -76,7 +76,9 @@ export function* planRound(
   for (let i = 0; i < calls.length; i++) {
     let needed = executor.approvalNeeded(calls[i]!, context);
     if (isThenable(needed)) needed = (yield needed) as boolean;
-    if (needed) (needs ??= new Array<boolean>(calls.length).fill(false))[i] = true;
+    if (!needed) continue;
+    needs ??= new Array<boolean>(calls.length).fill(false);
+    needs[i] = true;
   }
   if (needs === undefined) return RUN_AS_IS;
   const path = pathOf(owner, frame);
