@@ -1,5 +1,10 @@
+export type { AISDKModelSyncOptions } from './ai-sdk-model';
+export { AISDKModel } from './ai-sdk-model';
+export type { AISDKLanguageModel } from './ai-sdk-types';
 export type { APIMetaTemplate, APIRoleTemplate } from './api-template-parser';
 export { APITemplateParser, DEFAULT_API_META_TEMPLATE } from './api-template-parser';
+export type { AISDKCallParams, AISDKModelOptions, AISDKProviderOptions } from './async-ai-sdk-model';
+export { AsyncAISDKModel } from './async-ai-sdk-model';
 export type { ClaudeAPIOptions, ClaudeCallParams } from './async-claude-api';
 export { AsyncClaudeAPI } from './async-claude-api';
 export type { GPTAPIOptions } from './async-gpt-api';
