@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { ConfigurationError } from '../schema/errors';
 import type { SessionId } from '../schema/session';
+import { ModelStatusCode } from '../schema/status';
 import type { MaybePromise, SessionStore } from '../stores/types';
 import { isThenable } from '../utils/is';
 import { AsyncBaseLLM, BaseLLM } from './base-llm';
@@ -241,12 +242,21 @@ export class CachedLLM extends BaseLLM {
       return;
     }
     const chunks: StreamChunk[] = [];
+    const save = () => {
+      const answer: StoredAnswer = { reply: replyOfChunks(chunks), chunks: storeChunks(chunks) };
+      syncValue(this.#cache.set(key, answer, this.ttlMs));
+    };
+    let saved = false;
     for (const chunk of this.llm.streamChat(messages, params)) {
-      chunks.push(chunk);
+      chunks.push(structuredClone(chunk));
+      // Kept before the END chunk is yielded: a caller may stop reading once it has it.
+      if (chunk.state === ModelStatusCode.END && !saved) {
+        saved = true;
+        save();
+      }
       yield chunk;
     }
-    const answer: StoredAnswer = { reply: replyOfChunks(chunks), chunks: storeChunks(chunks) };
-    syncValue(this.#cache.set(key, answer, this.ttlMs));
+    if (!saved) save();
   }
 
   /** Forgets every cached answer. */
@@ -329,11 +339,19 @@ export class AsyncCachedLLM extends AsyncBaseLLM {
       return;
     }
     const chunks: StreamChunk[] = [];
+    const save = () =>
+      this.#cache.set(key, { reply: replyOfChunks(chunks), chunks: storeChunks(chunks) }, this.ttlMs);
+    let saved = false;
     for await (const chunk of this.llm.streamChat(messages, params)) {
-      chunks.push(chunk);
+      chunks.push(structuredClone(chunk));
+      // Kept before the END chunk is yielded: a caller may stop reading once it has it.
+      if (chunk.state === ModelStatusCode.END && !saved) {
+        saved = true;
+        await save();
+      }
       yield chunk;
     }
-    await this.#cache.set(key, { reply: replyOfChunks(chunks), chunks: storeChunks(chunks) }, this.ttlMs);
+    if (!saved) await save();
   }
 
   /** Forgets every cached answer. */

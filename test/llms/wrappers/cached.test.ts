@@ -8,6 +8,7 @@ import { AsyncAgent } from '../../../src/agents/async-agent';
 import { AsyncCachedLLM, CachedLLM } from '../../../src/llms/cached-llm';
 import type { ChatMessage, StreamChunk } from '../../../src/llms/types';
 import { ConfigurationError } from '../../../src/schema/errors';
+import { ModelStatusCode } from '../../../src/schema/status';
 import { MemoryStore } from '../../../src/stores/memory-store';
 import { SQLiteStore } from '../../../src/stores/sqlite-store';
 import type { SessionStore } from '../../../src/stores/types';
@@ -76,6 +77,14 @@ describe('CachedLLM (sync)', () => {
     const second = [...llm.streamChat(ask('s'))];
     expect(first.length).toBeGreaterThan(3);
     expect(second).toEqual(first);
+    expect(inner.calls).toHaveLength(1);
+  });
+
+  it('caches a stream whose reader stops at its END chunk (as agents do)', () => {
+    const inner = new MockLLM({ responses: counting('streamed answer'), chunkSize: 3 });
+    const llm = new CachedLLM(inner);
+    for (const chunk of llm.streamChat(ask('s'))) if (chunk.state === ModelStatusCode.END) break;
+    expect([...llm.streamChat(ask('s'))].at(-1)?.content).toBe('streamed answer 1');
     expect(inner.calls).toHaveLength(1);
   });
 
