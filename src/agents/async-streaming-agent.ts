@@ -27,6 +27,7 @@ import {
   registerPlainForward,
   requireLLM,
   STREAM_LEFT,
+  streamReader,
 } from './lifecycle';
 
 /**
@@ -66,6 +67,7 @@ export class AsyncStreamingAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F,
     const prompt = buildPrompt(this, messages, options.sessionId);
     let content = '';
     let toolCalls: ToolCall[] | undefined;
+    const reader = streamReader(this);
     const span = chatSpan(this);
     let failure: unknown = STREAM_LEFT;
     try {
@@ -75,7 +77,7 @@ export class AsyncStreamingAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F,
           toolCalls = chunk.toolCalls;
           break;
         }
-        yield buildChunk(this, content);
+        yield buildChunk(this, content, chunk.delta, reader);
       }
       failure = undefined;
     } catch (error) {

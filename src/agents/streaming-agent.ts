@@ -27,6 +27,7 @@ import {
   registerPlainForward,
   requireLLM,
   STREAM_LEFT,
+  streamReader,
 } from './lifecycle';
 import { SYNC_AGENT } from './lifecycle/persist';
 
@@ -68,6 +69,7 @@ export class StreamingAgent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook>
     const prompt = buildPrompt(this, messages, options.sessionId);
     let content = '';
     let toolCalls: ToolCall[] | undefined;
+    const reader = streamReader(this);
     const span = chatSpan(this);
     let failure: unknown = STREAM_LEFT;
     try {
@@ -77,7 +79,7 @@ export class StreamingAgent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook>
           toolCalls = chunk.toolCalls;
           break;
         }
-        yield buildChunk(this, content);
+        yield buildChunk(this, content, chunk.delta, reader);
       }
       failure = undefined;
     } catch (error) {

@@ -155,7 +155,7 @@ export interface StreamReader {
 /** A reader for one stream of `agent`'s output, when its output format reads incrementally (JSONParser). */
 export function streamReader(agent: AgentBase): StreamReader | undefined {
   const parser = agent.outputFormat as { streamParser?: () => StreamReader } | undefined;
-  return undefined && parser;
+  return typeof parser?.streamParser === 'function' ? parser.streamParser() : undefined;
 }
 
 /**

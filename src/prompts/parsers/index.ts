@@ -9,6 +9,8 @@ export type { JSONParserOptions } from './json-parser';
 export { JSONParser } from './json-parser';
 export type { MixedToolParserOptions } from './mixed-tool-parser';
 export { MixedToolParser } from './mixed-tool-parser';
+export type { DeepPartial, PartialJSONParserOptions } from './partial-json';
+export { PartialJSONParser } from './partial-json';
 export type { PluginParserOptions } from './plugin-parser';
 export { PluginParser, validatePluginCall } from './plugin-parser';
 export type { StrParserOptions } from './str-parser';

@@ -3,6 +3,7 @@ import { ConfigurationError, ParseError } from '../../schema/errors';
 import { kindOf, toText } from '../../utils/text';
 import { describeIssues, type JSONSchemaNode, toJSONSchemaNode, typeNameOf } from '../schema-text';
 import { parseLenientJSON } from './json-text';
+import { PartialJSONParser, type PartialJSONParserOptions } from './partial-json';
 import { StrParser } from './str-parser';
 
 /** Options of {@link JSONParser}. */
@@ -104,6 +105,16 @@ export class JSONParser<S extends z.ZodType = z.ZodType> extends StrParser {
       });
     }
     return result.data;
+  }
+
+  /**
+   * An incremental reader of this parser's output as it streams (see {@link PartialJSONParser}): the partial
+   * value it gives is a deep-partial of the schema's output, not validated (a partial value of a schema
+   * rarely satisfies it); {@link JSONParser.parseResponse} on the whole text gives the validated value.
+   * Streaming agents use one per call for their chunks' `formatted`.
+   */
+  streamParser(options?: PartialJSONParserOptions): PartialJSONParser<z.output<S>> {
+    return new PartialJSONParser<z.output<S>>(options);
   }
 
   /** Renders a parsed value as pretty JSON. */

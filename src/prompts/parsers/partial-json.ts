@@ -132,6 +132,11 @@ export class PartialJSONParser<T = unknown> {
     return this.#root as DeepPartial<T> | undefined;
   }
 
+  /** How many characters have been read (pushed) so far. */
+  get received(): number {
+    return this.#received;
+  }
+
   /** Whether the value is complete (its last bracket, or a scalar's end, has been read). */
   get done(): boolean {
     return this.#state === DONE || (this.#state === AFTER && this.#stack.length === 0 && this.#hasRoot);
