@@ -12,7 +12,7 @@ export const REDIS_SCHEMA = 1;
 
 // Every script: `now` (ms), `drop` (a session and everything of it) and `live` (whether a session has
 // committed turns and has not expired; an expired one is dropped, as MemoryStore does).
-const PRELUDE = `
+export const PRELUDE = `
 if redis.replicate_commands then redis.replicate_commands() end
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -88,44 +88,61 @@ if redis.call('GET', lease) == ARGV[3] then redis.call('DEL', lease) end
 return 1
 `;
 
+// A turn written at `version` (checked by the caller): appended to the turns, or (`rewrite`) the whole state as
+// a new base. Sets the expiry (ttl ms, '' for none) and lists a new session. Returns
+// {'ok', new version, turns since the base, epoch, base version}.
+export const WRITE = `
+local function write(base, m, version, kind, payload, ttl, epoch, namespaces, hexns)
+  local s, t = base .. ':s:' .. m, base .. ':t:' .. m
+  if version == 0 then
+    redis.call('DEL', t)
+    redis.call('HSET', s, 'epoch', epoch, 'base', '0', 'state', '{}')
+    redis.call('ZADD', base .. ':i', 0, m)
+    redis.call('SADD', namespaces, hexns)
+  end
+  if kind == 'rewrite' then
+    redis.call('DEL', t)
+    redis.call('HSET', s, 'state', payload, 'base', version + 1)
+  else
+    redis.call('RPUSH', t, payload)
+  end
+  redis.call('HSET', s, 'version', version + 1, 'updated', now)
+  if ttl == '' then
+    redis.call('HSET', s, 'expires', '')
+    redis.call('PERSIST', s)
+    redis.call('PERSIST', t)
+    redis.call('ZREM', base .. ':x', m)
+  else
+    local expires = now + tonumber(ttl)
+    redis.call('HSET', s, 'expires', expires)
+    redis.call('PEXPIREAT', s, expires)
+    redis.call('PEXPIREAT', t, expires)
+    redis.call('ZADD', base .. ':x', expires, m)
+  end
+  local f = redis.call('HMGET', s, 'epoch', 'base')
+  return {'ok', tostring(version + 1), tostring(redis.call('LLEN', t)), f[1] or '', f[2] or ''}
+end
+local function version_of(base, m, alive)
+  if not alive then return 0 end
+  local version = tonumber(redis.call('HGET', base .. ':s:' .. m, 'version'))
+  if not version then error('the stored version is not a number') end
+  return version
+end
+`;
+
 // ARGV: base, session, owner, version, turn, release ('1'/'0'), ttl ms ('' for none), a new epoch, the
 // namespaces key, the hex namespace.
 // {'lease'} | {'version', stored version} | {'ok', new version, turns since the base, epoch, base version}
-const COMMIT = `${PRELUDE}
+const COMMIT = `${PRELUDE}${WRITE}
 local base, m, owner = ARGV[1], ARGV[2], ARGV[3]
 local alive = live(base, m)
 local lease = base .. ':l:' .. m
 if redis.call('GET', lease) ~= owner then return {'lease'} end
-local s, t = base .. ':s:' .. m, base .. ':t:' .. m
-local version = 0
-if alive then
-  version = tonumber(redis.call('HGET', s, 'version'))
-  if not version then return redis.error_reply('the stored version is not a number') end
-end
+local version = version_of(base, m, alive)
 if version ~= tonumber(ARGV[4]) then return {'version', tostring(version)} end
-if version == 0 then
-  redis.call('DEL', t)
-  redis.call('HSET', s, 'epoch', ARGV[8], 'base', '0', 'state', '{}')
-  redis.call('ZADD', base .. ':i', 0, m)
-  redis.call('SADD', ARGV[9], ARGV[10])
-end
-redis.call('RPUSH', t, ARGV[5])
-redis.call('HSET', s, 'version', version + 1, 'updated', now)
-if ARGV[7] == '' then
-  redis.call('HSET', s, 'expires', '')
-  redis.call('PERSIST', s)
-  redis.call('PERSIST', t)
-  redis.call('ZREM', base .. ':x', m)
-else
-  local expires = now + tonumber(ARGV[7])
-  redis.call('HSET', s, 'expires', expires)
-  redis.call('PEXPIREAT', s, expires)
-  redis.call('PEXPIREAT', t, expires)
-  redis.call('ZADD', base .. ':x', expires, m)
-end
+local result = write(base, m, version, 'append', ARGV[5], ARGV[7], ARGV[8], ARGV[9], ARGV[10])
 if ARGV[6] == '1' then redis.call('DEL', lease) end
-local f = redis.call('HMGET', s, 'epoch', 'base')
-return {'ok', tostring(version + 1), tostring(redis.call('LLEN', t)), f[1] or '', f[2] or ''}
+return result
 `;
 
 // ARGV: base, session. The session's fields and turns, or nil.

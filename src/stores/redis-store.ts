@@ -36,6 +36,33 @@ export interface RedisStoreOptions extends StoreOptions {
   timeoutMs?: number | undefined;
 }
 
+/**
+ * The way into a RedisStore's client for code of lagent-ts that runs its own scripts on the store's keys
+ * (QueueAgentWorker's sessions, see redis-job-sessions.ts); not exported from the package.
+ */
+export const redisStoreInternals = Symbol('RedisStore internals');
+
+/** What {@link redisStoreInternals} gives. */
+export interface RedisStoreInternals {
+  /** Runs `body` on the client, its failures as the store's other methods report them. */
+  run<T>(
+    operation: string,
+    namespace: string,
+    sessionId: string,
+    body: (redis: Redis & RedisStoreCommands) => Promise<T>,
+  ): Promise<T>;
+  /** Folds a session's turns into a new base (upkeep after a commit left more than REDIS_COMPACT_AFTER). */
+  compact(
+    redis: Redis & RedisStoreCommands,
+    base: string,
+    m: string,
+    epoch: string,
+    fromBase: string,
+  ): Promise<void>;
+  /** Folds a session's stored fields (version, updated, expires, epoch, base, state, turns...). */
+  fold(fields: readonly string[], namespace: string, sessionId: string): StoredState;
+}
+
 /** Turns since the base after which a commit folds them into a new base. */
 export const REDIS_COMPACT_AFTER = 32;
 /** Expired sessions purged per script run. */
@@ -313,6 +340,15 @@ export class RedisStore implements SessionStore {
     return this.#runJournal('deleteJournal', namespace, callId, async (redis) => {
       return (await redis.lagentStoreJournalDelete(this.keys.base(namespace), encodeKey(callId))) === 1;
     });
+  }
+
+  /** @internal */
+  get [redisStoreInternals](): RedisStoreInternals {
+    return {
+      run: (operation, namespace, sessionId, body) => this.#run(operation, namespace, sessionId, body),
+      compact: (redis, base, m, epoch, fromBase) => this.#compact(redis, base, m, epoch, fromBase),
+      fold: (fields, namespace, sessionId) => this.#fold(fields, namespace, sessionId),
+    };
   }
 
   async close(): Promise<void> {

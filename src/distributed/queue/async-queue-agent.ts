@@ -22,11 +22,17 @@ import {
 import { QueueConnectionError, RemoteAgentError } from './errors';
 import { loadQueuePeers } from './load';
 import { CALL_JOB, type CallJobData, jobKwargs, parseFailure } from './protocol';
-import { foldState } from './session-state';
-import { type AgentShape, SessionKeys, SessionStore } from './session-store';
+import {
+  type AgentShape,
+  QueueKeys,
+  type QueueSessionPlace,
+  QueueSessions,
+  type SessionPlace,
+  sessionPlace,
+} from './session-store';
 
 /** Options of {@link AsyncQueueAgent}. */
-export interface AsyncQueueAgentOptions {
+export interface AsyncQueueAgentOptions extends QueueSessionPlace {
   /** The BullMQ queue the workers serve. @default 'agents' */
   queue?: string | undefined;
   /** Redis: a URL (`redis://127.0.0.1:6379`) or ioredis options. */
@@ -53,7 +59,7 @@ interface Connected {
   redis: Redis;
   queue: Queue;
   events: QueueEvents;
-  store: SessionStore;
+  store: QueueSessions;
 }
 
 /** How often, and after how long, a call whose reply event never came asks Redis about its job (ms). */
@@ -84,6 +90,7 @@ export class AsyncQueueAgent {
   readonly timeout: number | undefined;
   readonly #connection: RedisConnection;
   readonly #prefix: string;
+  readonly #place: SessionPlace;
   readonly #lanes = new SessionLanes();
   readonly #waiting = new Map<string, Waiter>();
   #connected: Promise<Connected> | undefined;
@@ -106,6 +113,7 @@ export class AsyncQueueAgent {
     this.timeout = timeout;
     this.#connection = options.connection;
     this.#prefix = options.prefix ?? 'bull';
+    this.#place = sessionPlace(options, queue);
     this.name = options.name ?? 'AsyncQueueAgent';
     this.description = options.description;
   }
@@ -176,7 +184,8 @@ export class AsyncQueueAgent {
     const lagent = options.format !== 'lagent-ts';
     const { redis, store } = await this.#connect();
     const [stored, shapeJSON] = await guard(async () => {
-      const state = foldState(await store.read(sessionId));
+      const stored = (await store.read(sessionId))?.state;
+      const state = stored === undefined || Object.keys(stored).length === 0 ? undefined : stored;
       const shape = state !== undefined && lagent ? null : await redis.get(store.keys.shape);
       return [state, shape] as const;
     });
@@ -243,8 +252,8 @@ export class AsyncQueueAgent {
     let queue: Queue | undefined;
     let events: QueueEvents | undefined;
     try {
-      const keys = new SessionKeys(this.#prefix, this.queue);
-      const store = new SessionStore(redis, keys);
+      const keys = new QueueKeys(this.#prefix, this.queue);
+      const store = new QueueSessions(redis, keys, this.#place);
       // Reply events from now on: read the stream's last id first so none is missed before the reader starts.
       const last = await redis.xrevrange(`${this.#prefix}:${this.queue}:events`, '+', '-', 'COUNT', 1);
       queue = new peers.bullmq.Queue(this.queue, { connection: redis, prefix: this.#prefix });

@@ -23,6 +23,12 @@ export class SessionCache {
     this.#limit = limit;
   }
 
+  /** The epoch and version of the session's kept state, if any. */
+  peek(sessionId: SessionId): { epoch: string; version: number } | undefined {
+    const entry = this.#entries.get(String(sessionId));
+    return entry && { epoch: entry.epoch, version: entry.version };
+  }
+
   /** Removes and returns the session's state when it is the one at `epoch` and `version`. */
   take(sessionId: SessionId, epoch: string, version: number): LoadedState | undefined {
     const key = String(sessionId);

@@ -1,44 +1,22 @@
 import type { LagentStateDict } from '../../agents/state-dict';
 import type { LagentMessageJSON } from '../../schema/agent-message';
+import type { JobSessionState } from '../../stores/redis-job-sessions';
 
 /**
- * A session's state as stored: a base (the JSON of a whole state dict, `''` for none) and the turns appended
- * since, each the JSON of the messages it added per key (`{ "memory": [question, reply] }`). `epoch` names
- * the life of the session's record in Redis (`''` before its first commit): with the version, it says which
- * state this is.
- */
-export interface StoredState {
-  version: number;
-  epoch: string;
-  base: string;
-  turns: string[];
-}
-
-/**
- * A session's state as a worker loads it: the state dict (frozen all the way down, `undefined` for a new
- * session), and the size and number of turns of its stored form.
+ * A session's state as a worker loads it: the state dict (frozen all the way down, `undefined` for a new or
+ * reset session), and the size of its stored form (for the worker's cache).
  */
 export interface LoadedState {
   state: LagentStateDict | undefined;
   /** The stored JSON's length: the base and every turn. */
   size: number;
-  turns: number;
 }
 
-/** The state dict a stored state stands for: its base with every turn appended; undefined when it has none. */
-export function foldState(stored: Pick<StoredState, 'base' | 'turns'>): LagentStateDict | undefined {
-  if (stored.base === '' && stored.turns.length === 0) return undefined;
-  const state = (stored.base === '' ? {} : JSON.parse(stored.base)) as LagentStateDict;
-  for (const turn of stored.turns) appendTo(state, JSON.parse(turn) as LagentStateDict);
-  return state;
-}
-
-/** Loads a stored state for a call: folded and frozen. */
-export function loadState(stored: Pick<StoredState, 'base' | 'turns'>): LoadedState {
-  let size = stored.base.length;
-  for (const turn of stored.turns) size += turn.length;
-  const state = foldState(stored);
-  return { state: state && freezeState(state), size, turns: stored.turns.length };
+/** Loads a session as RedisStore gives it for a call: frozen, and no state for one without memories. */
+export function loadState(stored: JobSessionState): LoadedState {
+  const state = stored.state as LagentStateDict;
+  if (Object.keys(state).length === 0) return { state: undefined, size: stored.size };
+  return { state: freezeState(state), size: stored.size };
 }
 
 /** How a turn changes the stored state: appends messages, replaces it whole, or leaves it as it was. */
@@ -46,11 +24,6 @@ export type StateChange =
   | { kind: 'append'; payload: string }
   | { kind: 'rewrite'; payload: string }
   | { kind: 'none'; payload: '' };
-
-/** Appended turns after which the next commit writes the state whole, as a new base. */
-export const COMPACT_AFTER_TURNS = 500;
-/** No compaction of states larger than this (UTF-16 units): a single Redis string is limited to 512 MB. */
-export const COMPACT_MAX_SIZE = 64 * 1024 * 1024;
 
 /**
  * What to store for a turn that took the state from `before` to `after`. An append when every key kept its
@@ -62,7 +35,6 @@ export function stateChange(before: LoadedState, after: LagentStateDict): StateC
   const rewrite = (): StateChange => ({ kind: 'rewrite', payload: JSON.stringify(after) });
   const old = before.state;
   if (old === undefined) return rewrite();
-  if (before.turns >= COMPACT_AFTER_TURNS && before.size <= COMPACT_MAX_SIZE) return rewrite();
   const keys = Object.keys(after);
   if (keys.length !== Object.keys(old).length) return rewrite();
   const added: Record<string, LagentMessageJSON[]> = {};
@@ -88,12 +60,12 @@ export function applyChange(before: LoadedState, change: StateChange): LoadedSta
   if (change.kind === 'none') return before;
   if (change.kind === 'rewrite') {
     const state = JSON.parse(change.payload) as LagentStateDict;
-    return { state: freezeState(state), size: change.payload.length, turns: 0 };
+    return { state: freezeState(state), size: change.payload.length };
   }
   const state: LagentStateDict = { ...before.state };
   for (const [key, messages] of Object.entries(state)) state[key] = [...messages];
   appendTo(state, JSON.parse(change.payload) as LagentStateDict);
-  return { state: freezeState(state), size: before.size + change.payload.length, turns: before.turns + 1 };
+  return { state: freezeState(state), size: before.size + change.payload.length };
 }
 
 function appendTo(state: LagentStateDict, added: LagentStateDict): void {

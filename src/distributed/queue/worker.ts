@@ -13,7 +13,15 @@ import { loadQueuePeers } from './load';
 import { type CallJobData, failureReason, jobKwargs } from './protocol';
 import { SessionCache } from './session-cache';
 import { applyChange, type LoadedState, loadState, type StateChange, stateChange } from './session-state';
-import { type Acquired, type AgentShape, type Committed, SessionKeys, SessionStore } from './session-store';
+import {
+  type Acquired,
+  type AgentShape,
+  type Committed,
+  QueueKeys,
+  type QueueSessionPlace,
+  QueueSessions,
+  sessionPlace,
+} from './session-store';
 
 /**
  * What a worker can host: any agent, with its state dict. `call` may give a message, a promise of one, or a
@@ -27,7 +35,7 @@ export type QueueHostedAgent = Pick<AgentBase, 'name' | 'stateDict' | 'loadState
 };
 
 /** Options of {@link QueueAgentWorker}. */
-export interface QueueAgentWorkerOptions {
+export interface QueueAgentWorkerOptions extends QueueSessionPlace {
   /** The agent to serve (a composite with sub-agents works: its whole state dict is the session's). */
   agent: QueueHostedAgent;
   /** The BullMQ queue name. @default 'agents' */
@@ -89,7 +97,7 @@ export class QueueAgentWorker {
   #worker: Worker | undefined;
   #redis: Redis | undefined;
   #subscriber: Redis | undefined;
-  #store: SessionStore | undefined;
+  #store: QueueSessions | undefined;
 
   constructor(options: QueueAgentWorkerOptions) {
     if (!isPlainObject(options)) {
@@ -156,12 +164,12 @@ export class QueueAgentWorker {
     const peers = await loadQueuePeers('QueueAgentWorker');
     const options = connectionOptions(this.#connection);
     const prefix = this.#options.prefix ?? 'bull';
-    const keys = new SessionKeys(prefix, this.queue);
+    const keys = new QueueKeys(prefix, this.queue);
     // Commands wait through a reconnect: a commit sent while Redis restarts runs once it is back, still fenced.
     const redis = await connectRedis(peers, options, { maxRetriesPerRequest: null });
     this.#redis = redis;
     try {
-      this.#store = new SessionStore(redis, keys);
+      this.#store = new QueueSessions(redis, keys, sessionPlace(this.#options, this.queue));
       await redis.set(keys.shape, JSON.stringify(shapeOf(this.agent)));
       const subscriber = redis.duplicate();
       subscriber.on('error', () => {});
@@ -239,6 +247,11 @@ export class QueueAgentWorker {
       const holder = `${jobId}:${randomUUID()}`;
       const acquired = await this.#acquire(store, sessionId, jobId, token, holder, signal);
       if (acquired.status !== 'ok') return settled(acquired, jobId);
+      // The state this worker committed last, when it is still the session's; else the stored one, read with
+      // the lease (no other call commits meanwhile, and the commit checks the version anyway).
+      let loaded = acquired.loaded
+        ? loadState(acquired.loaded)
+        : this.#cache.take(sessionId, acquired.epoch, acquired.version);
       // A lease found taken at renewal, or the job's lock found gone (this process stalled past it), stops
       // the call: another call may run on the session now, or this job on another worker, and this one could
       // not commit anyway. It runs again once the session is free, unless the job is no longer this worker's.
@@ -246,7 +259,7 @@ export class QueueAgentWorker {
       const renewal = setInterval(() => {
         store.renew(sessionId, jobId, token, holder, this.#leaseMs).then(
           (kept) => {
-            if (kept === 0) lost.abort(namedError('LeaseLostError', 'the session lease was lost'));
+            if (!kept) lost.abort(namedError('LeaseLostError', 'the session lease was lost'));
           },
           () => {},
         );
@@ -255,14 +268,12 @@ export class QueueAgentWorker {
       let committed: Committed | 'lost' = 'lost';
       let reply: unknown;
       try {
-        // The state this worker committed last, when it is still the session's; else read under the lease
-        // (no other call commits meanwhile, and the commit checks the version anyway).
         let version = acquired.version;
-        let loaded = this.#cache.take(sessionId, acquired.epoch, version);
         if (loaded === undefined) {
+          // The kept state was dropped meanwhile (to make room for another session's).
           const stored = await store.read(sessionId);
-          version = stored.version;
-          loaded = loadState(stored);
+          version = stored?.version ?? 0;
+          loaded = loadState(stored ?? { state: {}, size: 0 });
         }
         const turn = await this.#run(
           data,
@@ -276,7 +287,7 @@ export class QueueAgentWorker {
           token,
           holder,
           version,
-          turn.change,
+          turn.change.kind === 'none' ? { kind: 'append', payload: '{}' } : turn.change,
           JSON.stringify(reply),
         );
         if (committed.status === 'ok') {
@@ -303,7 +314,7 @@ export class QueueAgentWorker {
 
   /** Takes the session's lease, waiting while another call holds it. */
   async #acquire(
-    store: SessionStore,
+    store: QueueSessions,
     sessionId: SessionId,
     jobId: string,
     token: string,
@@ -313,7 +324,8 @@ export class QueueAgentWorker {
     let pause = 1;
     for (;;) {
       if (signal?.aborted) throw namedError('AbortError', 'the caller cancelled the call before it started');
-      const acquired = await store.acquire(sessionId, jobId, token, holder, this.#leaseMs);
+      const known = this.#cache.peek(sessionId);
+      const acquired = await store.acquire(sessionId, jobId, token, holder, this.#leaseMs, known);
       if (acquired.status !== 'busy') return acquired;
       // An abort ends the pause early; the loop then sees the signal.
       await sleep(Math.max(1, Math.min(pause, acquired.retryInMs)), signal).catch(() => undefined);

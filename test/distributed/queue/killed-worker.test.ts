@@ -5,7 +5,7 @@ import { AsyncAgent } from 'lagent-ts';
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AsyncQueueAgent, QueueAgentWorker, RemoteAgentError } from '../../../src/distributed/queue/index';
-import { type RedisServer, startRedis } from './redis-server';
+import { type RedisServer, sessionKeys, startRedis } from './redis-server';
 
 const script = fileURLToPath(new URL('./fixtures/worker-process.ts', import.meta.url));
 let redis: RedisServer;
@@ -100,10 +100,10 @@ describe('a worker killed with SIGKILL', () => {
     const doomed = await spawnWorker(queue);
     const call = remote.call('second', { sessionId: 's' });
     // The doomed worker holds the session's lease: its model call is under way.
-    await until(async () => (await admin.exists(`bull:${queue}:lagent:lease:s`)) === 1);
+    await until(async () => (await admin.exists(sessionKeys(queue, 's').lease)) === 1);
     await kill(doomed);
     expect(contents(await remote.stateDict('s'))).toEqual(['first', 'fast:first#1']);
-    expect(await admin.hget(`bull:${queue}:lagent:session:s`, 'version')).toBe('1');
+    expect(await admin.hget(sessionKeys(queue, 's').session, 'version')).toBe('1');
 
     const started = Date.now();
     await localWorker(queue, 'rescue').ready();
@@ -117,7 +117,7 @@ describe('a worker killed with SIGKILL', () => {
       'second',
       'rescue:second#3',
     ]);
-    expect(await admin.hget(`bull:${queue}:lagent:session:s`, 'version')).toBe('2');
+    expect(await admin.hget(sessionKeys(queue, 's').session, 'version')).toBe('2');
   });
 
   it('after committing, before BullMQ heard of it: the job completes elsewhere with the committed reply, no turn doubled', async () => {
@@ -135,7 +135,7 @@ describe('a worker killed with SIGKILL', () => {
     const reply = await call;
     expect(reply.content).toBe('slow:only once#1');
     expect(contents(await remote.stateDict('t'))).toEqual(['only once', 'slow:only once#1']);
-    expect(await admin.hget(`bull:${queue}:lagent:session:t`, 'version')).toBe('1');
+    expect(await admin.hget(sessionKeys(queue, 't').session, 'version')).toBe('1');
     // BullMQ confirmed the job, so its commit marker is gone.
     await until(async () => (await admin.keys(`bull:${queue}:lagent:done:*`)).length === 0);
   });
@@ -157,6 +157,6 @@ describe('a worker killed with SIGKILL', () => {
     expect(error).toBeInstanceOf(RemoteAgentError);
     expect(error.remoteName).toBe('AlreadyCommittedError');
     expect(contents(await remote.stateDict('u'))).toEqual(['only once', 'slow:only once#1']);
-    expect(await admin.hget(`bull:${queue}:lagent:session:u`, 'version')).toBe('1');
+    expect(await admin.hget(sessionKeys(queue, 'u').session, 'version')).toBe('1');
   });
 });

@@ -17,7 +17,7 @@ import {
   RemoteAgentError,
 } from '../../../src/distributed/queue/index';
 import { freePort } from '../../helpers/processes';
-import { type RedisServer, startRedis } from './redis-server';
+import { type RedisServer, sessionKeys, startRedis } from './redis-server';
 
 let redis: RedisServer;
 let admin: Redis;
@@ -87,10 +87,10 @@ describe('QueueAgentWorker and AsyncQueueAgent', () => {
     expect(await remote.stateDict('alice')).toEqual(expected);
     expect(await remote.stateDict('alice', { format: 'lagent-ts' })).toEqual(local.stateDict('alice'));
     // In Redis: the first turn as the base, the second appended as its own messages.
-    const stored = await admin.hgetall(`bull:${queue}:lagent:session:alice`);
+    const stored = await admin.hgetall(sessionKeys(queue, 'alice').session);
     expect(stored.version).toBe('2');
     expect(JSON.parse(stored.state!)).toEqual({ memory: expected.memory!.slice(0, 2) });
-    const turns = await admin.lrange(`bull:${queue}:lagent:turns:alice`, 0, -1);
+    const turns = await admin.lrange(sessionKeys(queue, 'alice').turns, 0, -1);
     expect(turns.map((turn) => JSON.parse(turn))).toEqual([{ memory: expected.memory!.slice(2) }]);
     expect(Object.keys(expected.memory![0]!).sort()).toEqual(
       ['content', 'extra_info', 'formatted', 'receiver', 'sender', 'stream_state', 'type'].sort(),
@@ -307,7 +307,7 @@ describe('QueueAgentWorker and AsyncQueueAgent', () => {
     await worker(queue, { agent: served, lockDuration: 400 }).ready();
     const remote = client(queue);
     const call = remote.call('once', { sessionId: 'stolen' });
-    const lease = `bull:${queue}:lagent:lease:stolen`;
+    const lease = sessionKeys(queue, 'stolen').lease;
     while ((await admin.exists(lease)) === 0) await new Promise((resolve) => setTimeout(resolve, 10));
     // As if this worker had stalled past its lease and another call took the session.
     await admin.set(lease, 'another-call', 'PX', 700);

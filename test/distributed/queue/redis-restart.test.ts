@@ -7,8 +7,7 @@ import {
   QueueAgentWorker,
   QueueConnectionError,
 } from '../../../src/distributed/queue/index';
-import { foldState } from '../../../src/distributed/queue/session-state';
-import { SessionKeys, SessionStore } from '../../../src/distributed/queue/session-store';
+import { RedisStore } from '../../../src/stores/redis-store';
 import { type RedisServer, startRedis } from './redis-server';
 
 let redis: RedisServer;
@@ -90,10 +89,11 @@ describe('Redis restarted mid-load', () => {
     }
     await Promise.all(workers.map((worker) => worker.close()));
 
-    const store = new SessionStore(admin, new SessionKeys('bull', queue));
+    // The sessions are RedisStore's, in the queue's namespace.
+    const store = new RedisStore({ client: admin });
     for (const sessionId of sessions) {
-      const stored = await store.read(sessionId);
-      const memory = foldState(stored)!.memory!.map((m) => m.content as string);
+      const stored = (await store.readSession(queue, sessionId))!;
+      const memory = stored.state.memory!.map((m) => m.content as string);
       expect(memory.length % 2).toBe(0);
       expect(stored.version).toBe(memory.length / 2);
       const questions = memory.filter((_, i) => i % 2 === 0);

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { RedisStoreKeys } from '../../../src/stores/redis-keys';
 import { acceptsConnections, freePort, stopChild } from '../../helpers/processes';
 
 /** A `redis-server` this process started on a free port; `stop()` ends it, `restart()` stops and starts it. */
@@ -69,5 +70,18 @@ export async function startRedis(options: { persist?: boolean } = {}): Promise<R
       await stop();
       rmSync(dir, { recursive: true, force: true });
     },
+  };
+}
+
+/** The RedisStore keys of a queue's session (the default store prefix, the queue's name as namespace). */
+export function sessionKeys(
+  queue: string,
+  sessionId: string,
+): { session: string; turns: string; lease: string } {
+  const keys = new RedisStoreKeys('lagent');
+  return {
+    session: keys.session(queue, sessionId),
+    turns: keys.turns(queue, sessionId),
+    lease: keys.lease(queue, sessionId),
   };
 }

@@ -8,7 +8,7 @@ import {
   type QueueHostedAgent,
   RemoteAgentError,
 } from '../../../src/distributed/queue/index';
-import { type RedisServer, startRedis } from './redis-server';
+import { type RedisServer, sessionKeys, startRedis } from './redis-server';
 
 let redis: RedisServer;
 let admin: Redis;
@@ -107,7 +107,7 @@ describe('a session in Redis, turn after turn', () => {
     const memory = contents(await remote.stateDict('big'));
     expect(memory).toHaveLength(2 * turns);
     expect(contents(await remoteUncached.stateDict('big'))).toEqual(memory);
-    expect(await admin.llen(`bull:${queue}:lagent:turns:big`)).toBe(turns - 1);
+    expect(await admin.llen(sessionKeys(queue, 'big').turns)).toBe(turns - 1);
   }, 60_000);
 
   it('continues a session stored whole (as before turns were appended), and reads it the same', async () => {
@@ -133,13 +133,15 @@ describe('a session in Redis, turn after turn', () => {
       'new question',
       'new question#3',
     ]);
-    // The old record is the base, untouched; the new turn is appended after it.
-    expect(JSON.parse((await admin.hget(`bull:${queue}:lagent:session:legacy`, 'state'))!)).toEqual(old);
-    expect(await admin.llen(`bull:${queue}:lagent:turns:legacy`)).toBe(1);
-    expect(await admin.hget(`bull:${queue}:lagent:session:legacy`, 'version')).toBe('2');
+    // Moved to RedisStore's keys on first touch: the old record is the base, the new turn appended after it.
+    const moved = sessionKeys(queue, 'legacy');
+    expect(JSON.parse((await admin.hget(moved.session, 'state'))!)).toEqual(old);
+    expect(await admin.llen(moved.turns)).toBe(1);
+    expect(await admin.hget(moved.session, 'version')).toBe('2');
+    expect(await admin.exists(`bull:${queue}:lagent:session:legacy`)).toBe(0);
     await remote.reset('legacy');
     expect(await remote.stateDict('legacy')).toEqual({ memory: [] });
-    expect(await admin.exists(`bull:${queue}:lagent:turns:legacy`)).toBe(0);
+    expect(await admin.exists(moved.turns)).toBe(0);
     expect((await remote.call('fresh', { sessionId: 'legacy' })).content).toBe('fresh#1');
   });
 
@@ -162,7 +164,7 @@ describe('a session in Redis, turn after turn', () => {
     } as unknown as QueueHostedAgent;
     await worker(queue, { agent: forgetful }).ready();
     const remote = client(queue);
-    const turnsKey = `bull:${queue}:lagent:turns:f`;
+    const turnsKey = sessionKeys(queue, 'f').turns;
     await remote.call('one', { sessionId: 'f' });
     await remote.call('two', { sessionId: 'f' });
     expect(await admin.llen(turnsKey)).toBe(1);
@@ -190,8 +192,20 @@ describe('a session in Redis, turn after turn', () => {
     const replaced = {
       memory: (await remote.stateDict('k')).memory!.map((m) => ({ ...m, content: `other ${m.content}` })),
     };
-    await admin.del(`bull:${queue}:lagent:session:k`, `bull:${queue}:lagent:turns:k`);
-    await admin.hset(`bull:${queue}:lagent:session:k`, 'version', '1', 'state', JSON.stringify(replaced));
+    const k = sessionKeys(queue, 'k');
+    await admin.del(k.session, k.turns);
+    await admin.hset(
+      k.session,
+      'version',
+      '1',
+      'base',
+      '1',
+      'state',
+      JSON.stringify(replaced),
+      'expires',
+      '',
+    );
+    await admin.hset(k.session, 'epoch', 'another', 'updated', '0');
     expect((await remote.call('next', { sessionId: 'k' })).content).toBe('next#3');
     expect(contents(await remote.stateDict('k'))).toEqual([
       'other kept here',

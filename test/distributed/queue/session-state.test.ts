@@ -1,13 +1,19 @@
 import { describe, expect, it } from 'vitest';
-import {
-  applyChange,
-  COMPACT_AFTER_TURNS,
-  foldState,
-  type LoadedState,
-  loadState,
-  type StoredState,
-  stateChange,
-} from '../../../src/distributed/queue/session-state';
+import { applyChange, loadState, stateChange } from '../../../src/distributed/queue/session-state';
+import { foldState } from '../../../src/stores/redis-codec';
+
+/** A session as RedisStore keeps it: a base and the turns since. */
+interface StoredState {
+  base: string;
+  turns: string[];
+}
+
+/** What RedisStore hands a worker for a stored session. */
+function load(stored: StoredState) {
+  let size = stored.base.length;
+  for (const turn of stored.turns) size += turn.length;
+  return loadState({ state: foldState(stored.base, stored.turns), size });
+}
 
 const message = (content: unknown, extra: Record<string, unknown> = {}) => ({
   content,
@@ -28,11 +34,11 @@ function store(stored: StoredState, change: ReturnType<typeof stateChange>): Sto
 }
 
 describe('the stored session state', () => {
-  const empty: StoredState = { version: 0, epoch: '', base: '', turns: [] };
+  const empty: StoredState = { base: '', turns: [] };
 
   it('appends only what a turn added, and folds back to the same state dict', () => {
     let stored = empty;
-    let loaded = loadState(stored);
+    let loaded = load(stored);
     const memory: ReturnType<typeof message>[] = [];
     const answers: ReturnType<typeof message>[] = [];
     for (let turn = 0; turn < 5; turn++) {
@@ -50,16 +56,16 @@ describe('the stored session state', () => {
         });
       stored = store(stored, change);
       loaded = applyChange(loaded, change);
-      expect(foldState(stored)).toEqual(after);
+      expect(foldState(stored.base, stored.turns)).toEqual(after);
       expect(loaded.state).toEqual(after);
-      expect(loadState(stored)).toEqual(loaded);
+      expect(load(stored)).toEqual(loaded);
     }
     expect(stored.turns).toHaveLength(4);
   });
 
   it('writes the state whole when a message changed, a key came or went, or a list shrank', () => {
     const before = { memory: [message('a'), message('b')] };
-    const loaded = loadState({ base: JSON.stringify(before), turns: [] });
+    const loaded = load({ base: JSON.stringify(before), turns: [] });
     expect(stateChange(loaded, { memory: [message('a'), message('b'), message('c')] })).toEqual({
       kind: 'append',
       payload: JSON.stringify({ memory: [message('c')] }),
@@ -83,19 +89,15 @@ describe('the stored session state', () => {
     }
   });
 
-  it('writes the state whole again after many appended turns, unless it is too large for one string', () => {
-    const turns = Array.from({ length: COMPACT_AFTER_TURNS }, (_, i) =>
-      JSON.stringify({ memory: [message(i)] }),
-    );
-    const loaded: LoadedState = loadState({ base: '', turns });
-    const after = { memory: [...loaded.state!.memory!, message('next')] };
-    expect(stateChange(loaded, after).kind).toBe('rewrite');
-    expect(stateChange({ ...loaded, size: 1e9 }, after).kind).toBe('append');
-    expect(stateChange({ ...loaded, turns: COMPACT_AFTER_TURNS - 1 }, after).kind).toBe('append');
+  it('loads a session without memories (new, or reset) as no state', () => {
+    expect(load({ base: '', turns: [] }).state).toBeUndefined();
+    expect(load({ base: '{}', turns: [] }).state).toBeUndefined();
+    // A memory replaced by an empty one (an agent's reset with a store) is a state.
+    expect(load({ base: '{}', turns: ['[{"memory":[]},{}]'] }).state).toEqual({ memory: [] });
   });
 
   it('hands the agent a frozen state, so changing it in place throws', () => {
-    const loaded = loadState({ base: JSON.stringify({ memory: [message({ nested: ['x'] })] }), turns: [] });
+    const loaded = load({ base: JSON.stringify({ memory: [message({ nested: ['x'] })] }), turns: [] });
     const first = loaded.state!.memory![0]! as { content: { nested: string[] } };
     expect(() => {
       first.content.nested.push('y');

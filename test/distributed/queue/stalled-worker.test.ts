@@ -8,7 +8,7 @@ import { AsyncAgent } from 'lagent-ts';
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AsyncQueueAgent, QueueAgentWorker } from '../../../src/distributed/queue/index';
-import { type RedisServer, startRedis } from './redis-server';
+import { type RedisServer, sessionKeys, startRedis } from './redis-server';
 
 const script = fileURLToPath(new URL('./fixtures/stall-worker.ts', import.meta.url));
 /** Jobs each stalled worker holds when it stalls: one trial each. */
@@ -151,7 +151,7 @@ async function round(name: string, stall: 'SIGSTOP' | 'busy'): Promise<Trial[]> 
           session,
           reply: String(replies[i]!.content),
           stored: state.memory!.map((message) => String(message.content)),
-          version: await admin.hget(`bull:${queue}:lagent:session:${session}`, 'version'),
+          version: await admin.hget(sessionKeys(queue, session).session, 'version'),
           lateCalls: modelCalls(session, answered),
           rescueCalls: rescued.filter((question) => question === session).length,
         };
