@@ -1,4 +1,6 @@
 import { performance } from 'node:perf_hooks';
+import { z } from 'zod';
+import { JSONParser } from '../src/prompts/parsers/json-parser';
 import { PartialJSONParser } from '../src/prompts/parsers/partial-json';
 import type { Suite } from './report';
 
@@ -68,5 +70,28 @@ export const run: Suite = async (report) => {
       unit: 'x',
       note: `JSON.parse of the whole: ${whole.toFixed(2)} ms; per chunk ${((incremental / pieces.length) * 1000).toFixed(2)} µs`,
     });
+  }
+  // The alternatives, on small replies (they grow with the square of the size): re-parsing the text so far
+  // on every chunk, and a fresh copy of the partial value per chunk instead of one live value.
+  const parser = new JSONParser({ schema: z.unknown() });
+  for (const kilobytes of [8, 16]) {
+    const pieces = chunks(document(kilobytes * 1024));
+    const reparse = best(1, () => {
+      let text = '';
+      for (const piece of pieces) {
+        text += piece;
+        try {
+          parser.parseResponse(text);
+        } catch {
+          // partial text is not JSON yet
+        }
+      }
+    });
+    const copies = best(1, () => {
+      const reader = new PartialJSONParser();
+      for (const piece of pieces) structuredClone(reader.push(piece));
+    });
+    report({ name: `re-parse the text so far per chunk, ${kilobytes} KB`, value: reparse, unit: 'ms' });
+    report({ name: `incremental + a fresh copy per chunk, ${kilobytes} KB`, value: copies, unit: 'ms' });
   }
 };

@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 
 const schema = z.object({ city: z.string(), days: z.array(z.number()), notes: z.string().optional() });
-const reply = 'Here you go:\n```json\n{"city": "Paris", "days": [1, 22, 333], "notes": "caf\\u00e9 \\ud83d\\ude00"}\n```';
+const reply =
+  'Here you go:\n```json\n{"city": "Paris", "days": [1, 22, 333], "notes": "caf\\u00e9 \\ud83d\\ude00"}\n```';
 
 /** Whether `partial` is a deep-partial of `final` (strings and the last array element as prefixes). */
 function isPrefixOf(partial: unknown, final: unknown): boolean {
@@ -13,14 +14,19 @@ function isPrefixOf(partial: unknown, final: unknown): boolean {
   if (Array.isArray(partial))
     return Array.isArray(final) && partial.every((item, index) => isPrefixOf(item, final[index]));
   if (typeof partial === 'object')
-    return Object.entries(partial).every(([key, value]) => isPrefixOf(value, (final as Record<string, unknown>)[key]));
+    return Object.entries(partial).every(([key, value]) =>
+      isPrefixOf(value, (final as Record<string, unknown>)[key]),
+    );
   return Object.is(partial, final);
 }
 
 describe('streaming agents with a JSONParser output format', () => {
   it('StreamingAgent: every chunk carries the partial object so far; the final reply is the validated parse', () => {
     const parser = new JSONParser({ schema });
-    const agent = new StreamingAgent({ llm: new MockLLM({ responses: [reply], chunkSize: 3 }), outputFormat: parser });
+    const agent = new StreamingAgent({
+      llm: new MockLLM({ responses: [reply], chunkSize: 3 }),
+      outputFormat: parser,
+    });
     const snapshots: unknown[] = [];
     let final: unknown;
     for (const message of agent.call('trip?')) {
@@ -63,9 +69,15 @@ describe('streaming agents with a JSONParser output format', () => {
   });
 
   it('a 256 KB reply in 4-character chunks streams in time linear in its size', () => {
-    const items = Array.from({ length: 3000 }, (_, id) => ({ id, title: `item ${id} — "quoted"`, tags: ['a', 'b'] }));
+    const items = Array.from({ length: 3000 }, (_, id) => ({
+      id,
+      title: `item ${id} — "quoted"`,
+      tags: ['a', 'b'],
+    }));
     const big = JSON.stringify({ items }).padEnd(256 * 1024, ' ');
-    const parser = new JSONParser({ schema: z.object({ items: z.array(z.object({ id: z.number() }).passthrough()) }) });
+    const parser = new JSONParser({
+      schema: z.object({ items: z.array(z.object({ id: z.number() }).passthrough()) }),
+    });
     const agent = new StreamingAgent({
       llm: new MockLLM({ responses: [big], chunkSize: 4, record: false }),
       outputFormat: parser,
