@@ -1,5 +1,6 @@
 import { type Memory, RECENT } from '../../memory/memory';
 import type { OutputParser } from '../../prompts/output-parser';
+import type { AgentMessage } from '../../schema/agent-message';
 import type { ChatMessage } from '../../schema/chat-message';
 import { ConfigurationError } from '../../schema/errors';
 import { toolCallsOf } from '../../schema/tool-calls';
@@ -57,34 +58,7 @@ export class DefaultAggregator {
       out = withRoom(NO_MESSAGES, history.length + 1);
       out.push({ role: 'system', content: systemInstruction });
     } else out = withRoom(this.aggregateSystemInstruction(systemInstruction, parser), history.length);
-    let tools: ToolTurns | undefined;
-    for (let i = 0; i < history.length; i++) {
-      const message = history[i]!;
-      const calls = toolCallsOf(message.formatted);
-      let text: string;
-      if (message.sender === name) {
-        if (calls) {
-          tools ??= new ToolTurns(out);
-          tools.addCalls(message.content, calls);
-          continue;
-        }
-        tools?.close();
-        out.push({ role: 'assistant', content: contentToText(message.content) });
-        continue;
-      }
-      if (calls) {
-        tools ??= new ToolTurns(out);
-        const orphans = tools.addResults(message.content, calls);
-        if (orphans === '') continue;
-        text = orphans ?? contentToText(message.content);
-      } else text = contentToText(message.content);
-      tools?.close();
-      const last = out[out.length - 1];
-      // `out` holds only fresh objects, so extending the last one in place is safe.
-      if (last !== undefined && last.role === 'user') last.content += text;
-      else out.push({ role: 'user', content: text });
-    }
-    tools?.close();
+    appendHistory(out, history, name, 0);
     return out;
   }
 
@@ -101,6 +75,47 @@ export class DefaultAggregator {
     }
     return [copyChatMessage(instruction as ChatMessage)];
   }
+}
+
+/**
+ * Renders `history[from..to)` as {@link DefaultAggregator} does, appending to `out` (the agent's own turns as
+ * `assistant`, others as `user` joined when consecutive, native tool turns through {@link ToolTurns}).
+ */
+export function appendHistory(
+  out: ChatMessage[],
+  history: readonly AgentMessage[],
+  name: string,
+  from: number,
+  to: number = history.length,
+): void {
+  let tools: ToolTurns | undefined;
+  for (let i = from; i < to; i++) {
+    const message = history[i]!;
+    const calls = toolCallsOf(message.formatted);
+    let text: string;
+    if (message.sender === name) {
+      if (calls) {
+        tools ??= new ToolTurns(out);
+        tools.addCalls(message.content, calls);
+        continue;
+      }
+      tools?.close();
+      out.push({ role: 'assistant', content: contentToText(message.content) });
+      continue;
+    }
+    if (calls) {
+      tools ??= new ToolTurns(out);
+      const orphans = tools.addResults(message.content, calls);
+      if (orphans === '') continue;
+      text = orphans ?? contentToText(message.content);
+    } else text = contentToText(message.content);
+    tools?.close();
+    const last = out[out.length - 1];
+    // `out` holds only fresh objects, so extending the last one in place is safe.
+    if (last !== undefined && last.role === 'user') last.content += text;
+    else out.push({ role: 'user', content: text });
+  }
+  tools?.close();
 }
 
 function copyChatMessage(message: ChatMessage): ChatMessage {

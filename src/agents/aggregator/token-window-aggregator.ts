@@ -1,0 +1,179 @@
+import { countTokens as estimateTokens, type TokenCountInput } from '../../llms/token-count';
+import { type Memory, RECENT } from '../../memory/memory';
+import type { OutputParser } from '../../prompts/output-parser';
+import type { AgentMessage } from '../../schema/agent-message';
+import type { ChatMessage } from '../../schema/chat-message';
+import { ConfigurationError } from '../../schema/errors';
+import { toolCallsOf } from '../../schema/tool-calls';
+import { appendHistory, DefaultAggregator, type SystemInstruction } from './default-aggregator';
+
+/** Something that counts tokens the way `llm.countTokens` does: a text, or chat messages as a prompt. */
+export type TokenCounter = (input: TokenCountInput) => number;
+
+/** Options of {@link TokenWindowAggregator}. */
+export interface TokenWindowAggregatorOptions {
+  /** The most tokens a prompt may have (the model's context window, or less). */
+  maxTokens: number;
+  /**
+   * Tokens kept free for what is not in the aggregated prompt: the reply (`maxNewTokens`), an output
+   * parser's format instruction, the tools offered. The history gets `maxTokens - reserve`. @default 0
+   */
+  reserve?: number | undefined;
+  /** The model whose `countTokens` counts (its encoding when known). */
+  llm?: { countTokens(input: TokenCountInput): number } | undefined;
+  /**
+   * A counter of its own, used instead of `llm`'s. Without either, tokens are estimated (see
+   * `countTokens` of the models: `ceil(UTF-8 bytes / 4)` per text plus OpenAI's per-message framing).
+   */
+  countTokens?: TokenCounter | undefined;
+}
+
+/** A unit's count, cached on its first message: valid for the same agent name and the same last message. */
+interface CachedCount {
+  name: string;
+  last: AgentMessage;
+  tokens: number;
+}
+
+/** System-prompt counts kept (by role, name and text) before the cache starts over. */
+const SYSTEM_CACHE_LIMIT = 64;
+
+/**
+ * A {@link DefaultAggregator} that sends the newest history that fits in `maxTokens - reserve` tokens: the
+ * system instruction always, then as many of the newest turns as fit, oldest dropped first. An assistant
+ * tool-call message and the results answering it form one unit, kept or dropped together, so the prompt
+ * never has a tool result without its call nor a call without its results. The newest unit is always
+ * sent: when it does not fit on its own (one huge message), it is sent anyway and the prompt is over the
+ * limit, for the model to refuse rather than for the aggregator to send an empty history.
+ *
+ * Counting: each message is counted once (its count kept with the memory's message object, so a window
+ * over a long history costs what the sent part costs, not the whole history) with the given counter,
+ * per message as `count([message]) - count([])`; consecutive user messages joined into one are counted
+ * apart, which only overestimates. Rendering is the default aggregator's.
+ *
+ * @example
+ * const agent = new Agent({ llm, aggregator: new TokenWindowAggregator({ maxTokens: 128_000, reserve: 4_000, llm }) });
+ */
+export class TokenWindowAggregator extends DefaultAggregator {
+  /** The most tokens a prompt may have. */
+  readonly maxTokens: number;
+  /** Tokens kept free for the reply and anything added after aggregation. */
+  readonly reserve: number;
+  readonly #count: TokenCounter;
+  /** `count([])`: what a prompt costs besides its messages (the reply priming). */
+  readonly #base: number;
+  readonly #counts = new WeakMap<AgentMessage, CachedCount>();
+  readonly #systemCounts = new Map<string, number>();
+
+  constructor(options: TokenWindowAggregatorOptions) {
+    super();
+    const { maxTokens, reserve = 0 } = options ?? ({} as TokenWindowAggregatorOptions);
+    if (!Number.isInteger(maxTokens) || maxTokens <= 0) {
+      throw new ConfigurationError({
+        message: `TokenWindowAggregator: maxTokens must be a positive integer, got ${String(maxTokens)}`,
+      });
+    }
+    if (!Number.isInteger(reserve) || reserve < 0 || reserve >= maxTokens) {
+      throw new ConfigurationError({
+        message: `TokenWindowAggregator: reserve must be an integer from 0 to maxTokens - 1, got ${String(reserve)}`,
+      });
+    }
+    const llm = options.llm;
+    if (llm !== undefined && typeof llm?.countTokens !== 'function') {
+      throw new ConfigurationError({ message: 'TokenWindowAggregator: llm must have countTokens()' });
+    }
+    if (options.countTokens !== undefined && typeof options.countTokens !== 'function') {
+      throw new ConfigurationError({ message: 'TokenWindowAggregator: countTokens must be a function' });
+    }
+    this.maxTokens = maxTokens;
+    this.reserve = reserve;
+    this.#count =
+      options.countTokens ?? (llm ? (input) => llm.countTokens(input) : (input) => estimateTokens(input));
+    this.#base = this.#count([]);
+  }
+
+  /** The tokens left for the prompt: `maxTokens - reserve`. */
+  get budget(): number {
+    return this.maxTokens - this.reserve;
+  }
+
+  override aggregate(
+    memory: Memory | undefined,
+    name: string,
+    parser?: OutputParser,
+    systemInstruction?: SystemInstruction,
+  ): ChatMessage[] {
+    const out = this.aggregateSystemInstruction(systemInstruction, parser);
+    if (!memory) return out;
+    const history = memory[RECENT]();
+    const start = this.windowStart(history, name, this.budget - this.#base - this.#systemTokens(out));
+    appendHistory(out, history, name, start);
+    return out;
+  }
+
+  /**
+   * Where the window over `history` starts: the oldest unit such that it and every newer one fit in
+   * `budget` tokens (the newest unit always included). Walks from the newest message back and stops at the
+   * first unit that does not fit, so it reads only the sent part of the history.
+   */
+  protected windowStart(history: readonly AgentMessage[], name: string, budget: number): number {
+    let end = history.length;
+    let used = 0;
+    while (end > 0) {
+      const start = unitStart(history, end, name);
+      const tokens = this.#unitTokens(history, start, end, name);
+      if (used + tokens > budget && end !== history.length) break;
+      used += tokens;
+      end = start;
+    }
+    return end;
+  }
+
+  /** The tokens of `history[start..end)` rendered on its own, counted once per unit. */
+  #unitTokens(history: readonly AgentMessage[], start: number, end: number, name: string): number {
+    const first = history[start]!;
+    const last = history[end - 1]!;
+    const cached = this.#counts.get(first);
+    if (cached !== undefined && cached.name === name && cached.last === last) return cached.tokens;
+    const rendered: ChatMessage[] = [];
+    appendHistory(rendered, history, name, start, end);
+    let tokens = 0;
+    for (const message of rendered) tokens += this.#count([message]) - this.#base;
+    this.#counts.set(first, { name, last, tokens });
+    return tokens;
+  }
+
+  /** The system messages' tokens (cached by text: the instruction is usually the same every call). */
+  #systemTokens(messages: readonly ChatMessage[]): number {
+    let tokens = 0;
+    for (const message of messages) {
+      const key = `${message.role}\u0000${message.name ?? ''}\u0000${message.content ?? ''}`;
+      let count = this.#systemCounts.get(key);
+      if (count === undefined) {
+        count = this.#count([message]) - this.#base;
+        if (this.#systemCounts.size >= SYSTEM_CACHE_LIMIT) this.#systemCounts.clear();
+        this.#systemCounts.set(key, count);
+      }
+      tokens += count;
+    }
+    return tokens;
+  }
+}
+
+/**
+ * The start of the unit that ends at `end`: a message alone, or the agent's tool-call message with the run
+ * of result messages after it (which answer it, or are shown as text when they do not).
+ */
+export function unitStart(history: readonly AgentMessage[], end: number, name: string): number {
+  let at = end - 1;
+  const last = history[at]!;
+  if (last.sender === name || toolCallsOf(last.formatted) === null) return at;
+  // A run of results: it belongs to the tool-call message before it, when there is one.
+  while (at > 0) {
+    const previous = history[at - 1]!;
+    if (previous.sender === name) return toolCallsOf(previous.formatted) !== null ? at - 1 : end - 1;
+    if (toolCallsOf(previous.formatted) === null) return end - 1;
+    at--;
+  }
+  return end - 1;
+}
