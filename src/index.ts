@@ -55,11 +55,6 @@ export type {
 } from './agents/aggregator/token-window-aggregator';
 export { TokenWindowAggregator } from './agents/aggregator/token-window-aggregator';
 export type {
-  TokenCounter,
-  TokenWindowAggregatorOptions,
-} from './agents/aggregator/token-window-aggregator';
-export { TokenWindowAggregator } from './agents/aggregator/token-window-aggregator';
-export type {
   ConfigRegistry,
   ConfigurableClass,
   CreateAgentOptions,
