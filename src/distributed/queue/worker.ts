@@ -20,6 +20,7 @@ import {
   QueueKeys,
   type QueueSessionPlace,
   QueueSessions,
+  type SessionPlace,
   sessionPlace,
 } from './session-store';
 
@@ -91,6 +92,7 @@ export class QueueAgentWorker {
   readonly #connection: RedisConnection;
   readonly #options: QueueAgentWorkerOptions;
   readonly #leaseMs: number;
+  readonly #place: SessionPlace;
   readonly #cache: SessionCache;
   #starting: Promise<void> | undefined;
   #closing: Promise<void> | undefined;
@@ -136,6 +138,7 @@ export class QueueAgentWorker {
       });
     }
     connectionOptions(options.connection); // checks it now, not at ready()
+    this.#place = sessionPlace(options, queue);
     this.agent = agent;
     this.queue = queue;
     this.concurrency = concurrency;
@@ -169,7 +172,7 @@ export class QueueAgentWorker {
     const redis = await connectRedis(peers, options, { maxRetriesPerRequest: null });
     this.#redis = redis;
     try {
-      this.#store = new QueueSessions(redis, keys, sessionPlace(this.#options, this.queue));
+      this.#store = new QueueSessions(redis, keys, this.#place);
       await redis.set(keys.shape, JSON.stringify(shapeOf(this.agent)));
       const subscriber = redis.duplicate();
       subscriber.on('error', () => {});
