@@ -2,8 +2,11 @@
  * LLM client overhead against a local fake OpenAI server (no network):
  * - per-call latency of GPTAPI (sync, through the worker bridge) vs AsyncGPTAPI, same server, same run;
  * - 1,000 concurrent AsyncGPTAPI calls to a server that answers after 20 ms, vs bare fetch() (and, for
- *   information, vs the 20 ms latency bound).
+ *   information, vs the 20 ms latency bound);
+ * - AsyncAISDKModel's overhead per call over calling an in-process AI SDK model's doGenerate directly (no HTTP).
  */
+import type { AISDKCallOptions, AISDKLanguageModel } from '../src/llms/ai-sdk-types';
+import { AsyncAISDKModel } from '../src/llms/async-ai-sdk-model';
 import { AsyncGPTAPI } from '../src/llms/async-gpt-api';
 import { GPTAPI } from '../src/llms/gpt-api';
 import { startFakeOpenAIWorker } from '../src/testing/fake-openai-worker';
@@ -16,7 +19,73 @@ function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
 }
 
+/** An AI SDK model (specification v4) that answers at once, from memory: what is left is the caller's cost. */
+function instantModel(): AISDKLanguageModel {
+  const result = {
+    content: [{ type: 'text', text: 'pong' }],
+    finishReason: { unified: 'stop', raw: 'stop' },
+    usage: {
+      inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
+      outputTokens: { total: 1, text: 1, reasoning: 0 },
+    },
+  };
+  return {
+    specificationVersion: 'v4',
+    provider: 'bench',
+    modelId: 'instant',
+    doGenerate: () => Promise.resolve(result),
+    doStream: () => Promise.reject(new Error('not used')),
+  };
+}
+
+/**
+ * AsyncAISDKModel.chat() vs the same model's doGenerate() called directly with an equivalent prompt, interleaved
+ * in rounds of sequential calls; the figure is the median round's difference per call.
+ */
+async function aiSDKOverhead(report: Parameters<Suite>[0]): Promise<void> {
+  const model = instantModel();
+  const llm = new AsyncAISDKModel({ model });
+  const options: AISDKCallOptions = {
+    prompt: [{ role: 'user', content: [{ type: 'text', text: 'ping' }] }],
+    maxOutputTokens: 512,
+    temperature: 0.8,
+  };
+  const perRound = 2_000;
+  const direct = async () => {
+    for (let i = 0; i < perRound; i++)
+      await model.doGenerate({ ...options, abortSignal: undefined as never });
+  };
+  const adapted = async () => {
+    for (let i = 0; i < perRound; i++) await llm.chat(messages);
+  };
+  // Warm-up long enough for both paths to be optimised before the first measured round.
+  for (let i = 0; i < 25; i++) {
+    await direct();
+    await adapted();
+  }
+  const overheads: number[] = [];
+  const adaptedTimes: number[] = [];
+  for (let round = 0; round < 15; round++) {
+    let started = performance.now();
+    await direct();
+    const directMs = performance.now() - started;
+    started = performance.now();
+    await adapted();
+    const adaptedMs = performance.now() - started;
+    adaptedTimes.push((adaptedMs * 1000) / perRound);
+    overheads.push(((adaptedMs - directMs) * 1000) / perRound);
+  }
+  report({
+    name: 'AsyncAISDKModel overhead per call over doGenerate()',
+    value: median(overheads),
+    unit: 'µs',
+    target: 5,
+    note: `median of 15 rounds of ${perRound} sequential calls, in-process model (no HTTP); adapter call ${median(adaptedTimes).toFixed(2)} µs in all`,
+  });
+}
+
 export const run: Suite = async (report) => {
+  await aiSDKOverhead(report);
   // Sync vs async: the server runs on another thread, since GPTAPI blocks this one while it waits.
   const server = startFakeOpenAIWorker({ script: 'pong' });
   try {
