@@ -1,5 +1,5 @@
 /*
- * Where RedisStore keeps what. Namespaces, session ids and call ids go into keys and into the listing index
+ * Where RedisStore keeps what (QueueAgentWorker's sessions too, see redis-job-sessions.ts). Namespaces, session ids and call ids go into keys and into the listing index
  * as the hex of their UTF-16 code units (4 digits each): any string (also one with `:`, braces or a lone
  * surrogate) gives one key and no other, and Redis's byte order of the hex is JavaScript's string order, so
  * the index lists sessions in the order MemoryStore sorts them.
@@ -7,7 +7,8 @@
  * Under `<prefix>:<namespace>` (hex):
  * - `s:<session>`: a hash: `version`, `updated`, `expires` (epoch ms, `''` for never), `epoch` (a random id
  *   set by the first commit, so that a version names one state even if the session is deleted and written
- *   again), `state` (the base: the JSON of a whole state dict) and `base` (the version the base is at).
+ *   again), `state` (the base: the JSON of a whole state dict) and `base` (the version the base is at); a
+  session moved from the BullMQ queue's first layout also has `migrated` (`queue-1`).
  * - `t:<session>`: a list of the turns committed since the base, one JSON each (see redis-codec.ts).
  * - `l:<session>`: the lease: its owner, with a time to live.
  * - `i`: a sorted set of the committed sessions (score 0), for listing in key order.

@@ -83,9 +83,13 @@ export interface AgentShape {
   keys: [lagent: string, lagentTs: string][];
 }
 
-/** Where the queue's sessions are: RedisStore's prefix and namespace. */
+/**
+ * Where a queue's sessions are kept: a RedisStore prefix and namespace. Workers and callers of one queue
+ * must agree on them; an agent with `memory: { store: new RedisStore({ url, prefix }), namespace }` shares
+ * the sessions.
+ */
 export interface QueueSessionPlace {
-  /** RedisStore's key prefix. @default 'lagent' */
+  /** RedisStore's key prefix. @default 'lagent' (RedisStore's) */
   storePrefix?: string | undefined;
   /** The RedisStore namespace of the queue's sessions. @default the queue's name */
   namespace?: string | undefined;

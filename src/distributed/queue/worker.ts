@@ -71,7 +71,9 @@ const DEFAULT_SESSION_CACHE_SIZE = 64 * 1024 * 1024;
 
 /**
  * Hosts an agent on a BullMQ queue: each job is one `call` of the agent on the job's session. The session's
- * memory lives in Redis (the agent's state dict in Python Lagent's shape), so any worker serves any session;
+ * memory lives in Redis as a RedisStore session (the agent's state dict in Python Lagent's shape, in
+ * the namespace `namespace`, by default the queue's name), so any worker serves any session, and an agent
+ * with `memory: { store: new RedisStore(...), namespace }` reads and continues the same sessions;
  * a per-session lease lets one call of a session run at a time across all workers, and the turn is
  * committed in one script that checks the version it was loaded at, so a worker killed mid-call leaves the
  * session as it was and the job runs again elsewhere, once. Only the worker holding the job's BullMQ lock
