@@ -72,6 +72,19 @@ function withAgentOptions(command: Command): Command {
     );
 }
 
+/** Adds `--record` and `--replay` (chat and batch). */
+function withRecordReplayOptions(command: Command): Command {
+  return command
+    .option(
+      '--record <file>',
+      "append every model call (request and answer) to a JSONL file, for --replay later (each agent's llm is recorded)",
+    )
+    .option(
+      '--replay <file>',
+      'answer every model call from a file written by --record, without reaching a model; a call not recorded fails',
+    );
+}
+
 /** The agent flags of a parsed command. */
 function agentFlags(command: Command): AgentFlags {
   const options = command.opts<Record<string, unknown>>();
@@ -110,7 +123,22 @@ async function withAgent(
   }
   let loaded: LoadedAgent;
   try {
-    loaded = await loadAgent(agentFlags(command), context);
+    const recording = command.opts<{ record?: string; replay?: string }>();
+    const flags = agentFlags(command);
+    // A replayed run reaches no model: the built-in agent needs no API key.
+    if (recording.replay !== undefined && flags.apiKey === undefined && !process.env.OPENAI_API_KEY) {
+      flags.apiKey = 'unused-in-replay';
+    }
+    loaded = await loadAgent(flags, context);
+    if (recording.record !== undefined || recording.replay !== undefined) {
+      const { withRecordReplay } = await import('./record-replay');
+      try {
+        loaded = withRecordReplay(loaded, recording);
+      } catch (error) {
+        await loaded.close();
+        throw error;
+      }
+    }
     if (storeUrl !== undefined) loaded = await withStore(loaded, storeUrl);
   } catch (error) {
     if (error instanceof LagentError) throw new CliError(error.message, { cause: error });
@@ -181,6 +209,8 @@ Examples:
   lagent serve --agent ./my-agent.js --store sqlite:./sessions.db   sessions kept across restarts
   lagent worker --agent ./my-agent.js --redis redis://127.0.0.1:6379 --concurrency 4
   lagent batch questions.jsonl -o answers.jsonl --concurrency 8
+  lagent batch questions.jsonl -o answers.jsonl --record run.jsonl   record the model calls
+  lagent batch questions.jsonl -o replayed.jsonl --replay run.jsonl  the same run, no model reached
   NODE_OPTIONS='--import tsx' lagent chat --agent ./my-agent.ts   a TypeScript agent module
 
 Set LAGENT_DEBUG=1 to see stack traces of errors.`;
@@ -199,12 +229,14 @@ export function createProgram(): Command {
     .showHelpAfterError('(lagent --help lists the commands and flags)')
     .addHelpText('after', AGENT_HELP);
 
-  withAgentOptions(
-    program
-      .command('chat')
-      .description(
-        'a streaming REPL with the agent (/reset, /save FILE, /load FILE, /exit; Ctrl-C stops a reply)',
-      ),
+  withRecordReplayOptions(
+    withAgentOptions(
+      program
+        .command('chat')
+        .description(
+          'a streaming REPL with the agent (/reset, /save FILE, /load FILE, /exit; Ctrl-C stops a reply)',
+        ),
+    ),
   )
     .option('--session <id>', 'the session id of the conversation', '0')
     .action(async (_options, command: Command) => {
@@ -258,13 +290,15 @@ export function createProgram(): Command {
       await withAgent(command, 'worker', false, (loaded) => runWorker(loaded, options));
     });
 
-  withAgentOptions(
-    program
-      .command('batch')
-      .description(
-        'run the agent on each line of a JSONL file ({"id": ..., "message": ...}); resumable: ids already in the output are skipped',
-      )
-      .argument('<input>', 'input JSONL file'),
+  withRecordReplayOptions(
+    withAgentOptions(
+      program
+        .command('batch')
+        .description(
+          'run the agent on each line of a JSONL file ({"id": ..., "message": ...}); resumable: ids already in the output are skipped',
+        )
+        .argument('<input>', 'input JSONL file'),
+    ),
   )
     .requiredOption('-o, --output <file>', 'output JSONL file, appended to: {"id", "message"} per answer')
     .option(

@@ -58,7 +58,7 @@ describe('AsyncFallbackLLM', () => {
     expect(await llm.chat(ask('hi'), { sessionId: 's' })).toBe('primary answer');
     expect(llm.lastModel?.index).toBe(0);
     expect(llm.getUsage('s').totalTokens).toBeGreaterThan(0);
-    expect(llm.getLastUsage()).toEqual(llm.models[0]!.getLastUsage());
+    expect(llm.getLastUsage()).toEqual((llm.models[0] as AsyncGPTAPI).getLastUsage());
     llm.resetUsage('s');
     expect(llm.getUsage('s').totalTokens).toBe(0);
   });

@@ -73,7 +73,7 @@ describe('AsyncRecordingLLM and AsyncReplayLLM', () => {
       again: await recorder.chat(ask('hello'), { sessionId: 's1' }),
       generate: await recorder.generate(ask('TOOL please'), { tools: [clockTool] }),
       stream: await collect(recorder.streamChat(ask('stream me'), { temperature: 0.2 })),
-      failure: await recorder.chat(ask('FAIL')).catch((error: unknown) => error as LLMRequestError),
+      failure: (await recorder.chat(ask('FAIL')).catch((error: unknown) => error)) as LLMRequestError,
       usage: recorder.getUsage('s1'),
     };
     await recorder.flush();
@@ -93,7 +93,7 @@ describe('AsyncRecordingLLM and AsyncReplayLLM', () => {
       expect(await collect(replay.streamChat(ask('stream me'), { temperature: 0.2 }))).toEqual(
         recorded.stream,
       );
-      const failure = await replay.chat(ask('FAIL')).catch((error: unknown) => error as LLMRequestError);
+      const failure = (await replay.chat(ask('FAIL')).catch((error: unknown) => error)) as LLMRequestError;
       expect(failure).toBeInstanceOf(LLMRequestError);
       expect(failure.message).toBe(recorded.failure.message);
       expect(failure.status).toBe(400);
