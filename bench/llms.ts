@@ -9,7 +9,10 @@ import type { AISDKCallOptions, AISDKLanguageModel } from '../src/llms/ai-sdk-ty
 import { AsyncAISDKModel } from '../src/llms/async-ai-sdk-model';
 import { AsyncGPTAPI } from '../src/llms/async-gpt-api';
 import { GPTAPI } from '../src/llms/gpt-api';
+import { AsyncRecordingLLM } from '../src/llms/recording-llm';
+import { AsyncReplayLLM } from '../src/llms/replay-llm';
 import { startFakeOpenAIWorker } from '../src/testing/fake-openai-worker';
+import { AsyncMockLLM } from '../src/testing/mock-llm';
 import type { Suite } from './report';
 
 const messages = [{ role: 'user', content: 'ping' }];
@@ -84,8 +87,57 @@ async function aiSDKOverhead(report: Parameters<Suite>[0]): Promise<void> {
   });
 }
 
+/**
+ * AsyncReplayLLM answering each call of a 1,000-call recording (a system prompt, a few turns, a question per
+ * call) once: loading the file is left out; the figure is the median of rounds over fresh replayers.
+ */
+export async function replayPerCall(report: Parameters<Suite>[0]): Promise<void> {
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const dir = mkdtempSync(join(tmpdir(), 'lagent-bench-replay-'));
+  try {
+    const file = join(dir, 'run.jsonl');
+    const calls = 1_000;
+    const prompt = (i: number) => [
+      { role: 'system', content: 'You are a helpful assistant. Answer briefly and precisely.' },
+      { role: 'user', content: 'What is the capital of France?' },
+      { role: 'assistant', content: 'Paris.' },
+      { role: 'user', content: `Question number ${i}: and how many people live there?` },
+    ];
+    const recorder = new AsyncRecordingLLM(
+      new AsyncMockLLM({ responses: (_m, _p, i) => `Answer ${i}: about two million.`, record: false }),
+      { file },
+    );
+    for (let i = 0; i < calls; i++) await recorder.chat(prompt(i), { temperature: 0 });
+    await recorder.flush();
+    const prompts = Array.from({ length: calls }, (_, i) => prompt(i));
+    const perCall: number[] = [];
+    const loads: number[] = [];
+    for (let round = 0; round < 25; round++) {
+      let started = performance.now();
+      const replay = new AsyncReplayLLM({ file });
+      loads.push(performance.now() - started);
+      started = performance.now();
+      for (let i = 0; i < calls; i++) await replay.chat(prompts[i]!, { temperature: 0 });
+      const elapsed = performance.now() - started;
+      if (round >= 5) perCall.push((elapsed * 1000) / calls); // the first rounds warm up
+    }
+    report({
+      name: 'replay of a 1,000-call recording: per call',
+      value: median(perCall),
+      unit: 'µs',
+      target: 20,
+      note: `AsyncReplayLLM.chat(), 4-message prompts, median of 20 rounds; loading the file ${median(loads).toFixed(1)} ms`,
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 export const run: Suite = async (report) => {
   await aiSDKOverhead(report);
+  await replayPerCall(report);
   // Sync vs async: the server runs on another thread, since GPTAPI blocks this one while it waits.
   const server = startFakeOpenAIWorker({ script: 'pong' });
   try {
