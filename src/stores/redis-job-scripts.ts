@@ -77,16 +77,6 @@ if f[2] == ARGV[5] and f[1] == ARGV[6] then return {'ok', f[1], f[2]} end
 return session(base, m, {'ok', f[1], f[2] or ''})
 `;
 
-// ARGV: base, session, owner, lease ms, lock, token. Keeps the lease only while the job is still the caller's.
-const RENEW = `${PRELUDE}
-if redis.call('GET', ARGV[5]) ~= ARGV[6] then return 0 end
-live(ARGV[1], ARGV[2])
-local lease = ARGV[1] .. ':l:' .. ARGV[2]
-if redis.call('GET', lease) ~= ARGV[3] then return 0 end
-redis.call('PEXPIRE', lease, ARGV[4])
-return 1
-`;
-
 // ARGV: base, session, owner, version, kind ('append' | 'rewrite'), payload, ttl ms ('' for none), a new
 // epoch, namespaces key, hex namespace, done, job, lock, token, reply, reply ttl (s).
 // Once per job (the fence), and only at the version the state was loaded at, while no other owner holds the
@@ -137,7 +127,6 @@ return 1
 /** The job scripts as commands of an ioredis client. */
 export interface RedisJobCommands {
   lagentJobAcquire(...args: string[]): Promise<string[]>;
-  lagentJobRenew(...args: string[]): Promise<number>;
   lagentJobCommit(...args: string[]): Promise<string[]>;
   lagentJobRead(...args: string[]): Promise<string[] | null>;
   lagentJobReset(...args: string[]): Promise<number>;
@@ -145,7 +134,6 @@ export interface RedisJobCommands {
 
 const SCRIPTS: Record<keyof RedisJobCommands, string> = {
   lagentJobAcquire: ACQUIRE,
-  lagentJobRenew: RENEW,
   lagentJobCommit: COMMIT,
   lagentJobRead: READ,
   lagentJobReset: RESET,

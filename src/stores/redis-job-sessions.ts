@@ -119,9 +119,7 @@ export class RedisJobSessions {
   /** Extends `owner`'s lease while the job is still the worker's; false when either is lost. */
   renew(sessionId: string, owner: string, leaseMs: number, fence: JobFence): Promise<boolean> {
     return this.#run('renewLease', sessionId, async (redis, m) => {
-      return (
-        (await redis.lagentJobRenew(this.#base, m, owner, String(leaseMs), fence.lock, fence.token)) === 1
-      );
+      return (await redis.lagentStoreRenew(this.#base, m, owner, leaseMs, fence.lock, fence.token)) === 1;
     });
   }
 

@@ -71,8 +71,10 @@ if version == ARGV[5] then return {'ok', fresh, version} end
 return session(base, m, {'ok', fresh})
 `;
 
-// ARGV: base, session, owner, lease ms.
+// ARGV: base, session, owner, lease ms; and, for a lease held by a BullMQ job (redis-job-sessions.ts), the
+// job's lock key and the worker's token: the lease is kept only while the lock holds that token.
 const RENEW = `${PRELUDE}
+if ARGV[5] and redis.call('GET', ARGV[5]) ~= ARGV[6] then return 0 end
 live(ARGV[1], ARGV[2])
 local lease = ARGV[1] .. ':l:' .. ARGV[2]
 if redis.call('GET', lease) ~= ARGV[3] then return 0 end
@@ -267,7 +269,13 @@ type Reply = Promise<(string | null)[] | null>;
 export interface RedisStoreCommands {
   lagentStoreSchema(meta: string, schema: number): Promise<string>;
   lagentStoreAcquire(base: string, m: string, owner: string, ms: number, known: string): Promise<string[]>;
-  lagentStoreRenew(base: string, m: string, owner: string, ms: number): Promise<number>;
+  lagentStoreRenew(
+    base: string,
+    m: string,
+    owner: string,
+    ms: number,
+    ...fence: [] | [lock: string, token: string]
+  ): Promise<number>;
   lagentStoreRelease(base: string, m: string, owner: string): Promise<number>;
   lagentStoreCommit(
     base: string,
