@@ -79,12 +79,12 @@ export function withRecordReplay(loaded: LoadedAgent, flags: RecordReplayFlags):
         const sync = isSync(llm);
         if (record !== undefined) {
           const recorder = sync
-            ? new RecordingLLM(llm as BaseLLM, { file: record, model: slot.label })
-            : new AsyncRecordingLLM(llm as AsyncBaseLLM, { file: record, model: slot.label });
+            ? new RecordingLLM(llm as BaseLLM, { file: record, label: slot.label })
+            : new AsyncRecordingLLM(llm as AsyncBaseLLM, { file: record, label: slot.label });
           recorders.push(recorder);
           wrapper = recorder;
         } else {
-          const options = { file: replay!, model: slot.label, genParams: defaultsOf(llm) };
+          const options = { file: replay!, label: slot.label, genParams: defaultsOf(llm) };
           wrapper = sync ? new ReplayLLM(options) : new AsyncReplayLLM(options);
         }
         wrapped.set(llm, wrapper);

@@ -18,7 +18,7 @@ import {
 import type { ChatMessage, LLMCallParams, ModelReply, ResolvedGenParams, StreamChunk } from './types';
 import type { TokenUsage } from './usage';
 import { emptyUsage } from './usage';
-import { usageOf } from './wrapped-usage';
+import { modelName, usageOf } from './wrapped-usage';
 
 /** Where a {@link CachedLLM} keeps answers: get, set and clear by request key. */
 export interface LLMCacheBackend {
@@ -259,6 +259,11 @@ export class CachedLLM extends BaseLLM {
     if (!saved) save();
   }
 
+  /** The wrapped model's name (`llm.model`), when it has one: what logs and traces show. */
+  get model(): string | undefined {
+    return modelName(this.llm);
+  }
+
   /** Forgets every cached answer. */
   clear(): void {
     syncValue(this.#cache.clear());
@@ -352,6 +357,11 @@ export class AsyncCachedLLM extends AsyncBaseLLM {
       yield chunk;
     }
     if (!saved) await save();
+  }
+
+  /** The wrapped model's name (`llm.model`), when it has one: what logs and traces show. */
+  get model(): string | undefined {
+    return modelName(this.llm);
   }
 
   /** Forgets every cached answer. */

@@ -4,7 +4,7 @@ import { AsyncBaseLLM, BaseLLM } from './base-llm';
 import { toRequestError } from './request-retry';
 import type { ChatMessage, LLMCallParams, ModelReply, ResolvedGenParams, StreamChunk } from './types';
 import type { TokenUsage } from './usage';
-import { sumUsage, usageOf } from './wrapped-usage';
+import { modelName, sumUsage, usageOf } from './wrapped-usage';
 
 /** Which model of a fallback chain answered. */
 export interface AnsweredBy {
@@ -35,8 +35,7 @@ export interface FallbackOptions {
 type AnyModel = BaseLLM | AsyncBaseLLM;
 
 function nameOf(llm: AnyModel): string {
-  const model = (llm as { model?: unknown }).model;
-  return typeof model === 'string' && model !== '' ? model : llm.constructor.name;
+  return modelName(llm) ?? llm.constructor.name;
 }
 
 function checkModels(models: readonly unknown[], owner: string): void {

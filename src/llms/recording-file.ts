@@ -8,10 +8,10 @@ import type { TokenUsage } from './usage';
 
 /**
  * One line of a recording (JSONL): the request in canonical form and what the model answered, or how it failed.
- * `model` is the recorder's label, when it has one (several models recorded to one file).
+ * `label` is the recorder's label, when it has one (several models recorded to one file).
  */
 export interface RecordedCall {
-  model?: string | undefined;
+  label?: string | undefined;
   request: CanonicalRequest;
   /** The answer (absent for a failure). */
   reply?: { content: string; toolCalls: ToolCall[]; finishReason?: string | undefined } | undefined;

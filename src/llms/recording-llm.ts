@@ -19,7 +19,7 @@ import {
 } from './recording-file';
 import type { ChatMessage, LLMCallParams, ModelReply, ResolvedGenParams, StreamChunk } from './types';
 import { emptyUsage, type TokenUsage } from './usage';
-import { usageDelta, usageOf } from './wrapped-usage';
+import { modelName, usageDelta, usageOf } from './wrapped-usage';
 
 /** Options of {@link RecordingLLM} and {@link AsyncRecordingLLM}. */
 export interface RecordingOptions {
@@ -27,9 +27,9 @@ export interface RecordingOptions {
   file: string;
   /**
    * A label written with every call, for several models recorded to one file: a `ReplayLLM` with the same
-   * `model` answers only from this model's calls.
+   * `label` answers only from this model's calls.
    */
-  model?: string | undefined;
+  label?: string | undefined;
 }
 
 /** What the sync and async recorders share: the file, the label, and how one call becomes a line. */
@@ -45,7 +45,7 @@ class Recorder {
       throw new ConfigurationError({ message: `${owner} needs { file }: the path of a JSONL file` });
     }
     this.file = recordingFile(options.file);
-    this.label = options.model;
+    this.label = options.label;
   }
 
   request(mode: RequestMode, messages: ChatMessage[], params: LLMCallParams | undefined): CanonicalRequest {
@@ -53,9 +53,9 @@ class Recorder {
     return structuredClone(canonicalRequest(mode, messages, params));
   }
 
-  line(request: CanonicalRequest, answer: Omit<RecordedCall, 'request' | 'model'>): string {
+  line(request: CanonicalRequest, answer: Omit<RecordedCall, 'request' | 'label'>): string {
     const call: RecordedCall = { request, ...answer };
-    if (this.label !== undefined) call.model = this.label;
+    if (this.label !== undefined) call.label = this.label;
     return recordedLine(call);
   }
 
@@ -91,6 +91,11 @@ export class RecordingLLM extends BaseLLM {
     this.#recorder = new Recorder('RecordingLLM', llm, options);
     this.llm = llm;
     (this as { genParams: ResolvedGenParams }).genParams = llm.genParams;
+  }
+
+  /** The wrapped model's name (`llm.model`), when it has one: what logs and traces show. */
+  get model(): string | undefined {
+    return modelName(this.llm);
   }
 
   /** The file's path. */
@@ -214,6 +219,11 @@ export class AsyncRecordingLLM extends AsyncBaseLLM {
     this.#recorder = new Recorder('AsyncRecordingLLM', llm, options);
     this.llm = llm;
     (this as { genParams: ResolvedGenParams }).genParams = llm.genParams;
+  }
+
+  /** The wrapped model's name (`llm.model`), when it has one: what logs and traces show. */
+  get model(): string | undefined {
+    return modelName(this.llm);
   }
 
   /** The file's path. */

@@ -22,8 +22,8 @@ import { type TokenUsage, UsageTracker } from './usage';
 export interface ReplayOptions {
   /** The JSONL recording (written by `RecordingLLM` / `AsyncRecordingLLM`, or `lagent ... --record`). */
   file: string;
-  /** Answer only from the calls recorded with this `model` label (several models recorded to one file). */
-  model?: string | undefined;
+  /** Answer only from the calls recorded with this `label` (several models recorded to one file). */
+  label?: string | undefined;
   /** Defaults of `genParams` (they do not take part in matching: only what a call passes does). */
   genParams?: GenParams | undefined;
 }
@@ -130,7 +130,7 @@ class Replayer {
           message: `${owner}: line ${line} of ${options.file} is not a recorded call`,
         });
       }
-      if (options.model !== undefined && call.model !== options.model) continue;
+      if (options.label !== undefined && call.label !== options.label) continue;
       const key = requestKey(call.request);
       let answers = this.#answers.get(key);
       if (answers === undefined) {

@@ -51,3 +51,9 @@ export function usageDelta(
     ? undefined
     : delta;
 }
+
+/** A model's `model` name, when it has one. */
+export function modelName(llm: unknown): string | undefined {
+  const model = (llm as { model?: unknown } | null | undefined)?.model;
+  return typeof model === 'string' && model !== '' ? model : undefined;
+}

@@ -189,7 +189,7 @@ describe('lagent batch --record / --replay', () => {
     const labels = readFileSync(recording, 'utf8')
       .trim()
       .split('\n')
-      .map((line) => JSON.parse(line).model);
+      .map((line) => JSON.parse(line).label);
     expect(labels.sort()).toEqual(['drafter.llm', 'drafter.llm', 'reviewer.llm', 'reviewer.llm']);
 
     const replayed = join(dir, 'replayed.jsonl');

@@ -164,17 +164,18 @@ describe('AsyncRecordingLLM and AsyncReplayLLM', () => {
   });
 
   it('keeps models apart by label, ignores sessionId and signal in matching, and refuses a bad file', async () => {
-    const a = new AsyncRecordingLLM(client(), { file, model: 'writer' });
-    const b = new AsyncRecordingLLM(client(), { file, model: 'critic' });
+    const a = new AsyncRecordingLLM(client(), { file, label: 'writer' });
+    const b = new AsyncRecordingLLM(client(), { file, label: 'critic' });
+    expect(a.model).toBe('fake'); // the wrapped model's name, for logs and traces
     const [fromA, fromB] = await Promise.all([a.chat(ask('same')), b.chat(ask('same'))]);
     await Promise.all([a.flush(), b.flush()]);
     expect(
-      await new AsyncReplayLLM({ file, model: 'critic' }).chat(ask('same'), {
+      await new AsyncReplayLLM({ file, label: 'critic' }).chat(ask('same'), {
         sessionId: 9,
         signal: new AbortController().signal,
       }),
     ).toBe(fromB);
-    expect(await new AsyncReplayLLM({ file, model: 'writer' }).chat(ask('same'))).toBe(fromA);
+    expect(await new AsyncReplayLLM({ file, label: 'writer' }).chat(ask('same'))).toBe(fromA);
 
     expect(() => new AsyncReplayLLM({ file: join(dir, 'missing.jsonl') })).toThrow(ConfigurationError);
     writeFileSync(
