@@ -72,6 +72,7 @@ export type {
   AsyncForwardOptions,
   CallOptions,
   CompatMode,
+  DurableOptions,
   ForwardOptions,
   ForwardResult,
   FunctionCallingAgentOptions,
@@ -91,6 +92,7 @@ export type {
   ReActParseFailure,
   ReActPrompts,
   ReActStep,
+  RecoverOptions,
   ReplyOf,
   ResetOptions,
   SequentialCallOptions,
@@ -166,9 +168,6 @@ export type {
   AISDKModelOptions,
   AISDKModelSyncOptions,
   AISDKProviderOptions,
-} from './llms/index';
-export { AISDKModel, AsyncAISDKModel } from './llms/index';
-export type {
   AnsweredBy,
   APIMetaTemplate,
   APIRoleTemplate,
@@ -202,7 +201,9 @@ export type {
   ToolSpec,
 } from './llms/index';
 export {
+  AISDKModel,
   APITemplateParser,
+  AsyncAISDKModel,
   AsyncBaseLLM,
   AsyncCachedLLM,
   AsyncClaudeAPI,
@@ -294,6 +295,7 @@ export {
   MAX_MESSAGE_DEPTH,
   ModelOutputError,
   ModelStatusCode,
+  NonDeterminismError,
   ParseError,
   StateDictError,
   StoreConflictError,

@@ -1,4 +1,5 @@
-import { currentFrame } from '../core/call-context';
+import { currentFrame, type DurableScope } from '../core/call-context';
+import { toolStep } from '../core/durable-steps';
 import { PromiseInSyncCall, type Steps } from '../core/steps';
 import { activeTracer, endSpan, startToolSpan } from '../core/tracing';
 import { ActionReturn } from '../schema/action-return';
@@ -44,6 +45,14 @@ export interface CallSettings {
 function isPromiseInSyncCall(error: unknown): boolean {
   try {
     return error instanceof PromiseInSyncCall;
+  } catch {
+    return false; // a Proxy whose getPrototypeOf trap throws
+  }
+}
+
+function isInterrupt(error: unknown): boolean {
+  try {
+    return error instanceof InterruptSignal;
   } catch {
     return false; // a Proxy whose getPrototypeOf trap throws
   }
@@ -106,10 +115,32 @@ export function actionCallSteps(
   apiName: string,
   settings: CallSettings,
 ): Steps<ActionReturn> {
+  const scope = currentFrame()?.durable;
+  if (scope !== undefined) return durableActionSteps(scope, action, parameters, apiName, settings);
   const tracer = activeTracer();
   return tracer === undefined
     ? untracedActionSteps(action, parameters, apiName, settings)
     : tracedActionSteps(tracer, action, parameters, apiName, settings);
+}
+
+/** A tool call inside a durable call: a journaled step (see core/durable-steps.ts). */
+function durableActionSteps(
+  scope: DurableScope,
+  action: CallableAction,
+  parameters: unknown,
+  apiName: string,
+  settings: CallSettings,
+): Steps<ActionReturn> {
+  const tracer = activeTracer();
+  return toolStep(scope, {
+    name: apiLabel(action, apiName),
+    input: parameters,
+    retrySafe: action.apis.get(apiName)?.retrySafe === true,
+    run: () =>
+      tracer === undefined
+        ? untracedActionSteps(action, parameters, apiName, settings)
+        : tracedActionSteps(tracer, action, parameters, apiName, settings),
+  });
 }
 
 function* tracedActionSteps(
@@ -214,7 +245,7 @@ function failedCall(
 ): ActionReturn {
   if (settings.signal?.aborted) throw settings.signal.reason;
   // A sub-agent run by the tool stopped to ask a person: the question goes up to the outermost call.
-  if (error instanceof InterruptSignal) throw error;
+  if (isInterrupt(error)) throw error;
   const message = isPromiseInSyncCall(error)
     ? `${label} returned a Promise, which a synchronous call cannot wait for; declare it with asyncTool() / AsyncBaseAction and use an AsyncActionExecutor`
     : thrownText(error, `the tool ${label}`);

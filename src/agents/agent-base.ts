@@ -5,13 +5,16 @@ import type { GenParams, ToolSpec } from '../llms/types';
 import { Memory, type MemoryOptions } from '../memory/memory';
 import { MemoryManager, type MemoryManagerOptions } from '../memory/memory-manager';
 import type { OutputParser } from '../prompts/output-parser';
-import type { AgentMessage } from '../schema/agent-message';
+import { AgentMessage } from '../schema/agent-message';
 import type { ChatMessage, ToolCall } from '../schema/chat-message';
 import { ConfigurationError, StateDictError } from '../schema/errors';
 import type { Decision, Interrupt } from '../schema/interrupts';
 import type { SessionId } from '../schema/session';
+import type { SessionStore } from '../stores/types';
+import { isThenable } from '../utils/is';
 import { AGENT_NODE, type AgentNode, discoverChildren, type MemoryNode, renderTree } from './agent-tree';
 import { DefaultAggregator, type SystemInstruction } from './aggregator/default-aggregator';
+import { checkDurable, DURABLE, type DurableOptions } from './lifecycle/durable';
 import {
   checkSyncStore,
   type MemoryStoreOptions,
@@ -63,6 +66,11 @@ export interface AgentOptions<L, F = unknown, H extends Hook = Hook> {
   name?: string | undefined;
   description?: string | undefined;
   hooks?: H[] | undefined;
+  /**
+   * Journals every call of this agent (and of the agents it calls) in a store, a step at a time, so that a
+   * call that crashed or stopped for approval goes on where it was (see {@link DurableOptions}).
+   */
+  durable?: DurableOptions | undefined;
 }
 
 /** Options of `call()`: the session, generation overrides, and anything else for `llm.chat` and sub-calls. */
@@ -183,6 +191,32 @@ export const EMITTER: unique symbol = Symbol('lagent-ts.emitter');
 /** Where an agent keeps its per-session queues of calls (internal). */
 export const LANES: unique symbol = Symbol('lagent-ts.lanes');
 
+/** Options of `recover()`. */
+export interface RecoverOptions {
+  /** @default 0 */
+  sessionId?: SessionId | undefined;
+  /** The store of the journals. @default the agent's `durable` store */
+  store?: SessionStore | undefined;
+  /** @default the `durable` option's, or the agent's name */
+  namespace?: string | undefined;
+}
+
+/** The final reply of a call's result: the message, a promise of it, or the last chunk of a stream. */
+function finalOf(result: unknown): unknown {
+  if (result instanceof AgentMessage || isThenable(result)) return result;
+  const stream = result as Iterable<unknown> | AsyncIterable<unknown>;
+  if (Symbol.asyncIterator in stream) {
+    return (async () => {
+      let last: unknown;
+      for await (const chunk of stream as AsyncIterable<unknown>) last = chunk;
+      return last;
+    })();
+  }
+  let last: unknown;
+  for (const chunk of stream as Iterable<unknown>) last = chunk;
+  return last;
+}
+
 /** Options of `reset()`. */
 export interface ResetOptions {
   /** Dotted path of the one sub-agent to reset, e.g. `'writer'` or `'experts.0'`. */
@@ -228,6 +262,8 @@ export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook>
   readonly [LANES] = new SessionLanes();
   /** The store of `memory: { store }`, and the sessions of it this process holds. */
   [SESSION_BINDING]: SessionBinding | undefined;
+  /** The `durable` option: the store of this agent's call journals. */
+  [DURABLE]: DurableOptions | undefined;
 
   constructor(options: AgentOptions<L, F, H> = {}) {
     if (typeof options !== 'object' || options === null || Array.isArray(options)) {
@@ -250,6 +286,7 @@ export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook>
         ? new SessionBinding(this as AgentBase, memory as MemoryStoreOptions)
         : undefined;
     checkSyncStore(this as AgentBase);
+    this[DURABLE] = checkDurable(this.name, options.durable);
   }
 
   /** The registered hooks, in the order they run. */
@@ -314,6 +351,45 @@ export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook>
    */
   loadStateDict(dict: StateDict | LagentStateDict, sessionId: SessionId = 0): void {
     loadStateDict(this, dict, sessionId);
+  }
+
+  /**
+   * Replays the session's unfinished durable calls (a process that ran them died), oldest first, from the
+   * journals in the `durable` store (or `options.store`): steps already recorded return their results, the
+   * rest runs live. Returns their replies (a promise of them for async agents).
+   */
+  recover(options: RecoverOptions = {}): AgentMessage[] | Promise<AgentMessage[]> {
+    const durable =
+      options.store !== undefined ? { store: options.store, namespace: options.namespace } : this[DURABLE];
+    if (durable === undefined) {
+      throw new ConfigurationError({
+        message: `${this.name}.recover needs a store: give the agent durable: { store }, or recover({ store })`,
+      });
+    }
+    const sessionId = options.sessionId ?? 0;
+    const namespace = durable.namespace ?? this.name;
+    const replies: AgentMessage[] = [];
+    const replay = (callIds: string[]): AgentMessage[] | Promise<AgentMessage[]> => {
+      for (let i = 0; i < callIds.length; i++) {
+        const reply = finalOf(
+          (this as unknown as { call(input: undefined, options: object): unknown }).call(undefined, {
+            sessionId,
+            callId: callIds[i],
+            durable: { store: durable.store, namespace },
+          }),
+        );
+        if (isThenable(reply)) {
+          return Promise.resolve(reply).then((value) => {
+            replies.push(value as AgentMessage);
+            return replay(callIds.slice(i + 1));
+          });
+        }
+        replies.push(reply as AgentMessage);
+      }
+      return replies;
+    };
+    const ids = durable.store.listJournals(namespace, String(sessionId), { unfinished: true });
+    return isThenable(ids) ? Promise.resolve(ids).then(replay) : replay(ids);
   }
 
   /**

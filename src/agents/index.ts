@@ -11,6 +11,7 @@ export type {
   ForwardResult,
   MemoryConfig,
   ParsedReply,
+  RecoverOptions,
   ReplyOf,
   ResetOptions,
   StreamFinal,
@@ -23,6 +24,7 @@ export { AgentList } from './agent-list';
 export type { AgentNode } from './agent-tree';
 export { AsyncAgent } from './async-agent';
 export { AsyncStreamingAgent } from './async-streaming-agent';
+export type { DurableOptions } from './lifecycle/durable';
 export type {
   FunctionCallingAgentOptions,
   FunctionCallingChunk,

@@ -31,8 +31,17 @@ export interface CallFrame {
   failed: boolean;
   /** The call's `invoke_agent` span, when tracing is on: the parent of the spans made inside it. */
   readonly span?: Span | undefined;
+  /** The durable call's journal and this call's place in it (durable calls only). */
+  readonly durable?: DurableScope | undefined;
   /** Set on the call that was given a resume message: the decisions, by interrupt id. */
   readonly resume?: ReadonlyMap<string, unknown> | undefined;
+}
+
+/** A durable call's journal, and where a call stands in it: its key and the number of its next step. */
+export interface DurableScope {
+  readonly journal: object;
+  readonly key: string;
+  next: number;
 }
 
 const storage = new AsyncLocalStorage<CallFrame>();

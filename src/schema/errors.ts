@@ -185,3 +185,20 @@ export class StoreError extends LagentError {
 export class StoreConflictError extends StoreError {
   override readonly name: string = 'StoreConflictError';
 }
+
+/**
+ * A durable call was replayed and its `forward` made a different call than the journal recorded at that
+ * place (another kind, name or input): the journal cannot be trusted for it. Names both steps.
+ */
+export class NonDeterminismError extends LagentError {
+  override readonly name: string = 'NonDeterminismError';
+  readonly callId: string;
+  /** The step's key in the journal. */
+  readonly step: string;
+
+  constructor(options: LagentErrorOptions & { callId: string; step: string }) {
+    super(options);
+    this.callId = options.callId;
+    this.step = options.step;
+  }
+}

@@ -17,6 +17,7 @@ export {
   LagentError,
   LLMRequestError,
   ModelOutputError,
+  NonDeterminismError,
   ParseError,
   StateDictError,
   StoreConflictError,

@@ -6,6 +6,7 @@ import { ConfigurationError } from '../../schema/errors';
 import { InterruptSignal } from '../../schema/interrupts';
 import type { SessionId, SessionKey } from '../../schema/session';
 import type { AgentBase } from '../agent-base';
+import { beginDurable, durableOf, finishDurable, withCallId } from './durable';
 import { bindingFor, type SessionHold } from './persist';
 import { needsDriving, Turn } from './turn';
 
@@ -39,6 +40,12 @@ export function* agentCallSteps(
     }
     turn.begin();
     let messages = turn.inputsOf(input);
+    const durable = turn.parent?.durable === undefined ? durableOf(agent, turn.options) : undefined;
+    if (durable !== undefined) {
+      const begun = yield* beginDurable(turn, durable, messages, turn.resume !== undefined);
+      turn.durable = begun.scope;
+      messages = begun.messages;
+    }
     if (agent.hooks.length > 0) messages = yield* beforeAgentSteps(agent, messages, turn.options.sessionId);
     turn.remember(messages);
     let output = turn.forward(messages);
@@ -46,6 +53,10 @@ export function* agentCallSteps(
     let reply = turn.reply(output);
     if (agent.hooks.length > 0) reply = yield* afterAgentSteps(agent, reply, turn.options.sessionId);
     if (hold !== undefined) yield* hold.binding.commit(agent, hold);
+    if (turn.durable !== undefined) {
+      yield* finishDurable(turn.durable);
+      reply = withCallId(reply, turn.durable);
+    }
     return turn.succeed(reply);
   } catch (error) {
     if (error instanceof InterruptSignal && !turn.finished) {
@@ -54,7 +65,7 @@ export function* agentCallSteps(
       // What the call did before it stopped is kept, in the store too.
       if (hold !== undefined) yield* hold.binding.commit(agent, hold);
       turn.finished = true;
-      return reply;
+      return turn.durable === undefined ? reply : withCallId(reply, turn.durable);
     }
     turn.fail(error);
     throw error;

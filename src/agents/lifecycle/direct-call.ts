@@ -4,6 +4,7 @@ import { isThenable } from '../../utils/is';
 import type { AgentBase } from '../agent-base';
 import { type Forwarding, plainForwardOf } from './builtin-forward';
 import { agentCallSteps } from './call-steps';
+import { DURABLE } from './durable';
 import { SESSION_BINDING } from './persist';
 import { Turn } from './turn';
 
@@ -32,7 +33,9 @@ export function callAsync(
     parts === null ||
     agent.hooks.length > 0 ||
     !DIRECT_RUN.enabled ||
-    agent[SESSION_BINDING] !== undefined
+    agent[SESSION_BINDING] !== undefined ||
+    agent[DURABLE] !== undefined ||
+    options?.durable !== undefined
   ) {
     return driveAsync(agentCallSteps(agent, input, options));
   }

@@ -2,12 +2,14 @@ import {
   type CallFrame,
   combineSignals,
   currentFrame,
+  type DurableScope,
   isRunningIn,
   journal,
   retract,
   runInFrame,
   streamInFrame,
 } from '../../core/call-context';
+import { childScope, modelStep } from '../../core/durable-steps';
 import type { PendingTurn } from '../../core/session-lanes';
 import { activeTracer, endSpan, type Span, startAgentSpan } from '../../core/tracing';
 import type { Memory } from '../../memory/memory';
@@ -77,6 +79,8 @@ export class Turn {
   result: AgentMessage | undefined = undefined;
   finished = false;
   failure: unknown = undefined;
+  /** The journal of a durable call this call opened (the outermost durable call only). */
+  durable: DurableScope | undefined = undefined;
   /** The decisions of a resume message the call was given, by interrupt id. */
   resume: ReadonlyMap<string, Decision> | undefined = undefined;
 
@@ -192,6 +196,12 @@ export class Turn {
     const plain = this.span === undefined ? plainForwardOf(forward) : undefined;
     if (plain !== undefined && plain !== null) {
       this.parts = plain;
+      const scope = this.durable ?? this.parent?.durable;
+      if (scope !== undefined) {
+        return modelStep(scope, agent.name, digestInput(messages), () =>
+          plain.ask(agent, this.memory, messages, this.options),
+        );
+      }
       return plain.ask(agent, this.memory, messages, this.options);
     }
     if (plain === null) return forward.call(agent, messages, this.options);
@@ -205,6 +215,7 @@ export class Turn {
       failed: false,
       span: this.span,
       resume: this.resume,
+      durable: this.durable ?? (this.parent?.durable ? childScope(this.parent.durable) : undefined),
     };
     this.frame = frame;
     return forwardInFrame(frame, agent, forward, messages, this.options);
@@ -263,6 +274,11 @@ export class Turn {
 
 // Every turn is dropped when its call ends, so between bursts none is left: see keepShape.
 keepShape(new Turn(Object.create(null) as AgentBase, undefined));
+/** What a model step's input digest covers: the messages the call was given. */
+function digestInput(messages: AgentMessage[]): unknown {
+  return messages.map((message) => [message.sender, message.content]);
+}
+
 /** The call's `invoke_agent` span, when tracing is on. */
 function agentSpan(agent: AgentBase, sessionId: SessionId, parent: CallFrame | undefined): Span | undefined {
   const tracer = activeTracer();

@@ -28,6 +28,7 @@ import type { SystemInstruction } from '../aggregator/default-aggregator';
 import { AsyncAgent } from '../async-agent';
 import { AsyncStreamingAgent } from '../async-streaming-agent';
 import { agentCallSteps, emitEvent } from '../lifecycle';
+import type { DurableOptions } from '../lifecycle/durable';
 import { StreamingAgent } from '../streaming-agent';
 import { type GatedLoop, mergeRound, pendingCallsOf, planRound } from './approval';
 import { checkMaxTurn, type MaxTurnInfo, subCall } from './loop-turns';
@@ -52,6 +53,8 @@ export interface FunctionCallingAgentOptions<L, H, A extends ActionBase = Action
   memory?: MemoryConfig | undefined;
   /** Per tool call, in ms (async variants). */
   timeoutMs?: number | undefined;
+  /** Journals each call's model and tool steps in a store, so a crashed call goes on where it was. */
+  durable?: DurableOptions | undefined;
 }
 
 /**
@@ -243,6 +246,7 @@ function functionCallingAgentClass<
         description: options.description,
         hooks: options.hooks,
         memory: options.memory,
+        durable: options.durable,
       });
       this.maxTurn = checkMaxTurn(this.name, options.maxTurn ?? 10);
       this.executor = variant.executor(options);
