@@ -374,17 +374,35 @@ async function manySessions(report: Report, dir: string): Promise<void> {
   store.close();
 }
 
+/**
+ * The parts to run: every one, or those `LAGENT_BENCH_STORES` names (comma-separated: `turns`, `http`, `many`).
+ */
+function parts(): Set<string> {
+  const all = ['turns', 'http', 'many'];
+  const named = process.env.LAGENT_BENCH_STORES?.split(',')
+    .map((part) => part.trim())
+    .filter(Boolean);
+  if (named === undefined || named.length === 0) return new Set(all);
+  const unknown = named.filter((part) => !all.includes(part));
+  if (unknown.length > 0)
+    throw new Error(`LAGENT_BENCH_STORES: unknown part(s) ${unknown.join(', ')}; parts: ${all.join(', ')}`);
+  return new Set(named);
+}
+
 export const run: Suite = async (report) => {
+  const selected = parts();
   const dir = mkdtempSync(join(tmpdir(), 'lagent-bench-stores-'));
-  const servers = await startServers();
-  try {
-    await perTurnCost(report, dir, servers);
-  } finally {
-    for (const server of Object.values(servers)) if (server && 'stop' in server) await server.stop();
+  if (selected.has('turns')) {
+    const servers = await startServers();
+    try {
+      await perTurnCost(report, dir, servers);
+    } finally {
+      for (const server of Object.values(servers)) if (server && 'stop' in server) await server.stop();
+    }
   }
   try {
-    await httpThroughput(report, dir);
-    await manySessions(report, dir);
+    if (selected.has('http')) await httpThroughput(report, dir);
+    if (selected.has('many')) await manySessions(report, dir);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

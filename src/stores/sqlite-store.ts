@@ -18,6 +18,8 @@ import {
   type BusySession,
   type CommitOptions,
   commitConflict,
+  type GroupedSessionWrites,
+  type GroupedWrite,
   type JournalEntry,
   type ListOptions,
   type SessionInfo,
@@ -62,6 +64,17 @@ export type SQLiteStoreOptions = StoreOptions & {
 /** A commit folds the turns into a new base when the session has more than this many since its base. */
 const FOLD_AFTER = 32;
 
+/** A write waiting for the next grouped transaction. */
+interface QueuedWrite {
+  operation: string;
+  namespace: string;
+  sessionId: string;
+  body: () => unknown;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+  cancelled: boolean;
+}
+
 interface SessionRow {
   version: number;
   updated_at: number;
@@ -98,7 +111,7 @@ function loadDriver(): BetterSqlite3 {
  * const store = new SQLiteStore({ path: './sessions.db', ttlMs: 7 * 24 * 3600_000 });
  * const agent = new Agent({ llm, memory: { store } });
  */
-export class SQLiteStore implements SyncSessionStore {
+export class SQLiteStore implements SyncSessionStore, GroupedSessionWrites {
   readonly synchronous = true as const;
   readonly description: string;
   readonly ttlMs: number | undefined;
@@ -110,6 +123,7 @@ export class SQLiteStore implements SyncSessionStore {
   readonly #release: SqliteTransaction<[Buffer, Buffer, string], void>;
   readonly #read: SqliteTransaction<[string, string], StoredSession | undefined>;
   readonly #tx: SqliteTransaction<[() => unknown], unknown>;
+  #queued: QueuedWrite[] = [];
   #closed = false;
 
   constructor(options: SQLiteStoreOptions) {
@@ -152,6 +166,9 @@ export class SQLiteStore implements SyncSessionStore {
     }
     try {
       if (this.#owned) {
+        // WAL with synchronous NORMAL: a committed transaction is in the WAL file when COMMIT returns, so it
+        // survives the process being killed (SIGKILL included); only an OS crash or power loss may lose the
+        // last transactions (never corrupting the file).
         this.#db.pragma('journal_mode = WAL');
         this.#db.pragma('synchronous = NORMAL');
         // Checkpoints (the only fsyncs in WAL with synchronous NORMAL) every 10,000 pages rather than 1,000:
@@ -212,6 +229,30 @@ export class SQLiteStore implements SyncSessionStore {
     const turn = this.#run('commitTurn', namespace, sessionId, () => JSON.stringify(options.turn ?? {}));
     return this.#run('commitTurn', namespace, sessionId, () =>
       this.#commit.immediate(namespace, sessionId, options, turn),
+    );
+  }
+
+  /**
+   * `acquireSession` for async callers: run, with the other grouped writes queued in the same turn of the
+   * event loop, in one write transaction (each write in a savepoint of its own).
+   */
+  acquireSessionGrouped(
+    namespace: string,
+    sessionId: string,
+    options: AcquireOptions,
+  ): GroupedWrite<AcquiredSession | BusySession> {
+    this.#checkKeys('acquireSession', namespace, sessionId);
+    return this.#queue('acquireSession', namespace, sessionId, () =>
+      this.#acquireIn(namespace, sessionId, options),
+    );
+  }
+
+  /** `commitTurn` for async callers, grouped as {@link SQLiteStore.acquireSessionGrouped}; durable when it settles. */
+  commitTurnGrouped(namespace: string, sessionId: string, options: CommitOptions): GroupedWrite<number> {
+    this.#checkKeys('commitTurn', namespace, sessionId);
+    const turn = this.#run('commitTurn', namespace, sessionId, () => JSON.stringify(options.turn ?? {}));
+    return this.#queue('commitTurn', namespace, sessionId, () =>
+      this.#commitIn(namespace, sessionId, options, turn),
     );
   }
 
@@ -354,6 +395,8 @@ export class SQLiteStore implements SyncSessionStore {
 
   close(): void {
     if (this.#closed) return;
+    // Queued writes run first: a commit already asked for is not lost.
+    if (this.#db.open) this.#flush();
     this.#closed = true;
     if (this.#owned && this.#db.open) {
       try {
@@ -381,15 +424,13 @@ export class SQLiteStore implements SyncSessionStore {
     if (row.lease_owner !== null && row.lease_owner !== options.owner && row.lease_until > now) {
       return { acquired: false, until: row.lease_until };
     }
+    // Read before the lease is written: a session that cannot be read fails before any write.
+    const state =
+      options.knownVersion === row.version
+        ? undefined
+        : this.#state(ns, id, row, namespace, sessionId, 'acquireSession');
     this.#sql.lease.run(options.owner, now + options.leaseMs, ns, id);
-    return {
-      acquired: true,
-      version: row.version,
-      state:
-        options.knownVersion === row.version
-          ? undefined
-          : this.#state(ns, id, row, namespace, sessionId, 'acquireSession'),
-    };
+    return { acquired: true, version: row.version, state };
   }
 
   #commitIn(namespace: string, sessionId: string, options: CommitOptions, turn: string): number {
@@ -515,6 +556,83 @@ export class SQLiteStore implements SyncSessionStore {
     this.#sql.deleteTurns.run(ns, id);
     this.#sql.deleteSessionEntries.run(ns, id);
     this.#sql.deleteSessionJournals.run(ns, id);
+  }
+
+  #queue<T>(operation: string, namespace: string, sessionId: string, body: () => T): GroupedWrite<T> {
+    let write: QueuedWrite | undefined;
+    const result = new Promise<T>((resolve, reject) => {
+      write = {
+        operation,
+        namespace,
+        sessionId,
+        body,
+        resolve: resolve as (value: unknown) => void,
+        reject,
+        cancelled: false,
+      };
+    });
+    const queued = write!;
+    this.#queued.push(queued);
+    if (this.#queued.length === 1) setImmediate(() => this.#flush());
+    return {
+      result,
+      cancel: () => {
+        if (!this.#queued.includes(queued)) return false;
+        queued.cancelled = true;
+        return true;
+      },
+    };
+  }
+
+  /**
+   * Runs the queued writes in one IMMEDIATE transaction. A write refused with a `StoreError` (a lease
+   * another holds, a version that moved, a session that cannot be read) fails alone: those are thrown before
+   * the write changes anything. Any other error (the database's) rolls the whole transaction back, and every
+   * write gets it: none is written.
+   */
+  #flush(): void {
+    const writes = this.#queued.filter((write) => !write.cancelled);
+    this.#queued = [];
+    if (writes.length === 0) return;
+    if (this.#closed) {
+      for (const write of writes) {
+        write.reject(
+          new StoreError({
+            message: `${this.description} is closed`,
+            store: this.description,
+            operation: write.operation,
+          }),
+        );
+      }
+      return;
+    }
+    const outcomes: { ok: boolean; value: unknown }[] = [];
+    try {
+      this.#writing(() => {
+        for (const write of writes) {
+          try {
+            outcomes.push({ ok: true, value: write.body() });
+          } catch (error) {
+            if (!(error instanceof StoreError)) throw error;
+            outcomes.push({ ok: false, value: error });
+          }
+        }
+      });
+    } catch (error) {
+      for (const write of writes) write.reject(this.#asStoreError(write, error));
+      return;
+    }
+    for (const [index, write] of writes.entries()) {
+      const outcome = outcomes[index]!;
+      if (outcome.ok) write.resolve(outcome.value);
+      else write.reject(this.#asStoreError(write, outcome.value));
+    }
+  }
+
+  #asStoreError(write: QueuedWrite, error: unknown): StoreError {
+    return error instanceof StoreError
+      ? error
+      : this.#failure(write.operation, write.namespace, write.sessionId, error);
   }
 
   #writing<T>(body: () => T): T {

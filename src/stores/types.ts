@@ -238,3 +238,37 @@ export function commitConflict(
     sessionId,
   });
 }
+
+/**
+ * A write queued to run with the others queued in the same turn of the event loop, in one transaction:
+ * `result` settles after that transaction ends. `cancel()` takes it back while it has not run (false when
+ * it has).
+ */
+export interface GroupedWrite<T> {
+  readonly result: Promise<T>;
+  cancel(): boolean;
+}
+
+/**
+ * What a synchronous store may add for async callers: the lease and commit writes of calls running
+ * concurrently share one write transaction (each still atomic on its own, and each commit durable before its
+ * `result` settles), rather than one transaction each. Semantics are those of `acquireSession` and
+ * `commitTurn`.
+ */
+export interface GroupedSessionWrites {
+  acquireSessionGrouped(
+    namespace: string,
+    sessionId: string,
+    options: AcquireOptions,
+  ): GroupedWrite<AcquiredSession | BusySession>;
+  commitTurnGrouped(namespace: string, sessionId: string, options: CommitOptions): GroupedWrite<number>;
+}
+
+/** The store's grouped writes, when it has them. */
+export function groupedWrites(store: SessionStore): GroupedSessionWrites | undefined {
+  const grouped = store as Partial<GroupedSessionWrites>;
+  return typeof grouped.acquireSessionGrouped === 'function' &&
+    typeof grouped.commitTurnGrouped === 'function'
+    ? (grouped as GroupedSessionWrites)
+    : undefined;
+}
