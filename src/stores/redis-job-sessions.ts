@@ -129,7 +129,8 @@ export class RedisJobSessions {
 
   /**
    * Commits a job's turn at `version`, writing its `reply` marker (kept `replyTtlSeconds`) and marking the
-   * job's hash in the same script; releases the lease.
+   * job's hash in the same script; releases the lease. Folds the turns into a new base as
+   * {@link RedisStore.commitTurn} does.
    */
   commit(
     sessionId: string,
@@ -140,6 +141,8 @@ export class RedisJobSessions {
       fence: JobFence;
       reply: string;
       replyTtlSeconds: number;
+      /** The whole state after the turn, as JSON, made when the turns are folded (saves reading them). */
+      state?: (() => string) | undefined;
     },
   ): Promise<JobCommitted> {
     return this.#run('commitTurn', sessionId, async (redis, m) => {
@@ -169,7 +172,14 @@ export class RedisJobSessions {
       if (Number(reply[2]) > REDIS_COMPACT_AFTER) {
         // The turn is committed: folding is upkeep, and a failure leaves the turns to the next commit.
         await this.store[redisStoreInternals]
-          .compact(redis, this.#base, m, reply[3]!, reply[4]!)
+          .compact(
+            redis,
+            this.#base,
+            m,
+            reply[3]!,
+            reply[4]!,
+            options.state && { version: Number(a), state: options.state },
+          )
           .catch(() => {});
       }
       return { status, version: Number(a), epoch: reply[3]! };

@@ -51,13 +51,17 @@ export interface RedisStoreInternals {
     sessionId: string,
     body: (redis: Redis & RedisStoreCommands) => Promise<T>,
   ): Promise<T>;
-  /** Folds a session's turns into a new base (upkeep after a commit left more than REDIS_COMPACT_AFTER). */
+  /**
+   * Folds a session's turns into a new base (upkeep after a commit left more than REDIS_COMPACT_AFTER):
+   * read from Redis, or `known`, the state the caller holds at that version (its JSON made on demand).
+   */
   compact(
     redis: Redis & RedisStoreCommands,
     base: string,
     m: string,
     epoch: string,
     fromBase: string,
+    known?: { version: number; state: () => string },
   ): Promise<void>;
   /** Folds a session's stored fields (version, updated, expires, epoch, base, state, turns...). */
   fold(fields: readonly string[], namespace: string, sessionId: string): StoredState;
@@ -346,7 +350,8 @@ export class RedisStore implements SessionStore {
   get [redisStoreInternals](): RedisStoreInternals {
     return {
       run: (operation, namespace, sessionId, body) => this.#run(operation, namespace, sessionId, body),
-      compact: (redis, base, m, epoch, fromBase) => this.#compact(redis, base, m, epoch, fromBase),
+      compact: (redis, base, m, epoch, fromBase, known) =>
+        this.#compact(redis, base, m, epoch, fromBase, known),
       fold: (fields, namespace, sessionId) => this.#fold(fields, namespace, sessionId),
     };
   }
@@ -432,7 +437,12 @@ export class RedisStore implements SessionStore {
     m: string,
     epoch: string,
     fromBase: string,
+    known?: { version: number; state: () => string },
   ): Promise<void> {
+    if (known !== undefined) {
+      await redis.lagentStoreCompact(base, m, epoch, fromBase, String(known.version), known.state());
+      return;
+    }
     const fields = (await redis.lagentStoreRead(base, m)) as string[] | null;
     if (fields === null || fields[3] !== epoch || fields[4] !== fromBase) return;
     const state = JSON.stringify(foldState(fields[5]!, fields.slice(6)));

@@ -189,6 +189,7 @@ export class QueueSessions {
     version: number,
     change: JobChange,
     reply: string,
+    state?: () => string,
   ): Promise<Committed> {
     return this.sessions.commit(String(sessionId), {
       owner: holder,
@@ -197,6 +198,7 @@ export class QueueSessions {
       fence: this.fence(jobId, token),
       reply,
       replyTtlSeconds: DONE_TTL_SECONDS,
+      state,
     });
   }
 

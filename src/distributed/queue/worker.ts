@@ -286,6 +286,7 @@ export class QueueAgentWorker {
           signal ? AbortSignal.any([signal, lost.signal]) : lost.signal,
         );
         reply = turn.reply;
+        const after = applyChange(loaded, turn.change);
         committed = await store.commit(
           sessionId,
           jobId,
@@ -294,10 +295,9 @@ export class QueueAgentWorker {
           version,
           turn.change.kind === 'none' ? { kind: 'append', payload: '{}' } : turn.change,
           JSON.stringify(reply),
+          () => JSON.stringify(after.state ?? {}),
         );
-        if (committed.status === 'ok') {
-          this.#cache.set(sessionId, committed.epoch, committed.version, applyChange(loaded, turn.change));
-        }
+        if (committed.status === 'ok') this.#cache.set(sessionId, committed.epoch, committed.version, after);
       } catch (error) {
         await store.release(sessionId, holder).catch(() => {});
         if (!lost.signal.aborted || signal?.aborted) throw error;
