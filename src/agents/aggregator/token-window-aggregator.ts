@@ -6,6 +6,7 @@ import type { ChatMessage } from '../../schema/chat-message';
 import { ConfigurationError } from '../../schema/errors';
 import { toolCallsOf } from '../../schema/tool-calls';
 import { appendHistory, DefaultAggregator, type SystemInstruction } from './default-aggregator';
+import { foldFrame, isSummary, type SummarizeOptions, Summarizer } from './summarize';
 
 /** Something that counts tokens the way `llm.countTokens` does: a text, or chat messages as a prompt. */
 export type TokenCounter = (input: TokenCountInput) => number;
@@ -26,6 +27,11 @@ export interface TokenWindowAggregatorOptions {
    * `countTokens` of the models: `ceil(UTF-8 bytes / 4)` per text plus OpenAI's per-message framing).
    */
   countTokens?: TokenCounter | undefined;
+  /**
+   * Fold older turns into one summary message kept in memory once the history is over `triggerTokens`
+   * (see {@link TokenWindowAggregator.compact}).
+   */
+  summarize?: SummarizeOptions | undefined;
 }
 
 /** A unit's count, cached on its first message: valid for the same agent name and the same last message. */
@@ -44,7 +50,9 @@ const SYSTEM_CACHE_LIMIT = 64;
  * tool-call message and the results answering it form one unit, kept or dropped together, so the prompt
  * never has a tool result without its call nor a call without its results. The newest unit is always
  * sent: when it does not fit on its own (one huge message), it is sent anyway and the prompt is over the
- * limit, for the model to refuse rather than for the aggregator to send an empty history.
+ * limit, for the model to refuse rather than for the aggregator to send an empty history. With `summarize`,
+ * older turns are folded into a summary message kept in memory (see {@link TokenWindowAggregator.compact}),
+ * which is then always sent, after the system prompt.
  *
  * Counting: each message is counted once (its count kept with the memory's message object, so a window
  * over a long history costs what the sent part costs, not the whole history) with the given counter,
@@ -64,6 +72,8 @@ export class TokenWindowAggregator extends DefaultAggregator {
   readonly #base: number;
   readonly #counts = new WeakMap<AgentMessage, CachedCount>();
   readonly #systemCounts = new Map<string, number>();
+  readonly #summarizer: Summarizer | undefined;
+  #warnedNoFrame = false;
 
   constructor(options: TokenWindowAggregatorOptions) {
     super();
@@ -90,6 +100,8 @@ export class TokenWindowAggregator extends DefaultAggregator {
     this.#count =
       options.countTokens ?? (llm ? (input) => llm.countTokens(input) : (input) => estimateTokens(input));
     this.#base = this.#count([]);
+    this.#summarizer =
+      options.summarize === undefined ? undefined : new Summarizer(options.summarize, this.budget);
   }
 
   /** The tokens left for the prompt: `maxTokens - reserve`. */
@@ -105,21 +117,79 @@ export class TokenWindowAggregator extends DefaultAggregator {
   ): ChatMessage[] {
     const out = this.aggregateSystemInstruction(systemInstruction, parser);
     if (!memory) return out;
+    if (this.#summarizer?.isSync === true) this.#compactInline(memory, name);
     const history = memory[RECENT]();
-    const start = this.windowStart(history, name, this.budget - this.#base - this.#systemTokens(out));
-    appendHistory(out, history, name, start);
+    let budget = this.budget - this.#base - this.#systemTokens(out);
+    // A summary of the older turns is kept like the system prompt.
+    const pinned = history.length > 1 && isSummary(history[0]!) ? 1 : 0;
+    if (pinned === 1) {
+      budget -= this.#unitTokens(history, 0, 1, name);
+      appendHistory(out, history, name, 0, 1);
+    }
+    appendHistory(out, history, name, this.windowStart(history, name, budget, pinned));
     return out;
   }
 
   /**
-   * Where the window over `history` starts: the oldest unit such that it and every newer one fit in
-   * `budget` tokens (the newest unit always included). Walks from the newest message back and stops at the
+   * With `summarize`: when the history is over `triggerTokens`, replaces its older turns (all but the newest
+   * `keepTokens`, whole tool turns only) with one summary message, written by the summariser agent called
+   * right here, inside the current call: it is traced like any sub-call, and its undo is journaled in the
+   * current call frame, so a call that fails puts the folded messages back. Returns a promise when the
+   * summariser's model is async (await it in a `forward` before aggregating); does nothing without
+   * `summarize` or below the trigger.
+   *
+   * `aggregate` calls it itself for a sync model, when it runs inside a call frame: in a composite agent's
+   * sub-agent (the model agent of `FunctionCallingAgent`, a `Sequential` member), under a custom `forward`,
+   * or with tracing on. The built-in `forward` of an outermost `Agent` runs without a frame, so nothing
+   * could take a summary back if that call failed: there the history is windowed but not summarised (a
+   * process warning, `LAGENT_SUMMARY_SKIPPED`, says so once).
+   */
+  compact(memory: Memory, name: string): void | Promise<void> {
+    const summarizer = this.#summarizer;
+    if (summarizer === undefined) return;
+    const history = memory[RECENT]();
+    if (this.#historyTokens(history, name) <= summarizer.triggerTokens) return;
+    const end = this.windowStart(history, name, summarizer.keepTokens);
+    // Nothing older than the kept turns but the last summary: nothing new to fold.
+    if (end === 0 || (end === 1 && isSummary(history[0]!))) return;
+    return summarizer.fold(memory, history, end, name, foldFrame());
+  }
+
+  #compactInline(memory: Memory, name: string): void {
+    if (foldFrame() === undefined) {
+      const history = memory[RECENT]();
+      if (!this.#warnedNoFrame && this.#historyTokens(history, name) > this.#summarizer!.triggerTokens) {
+        this.#warnedNoFrame = true;
+        process.emitWarning(
+          'TokenWindowAggregator: the history is over summarize.triggerTokens, but the agent runs outside any call frame (an outermost Agent with the built-in forward), where a failed call could not take a summary back: the history is windowed, not summarised',
+          { code: 'LAGENT_SUMMARY_SKIPPED' },
+        );
+      }
+      return;
+    }
+    void this.compact(memory, name);
+  }
+
+  /** The tokens of the whole history (counts cached per unit). */
+  #historyTokens(history: readonly AgentMessage[], name: string): number {
+    let tokens = 0;
+    for (let end = history.length; end > 0; ) {
+      const start = unitStart(history, end, name);
+      tokens += this.#unitTokens(history, start, end, name);
+      end = start;
+    }
+    return tokens;
+  }
+
+  /**
+   * Where the window over `history` starts: the oldest unit (not before `floor`) such that it and every
+   * newer one fit in `budget` tokens (the newest unit always included). Walks from the newest message back and stops at the
    * first unit that does not fit, so it reads only the sent part of the history.
    */
-  protected windowStart(history: readonly AgentMessage[], name: string, budget: number): number {
+  protected windowStart(history: readonly AgentMessage[], name: string, budget: number, floor = 0): number {
     let end = history.length;
     let used = 0;
-    while (end > 0) {
+    while (end > floor) {
       const start = unitStart(history, end, name);
       const tokens = this.#unitTokens(history, start, end, name);
       if (used + tokens > budget && end !== history.length) break;
