@@ -239,9 +239,11 @@ export type { GetMemoryOptions, MemoryManagerOptions, MemoryOptions } from './me
 export { Memory, MemoryManager } from './memory/index';
 export type {
   CustomFormatParserOptions,
+  DeepPartial,
   InterpreterParserOptions,
   JSONParserOptions,
   MixedToolParserOptions,
+  PartialJSONParserOptions,
   PluginParserOptions,
   PromptTemplateOptions,
   StrParserOptions,
@@ -255,6 +257,7 @@ export {
   InterpreterParser,
   JSONParser,
   MixedToolParser,
+  PartialJSONParser,
   PluginParser,
   PromptTemplate,
   StrParser,

@@ -2,9 +2,11 @@ export { TemplateError } from '../schema/errors';
 export type { OutputParser } from './output-parser';
 export type {
   CustomFormatParserOptions,
+  DeepPartial,
   InterpreterParserOptions,
   JSONParserOptions,
   MixedToolParserOptions,
+  PartialJSONParserOptions,
   PluginParserOptions,
   StrParserOptions,
   ToolParserOptions,
@@ -16,6 +18,7 @@ export {
   InterpreterParser,
   JSONParser,
   MixedToolParser,
+  PartialJSONParser,
   PluginParser,
   StrParser,
   ToolParser,
