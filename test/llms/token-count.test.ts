@@ -1,6 +1,8 @@
 import { encode as encodeCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import { encode as encodeO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it, vi } from 'vitest';
+import { AsyncClaudeAPI } from '../../src/llms/async-claude-api';
+import { AsyncGPTAPI } from '../../src/llms/async-gpt-api';
 import {
   countTokens,
   encodingForModel,
@@ -100,6 +102,21 @@ describe('countTokens', () => {
 });
 
 describe('llm.countTokens', () => {
+  it('API clients count with their model', () => {
+    const gpt = new AsyncGPTAPI({
+      model: 'gpt-4o-mini',
+      apiKey: 'sk-test',
+      baseURL: 'http://127.0.0.1:9/v1',
+    });
+    const claude = new AsyncClaudeAPI({
+      model: 'claude-sonnet-4-5',
+      apiKey: 'test',
+      baseURL: 'http://127.0.0.1:9',
+    });
+    expect(gpt.countTokens(TEXT)).toBe(encodeO200k(TEXT).length);
+    expect(claude.countTokens(TEXT)).toBe(estimateTextTokens(TEXT));
+  });
+
   it('uses the model name of the client, sync and async', () => {
     const messages: ChatMessage[] = [{ role: 'user', content: TEXT }];
     const gpt = new MockLLM({ responses: [], model: 'gpt-4o' });
