@@ -124,6 +124,10 @@ export class SQLiteStore implements SyncSessionStore, GroupedSessionWrites {
   readonly #read: SqliteTransaction<[string, string], StoredSession | undefined>;
   readonly #tx: SqliteTransaction<[() => unknown], unknown>;
   #queued: QueuedWrite[] = [];
+  /** A grouped write was made at once in this turn of the event loop: the next ones are queued. */
+  #wroteThisTurn = false;
+  /** The last group held several writes: calls are running concurrently, so every write is queued. */
+  #busy = false;
   #closed = false;
 
   constructor(options: SQLiteStoreOptions) {
@@ -233,8 +237,9 @@ export class SQLiteStore implements SyncSessionStore, GroupedSessionWrites {
   }
 
   /**
-   * `acquireSession` for async callers: run, with the other grouped writes queued in the same turn of the
-   * event loop, in one write transaction (each write in a savepoint of its own).
+   * `acquireSession` for async callers. The first grouped write of a turn of the event loop is made at once
+   * (a call alone waits for nothing); the ones that follow in the same turn are queued and made together, in
+   * one write transaction, when the turn's I/O has been handled.
    */
   acquireSessionGrouped(
     namespace: string,
@@ -242,8 +247,12 @@ export class SQLiteStore implements SyncSessionStore, GroupedSessionWrites {
     options: AcquireOptions,
   ): GroupedWrite<AcquiredSession | BusySession> {
     this.#checkKeys('acquireSession', namespace, sessionId);
-    return this.#queue('acquireSession', namespace, sessionId, () =>
-      this.#acquireIn(namespace, sessionId, options),
+    return this.#queue(
+      'acquireSession',
+      namespace,
+      sessionId,
+      () => this.#acquire.immediate(namespace, sessionId, options),
+      () => this.#acquireIn(namespace, sessionId, options),
     );
   }
 
@@ -251,8 +260,12 @@ export class SQLiteStore implements SyncSessionStore, GroupedSessionWrites {
   commitTurnGrouped(namespace: string, sessionId: string, options: CommitOptions): GroupedWrite<number> {
     this.#checkKeys('commitTurn', namespace, sessionId);
     const turn = this.#run('commitTurn', namespace, sessionId, () => JSON.stringify(options.turn ?? {}));
-    return this.#queue('commitTurn', namespace, sessionId, () =>
-      this.#commitIn(namespace, sessionId, options, turn),
+    return this.#queue(
+      'commitTurn',
+      namespace,
+      sessionId,
+      () => this.#commit.immediate(namespace, sessionId, options, turn),
+      () => this.#commitIn(namespace, sessionId, options, turn),
     );
   }
 
@@ -558,7 +571,36 @@ export class SQLiteStore implements SyncSessionStore, GroupedSessionWrites {
     this.#sql.deleteSessionJournals.run(ns, id);
   }
 
-  #queue<T>(operation: string, namespace: string, sessionId: string, body: () => T): GroupedWrite<T> {
+  /**
+   * A grouped write: made at once (`direct`) when it is the turn's first and the last group was not several
+   * writes, else queued (`body`).
+   */
+  #queue<T>(
+    operation: string,
+    namespace: string,
+    sessionId: string,
+    direct: () => T,
+    body: () => T,
+  ): GroupedWrite<T> {
+    if (this.#queued.length === 0 && !this.#wroteThisTurn && !this.#busy) {
+      this.#wroteThisTurn = true;
+      setImmediate(() => {
+        this.#wroteThisTurn = false;
+      });
+      let made: { value: T } | { error: unknown };
+      try {
+        made = { value: this.#run(operation, namespace, sessionId, direct) };
+      } catch (error) {
+        made = { error };
+      }
+      return {
+        made,
+        get result() {
+          return 'error' in made ? Promise.reject(made.error) : Promise.resolve(made.value);
+        },
+        cancel: () => false,
+      };
+    }
     let write: QueuedWrite | undefined;
     const result = new Promise<T>((resolve, reject) => {
       write = {
@@ -593,6 +635,7 @@ export class SQLiteStore implements SyncSessionStore, GroupedSessionWrites {
   #flush(): void {
     const writes = this.#queued.filter((write) => !write.cancelled);
     this.#queued = [];
+    this.#busy = writes.length > 1;
     if (writes.length === 0) return;
     if (this.#closed) {
       for (const write of writes) {

@@ -242,10 +242,11 @@ export function commitConflict(
 /**
  * A write queued to run with the others queued in the same turn of the event loop, in one transaction:
  * `result` settles after that transaction ends. `cancel()` takes it back while it has not run (false when
- * it has).
+ * it has). A write the store made at once has its outcome in `made` (and `result` settled).
  */
 export interface GroupedWrite<T> {
   readonly result: Promise<T>;
+  readonly made?: { value: T } | { error: unknown } | undefined;
   cancel(): boolean;
 }
 

@@ -111,21 +111,26 @@ function countingDatabase(file: string): { db: SqliteDatabase; transactions: () 
 }
 
 describe('SQLiteStore grouped writes', () => {
-  it('writes queued in one turn of the event loop share one transaction; a refused one fails alone', async () => {
+  it('a lone write is made at once; the writes that follow in the same turn share one transaction, and a refused one fails alone', async () => {
     const { db, transactions } = countingDatabase(freshFile());
     const store = new SQLiteStore({ database: db });
     try {
       const lease = { leaseMs: 10_000 };
       const before = transactions();
-      const acquired = await Promise.all([
-        store.acquireSessionGrouped('ns', 'a', { owner: 'one', ...lease }).result,
-        store.acquireSessionGrouped('ns', 'b', { owner: 'one', ...lease }).result,
-        // Queued after one's: busy.
-        store.acquireSessionGrouped('ns', 'a', { owner: 'two', ...lease }).result,
-      ]);
+      const first = store.acquireSessionGrouped('ns', 'a', { owner: 'one', ...lease });
+      expect(first.made).toEqual({ value: { acquired: true, version: 0, state: {} } });
       expect(transactions() - before).toBe(1);
+      const queued = [
+        store.acquireSessionGrouped('ns', 'b', { owner: 'one', ...lease }),
+        // After one's: busy.
+        store.acquireSessionGrouped('ns', 'a', { owner: 'two', ...lease }),
+      ];
+      expect(queued.map((write) => write.made)).toEqual([undefined, undefined]);
+      const acquired = await Promise.all([first.result, ...queued.map((write) => write.result)]);
+      expect(transactions() - before).toBe(2);
       expect(acquired.map((result) => result.acquired)).toEqual([true, true, false]);
 
+      // The last group held several writes: now every write is queued, the first of a turn too.
       const turn = { append: { memory: [message('hi')] } };
       const commits = [
         store.commitTurnGrouped('ns', 'a', { owner: 'one', version: 0, turn }).result,
@@ -135,7 +140,7 @@ describe('SQLiteStore grouped writes', () => {
         store.commitTurnGrouped('ns', 'a', { owner: 'two', version: 0, turn }).result,
       ];
       const settled = await Promise.allSettled(commits);
-      expect(transactions() - before).toBe(2);
+      expect(transactions() - before).toBe(3);
       expect(settled[0]).toEqual({ status: 'fulfilled', value: 1 });
       for (const refused of settled.slice(1)) {
         expect(refused.status).toBe('rejected');
@@ -165,15 +170,18 @@ describe('SQLiteStore grouped writes', () => {
         .prepare('UPDATE lagent_turns SET turn = ? WHERE namespace = ? AND session_id = ?')
         .run('garbage', sqliteKey('ns'), sqliteKey('bad'));
       raw.close();
+      // good is the turn's first write (made at once), bad is queued with another.
       const settled = await Promise.allSettled([
-        store.acquireSessionGrouped('ns', 'bad', { owner: 'two', leaseMs: 10_000 }).result,
         store.acquireSessionGrouped('ns', 'good', { owner: 'two', leaseMs: 10_000 }).result,
+        store.acquireSessionGrouped('ns', 'bad', { owner: 'two', leaseMs: 10_000 }).result,
+        store.acquireSessionGrouped('ns', 'other', { owner: 'two', leaseMs: 10_000 }).result,
       ]);
-      expect(settled[0]!.status).toBe('rejected');
-      expect(((settled[0] as PromiseRejectedResult).reason as StoreError).message).toMatch(
+      expect(settled[0]).toMatchObject({ status: 'fulfilled', value: { acquired: true, version: 1 } });
+      expect(settled[1]!.status).toBe('rejected');
+      expect(((settled[1] as PromiseRejectedResult).reason as StoreError).message).toMatch(
         /session "bad" of "ns" cannot be read/,
       );
-      expect(settled[1]).toMatchObject({ status: 'fulfilled', value: { acquired: true, version: 1 } });
+      expect(settled[2]).toMatchObject({ status: 'fulfilled', value: { acquired: true, version: 0 } });
       // No lease was left on the unreadable session.
       expect(store.acquireSession('ns', 'bad', { owner: 'three', leaseMs: 10_000, knownVersion: 1 })).toEqual(
         {
@@ -222,6 +230,8 @@ describe('SQLiteStore grouped writes', () => {
   it('a write taken back before it ran is not made; close() makes the queued ones first', async () => {
     const file = freshFile();
     const store = new SQLiteStore({ path: file });
+    // The turn's first write is made at once; the next ones are queued.
+    expect(store.acquireSessionGrouped('ns', 'c', { owner: 'one', leaseMs: 10_000 }).cancel()).toBe(false);
     const taken = store.acquireSessionGrouped('ns', 'a', { owner: 'one', leaseMs: 10_000 });
     expect(taken.cancel()).toBe(true);
     const kept = store.acquireSessionGrouped('ns', 'b', { owner: 'one', leaseMs: 10_000 });

@@ -260,6 +260,11 @@ export class SessionBinding {
     } catch (error) {
       throw asStoreError(this.store, operation, sessionId, error);
     }
+    const { made } = write;
+    if (made !== undefined) {
+      if ('error' in made) throw asStoreError(this.store, operation, sessionId, made.error);
+      return made.value;
+    }
     try {
       return (yield write.result) as T;
     } catch (error) {
