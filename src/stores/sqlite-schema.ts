@@ -27,7 +27,6 @@ export interface SqliteTransaction<A extends unknown[], R> {
 export interface SqliteDatabase {
   readonly name: string;
   readonly open: boolean;
-  readonly inTransaction: boolean;
   prepare(sql: string): SqliteStatement;
   pragma(source: string, options?: { simple?: boolean }): unknown;
   exec(source: string): unknown;
