@@ -105,7 +105,8 @@ function loadDriver(): BetterSqlite3 {
  * A store in an SQLite file, on better-sqlite3: synchronous, so sync agents can use it. Several processes may
  * share the file (WAL mode; a writer waits up to `busyTimeoutMs`, 5 s by default, for another's transaction). Each commit is one IMMEDIATE
  * transaction that checks the lease and the version and writes only the turn: a session is a base state plus
- * the turns since it, folded into a new base every 32 turns.
+ * the turns since it, folded into a new base every 32 turns. Async agents' calls running at once share their
+ * lease and commit transactions (see {@link SQLiteStore.acquireSessionGrouped}).
  *
  * @example
  * const store = new SQLiteStore({ path: './sessions.db', ttlMs: 7 * 24 * 3600_000 });
