@@ -50,7 +50,7 @@ export function checkDurable(owner: string, value: unknown): DurableOptions | un
 /** What the durable begin of a call needs of its Turn. */
 export interface DurableTurn {
   readonly agent: AgentBase;
-  readonly options: { sessionId: SessionId; callId?: unknown; durable?: unknown };
+  readonly options: { sessionId: SessionId; callId?: unknown };
 }
 
 /**

@@ -158,7 +158,7 @@ export class Turn {
       const path = asking === agent ? '' : (pathIn(agent, asking as AgentBase) ?? '');
       return { id: interruptId(path, toolCall), kind: 'approval', path, toolCall: { ...toolCall } };
     });
-    if (this.observed || agent[EMITTER] !== undefined || observers.count > 0) {
+    if (this.observed) {
       emitEvent(agent, 'interrupt', { agent, sessionId: this.options.sessionId, interrupts, path: '' });
     }
     return new AgentMessage({

@@ -1,4 +1,5 @@
 import type { ExecutorBase } from '../../actions/executor-base';
+import { answeredCall } from '../../actions/tool-call-steps';
 import { currentFrame, decisionIn, rootFrame } from '../../core/call-context';
 import type { Steps } from '../../core/steps';
 import { ActionReturn } from '../../schema/action-return';
@@ -120,7 +121,7 @@ export function mergeRound(
     sender: results?.sender ?? executorName,
     content,
     formatted: {
-      toolCalls: plan.calls.map((call) => ({ id: call.id, name: call.name, arguments: call.arguments })),
+      toolCalls: plan.calls.map(answeredCall),
     },
   });
 }
