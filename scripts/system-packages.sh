@@ -10,7 +10,8 @@
 #   protocol against our server, and ours against a Python server;
 # - tmux: the `lagent chat` test drives the REPL in a real terminal;
 # - postgresql: the PostgresStore tests run their own server (initdb and postgres as the postgres user) on
-#   a free port.
+#   a free port;
+# - chromium: the `lagent ui` page is tested in it, headless, through playwright-core.
 #
 # On Debian and Ubuntu the missing ones are installed with apt-get (through sudo when not root). Elsewhere
 # the script lists what to install and fails. LAGENT_SKIP_SYSTEM_PACKAGES=1 skips it (for a machine
@@ -18,7 +19,7 @@
 set -euo pipefail
 
 packages=(python3 python3-numpy python3-matplotlib python3-sympy ipython3 bubblewrap redis-server
-  python3-requests python3-fastapi python3-uvicorn tmux postgresql)
+  python3-requests python3-fastapi python3-uvicorn tmux postgresql chromium)
 
 if [ "${LAGENT_SKIP_SYSTEM_PACKAGES:-}" = "1" ]; then exit 0; fi
 
