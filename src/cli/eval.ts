@@ -1,0 +1,271 @@
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import { resolve as resolvePath } from 'node:path';
+import type { TokenUsage } from '../llms/usage';
+import { sumUsage, usageDelta } from '../llms/wrapped-usage';
+import type { AgentMessage } from '../schema/agent-message';
+import { type AgentLike, runAgent } from './agent-like';
+import { CliError, messageOf } from './errors';
+import { type EvalItem, type InvalidItem, isEvalItem, lineKey, readEvalLine } from './eval-data';
+import { createEvalProgress } from './eval-progress';
+import { type EvalResult, type EvalUsage, readResults, resultText, type StoredResult } from './eval-results';
+import { type EvalScorer, scoreValue } from './eval-scorer';
+import { type EvalSummary, summarize, summaryTable } from './eval-summary';
+
+/** Options of {@link runEval}. */
+export interface EvalOptions {
+  /** The data file: one `{ "input": ..., "expected": ... }` object per line (see {@link EVAL_HELP}). */
+  input: string;
+  /** The results file, appended to: one {@link EvalResult} per item (resumable). */
+  output: string;
+  /** Scores each reply. */
+  scorer: EvalScorer;
+  /** Items in flight at once. @default 4 */
+  concurrency?: number | undefined;
+  /** Show progress. @default true */
+  progress?: boolean | undefined;
+  /** Where progress and the summary table go. @default process.stderr */
+  log?: (NodeJS.WritableStream & { isTTY?: boolean | undefined }) | undefined;
+  /** Stops the run: calls in flight are aborted and not recorded, so the next run does them. */
+  signal?: AbortSignal | undefined;
+}
+
+/** Explains the data and results files, for `lagent eval --help`. */
+export const EVAL_HELP = `
+Each data line is a JSON object with the question in "input" (or "question", "prompt", "message": a string,
+a message object or a list of them) and the expected answer in "expected" (or "answer", "target"); an "id"
+(string or number) names the item, otherwise its line number does. Other fields are kept for the scorer.
+
+Scorers (--scorer):
+  exact       the reply, trimmed, equals the expected answer, trimmed (case counts)
+  includes    the reply contains the expected answer, ignoring case
+  ./file.js   a module whose default export (or "score") is (reply, expected, line) => boolean | number
+              from 0 to 1, sync or async; "line" is the whole data line
+  With exact and includes, "expected" may be a list: any of its answers matches.
+
+Each results line is {"id"?, "line", "input", "expected", "reply", "score", "latencyMs", "usage", "error"};
+"error" is null or {"stage": "input" | "agent" | "scorer", "name", "message"}. A run skips the items already
+scored in the results file (the last line of an item counts); items with an error run again (with a scorer
+error, only the scorer runs again on the stored reply). The summary covers every item of the data file: a
+table on stderr, and one JSON line on stdout (also written to --summary-json). Accuracy is the sum of the
+scores over all items (an item with an error counts 0). Exit code: 0 when every item was scored, 2 when some
+have an error, 130 when stopped.`;
+
+/** The models of the agent's tree (each once), for the usage they count per session. */
+function modelsOf(agent: AgentLike): unknown[] {
+  const named = (agent as { namedAgents?: () => Iterable<[string, unknown]> }).namedAgents;
+  const nodes = typeof named === 'function' ? [...named.call(agent)].map(([, node]) => node) : [agent];
+  const models = new Set<unknown>();
+  for (const node of nodes) {
+    const llm = (node as { llm?: unknown } | null)?.llm;
+    if (llm !== null && typeof llm === 'object') models.add(llm);
+  }
+  return [...models];
+}
+
+function finite(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
+}
+
+/** The reply's `extraInfo.usage`, when the agent reported it. */
+function replyUsage(reply: AgentMessage): EvalUsage | undefined {
+  const usage = (reply.extraInfo as { usage?: Record<string, unknown> } | null | undefined)?.usage;
+  if (usage === null || typeof usage !== 'object') return undefined;
+  const totalTokens = finite(usage.totalTokens);
+  if (totalTokens === undefined) return undefined;
+  const result: EvalUsage = {
+    promptTokens: finite(usage.promptTokens) ?? 0,
+    completionTokens: finite(usage.completionTokens) ?? 0,
+    totalTokens,
+  };
+  for (const name of ['modelCalls', 'toolCalls', 'usd'] as const) {
+    const value = finite(usage[name]);
+    if (value !== undefined) result[name] = value;
+  }
+  return result;
+}
+
+function sessionUsage(models: unknown[], sessionId: string): TokenUsage {
+  return sumUsage(models, (usage) => usage.getUsage(sessionId));
+}
+
+function write(stream: WriteStream, id: string | undefined, result: EvalResult): void {
+  stream.write(`${resultText(id, result)}\n`);
+}
+
+function end(stream: WriteStream): Promise<void> {
+  return new Promise((resolve, reject) => {
+    stream.once('error', reject);
+    stream.end(resolve);
+  });
+}
+
+/** What to do with one item of the data file. */
+type Step =
+  | { kind: 'invalid'; item: InvalidItem }
+  | { kind: 'run'; item: EvalItem }
+  | { kind: 'rescore'; item: EvalItem; stored: StoredResult };
+
+async function score(scorer: EvalScorer, reply: string, item: EvalItem): Promise<number> {
+  return scoreValue(await scorer(reply, item.expected, item.record));
+}
+
+function errorName(error: unknown): string {
+  return error instanceof Error ? error.name : 'Error';
+}
+
+/** The result of a reply once scored, or with the scorer's error (the reply is kept either way). */
+async function scored(
+  scorer: EvalScorer,
+  result: Omit<EvalResult, 'score' | 'error'>,
+  item: EvalItem,
+): Promise<EvalResult> {
+  try {
+    return { ...result, score: await score(scorer, result.reply ?? '', item), error: null };
+  } catch (error) {
+    return {
+      ...result,
+      score: null,
+      error: { stage: 'scorer', name: errorName(error), message: `the scorer failed: ${messageOf(error)}` },
+    };
+  }
+}
+
+/**
+ * `lagent eval`: runs the agent on every item of a JSONL data file, `concurrency` at a time, each on its own
+ * session, scores each reply, and appends one result line per item to the results file. Items already scored
+ * there are skipped, so a stopped or killed run continues where it was; the summary covers every item.
+ */
+export async function runEval(agent: AgentLike, options: EvalOptions): Promise<EvalSummary> {
+  const concurrency = options.concurrency ?? 4;
+  const log = options.log ?? process.stderr;
+  if (resolvePath(options.output) === resolvePath(options.input)) {
+    throw new CliError('the results file must not be the data file');
+  }
+  let text: string;
+  try {
+    text = await readFile(options.input, 'utf8');
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    throw new CliError(
+      code === 'ENOENT'
+        ? `data file not found: ${options.input}`
+        : `cannot read ${options.input}: ${messageOf(error)}`,
+    );
+  }
+  // Reading the results also repairs a last line a crash cut short.
+  const results = await readResults(options.output);
+  const keys: string[] = [];
+  const steps: Step[] = [];
+  const seen = new Set<string>();
+  let skipped = 0;
+  text.split('\n').forEach((raw, index) => {
+    const trimmed = raw.trim();
+    if (trimmed === '') return;
+    let item = readEvalLine(trimmed, index + 1);
+    if (seen.has(item.key)) {
+      const line = index + 1;
+      item = { line, key: lineKey(line), error: `duplicate id ${item.key}`, text: trimmed.slice(0, 1000) };
+    }
+    seen.add(item.key);
+    keys.push(item.key);
+    const stored = results.get(item.key);
+    if (!isEvalItem(item)) {
+      if (stored?.error?.stage === 'input' && stored.error.message === item.error) skipped++;
+      else steps.push({ kind: 'invalid', item });
+    } else if (stored !== undefined && stored.error === null) skipped++;
+    else if (stored?.error?.stage === 'scorer' && typeof stored.reply === 'string') {
+      steps.push({ kind: 'rescore', item, stored });
+    } else steps.push({ kind: 'run', item });
+  });
+
+  const output = createWriteStream(options.output, { flags: 'a' });
+  const models = modelsOf(agent);
+  const signal = options.signal;
+  const progress = await createEvalProgress(steps.length, log, options.progress ?? true);
+  let finished = 0;
+  let errors = 0;
+
+  /** The result of one step; undefined when the run was stopped during the agent's call. */
+  const evaluate = async (step: Step): Promise<EvalResult | undefined> => {
+    if (step.kind === 'invalid') {
+      return {
+        line: step.item.line,
+        input: step.item.text,
+        reply: null,
+        score: null,
+        latencyMs: null,
+        usage: null,
+        error: { stage: 'input', name: 'InvalidLine', message: step.item.error },
+      };
+    }
+    const { item } = step;
+    if (step.kind === 'rescore') {
+      const { key: _key, ...stored } = step.stored;
+      return scored(options.scorer, { ...stored, line: item.line }, item);
+    }
+    const base = { line: item.line, input: item.input, expected: item.expected };
+    const sessionId = item.key;
+    const before = sessionUsage(models, sessionId);
+    const started = performance.now();
+    try {
+      const reply = await runAgent(agent, item.message, { sessionId, signal });
+      const latencyMs = Math.round(performance.now() - started);
+      const usage = replyUsage(reply) ?? usageDelta(before, sessionUsage(models, sessionId)) ?? null;
+      const content = typeof reply.content === 'string' ? reply.content : JSON.stringify(reply.content);
+      return scored(options.scorer, { ...base, reply: content, latencyMs, usage }, item);
+    } catch (error) {
+      if (signal?.aborted) return undefined;
+      return {
+        ...base,
+        reply: null,
+        score: null,
+        latencyMs: Math.round(performance.now() - started),
+        usage: null,
+        error: { stage: 'agent', name: errorName(error), message: messageOf(error) },
+      };
+    } finally {
+      try {
+        await agent.reset?.(sessionId);
+      } catch {
+        // freeing the session's memory is best effort
+      }
+    }
+  };
+  const run = async (step: Step) => {
+    const result = await evaluate(step);
+    if (result === undefined) return;
+    write(output, step.item.id, result);
+    results.set(step.item.key, { ...result, key: step.item.key });
+    finished++;
+    if (result.error !== null) errors++;
+    progress.update(finished, errors);
+  };
+  let next = 0;
+  const lane = async () => {
+    while (next < steps.length && !signal?.aborted) await run(steps[next++]!);
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.min(concurrency, steps.length) }, lane));
+  } finally {
+    progress.stop();
+    await end(output);
+  }
+  const interrupted = signal?.aborted === true && finished < steps.length;
+  const summary = summarize(
+    keys.length,
+    keys.flatMap((key) => {
+      const result = results.get(key);
+      return result === undefined ? [] : [result];
+    }),
+    { ran: finished, skipped, interrupted },
+  );
+  log.write(summaryTable(summary));
+  if (interrupted) log.write('eval: stopped: run again to continue\n');
+  return summary;
+}
+
+/** Writes the summary as JSON to `path`. */
+export async function writeSummary(path: string, summary: EvalSummary): Promise<void> {
+  await writeFile(path, `${JSON.stringify(summary, null, 2)}\n`);
+}
