@@ -82,6 +82,12 @@ export interface HTTPAgentServerOptions {
    * agent built with `memory: { store }` needs none.
    */
   store?: SessionStore | MemoryStoreOptions | undefined;
+  /**
+   * Called with the server's Fastify app before the server adds its own hooks and routes: routes added here are
+   * answered behind the same `Host`, `Origin` and token checks, and `onRequest` hooks added here run before
+   * those checks (e.g. to read a credential from a cookie into `Authorization`). Used by `lagent ui`.
+   */
+  setup?: ((app: FastifyInstance) => void) | undefined;
   /** Told about every agent call that failed (the answer was a 500 or an SSE `error` event). @default writes one line to stderr */
   onError?:
     | ((error: unknown, context: { route: string; sessionId: SessionId | undefined }) => void)
@@ -179,6 +185,7 @@ export class HTTPAgentServer {
   readonly #guard: RequestGuard;
   readonly #streamContent: StreamContent;
   readonly #onError: NonNullable<HTTPAgentServerOptions['onError']>;
+  readonly #setup: HTTPAgentServerOptions['setup'];
   #app: Fastify | undefined;
   #url: string | undefined;
   #listening: Promise<string> | undefined;
@@ -248,6 +255,12 @@ export class HTTPAgentServer {
       });
     }
     this.#streamContent = streamContent;
+    if (options.setup !== undefined && typeof options.setup !== 'function') {
+      throw new ConfigurationError({
+        message: 'HTTPAgentServer: setup must be a function of the Fastify app',
+      });
+    }
+    this.#setup = options.setup;
     this.#onError =
       options.onError ??
       ((error, { route, sessionId }) => {
@@ -351,6 +364,7 @@ export class HTTPAgentServer {
   }
 
   #routes(app: Fastify): void {
+    this.#setup?.(app);
     // Bodies are JSON, and only JSON: a web page can send text/plain, form or typeless bodies to any site
     // without asking first (no CORS preflight), but not application/json.
     app.removeAllContentTypeParsers();
