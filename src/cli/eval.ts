@@ -14,7 +14,7 @@ import { type EvalSummary, summarize, summaryTable } from './eval-summary';
 
 /** Options of {@link runEval}. */
 export interface EvalOptions {
-  /** The data file: one `{ "input": ..., "expected": ... }` object per line (see {@link EVAL_HELP}). */
+  /** The data file: one `{ "input": ..., "expected": ... }` object per line (see `lagent eval --help`). */
   input: string;
   /** The results file, appended to: one {@link EvalResult} per item (resumable). */
   output: string;
@@ -29,27 +29,6 @@ export interface EvalOptions {
   /** Stops the run: calls in flight are aborted and not recorded, so the next run does them. */
   signal?: AbortSignal | undefined;
 }
-
-/** Explains the data and results files, for `lagent eval --help`. */
-export const EVAL_HELP = `
-Each data line is a JSON object with the question in "input" (or "question", "prompt", "message": a string,
-a message object or a list of them) and the expected answer in "expected" (or "answer", "target"); an "id"
-(string or number) names the item, otherwise its line number does. Other fields are kept for the scorer.
-
-Scorers (--scorer):
-  exact       the reply, trimmed, equals the expected answer, trimmed (case counts)
-  includes    the reply contains the expected answer, ignoring case
-  ./file.js   a module whose default export (or "score") is (reply, expected, line) => boolean | number
-              from 0 to 1, sync or async; "line" is the whole data line
-  With exact and includes, "expected" may be a list: any of its answers matches.
-
-Each results line is {"id"?, "line", "input", "expected", "reply", "score", "latencyMs", "usage", "error"};
-"error" is null or {"stage": "input" | "agent" | "scorer", "name", "message"}. A run skips the items already
-scored in the results file (the last line of an item counts); items with an error run again (with a scorer
-error, only the scorer runs again on the stored reply). The summary covers every item of the data file: a
-table on stderr, and one JSON line on stdout (also written to --summary-json). Accuracy is the sum of the
-scores over all items (an item with an error counts 0). Exit code: 0 when every item was scored, 2 when some
-have an error, 130 when stopped.`;
 
 /** The models of the agent's tree (each once), for the usage they count per session. */
 function modelsOf(agent: AgentLike): unknown[] {
@@ -120,12 +99,17 @@ async function scored(
   result: Omit<EvalResult, 'score' | 'error'>,
   item: EvalItem,
 ): Promise<EvalResult> {
+  const { line, input, expected, reply, latencyMs, usage } = result;
+  const ordered = { line, input, expected, reply };
   try {
-    return { ...result, score: await score(scorer, result.reply ?? '', item), error: null };
+    const value = await score(scorer, reply ?? '', item);
+    return { ...ordered, score: value, latencyMs, usage, error: null };
   } catch (error) {
     return {
-      ...result,
+      ...ordered,
       score: null,
+      latencyMs,
+      usage,
       error: { stage: 'scorer', name: errorName(error), message: `the scorer failed: ${messageOf(error)}` },
     };
   }
