@@ -13,6 +13,7 @@ import {
 } from './agent-source';
 import { defaultErrorsPath } from './batch';
 import { CliError, messageOf } from './errors';
+import { EVAL_HELP } from './eval-help';
 
 /** The package version, for `lagent --version`. */
 function version(): string {
@@ -343,6 +344,38 @@ failed lines run again next time). Exit code: 0 when every line succeeded, 2 whe
           process.off('SIGTERM', stop);
         }
       });
+    });
+
+  withRecordReplayOptions(
+    withAgentOptions(
+      program
+        .command('eval')
+        .description(
+          'run the agent on each line of a JSONL data file, score each reply, and sum up accuracy, tokens, cost and latency; resumable',
+        )
+        .argument('<data>', 'data JSONL file: {"input": ..., "expected": ...} per line'),
+    ),
+  )
+    .requiredOption(
+      '--scorer <scorer>',
+      'exact, includes, or a module exporting (reply, expected, line) => score',
+    )
+    .option('-o, --output <file>', 'results JSONL file, appended to (resumable)', 'results.jsonl')
+    .option('-c, --concurrency <n>', 'items in flight at once', integer('--concurrency', 1), 4)
+    .option('--summary-json <file>', 'also write the JSON summary to this file')
+    .option('--no-progress', 'no progress bar or progress lines')
+    .addHelpText('after', EVAL_HELP)
+    .action(async (data: string, _options, command: Command) => {
+      const { prepareEval } = await import('./eval-command');
+      const options = command.opts<{
+        scorer: string;
+        output: string;
+        concurrency: number;
+        summaryJson?: string;
+        progress: boolean;
+      }>();
+      const run = await prepareEval(data, options);
+      await withAgent(command, 'batch', false, (loaded) => run(loaded.agent));
     });
 
   return program;
