@@ -118,10 +118,13 @@ export const SUPERSEDED_REASON = 'the user sent a new message';
  * they did: nothing is rolled back.
  */
 export class InterruptSignal extends Error {
-  /** What is asked, by the agent that asks: its path is found by the outermost call. */
-  readonly asks: { agent: object; toolCall: ToolCall }[];
+  /**
+   * What is asked, by the agent that asks: its path is found by the outermost call. `path`, when set, is
+   * where below that agent the question comes from (a remote agent's interrupt, re-rooted by its client).
+   */
+  readonly asks: { agent: object; toolCall: ToolCall; path?: string | undefined }[];
 
-  constructor(asks: { agent: object; toolCall: ToolCall }[]) {
+  constructor(asks: { agent: object; toolCall: ToolCall; path?: string | undefined }[]) {
     super(`the call stopped to ask for approval of ${asks.map((a) => a.toolCall.name).join(', ')}`);
     this.name = 'InterruptSignal';
     this.asks = asks;

@@ -5,6 +5,7 @@ import { effectiveSignal } from '../../core/call-context';
 import { AgentMessage, type MessageInput } from '../../schema/agent-message';
 import { ConfigurationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
+import { remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
 import { HTTPAgentError } from './errors';
 import { chatRequestBody, messageToWire, SSE_EVENTS } from './protocol';
 import { readEvents } from './sse-reader';
@@ -172,14 +173,21 @@ export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
   /**
    * Sends the messages to the remote agent's session and resolves to its reply. Options other than
    * `sessionId`, `signal` and `timeout` are keyword arguments of the remote call, sent in snake_case.
+   *
+   * Called inside a local agent's `forward`, a remote interrupt reply stops the local call like a local
+   * interrupt: the outermost local call returns it with the client's path in the local tree joined with the
+   * remote's (the calling agent's path, then the property holding the client, else its `name`), and resuming
+   * that call sends the remote a resume message of its own ids in place of this input.
    */
   async call(
     input?: MessageInput | readonly MessageInput[],
     options: RemoteCallOptions = {},
   ): Promise<AgentMessage<C, F>> {
-    const body = JSON.stringify(chatRequestBody(wireMessages(input), options.sessionId ?? 0, options));
+    const place = remotePlace(this, this.name);
+    const sent = remoteInput(place, input);
+    const body = JSON.stringify(chatRequestBody(wireMessages(sent), options.sessionId ?? 0, options));
     const json = await this.#requestJSON('POST', 'chat_completion', body, options);
-    return toMessage(json, `${this.url}/chat_completion`) as AgentMessage<C, F>;
+    return throwIfInterrupted(place, toMessage(json, `${this.url}/chat_completion`) as AgentMessage<C, F>);
   }
 
   /**
@@ -196,7 +204,9 @@ export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
   ): AsyncGenerator<AgentMessage<C, F>, AgentMessage<C, F>, undefined> {
     const signal = effectiveSignal(options.signal);
     signal?.throwIfAborted();
-    const body = JSON.stringify(chatRequestBody(wireMessages(input), options.sessionId ?? 0, options));
+    const place = remotePlace(this, this.name);
+    const sent = remoteInput(place, input);
+    const body = JSON.stringify(chatRequestBody(wireMessages(sent), options.sessionId ?? 0, options));
     const url = `${this.url}/chat_completion/stream`;
     const timeout = options.timeout ?? this.#transport.timeout;
     const idleTimeout = checkNumber('idleTimeout', options.idleTimeout, this.#idleTimeout ?? timeout, 1);
@@ -232,10 +242,10 @@ export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
       const { single, fallback } = response as { single?: unknown; fallback?: boolean };
       if (single !== undefined || fallback) {
         const message: AgentMessage =
-          single !== undefined ? toMessage(single, url) : await this.call(input, { ...options, signal });
+          single !== undefined ? toMessage(single, url) : await this.call(sent, { ...options, signal });
         message.delta = typeof message.content === 'string' ? message.content : '';
         yield message as AgentMessage<C, F>;
-        return message as AgentMessage<C, F>;
+        return throwIfInterrupted(place, message as AgentMessage<C, F>);
       }
       const open = response;
       combined.addEventListener('abort', () => open.destroy(combined.reason as Error), { once: true });
@@ -277,7 +287,7 @@ export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
       if (final === undefined) {
         throw new HTTPAgentError({ message: `${url} ended the stream without a final message`, url });
       }
-      return final as AgentMessage<C, F>;
+      return throwIfInterrupted(place, final as AgentMessage<C, F>);
     } finally {
       // Leaving early (or failing) closes the request; the server then stops the remote call.
       controller.abort(new Error('the stream was left'));

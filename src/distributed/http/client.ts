@@ -5,6 +5,7 @@ import type { SessionId } from '../../schema/session';
 import { SyncBridge } from '../../utils/sync-bridge';
 import { locateBridge } from '../../utils/sync-bridge-location';
 import { sameThreadServerHint } from '../../utils/sync-bridge-same-thread';
+import { remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
 import {
   AsyncHTTPAgentClient,
   type HTTPAgentClientOptions,
@@ -100,17 +101,22 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
     );
   }
 
-  /** Sends the messages to the remote agent's session and returns its reply, blocking until it comes. */
+  /**
+   * Sends the messages to the remote agent's session and returns its reply, blocking until it comes. A
+   * remote interrupt inside a local agent's call is re-rooted as {@link AsyncHTTPAgentClient.call} says.
+   */
   call(input?: MessageInput | readonly MessageInput[], options: RemoteCallOptions = {}): AgentMessage<C, F> {
     options.signal?.throwIfAborted();
+    const place = remotePlace(this, this.name);
+    const sent = remoteInput(place, input);
     const json = this.#run(() =>
       this.#bridge.call<LagentMessageJSON>(
         'call',
-        [wire(input), bridgeOptions(options)],
+        [wire(sent), bridgeOptions(options)],
         this.#callTimeout(options),
       ),
     );
-    return AgentMessage.from(json) as AgentMessage<C, F>;
+    return throwIfInterrupted(place, AgentMessage.from(json) as AgentMessage<C, F>);
   }
 
   /** Streams the remote reply: chunks, then the final message (also the return value); each step blocks. */
@@ -119,6 +125,8 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
     options: RemoteCallOptions = {},
   ): Generator<AgentMessage<C, F>, AgentMessage<C, F>, undefined> {
     options.signal?.throwIfAborted();
+    const place = remotePlace(this, this.name);
+    const sent = remoteInput(place, input);
     let final: AgentMessage | undefined;
     let previous = '';
     // Each step waits for one event: up to the timeout for the first, the idle timeout for the others.
@@ -126,7 +134,7 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
     const wait = Math.max(options.timeout ?? this.#bridge.timeout - BRIDGE_MARGIN_MS, idle ?? 0);
     const steps = this.#bridge.iterate<LagentMessageJSON>(
       'stream',
-      [wire(input), bridgeOptions(options)],
+      [wire(sent), bridgeOptions(options)],
       this.#callTimeout({ timeout: wait }),
     );
     for (;;) {
@@ -144,7 +152,7 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
     }
     if (final === undefined)
       throw new HTTPAgentError({ message: `${this.url} streamed nothing`, url: this.url });
-    return final as AgentMessage<C, F>;
+    return throwIfInterrupted(place, final as AgentMessage<C, F>);
   }
 
   /** The remote agent's state dict for a session, in Lagent's snake_case shape. */
