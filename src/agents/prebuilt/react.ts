@@ -2,6 +2,7 @@ import { ActionExecutor } from '../../actions/action-executor';
 import { AsyncActionExecutor } from '../../actions/async-action-executor';
 import type { ActionBase, BaseAction } from '../../actions/base-action';
 import type { ExecutorBase } from '../../actions/executor-base';
+import { currentFrame, isResuming } from '../../core/call-context';
 import { driveAsync, driveSync, type Steps } from '../../core/steps';
 import { ActionPreprocessor } from '../../hooks/action-preprocessor';
 import type { AsyncHook, Hook, SyncHook } from '../../hooks/hook';
@@ -9,7 +10,9 @@ import type { AsyncBaseLLM, BaseLLM } from '../../llms/base-llm';
 import type { OutputParser } from '../../prompts/output-parser';
 import { PromptTemplate } from '../../prompts/prompt-template';
 import type { AgentMessage } from '../../schema/agent-message';
-import type { ChatMessage } from '../../schema/chat-message';
+import type { ChatMessage, ToolCall } from '../../schema/chat-message';
+import { ValidationError } from '../../schema/errors';
+import type { SessionId } from '../../schema/session';
 import { isPlainObject } from '../../utils/is';
 import { pythonJSON } from '../../utils/text';
 import { Agent } from '../agent';
@@ -23,6 +26,7 @@ import type {
 import type { AgentClass } from '../agent-class';
 import type { DefaultAggregator } from '../aggregator/default-aggregator';
 import { AsyncAgent } from '../async-agent';
+import type { DurableOptions } from '../lifecycle/durable';
 import { asciiPythonJSON, type CompatMode, checkCompat } from './compat';
 import type { PromptLanguage } from './internlm-prompts';
 import { LAGENT_REACT_TEMPLATE } from './lagent-prompts';
@@ -43,6 +47,7 @@ import {
   reactOutputFormat,
 } from './react-output-format';
 import { REACT_PROMPTS } from './react-prompts';
+import { lastMessageOf, planTextCall, stoppedUnanswered, type TextCall, textCallId } from './text-approval';
 
 /** Options of {@link ReAct} and {@link AsyncReAct}: `L` the model, `A` the tools, `F` the parsed step, `H` the hooks. */
 export interface ReActOptions<L, A extends ActionBase, F, H extends Hook> {
@@ -82,6 +87,8 @@ export interface ReActOptions<L, A extends ActionBase, F, H extends Hook> {
   /** @default the class name */
   name?: string | undefined;
   description?: string | undefined;
+  /** Journals each call's model and tool steps in a store, so a crashed or paused call goes on where it was. */
+  durable?: DurableOptions | undefined;
 }
 
 /** The default finish condition: the reply's `formatted` has a `conclusion`. */
@@ -132,6 +139,61 @@ function toCall(reply: AgentMessage): AgentMessage {
   return call;
 }
 
+/** The call a model reply makes: its `action` (or a `{ name, parameters }` step), else null. */
+function actionOf(reply: AgentMessage): TextCall | null {
+  const formatted = reply.formatted;
+  if (!isPlainObject(formatted)) return null;
+  const action = 'action' in formatted ? formatted.action : formatted;
+  if (!isPlainObject(action) || typeof action.name !== 'string') return null;
+  return { name: action.name, parameters: action.parameters ?? {} };
+}
+
+/**
+ * The model's reply whose call waits for a decision: the select agent's last message when it is a call
+ * the loop never answered (the loop's previous call stopped before running it).
+ */
+function pendingStep(owner: ReActLoop, sessionId: SessionId, inputs: number): AgentMessage | undefined {
+  const last = lastMessageOf(owner.selectAgent, sessionId);
+  if (last === undefined || isReActParseFailure(last.formatted) || owner.finishCondition(last))
+    return undefined;
+  if (actionOf(last) === null) return undefined;
+  return stoppedUnanswered(owner as unknown as AgentBase, sessionId, inputs) ? last : undefined;
+}
+
+/**
+ * A tool step: the call checked for approval (see `text-approval.ts`), then run by the executor, or
+ * answered with the user's refusal. Undefined when a new message supersedes a call that needs no decision.
+ */
+function* actionTurn(
+  owner: ReActLoop,
+  reply: AgentMessage,
+  sessionId: SessionId,
+  superseded: boolean,
+): Steps<AgentMessage | undefined> {
+  const action = actionOf(reply);
+  let message: AgentMessage = toCall(reply);
+  if (action !== null) {
+    const call: ToolCall = {
+      id: textCallId(owner.selectAgent, sessionId),
+      name: action.name,
+      arguments: action.parameters as ToolCall['arguments'],
+    };
+    const plan = yield* planTextCall(
+      owner as unknown as AgentBase,
+      owner.actions,
+      reply,
+      call,
+      message,
+      sessionId,
+      superseded,
+    );
+    if (plan === undefined) return undefined;
+    if (!plan.run) return plan.answer;
+    message = plan.message;
+  }
+  return yield* subCall(owner.actions.call(message, { sessionId }));
+}
+
 /** The ReAct loop, written once for the sync and async agents. */
 function* reactSteps(
   owner: ReActLoop,
@@ -141,6 +203,19 @@ function* reactSteps(
   const { sessionId } = options;
   let input: AgentMessage | AgentMessage[] = messages;
   let last: AgentMessage | undefined;
+  const frame = currentFrame();
+  const pending = pendingStep(owner, sessionId, messages.length);
+  if (pending !== undefined) {
+    // The session waits for a decision on this call: given it, the call runs (or is answered with the
+    // refusal); given another message, a call that needed approval is declined and the loop goes on.
+    const answer = yield* actionTurn(owner, pending, sessionId, !isResuming(frame));
+    if (answer !== undefined) input = messages.length === 0 ? answer : [answer, ...messages];
+  } else if (frame?.owner === owner && frame.resume !== undefined && messages.length === 0) {
+    throw new ValidationError({
+      message: `${owner.name}: session ${JSON.stringify(String(sessionId))} has no call waiting for a decision`,
+      field: 'decisions',
+    });
+  }
   for (let turn = 0; turn < owner.maxTurn; turn++) {
     const reply: AgentMessage = yield* subCall(owner.selectAgent.call(input as AgentMessage, options));
     if (owner.finishCondition(reply)) return reply;
@@ -149,7 +224,7 @@ function* reactSteps(
       const errMsg: string = `Your reply could not be read (${formatted.parseError}). Reply with one JSON object in one of the formats given.`;
       last = yield* builtinTurn(owner.actions, owner.actions.noAction.name, { errMsg }, sessionId);
     } else {
-      last = yield* subCall(owner.actions.call(toCall(reply), { sessionId }));
+      last = (yield* actionTurn(owner, reply, sessionId, false))!;
     }
     input = last;
   }
@@ -208,7 +283,12 @@ function reactAgentClass<A extends AgentBase, I extends AgentBase, E extends Exe
     finishCondition: (message: AgentMessage) => boolean;
 
     constructor(options: ReActOptions<unknown, ActionBase, unknown, Hook>) {
-      super({ name: options.name, description: options.description, hooks: options.hooks });
+      super({
+        name: options.name,
+        description: options.description,
+        hooks: options.hooks,
+        durable: options.durable,
+      });
       const parts = partsOf(this.name, options);
       this.actions = variant.executor(
         options.actions as readonly ActionBase[],
