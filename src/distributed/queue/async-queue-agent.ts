@@ -11,6 +11,7 @@ import { AgentMessage, type LagentMessageJSON, type MessageInput } from '../../s
 import { ConfigurationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { isPlainObject } from '../../utils/is';
+import { remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
 import {
   closeBullMQ,
   closeRedis,
@@ -131,6 +132,11 @@ export class AsyncQueueAgent {
    * `RemoteAgentError` when the agent failed (the session is then as before), a `TimeoutError` after
    * `timeout`, the signal's reason when aborted, and a `QueueConnectionError` when Redis is unreachable or
    * the connection drops while waiting (the job may then still run, later, once).
+   *
+   * An interrupt reply is the job's reply, and a resume message goes as an ordinary message on the session.
+   * Called inside a local agent's `forward`, a remote interrupt stops the local call, re-rooted at this
+   * agent's place in the local tree, and resuming the local call resumes the remote one (as
+   * `AsyncHTTPAgentClient.call` does).
    */
   async call(
     input?: MessageInput | readonly MessageInput[],
@@ -141,8 +147,11 @@ export class AsyncQueueAgent {
     const timeoutMs = options.timeout ?? this.timeout;
     checkTimeout(timeoutMs);
     const sessionId: SessionId = options.sessionId ?? 0;
+    const place = remotePlace(this, this.name);
     const data: CallJobData = {
-      message: toMessages(input).map((message) => message.toJSON({ format: 'lagent' }) as LagentMessageJSON),
+      message: toMessages(remoteInput(place, input)).map(
+        (message) => message.toJSON({ format: 'lagent' }) as LagentMessageJSON,
+      ),
       session_id: sessionId,
       kwargs: jobKwargs(options),
     };
@@ -154,7 +163,7 @@ export class AsyncQueueAgent {
       const turn = this.#lanes.acquire(key, signal);
       if (turn !== undefined) await turn.ready;
       try {
-        return await this.#submit(connected, data, signal);
+        return throwIfInterrupted(place, await this.#submit(connected, data, signal));
       } finally {
         this.#lanes.release(key);
       }
