@@ -1,0 +1,3 @@
+export { defaultAssetsDir, readAssets, type UIAssets } from './assets';
+export { EventRelay, UI_EVENT_KINDS, type UIEvent } from './event-relay';
+export { UIServer, type UIServerOptions } from './server';

@@ -1,0 +1,328 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AgentBase } from '../agents/agent-base';
+import type { MemoryStoreOptions } from '../agents/lifecycle/persist';
+import type { HTTPAgentServer, ServedAgent } from '../distributed/http/server';
+import { ConfigurationError } from '../schema/errors';
+import type { SessionId } from '../schema/session';
+import type { SessionStore } from '../stores/types';
+import { isThenable } from '../utils/is';
+import { errorMessage } from '../utils/text';
+import { readAssets, type UIAssets } from './assets';
+import { EventRelay, type UIEvent } from './event-relay';
+
+/** Options of {@link UIServer}. */
+export interface UIServerOptions {
+  /** The agent the page drives. */
+  agent: ServedAgent;
+  /** The address to bind. @default '127.0.0.1' */
+  host?: string | undefined;
+  /** The port; `0` picks a free one. @default 0 */
+  port?: number | undefined;
+  /**
+   * When set, every request needs it: as `Authorization: Bearer <token>`, as the cookie the page gets when it is
+   * opened with `?token=<token>` ({@link UIServer.pageUrl}), else 401.
+   */
+  token?: string | undefined;
+  /** Keep every session in this store (HTTPAgentServer's `store`). */
+  store?: SessionStore | MemoryStoreOptions | undefined;
+  /** More names the `Host` header may carry (HTTPAgentServer's `allowedHosts`). */
+  allowedHosts?: readonly string[] | undefined;
+  /** Where the built page is. @default the package's `dist/ui/` */
+  assetsDir?: string | undefined;
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** What the page may load and reach: only this server; it may not be framed. */
+const PAGE_HEADERS = {
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+};
+
+/** Milliseconds between the comments that keep an idle event stream open through proxies. */
+const KEEP_ALIVE_MS = 15_000;
+/** A page whose event stream has this many bytes waiting is too slow: its stream is closed (it reconnects). */
+const MAX_BUFFERED = 4 * 1024 * 1024;
+
+/** `http://host:port` of a `Host` header, lower-cased, as a browser writes a page's `Origin`. */
+function ownOrigin(host: string | undefined): string | undefined {
+  if (!host) return undefined;
+  try {
+    return new URL(`http://${host}`).origin;
+  } catch {
+    return undefined;
+  }
+}
+
+function canonicalOrigin(value: string): string | undefined {
+  try {
+    return new URL(value).origin;
+  } catch {
+    return undefined;
+  }
+}
+
+function cookieValue(header: string | undefined, name: string): string | undefined {
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const index = part.indexOf('=');
+    if (index > 0 && part.slice(0, index).trim() === name) {
+      try {
+        return decodeURIComponent(part.slice(index + 1).trim());
+      } catch {
+        return undefined;
+      }
+    }
+  }
+  return undefined;
+}
+
+function sendJSON(reply: FastifyReply, value: unknown, status = 200): void {
+  reply.code(status).type(JSON_TYPE).send(JSON.stringify(value));
+}
+
+function sendError(reply: FastifyReply, status: number, error: unknown, code: string): void {
+  sendJSON(reply, { detail: errorMessage(error), error: code }, status);
+}
+
+/**
+ * `lagent ui`'s server: an {@link HTTPAgentServer} (its chat, stream and memory routes, its `Host`, `Origin`
+ * and token checks) with the page and the routes it needs:
+ *
+ * - `GET /`, `/ui/app.js`, `/ui/app.css`: the page (built into `dist/ui/`, so nothing is fetched from the network);
+ * - `GET /ui/info`: the agent's name and tree (every agent's path, name and class);
+ * - `GET /ui/sessions`: the sessions any agent of the tree has in memory;
+ * - `POST /ui/sessions/:id/reset`: clears a session in every agent of the tree;
+ * - `PUT /ui/state/:id`: loads a state dict (either shape) into a session (`GET /memory/:id` downloads one);
+ * - `GET /ui/events`: server-sent events, one `agent` event per event of the tree ({@link UIEvent}): the recent
+ *   ones first, then each as it happens.
+ *
+ * The page's own requests carry its origin, which is accepted (a page of any other origin is refused). With a
+ * `token`, the page opened at {@link pageUrl} gets it as an `HttpOnly`, `SameSite=Strict` cookie.
+ */
+export class UIServer {
+  readonly agent: ServedAgent;
+  readonly #token: string | undefined;
+  readonly #assets: UIAssets;
+  readonly #relay: EventRelay | undefined;
+  readonly #streams = new Set<() => void>();
+  readonly #options: UIServerOptions;
+  #server: HTTPAgentServer | undefined;
+  #url: string | undefined;
+
+  constructor(options: UIServerOptions) {
+    if (typeof options !== 'object' || options === null) {
+      throw new ConfigurationError({ message: 'UIServer expects an options object ({ agent, port, ... })' });
+    }
+    this.agent = options.agent;
+    if (options.token !== undefined && (typeof options.token !== 'string' || options.token === '')) {
+      throw new ConfigurationError({ message: 'UIServer: token must be a non-empty string' });
+    }
+    this.#token = options.token;
+    this.#options = options;
+    this.#assets = readAssets(options.assetsDir);
+    this.#relay = options.agent instanceof AgentBase ? new EventRelay(options.agent) : undefined;
+  }
+
+  /** The server's base URL, once `listen()` resolved. */
+  get url(): string {
+    if (this.#url === undefined) {
+      throw new ConfigurationError({ message: 'UIServer.url is known once listen() has resolved' });
+    }
+    return this.#url;
+  }
+
+  /** The URL to open in a browser: the base URL, with `?token=` when the server has a token. */
+  get pageUrl(): string {
+    return this.#token === undefined
+      ? `${this.url}/`
+      : `${this.url}/?token=${encodeURIComponent(this.#token)}`;
+  }
+
+  /** Starts listening; resolves to the base URL. */
+  async listen(): Promise<string> {
+    if (this.#server === undefined) {
+      const { HTTPAgentServer } = await import('../distributed/http/server');
+      this.#server = new HTTPAgentServer({
+        agent: this.agent,
+        host: this.#options.host ?? '127.0.0.1',
+        port: this.#options.port ?? 0,
+        token: this.#token,
+        store: this.#options.store,
+        allowedHosts: this.#options.allowedHosts,
+        // The page shows why a call failed; the server is the user's own.
+        exposeErrors: true,
+        bodyLimit: 16 * 1024 * 1024,
+        setup: (app) => this.#setup(app),
+      });
+    }
+    this.#url = await this.#server.listen();
+    return this.#url;
+  }
+
+  /** Ends the event streams, then closes the server (calls in flight finish first). */
+  async close(): Promise<void> {
+    for (const end of this.#streams) end();
+    this.#relay?.close();
+    await this.#server?.close();
+  }
+
+  #setup(app: FastifyInstance): void {
+    const token = this.#token;
+    app.addHook('onRequest', (request, _reply, done) => {
+      // The page's own requests: a browser sends its origin with them (POSTs always), and the origin is that of
+      // the `Host` the server was reached by, which the server's own check then vouches for.
+      const origin = request.headers.origin;
+      if (origin !== undefined && canonicalOrigin(origin) === ownOrigin(request.headers.host)) {
+        delete request.headers.origin;
+      }
+      if (token !== undefined && request.headers.authorization === undefined) {
+        const given =
+          cookieValue(request.headers.cookie, this.#cookieName(request)) ??
+          (request.method === 'GET' && request.url.split('?', 1)[0] === '/'
+            ? (request.query as { token?: unknown } | undefined)?.token
+            : undefined);
+        if (typeof given === 'string') request.headers.authorization = `Bearer ${given}`;
+      }
+      done();
+    });
+
+    app.get('/', (request, reply) => {
+      reply.headers(PAGE_HEADERS).type('text/html; charset=utf-8');
+      if (token !== undefined && (request.query as { token?: unknown }).token !== undefined) {
+        // The token passed the server's check: keep it as a cookie this server's page alone sends back.
+        reply.header(
+          'set-cookie',
+          `${this.#cookieName(request)}=${encodeURIComponent(token)}; Path=/; HttpOnly; SameSite=Strict`,
+        );
+      }
+      reply.send(this.#assets.html);
+    });
+    app.get('/ui/app.js', (_request, reply) => {
+      reply.headers(PAGE_HEADERS).type('text/javascript; charset=utf-8').send(this.#assets.js);
+    });
+    app.get('/ui/app.css', (_request, reply) => {
+      reply.headers(PAGE_HEADERS).type('text/css; charset=utf-8').send(this.#assets.css);
+    });
+    app.get('/favicon.ico', (_request, reply) => {
+      reply.code(204).send();
+    });
+
+    app.get('/ui/info', (_request, reply) => {
+      sendJSON(reply, this.#info());
+    });
+    app.get('/ui/sessions', (_request, reply) => {
+      sendJSON(reply, { sessions: this.#sessions() });
+    });
+    app.post('/ui/sessions/:id/reset', (request, reply) => {
+      const id = (request.params as { id: string }).id;
+      const agent = this.agent as { reset?: (id: SessionId, options?: object) => unknown };
+      if (typeof agent.reset !== 'function') {
+        sendError(reply, 501, 'this agent has no reset()', 'NotImplemented');
+        return;
+      }
+      try {
+        agent.reset(id, { recursive: true });
+        sendJSON(reply, { sessionId: id, reset: true });
+      } catch (error) {
+        sendError(reply, 400, error, 'ResetFailed');
+      }
+    });
+    app.put('/ui/state/:id', (request, reply) => this.#load(request, reply));
+    app.get('/ui/events', (request, reply) => this.#events(request, reply));
+  }
+
+  #cookieName(request: FastifyRequest): string {
+    return `lagent_ui_${request.socket.localPort ?? 0}`;
+  }
+
+  #info(): unknown {
+    const agent = this.agent;
+    const tree =
+      agent instanceof AgentBase
+        ? Array.from(agent.namedAgents(), ([prefix, node]) => ({
+            path: prefix === '' ? '' : prefix.slice(0, -1),
+            name: node.name,
+            className: node.constructor.name,
+          }))
+        : [{ path: '', name: agent.name ?? 'agent', className: agent.constructor.name }];
+    return {
+      name: agent.name ?? 'agent',
+      className: agent.constructor.name,
+      tree,
+      events: this.#relay !== undefined,
+    };
+  }
+
+  #sessions(): SessionId[] {
+    const seen = new Map<string, SessionId>();
+    if (this.agent instanceof AgentBase) {
+      for (const [, node] of this.agent.namedAgents()) {
+        for (const id of node.memory?.sessions() ?? []) seen.set(String(id), id);
+      }
+    }
+    return [...seen.values()];
+  }
+
+  #load(request: FastifyRequest, reply: FastifyReply): void {
+    const id = (request.params as { id: string }).id;
+    const agent = this.agent as { loadStateDict?: (dict: unknown, id: SessionId) => unknown };
+    if (typeof agent.loadStateDict !== 'function') {
+      sendError(reply, 501, 'this agent has no loadStateDict()', 'NotImplemented');
+      return;
+    }
+    const body = request.body;
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      sendError(reply, 400, 'the body must be a state dict: a JSON object of memories', 'BadRequest');
+      return;
+    }
+    try {
+      const done = agent.loadStateDict(body, id);
+      if (isThenable(done)) {
+        return void Promise.resolve(done).then(
+          () => sendJSON(reply, { sessionId: id, loaded: true }),
+          (error: unknown) => sendError(reply, 400, error, 'StateDictError'),
+        );
+      }
+      sendJSON(reply, { sessionId: id, loaded: true });
+    } catch (error) {
+      sendError(reply, 400, error, (error as Error)?.name ?? 'StateDictError');
+    }
+  }
+
+  #events(request: FastifyRequest, reply: FastifyReply): void {
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      'x-accel-buffering': 'no',
+    });
+    const write = (event: UIEvent) => {
+      raw.write(`event: agent\ndata: ${JSON.stringify(event)}\n\n`);
+      if (raw.writableLength > MAX_BUFFERED) end();
+    };
+    raw.write(': events of the agent tree\n\n');
+    const relay = this.#relay;
+    for (const event of relay?.recent() ?? []) write(event);
+    const unsubscribe = relay?.subscribe(write) ?? (() => {});
+    const timer = setInterval(() => raw.write(': keep-alive\n\n'), KEEP_ALIVE_MS);
+    timer.unref();
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      clearInterval(timer);
+      unsubscribe();
+      this.#streams.delete(end);
+      raw.end();
+    };
+    this.#streams.add(end);
+    request.raw.once('close', end);
+    raw.once('close', end);
+  }
+}
