@@ -378,6 +378,35 @@ failed lines run again next time). Exit code: 0 when every line succeeded, 2 whe
       await withAgent(command, 'batch', false, (loaded) => run(loaded.agent));
     });
 
+  withAgentOptions(
+    program
+      .command('ui')
+      .description(
+        'a local web page to watch and drive the agent: streamed chat, its tree live, interrupts, sessions, memories',
+      ),
+  )
+    .option('-p, --port <port>', 'port on 127.0.0.1 (0: a free one)', integer('--port', 0, 65535), 8091)
+    .addOption(
+      new Option('--token <token>', 'require this token (the printed URL carries it for the browser)').env(
+        'LAGENT_TOKEN',
+      ),
+    )
+    .option('--allowed-hosts <names>', 'comma-separated Host names to accept besides 127.0.0.1 and localhost')
+    .action(async (_options, command: Command) => {
+      const { runUi } = await import('./ui');
+      const flags = command.opts<{ port: number; token?: string; allowedHosts?: string }>();
+      const options = {
+        port: flags.port,
+        token: flags.token || undefined,
+        allowedHosts: flags.allowedHosts
+          ?.split(',')
+          .map((item) => item.trim())
+          .filter(Boolean),
+      };
+      // The page is served like `serve`: the agent's factory sees { command: 'serve', streaming: true }.
+      await withAgent(command, 'serve', true, (loaded) => runUi(loaded, options));
+    });
+
   return program;
 }
 
