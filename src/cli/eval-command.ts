@@ -1,3 +1,4 @@
+import { resolve as resolvePath } from 'node:path';
 import type { AgentLike } from './agent-like';
 import { runEval, writeSummary } from './eval';
 import { loadScorer } from './eval-scorer';
@@ -9,6 +10,11 @@ export interface EvalCommandOptions {
   concurrency: number;
   summaryJson?: string | undefined;
   progress: boolean;
+}
+
+/** The name results keep for a `--scorer`: exact, includes, or the module's absolute path. */
+function scorerName(spec: string): string {
+  return spec === 'exact' || spec === 'includes' ? spec : resolvePath(spec);
 }
 
 /**
@@ -31,6 +37,7 @@ export async function prepareEval(
         input: data,
         output: options.output,
         scorer,
+        scorerName: scorerName(options.scorer),
         concurrency: options.concurrency,
         progress: options.progress,
         signal: controller.signal,

@@ -27,6 +27,8 @@ export interface EvalResult {
   line: number;
   input?: unknown;
   expected?: unknown;
+  /** The name of the scorer that scored the reply, when the run named it. */
+  scorer?: string | undefined;
   /** The reply's text; null when the agent did not answer. */
   reply: string | null;
   /** From 0 to 1; null when the item has an error. */

@@ -20,6 +20,11 @@ export interface EvalOptions {
   output: string;
   /** Scores each reply. */
   scorer: EvalScorer;
+  /**
+   * The scorer's name, kept in each result: a stored reply scored by a scorer of another name is scored again
+   * (the agent is not called). Without it, stored scores are kept whatever scored them.
+   */
+  scorerName?: string | undefined;
   /** Items in flight at once. @default 4 */
   concurrency?: number | undefined;
   /** Show progress. @default true */
@@ -95,14 +100,20 @@ function errorName(error: unknown): string {
 
 /** The result of a reply once scored, or with the scorer's error (the reply is kept either way). */
 async function scored(
-  scorer: EvalScorer,
+  scorer: { score: EvalScorer; name?: string | undefined },
   result: Omit<EvalResult, 'score' | 'error'>,
   item: EvalItem,
 ): Promise<EvalResult> {
   const { line, input, expected, reply, latencyMs, usage } = result;
-  const ordered = { line, input, expected, reply };
+  const ordered = {
+    line,
+    input,
+    expected,
+    reply,
+    ...(scorer.name === undefined ? {} : { scorer: scorer.name }),
+  };
   try {
-    const value = await score(scorer, reply ?? '', item);
+    const value = await score(scorer.score, reply ?? '', item);
     return { ...ordered, score: value, latencyMs, usage, error: null };
   } catch (error) {
     return {
@@ -139,6 +150,9 @@ export async function runEval(agent: AgentLike, options: EvalOptions): Promise<E
   }
   // Reading the results also repairs a last line a crash cut short.
   const results = await readResults(options.output);
+  const scorer = { score: options.scorer, name: options.scorerName };
+  const scoredByAnother = (stored: StoredResult) =>
+    scorer.name !== undefined && stored.scorer !== undefined && stored.scorer !== scorer.name;
   const keys: string[] = [];
   const steps: Step[] = [];
   const seen = new Set<string>();
@@ -157,8 +171,11 @@ export async function runEval(agent: AgentLike, options: EvalOptions): Promise<E
     if (!isEvalItem(item)) {
       if (stored?.error?.stage === 'input' && stored.error.message === item.error) skipped++;
       else steps.push({ kind: 'invalid', item });
-    } else if (stored !== undefined && stored.error === null) skipped++;
-    else if (stored?.error?.stage === 'scorer' && typeof stored.reply === 'string') {
+    } else if (stored !== undefined && stored.error === null && !scoredByAnother(stored)) skipped++;
+    else if (
+      typeof stored?.reply === 'string' &&
+      (stored.error?.stage === 'scorer' || (stored.error === null && scoredByAnother(stored)))
+    ) {
       steps.push({ kind: 'rescore', item, stored });
     } else steps.push({ kind: 'run', item });
   });
@@ -186,7 +203,7 @@ export async function runEval(agent: AgentLike, options: EvalOptions): Promise<E
     const { item } = step;
     if (step.kind === 'rescore') {
       const { key: _key, ...stored } = step.stored;
-      return scored(options.scorer, { ...stored, line: item.line }, item);
+      return scored(scorer, { ...stored, line: item.line }, item);
     }
     const base = { line: item.line, input: item.input, expected: item.expected };
     const sessionId = item.key;
@@ -197,7 +214,7 @@ export async function runEval(agent: AgentLike, options: EvalOptions): Promise<E
       const latencyMs = Math.round(performance.now() - started);
       const usage = replyUsage(reply) ?? usageDelta(before, sessionUsage(models, sessionId)) ?? null;
       const content = typeof reply.content === 'string' ? reply.content : JSON.stringify(reply.content);
-      return scored(options.scorer, { ...base, reply: content, latencyMs, usage }, item);
+      return scored(scorer, { ...base, reply: content, latencyMs, usage }, item);
     } catch (error) {
       if (signal?.aborted) return undefined;
       return {

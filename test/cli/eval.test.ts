@@ -199,6 +199,123 @@ describe('eval scorers and summary (in process)', () => {
   });
 });
 
+describe('eval resuming (in process)', () => {
+  /** An agent that answers `answer to <question>` and counts its calls. */
+  function countingAgent() {
+    const counter = { calls: 0 };
+    const agent = mockAgent((question) => {
+      counter.calls++;
+      return `answer to ${question}`;
+    });
+    return { agent, counter };
+  }
+
+  it('repairs a last line cut short by a crash and runs that item again; items without an id go by line number', async () => {
+    const input = writeData([
+      { input: 'one', expected: 'answer to one' },
+      { input: 'two', expected: 'answer to two' },
+      { input: 'three', expected: 'answer to three' },
+    ]);
+    const output = join(dir, 'out.jsonl');
+    const { agent, counter } = countingAgent();
+    await runEval(agent, { input, output, scorer: exactScorer, ...quiet() });
+    expect(counter.calls).toBe(3);
+    const lines = readFileSync(output, 'utf8').trim().split('\n');
+    const second = lines.find((line) => JSON.parse(line).line === 2)!;
+    // A crash cut the last line (line 3's result) short.
+    const rest = lines.filter((line) => line !== second && JSON.parse(line).line !== 3);
+    writeFileSync(output, `${[...rest, second].join('\n')}\n${second.slice(0, 20)}`);
+    const again = await runEval(agent, { input, output, scorer: exactScorer, ...quiet() });
+    expect(counter.calls).toBe(4);
+    expect(again).toMatchObject({ items: 3, scored: 3, accuracy: 1, ran: 1, skipped: 2 });
+    expect(jsonl(output).map((line) => line.line)).toEqual([1, 2, 3]);
+  });
+
+  it('scores stored replies again, without the agent, when the scorer has another name', async () => {
+    const input = writeData([
+      { id: 'a', input: 'Paris', expected: 'paris' },
+      { id: 'b', input: 'Rome', expected: 'rome' },
+    ]);
+    const output = join(dir, 'out.jsonl');
+    const { agent, counter } = countingAgent();
+    const exact = await runEval(agent, {
+      input,
+      output,
+      scorer: exactScorer,
+      scorerName: 'exact',
+      ...quiet(),
+    });
+    expect(exact.accuracy).toBe(0);
+    const same = await runEval(agent, {
+      input,
+      output,
+      scorer: exactScorer,
+      scorerName: 'exact',
+      ...quiet(),
+    });
+    expect(same).toMatchObject({ ran: 0, skipped: 2, accuracy: 0 });
+    const includes = await runEval(agent, {
+      input,
+      output,
+      scorer: includesScorer,
+      scorerName: 'includes',
+      ...quiet(),
+    });
+    expect(includes).toMatchObject({ ran: 2, skipped: 0, accuracy: 1 });
+    expect(counter.calls).toBe(2);
+    expect(
+      jsonl(output)
+        .slice(-2)
+        .map((line) => [line.scorer, line.reply, line.score]),
+    ).toEqual([
+      ['includes', 'answer to Paris', 1],
+      ['includes', 'answer to Rome', 1],
+    ]);
+  });
+
+  it('stops on the signal without recording the calls it aborted, and the next run does them', async () => {
+    const input = writeData(
+      Array.from({ length: 6 }, (_, i) => ({ id: i, input: `q${i}`, expected: `a${i}` })),
+    );
+    const output = join(dir, 'out.jsonl');
+    const controller = new AbortController();
+    let calls = 0;
+    const agent: AgentLike = {
+      call: (_input, options) => {
+        calls++;
+        if (calls === 3) controller.abort();
+        const signal = options.signal as AbortSignal;
+        return new Promise((resolve, reject) => {
+          if (signal.aborted) reject(signal.reason);
+          signal.addEventListener('abort', () => reject(signal.reason));
+          if (calls < 3) resolve(new AgentMessage({ sender: 'agent', content: `a${calls - 1}` }));
+        });
+      },
+      stateDict: () => ({}),
+    };
+    const stopped = await runEval(agent, {
+      input,
+      output,
+      scorer: exactScorer,
+      concurrency: 1,
+      signal: controller.signal,
+      ...quiet(),
+    });
+    expect(stopped).toMatchObject({ items: 6, scored: 2, errors: 0, interrupted: true, ran: 2 });
+    expect(jsonl(output).map((line) => line.id)).toEqual([0, 1]);
+    const rest = await runEval(
+      mockAgent((question) => question.replace('q', 'a')),
+      {
+        input,
+        output,
+        scorer: exactScorer,
+        ...quiet(),
+      },
+    );
+    expect(rest).toMatchObject({ items: 6, scored: 6, accuracy: 1, ran: 4, skipped: 2, interrupted: false });
+  });
+});
+
 describe('lagent eval', () => {
   it('is killed (SIGKILL) in the middle of 50 items and a second run finishes: every item once, a summary of all 50', async () => {
     const data = writeData(
