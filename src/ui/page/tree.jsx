@@ -96,7 +96,7 @@ export function Tree({ info, events }) {
       <ol class="events" data-testid="events">
         {recent.length === 0 && <li class="empty">No events yet.</li>}
         {recent.map((event) => (
-          <li key={event.seq} class={`event ${event.kind}`} data-testid="event" data-kind={event.kind}>
+          <li key={event.seq} class={`event kind-${event.kind}`} data-testid="event" data-kind={event.kind}>
             <button type="button" onClick={() => setOpen(open === event.seq ? undefined : event.seq)}>
               <span class="kind">{event.kind}</span>
               <span class="path">{label(event.path)}</span>
