@@ -8,11 +8,20 @@
  * process.
  */
 import type { DeepResearchAgent } from './deep-research-agent';
-import { startDeepResearch } from './setup';
+import { type DeepResearchSetup, startDeepResearch } from './setup';
+
+const started: DeepResearchSetup[] = [];
 
 /** A new deep-research agent and its research web. */
 export async function agent(): Promise<DeepResearchAgent> {
-  return (await startDeepResearch()).agent;
+  const setup = await startDeepResearch();
+  started.push(setup);
+  return setup.agent;
+}
+
+/** Stops the research webs of the agents this module made (a host that ends early may call it). */
+export async function close(): Promise<void> {
+  await Promise.all(started.splice(0).map((setup) => setup.close()));
 }
 
 export default agent;
