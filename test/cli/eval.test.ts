@@ -405,6 +405,7 @@ describe('lagent eval', () => {
     const result = await runCli(['eval', data, '--scorer', scorer, '-o', output, ...modelFlags()]);
     expect(result.code).toBe(2);
     expect(result.stderr).not.toMatch(/\n\s+at /);
+    expect(result.stderr).toMatch(/eval: 7\/7 \(5 errors\), [\d.]+\/s, ETA 0s/);
     const byLine = new Map(jsonl(output).map((line) => [line.line, line]));
     expect(byLine.size).toBe(7);
     expect(byLine.get(1)).toMatchObject({ id: 1, score: 1, reply: 'answer to the sky', error: null });
