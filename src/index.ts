@@ -149,6 +149,7 @@ export {
   StreamingSequential,
 } from './agents/index';
 export type { MemoryStoreOptions } from './agents/lifecycle/persist';
+export type { Budget, CallUsage } from './core/budget';
 export type { InternLMActionProcessorOptions } from './hooks/action-preprocessor';
 export { ActionPreprocessor, actionReturnText, InternLMActionProcessor } from './hooks/action-preprocessor';
 export type {
@@ -235,6 +236,8 @@ export {
   UsageTracker,
   VllmModel,
 } from './llms/index';
+export type { ModelPrice } from './llms/prices';
+export { modelPrice, setModelPrice } from './llms/prices';
 export type { GetMemoryOptions, MemoryManagerOptions, MemoryOptions } from './memory/index';
 export { Memory, MemoryManager } from './memory/index';
 export type {
@@ -266,6 +269,7 @@ export {
   validatePluginCall,
 } from './prompts/index';
 export type { OutputParser } from './prompts/output-parser';
+export type { BudgetKind } from './schema/errors';
 export { SyncBridgeError } from './schema/errors';
 export type {
   ActionResultItem,
@@ -290,7 +294,9 @@ export {
   ActionValidCode,
   AgentMessage,
   AgentStatusCode,
+  BudgetExceededError,
   ConfigurationError,
+  GuardrailTripped,
   HookError,
   hasToolCalls,
   LagentError,

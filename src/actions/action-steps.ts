@@ -1,9 +1,10 @@
+import type { Meter } from '../core/budget';
 import { currentFrame, type DurableScope } from '../core/call-context';
 import { toolStep } from '../core/durable-steps';
 import { PromiseInSyncCall, type Steps } from '../core/steps';
 import { activeTracer, endSpan, startToolSpan } from '../core/tracing';
 import { ActionReturn } from '../schema/action-return';
-import { TimeoutError } from '../schema/errors';
+import { BudgetExceededError, GuardrailTripped, TimeoutError } from '../schema/errors';
 import { InterruptSignal } from '../schema/interrupts';
 import { ActionStatusCode } from '../schema/status';
 import { isThenable } from '../utils/is';
@@ -50,13 +51,24 @@ function isPromiseInSyncCall(error: unknown): boolean {
   }
 }
 
-function isInterrupt(error: unknown): boolean {
+/**
+ * True for what a tool call passes on rather than answering as an error result: a sub-agent's question for a
+ * person, a budget passed, a guardrail tripped (each ends the whole call, not just the tool's).
+ */
+function escapes(error: unknown): boolean {
   try {
-    return error instanceof InterruptSignal;
+    return (
+      error instanceof InterruptSignal ||
+      error instanceof BudgetExceededError ||
+      error instanceof GuardrailTripped
+    );
   } catch {
     return false; // a Proxy whose getPrototypeOf trap throws
   }
 }
+
+/** Marks an action whose calls are not tool calls of a budget (the executors' built-in answers). */
+export const UNMETERED: unique symbol = Symbol('lagent-ts.unmetered');
 
 /** The name a model uses for an API: `Name` for a simple tool, `Name.api` for a toolkit's. */
 export function apiLabel(action: CallableAction, api: string): string {
@@ -115,12 +127,14 @@ export function actionCallSteps(
   apiName: string,
   settings: CallSettings,
 ): Steps<ActionReturn> {
-  const scope = currentFrame()?.durable;
-  if (scope !== undefined) return durableActionSteps(scope, action, parameters, apiName, settings);
+  const frame = currentFrame();
+  const scope = frame?.durable;
+  const meter = (action as { [UNMETERED]?: boolean })[UNMETERED] === true ? undefined : frame?.meter;
+  if (scope !== undefined) return durableActionSteps(scope, action, parameters, apiName, settings, meter);
   const tracer = activeTracer();
   return tracer === undefined
-    ? untracedActionSteps(action, parameters, apiName, settings)
-    : tracedActionSteps(tracer, action, parameters, apiName, settings);
+    ? untracedActionSteps(action, parameters, apiName, settings, meter)
+    : tracedActionSteps(tracer, action, parameters, apiName, settings, meter);
 }
 
 /** A tool call inside a durable call: a journaled step (see core/durable-steps.ts). */
@@ -130,6 +144,7 @@ function durableActionSteps(
   parameters: unknown,
   apiName: string,
   settings: CallSettings,
+  meter: Meter | undefined,
 ): Steps<ActionReturn> {
   const tracer = activeTracer();
   return toolStep(scope, {
@@ -138,8 +153,8 @@ function durableActionSteps(
     retrySafe: action.apis.get(apiName)?.retrySafe === true,
     run: () =>
       tracer === undefined
-        ? untracedActionSteps(action, parameters, apiName, settings)
-        : tracedActionSteps(tracer, action, parameters, apiName, settings),
+        ? untracedActionSteps(action, parameters, apiName, settings, meter)
+        : tracedActionSteps(tracer, action, parameters, apiName, settings, meter),
   });
 }
 
@@ -149,11 +164,12 @@ function* tracedActionSteps(
   parameters: unknown,
   apiName: string,
   settings: CallSettings,
+  meter: Meter | undefined,
 ): Steps<ActionReturn> {
   const span = startToolSpan(tracer, apiLabel(action, apiName), undefined, currentFrame()?.span);
   let result: ActionReturn;
   try {
-    result = yield* untracedActionSteps(action, parameters, apiName, settings);
+    result = yield* untracedActionSteps(action, parameters, apiName, settings, meter);
   } catch (error) {
     endSpan(span, error);
     throw error;
@@ -177,6 +193,7 @@ function* untracedActionSteps(
   parameters: unknown,
   apiName: string,
   settings: CallSettings,
+  meter?: Meter | undefined,
 ): Steps<ActionReturn> {
   if (settings.signal?.aborted) throw settings.signal.reason;
   const api = action.apis.get(apiName);
@@ -207,6 +224,8 @@ function* untracedActionSteps(
       state: ActionStatusCode.ARGS_ERROR,
     });
   }
+  // A call past the budget is not made: the whole call fails.
+  meter?.beginTool();
   let output: unknown;
   try {
     output = api.run(checked.args, settings.context);
@@ -245,7 +264,7 @@ function failedCall(
 ): ActionReturn {
   if (settings.signal?.aborted) throw settings.signal.reason;
   // A sub-agent run by the tool stopped to ask a person: the question goes up to the outermost call.
-  if (isInterrupt(error)) throw error;
+  if (escapes(error)) throw error;
   const message = isPromiseInSyncCall(error)
     ? `${label} returned a Promise, which a synchronous call cannot wait for; declare it with asyncTool() / AsyncBaseAction and use an AsyncActionExecutor`
     : thrownText(error, `the tool ${label}`);

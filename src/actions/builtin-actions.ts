@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ActionReturn } from '../schema/action-return';
 import { ActionStatusCode, ActionValidCode } from '../schema/status';
+import { UNMETERED } from './action-steps';
 import { BaseAction } from './base-action';
 
 /** Options of {@link InvalidAction} and {@link NoAction}. */
@@ -118,3 +119,7 @@ export class FinishAction extends BaseAction {
     });
   }
 }
+
+// The executors' built-in answers are not tool calls a budget counts.
+for (const action of [InvalidAction, NoAction, FinishAction])
+  (action.prototype as unknown as Record<symbol, boolean>)[UNMETERED] = true;

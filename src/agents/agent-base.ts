@@ -1,4 +1,5 @@
 import { EventEmitter } from 'eventemitter3';
+import type { Budget } from '../core/budget';
 import { SessionLanes } from '../core/session-lanes';
 import { type Hook, HookList, type RemovableHandle } from '../hooks/hook';
 import type { GenParams, ToolSpec } from '../llms/types';
@@ -73,8 +74,18 @@ export interface AgentOptions<L, F = unknown, H extends Hook = Hook> {
   durable?: DurableOptions | undefined;
 }
 
-/** Options of `call()`: the session, generation overrides, and anything else for `llm.chat` and sub-calls. */
-export type CallOptions = { sessionId?: SessionId | undefined } & GenParams & Record<string, unknown>;
+/**
+ * Options of `call()`: the session, generation overrides, and anything else for `llm.chat` and sub-calls.
+ * `budget` limits what the call, with every call made inside it, may spend (its reply's `extraInfo.usage`
+ * says what it spent); `callId` and `durable` are those of durable calls.
+ */
+export type CallOptions = {
+  sessionId?: SessionId | undefined;
+  budget?: Budget | undefined;
+  callId?: string | undefined;
+  durable?: DurableOptions | undefined;
+} & GenParams &
+  Record<string, unknown>;
 /** What `forward()` receives: the call options with the session always set. */
 export type ForwardOptions = CallOptions & { sessionId: SessionId };
 /** Options of an async `call()`: also an `AbortSignal`. */

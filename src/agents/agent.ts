@@ -11,7 +11,14 @@ import {
   type ForwardOptions,
   type ForwardResult,
 } from './agent-base';
-import { agentCallSteps, chatSpan, endChatSpan, MODEL_TURN, registerPlainForward } from './lifecycle';
+import {
+  agentCallSteps,
+  askInFrame,
+  chatSpan,
+  endChatSpan,
+  MODEL_TURN,
+  registerPlainForward,
+} from './lifecycle';
 import { SYNC_AGENT } from './lifecycle/persist';
 
 /**
@@ -43,7 +50,7 @@ export class Agent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook> {
     const span = chatSpan(this);
     let answer: unknown;
     try {
-      answer = MODEL_TURN.ask(this, undefined, messages, options);
+      answer = askInFrame(this, messages, options);
     } catch (error) {
       if (span) endChatSpan(span, this, error);
       throw error;

@@ -11,7 +11,7 @@ import {
   type AsyncForwardOptions,
   type ForwardResult,
 } from './agent-base';
-import { callAsync, chatSpan, endChatSpan, MODEL_TURN, registerPlainForward } from './lifecycle';
+import { askInFrame, callAsync, chatSpan, endChatSpan, MODEL_TURN, registerPlainForward } from './lifecycle';
 
 /**
  * The asynchronous agent: `call()` returns a promise and takes an `AbortSignal`. Takes an
@@ -40,7 +40,7 @@ export class AsyncAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F, AsyncHoo
     try {
       const span = chatSpan(this);
       if (span) return this.#tracedForward(messages, options, span);
-      const answer = MODEL_TURN.ask(this, undefined, messages, options) as Promise<unknown>;
+      const answer = askInFrame(this, messages, options) as Promise<unknown>;
       return answer.then((value) => MODEL_TURN.answer(this, value, options.sessionId));
     } catch (error) {
       return Promise.reject(error);
@@ -55,7 +55,7 @@ export class AsyncAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F, AsyncHoo
   ): Promise<ForwardResult> {
     let answer: unknown;
     try {
-      answer = await MODEL_TURN.ask(this, undefined, messages, options);
+      answer = await askInFrame(this, messages, options);
     } catch (error) {
       endChatSpan(span, this, error);
       throw error;

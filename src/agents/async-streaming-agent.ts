@@ -18,12 +18,12 @@ import {
 } from './agent-base';
 import {
   agentCallSteps,
+  beginStreamedRequest,
   buildChunk,
   buildPrompt,
   buildReply,
   chatSpan,
   endChatSpan,
-  modelParams,
   registerPlainForward,
   requireLLM,
   STREAM_LEFT,
@@ -65,13 +65,20 @@ export class AsyncStreamingAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F,
   ): AsyncGenerator<ForwardResult, StreamReturn, undefined> {
     const llm = requireLLM(this);
     const prompt = buildPrompt(this, messages, options.sessionId);
+    const request = beginStreamedRequest(this, llm, prompt, messages, options);
+    const recorded = request.recorded;
+    if (recorded !== undefined) {
+      // A replayed durable call: the recorded answer, as one chunk.
+      if (recorded.content !== '') yield buildChunk(this, recorded.content);
+      return buildReply(this, recorded.content, options.sessionId, recorded.toolCalls);
+    }
     let content = '';
     let toolCalls: ToolCall[] | undefined;
     const reader = streamReader(this);
     const span = chatSpan(this);
     let failure: unknown = STREAM_LEFT;
     try {
-      for await (const chunk of llm.streamChat(prompt, modelParams(this, options))) {
+      for await (const chunk of llm.streamChat(prompt, request.params as typeof options)) {
         content = chunk.content;
         if (chunk.state !== ModelStatusCode.STREAM_ING) {
           toolCalls = chunk.toolCalls;
@@ -86,6 +93,7 @@ export class AsyncStreamingAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F,
     } finally {
       if (span) endChatSpan(span, this, failure);
     }
+    await request.end(content, toolCalls);
     return buildReply(this, content, options.sessionId, toolCalls);
   }
 }

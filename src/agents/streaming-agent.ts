@@ -18,12 +18,12 @@ import {
 } from './agent-base';
 import {
   agentCallSteps,
+  beginStreamedRequest,
   buildChunk,
   buildPrompt,
   buildReply,
   chatSpan,
   endChatSpan,
-  modelParams,
   registerPlainForward,
   requireLLM,
   STREAM_LEFT,
@@ -67,13 +67,20 @@ export class StreamingAgent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook>
   ): Generator<ForwardResult, StreamReturn, undefined> {
     const llm = requireLLM(this);
     const prompt = buildPrompt(this, messages, options.sessionId);
+    const request = beginStreamedRequest(this, llm, prompt, messages, options);
+    const recorded = request.recorded;
+    if (recorded !== undefined) {
+      // A replayed durable call: the recorded answer, as one chunk.
+      if (recorded.content !== '') yield buildChunk(this, recorded.content);
+      return buildReply(this, recorded.content, options.sessionId, recorded.toolCalls);
+    }
     let content = '';
     let toolCalls: ToolCall[] | undefined;
     const reader = streamReader(this);
     const span = chatSpan(this);
     let failure: unknown = STREAM_LEFT;
     try {
-      for (const chunk of llm.streamChat(prompt, modelParams(this, options))) {
+      for (const chunk of llm.streamChat(prompt, request.params as typeof options)) {
         content = chunk.content;
         if (chunk.state !== ModelStatusCode.STREAM_ING) {
           toolCalls = chunk.toolCalls;
@@ -88,6 +95,7 @@ export class StreamingAgent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook>
     } finally {
       if (span) endChatSpan(span, this, failure);
     }
+    request.end(content, toolCalls);
     return buildReply(this, content, options.sessionId, toolCalls);
   }
 }

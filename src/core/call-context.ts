@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { SessionKey } from '../schema/session';
+import type { Meter } from './budget';
 import type { Span } from './tracing';
 
 /** A memory that a failed call can take its messages back from (structurally: `Memory`). */
@@ -35,6 +36,8 @@ export interface CallFrame {
   readonly durable?: DurableScope | undefined;
   /** Set on the call that was given a resume message: the decisions, by interrupt id. */
   readonly resume?: ReadonlyMap<string, unknown> | undefined;
+  /** The budget's meter this call counts in: its own, or the one it inherited (budgeted calls only). */
+  readonly meter?: Meter | undefined;
 }
 
 /** A durable call's journal, and where a call stands in it: its key and the number of its next step. */

@@ -148,7 +148,7 @@ export class AsyncAISDKModel extends MeteredLLM {
     const { text, toolCalls } = readContent(result.content, tools, this.#where);
     const usage = usageOf(result.usage);
     const finishReason = finishReasonOf(result.finishReason);
-    return this.reply(text, toolCalls, finishReason, usage, resolved.stopWords, call.sessionId);
+    return this.reply(text, toolCalls, finishReason, usage, resolved.stopWords, call);
   }
 
   /**
@@ -188,7 +188,7 @@ export class AsyncAISDKModel extends MeteredLLM {
       signal,
       stopWords: resolved.stopWords,
       tools,
-      sessionId: call.sessionId,
+      call,
       where: this.#where,
       translate: toSharedAISDKError,
     });

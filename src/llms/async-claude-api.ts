@@ -189,7 +189,7 @@ export class AsyncClaudeAPI extends MeteredLLM {
       signal,
     );
     const { text, toolCalls, finishReason, usage } = readClaudeMessage(response, tools, this.#where);
-    return this.reply(text, toolCalls, finishReason, usage, resolved.stopWords, call.sessionId);
+    return this.reply(text, toolCalls, finishReason, usage, resolved.stopWords, call);
   }
 
   /**
@@ -240,7 +240,7 @@ export class AsyncClaudeAPI extends MeteredLLM {
       signal,
       stopWords: resolved.stopWords,
       tools,
-      sessionId: call.sessionId,
+      call,
       where: this.#where,
       translate,
     });

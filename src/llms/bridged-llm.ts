@@ -80,8 +80,14 @@ export abstract class BridgedLLM extends BaseLLM {
   /** Replies to `messages`, blocking this thread until the server answers. */
   chat(messages: ChatMessage[], params?: OpenAICallParams): string {
     params?.signal?.throwIfAborted();
+    const before = this.#usageBefore(params);
     try {
-      return this.#bridge.call<string>('chat', [messages, bridgeParams(params, this.resolveParams(params))]);
+      const text = this.#bridge.call<string>('chat', [
+        messages,
+        bridgeParams(params, this.resolveParams(params)),
+      ]);
+      this.#reportUsage(params, before);
+      return text;
     } catch (error) {
       throw this.#explain(error);
     }
@@ -93,11 +99,14 @@ export abstract class BridgedLLM extends BaseLLM {
    */
   override generate(messages: ChatMessage[], params?: OpenAICallParams): ModelReply {
     params?.signal?.throwIfAborted();
+    const before = this.#usageBefore(params);
     try {
-      return this.#bridge.call<ModelReply>('generate', [
+      const reply = this.#bridge.call<ModelReply>('generate', [
         messages,
         bridgeParams(params, this.resolveParams(params)),
       ]);
+      this.#reportUsage(params, before);
+      return reply;
     } catch (error) {
       throw this.#explain(error);
     }
@@ -112,14 +121,33 @@ export abstract class BridgedLLM extends BaseLLM {
     params?: OpenAICallParams,
   ): Generator<StreamChunk, void, undefined> {
     params?.signal?.throwIfAborted();
+    const before = this.#usageBefore(params);
     try {
       yield* this.#bridge.iterate<StreamChunk>('streamChat', [
         messages,
         bridgeParams(params, this.resolveParams(params)),
       ]);
+      this.#reportUsage(params, before);
     } catch (error) {
       throw this.#explain(error);
     }
+  }
+
+  /** The usage counted so far, when the call wants its own (`onUsage`: a budgeted call). */
+  #usageBefore(params: OpenAICallParams | undefined): TokenUsage | undefined {
+    return params?.onUsage === undefined ? undefined : this.getTotalUsage();
+  }
+
+  /** Gives `onUsage` what the call added to the usage counted on the other side, when it added any. */
+  #reportUsage(params: OpenAICallParams | undefined, before: TokenUsage | undefined): void {
+    if (before === undefined) return;
+    const after = this.getTotalUsage();
+    if (after.totalTokens === before.totalTokens) return;
+    params!.onUsage!({
+      promptTokens: after.promptTokens - before.promptTokens,
+      completionTokens: after.completionTokens - before.completionTokens,
+      totalTokens: after.totalTokens - before.totalTokens,
+    });
   }
 
   /** Summed token usage of one session (calls without a `sessionId` count under `0`). */

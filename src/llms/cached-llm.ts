@@ -182,6 +182,11 @@ function syncValue<T>(value: MaybePromise<T>): T {
   return value as T;
 }
 
+/** A request answered from the cache cost no tokens: a budgeted call is told so. */
+function answeredFromCache(params: LLMCallParams | undefined): void {
+  params?.onUsage?.({ promptTokens: 0, completionTokens: 0, totalTokens: 0 });
+}
+
 /**
  * A synchronous model that answers a request it has answered before from its cache: the same messages, the
  * same answer-shaping params (the model's `genParams` with the call's overrides, stop words, tool choice) and
@@ -216,7 +221,10 @@ export class CachedLLM extends BaseLLM {
   chat(messages: ChatMessage[], params?: LLMCallParams): string {
     const key = keyOf('text', messages, params, this.llm.genParams);
     const hit = this.#lookup(key);
-    if (hit !== undefined) return hit.reply.content;
+    if (hit !== undefined) {
+      answeredFromCache(params);
+      return hit.reply.content;
+    }
     const content = this.llm.chat(messages, params);
     syncValue(this.#cache.set(key, textAnswer(content), this.ttlMs));
     return content;
@@ -225,7 +233,10 @@ export class CachedLLM extends BaseLLM {
   override generate(messages: ChatMessage[], params?: LLMCallParams): ModelReply {
     const key = keyOf('reply', messages, params, this.llm.genParams);
     const hit = this.#lookup(key);
-    if (hit !== undefined) return copyReply(hit.reply);
+    if (hit !== undefined) {
+      answeredFromCache(params);
+      return copyReply(hit.reply);
+    }
     const reply = this.llm.generate(messages, params);
     syncValue(this.#cache.set(key, { reply: copyReply(reply) }, this.ttlMs));
     return reply;
@@ -238,6 +249,7 @@ export class CachedLLM extends BaseLLM {
     const key = keyOf('reply', messages, params, this.llm.genParams);
     const hit = this.#lookup(key);
     if (hit !== undefined) {
+      answeredFromCache(params);
       yield* answerChunks(hit);
       return;
     }
@@ -318,7 +330,10 @@ export class AsyncCachedLLM extends AsyncBaseLLM {
   async chat(messages: ChatMessage[], params?: LLMCallParams): Promise<string> {
     const key = keyOf('text', messages, params, this.llm.genParams);
     const hit = await this.#lookup(key);
-    if (hit !== undefined) return hit.reply.content;
+    if (hit !== undefined) {
+      answeredFromCache(params);
+      return hit.reply.content;
+    }
     const content = await this.llm.chat(messages, params);
     await this.#cache.set(key, textAnswer(content), this.ttlMs);
     return content;
@@ -327,7 +342,10 @@ export class AsyncCachedLLM extends AsyncBaseLLM {
   override async generate(messages: ChatMessage[], params?: LLMCallParams): Promise<ModelReply> {
     const key = keyOf('reply', messages, params, this.llm.genParams);
     const hit = await this.#lookup(key);
-    if (hit !== undefined) return copyReply(hit.reply);
+    if (hit !== undefined) {
+      answeredFromCache(params);
+      return copyReply(hit.reply);
+    }
     const reply = await this.llm.generate(messages, params);
     await this.#cache.set(key, { reply: copyReply(reply) }, this.ttlMs);
     return reply;
@@ -340,6 +358,7 @@ export class AsyncCachedLLM extends AsyncBaseLLM {
     const key = keyOf('reply', messages, params, this.llm.genParams);
     const hit = await this.#lookup(key);
     if (hit !== undefined) {
+      answeredFromCache(params);
       yield* answerChunks(hit);
       return;
     }

@@ -22,12 +22,16 @@ export interface StreamRelay {
   signal: AbortSignal | undefined;
   stopWords: readonly string[];
   tools: RequestTools | undefined;
-  sessionId: LLMCallParams['sessionId'];
+  /** The call's params: its session (usage is counted under it) and `onUsage`. */
+  call: CallUsageTarget | undefined;
   /** Where the request went, for error messages. */
   where: string;
   /** The client's translation of a failure mid-stream (e.g. an SDK's error to the shared classes). */
   translate?: ((error: unknown) => unknown) | undefined;
 }
+
+/** What usage is recorded for: the call's session and its `onUsage`. */
+export type CallUsageTarget = Pick<LLMCallParams, 'sessionId' | 'onUsage'>;
 
 /**
  * What the API clients share besides the model interface: token usage per call and per session, as the
@@ -41,9 +45,13 @@ export abstract class MeteredLLM extends AsyncBaseLLM {
   abstract readonly baseURL: string;
   readonly #usage = new UsageTracker();
 
-  /** Counts one call's usage under its session (calls without a `sessionId` count under `0`). */
-  protected recordUsage(usage: TokenUsage, sessionId: LLMCallParams['sessionId']): void {
-    this.#usage.record(usage, sessionId);
+  /**
+   * Counts one call's usage under its session (calls without a `sessionId` count under `0`), and gives it to
+   * the call's `onUsage`.
+   */
+  protected recordUsage(usage: TokenUsage, call: CallUsageTarget | undefined): void {
+    this.#usage.record(usage, call?.sessionId);
+    call?.onUsage?.(usage);
   }
 
   /** A finished reply: its usage counted, its text cut at the first stop word. */
@@ -53,9 +61,9 @@ export abstract class MeteredLLM extends AsyncBaseLLM {
     finishReason: string | undefined,
     usage: TokenUsage | undefined,
     stopWords: readonly string[],
-    sessionId: LLMCallParams['sessionId'],
+    call: CallUsageTarget | undefined,
   ): ModelReply {
-    if (usage) this.recordUsage(usage, sessionId);
+    if (usage) this.recordUsage(usage, call);
     const reply: ModelReply = { content: cutAtStopWords(text, stopWords), toolCalls };
     if (finishReason !== undefined) reply.finishReason = finishReason;
     return reply;
@@ -91,7 +99,7 @@ export abstract class MeteredLLM extends AsyncBaseLLM {
       const rest = filter.flush();
       if (rest.length > 0) yield { state: ModelStatusCode.STREAM_ING, content: filter.text, delta: rest };
       const usage = relay.usage();
-      if (usage) this.recordUsage(usage, relay.sessionId);
+      if (usage) this.recordUsage(usage, relay.call);
       const end: StreamChunk = { state: ModelStatusCode.END, content: filter.text, delta: '' };
       // Calls cut short by a stop word are incomplete: they are dropped with the rest of the reply.
       if (!assembler.isEmpty && !filter.stopped) end.toolCalls = assembler.finish();

@@ -209,7 +209,7 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
       where,
       signal,
     );
-    return this.reply(text, toolCalls, finishReason, usage, resolved.stopWords, call.sessionId);
+    return this.reply(text, toolCalls, finishReason, usage, resolved.stopWords, call);
   }
 
   /**
@@ -256,7 +256,7 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
       signal,
       stopWords: resolved.stopWords,
       tools,
-      sessionId: call.sessionId,
+      call,
       where,
     });
   }

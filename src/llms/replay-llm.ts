@@ -148,7 +148,10 @@ class Replayer {
     const answers = this.#answers.get(requestKey(request));
     if (answers !== undefined && answers.next < answers.calls.length) {
       const call = answers.calls[answers.next++]!;
-      if (call.usage !== undefined) this.usage.record(call.usage, params?.sessionId ?? 0);
+      if (call.usage !== undefined) {
+        this.usage.record(call.usage, params?.sessionId ?? 0);
+        params?.onUsage?.(call.usage);
+      }
       if (call.error !== undefined) throw new LLMRequestError({ ...call.error });
       return call;
     }

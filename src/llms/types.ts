@@ -1,3 +1,5 @@
+import type { TokenUsage } from './usage';
+
 export type { ChatMessage } from '../schema/chat-message';
 
 import type { OpenAITool, ToolCall } from '../schema/chat-message';
@@ -52,6 +54,8 @@ export interface LLMCallParams extends GenParams {
   toolChoice?: ToolChoice | undefined;
   /** Sent as `parallel_tool_calls` when tools are offered. */
   parallelToolCalls?: boolean | undefined;
+  /** Called with the request's token usage when the server reports it (how a call's `budget` counts). */
+  onUsage?: ((usage: TokenUsage) => void) | undefined;
   [key: string]: unknown;
 }
 

@@ -202,3 +202,39 @@ export class NonDeterminismError extends LagentError {
     this.step = options.step;
   }
 }
+
+/** The limits a `budget` call option may set. */
+export type BudgetKind = 'tokens' | 'usd' | 'modelCalls' | 'toolCalls';
+
+/**
+ * A call's `budget` would be passed: the model or tool call that would pass it was not made. `budget` says
+ * which limit, `spent` what the budgeted call had spent before it (with what the refused call would add, for
+ * `tokens` and `usd`: the prompt alone), `limit` the limit.
+ */
+export class BudgetExceededError extends LagentError {
+  override readonly name: string = 'BudgetExceededError';
+  readonly budget: BudgetKind;
+  readonly spent: number;
+  readonly limit: number;
+
+  constructor(options: LagentErrorOptions & { budget: BudgetKind; spent: number; limit: number }) {
+    super(options);
+    this.budget = options.budget;
+    this.spent = options.spent;
+    this.limit = options.limit;
+  }
+}
+
+/** A guardrail's check returned a reason: the call was stopped and taken back. */
+export class GuardrailTripped extends LagentError {
+  override readonly name: string = 'GuardrailTripped';
+  /** The guardrail's name. */
+  readonly guardrail: string;
+  readonly reason: string;
+
+  constructor(options: LagentErrorOptions & { guardrail: string; reason: string }) {
+    super(options);
+    this.guardrail = options.guardrail;
+    this.reason = options.reason;
+  }
+}

@@ -12,7 +12,9 @@ export { AgentMessage, MAX_MESSAGE_DEPTH, toAgentMessage, toLagentJSON } from '.
 export type { ChatMessage, OpenAITool, ToolCall } from './chat-message';
 export type { LagentErrorOptions } from './errors';
 export {
+  BudgetExceededError,
   ConfigurationError,
+  GuardrailTripped,
   HookError,
   LagentError,
   LLMRequestError,

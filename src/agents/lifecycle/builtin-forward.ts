@@ -1,3 +1,7 @@
+import type { Meter } from '../../core/budget';
+import { currentFrame } from '../../core/call-context';
+import { modelStep } from '../../core/durable-steps';
+import { streamStep } from '../../core/durable-stream';
 import type { ModelReply } from '../../llms/types';
 import { Memory } from '../../memory/memory';
 import { AgentMessage } from '../../schema/agent-message';
@@ -9,6 +13,7 @@ import { type AgentBase, EMITTER, type ForwardOptions, type ForwardResult } from
 import { observers } from '../observers';
 import { emitEvent } from './events';
 import { withFormatInstruction } from './format-instruction';
+import { beginModelCall } from './metering';
 
 /* The built-in forwards of Agent and AsyncAgent: one model call, in two parts around it. */
 
@@ -26,6 +31,7 @@ export interface ForwardParts {
     memory: Memory | undefined,
     messages: AgentMessage[],
     options: ForwardOptions,
+    meter?: Meter | undefined,
   ): unknown;
   /** The forward's result, from the model's answer. */
   answer(agent: AgentBase, answer: unknown, sessionId: SessionId): ForwardResult;
@@ -53,7 +59,7 @@ export function plainForwardOf(forward: object): ForwardParts | null | undefined
  * The model's answer is a value for a sync model and a promise for an async one; the parts are the same.
  */
 export const MODEL_TURN: ForwardParts = {
-  ask(agent, memory, messages, options) {
+  ask(agent, memory, messages, options, meter) {
     const llm = requireLLM(agent) as ModelLike;
     const sessionId = options.sessionId;
     const prompt = promptOf(
@@ -61,6 +67,12 @@ export const MODEL_TURN: ForwardParts = {
       agent.memory ? (memory ?? agent.memory.get(sessionId)) : scratchMemory(messages),
       sessionId,
     );
+    if (meter !== undefined) {
+      const call = beginModelCall(meter, agent.name, llm, prompt, modelParams(agent, options));
+      return call.end(
+        agent.tools === undefined ? llm.chat(prompt, call.params) : llm.generate(prompt, call.params),
+      );
+    }
     return agent.tools === undefined
       ? llm.chat(prompt, options)
       : llm.generate(prompt, modelParams(agent, options));
@@ -71,6 +83,70 @@ export const MODEL_TURN: ForwardParts = {
     return buildReply(agent, reply.content, sessionId, reply.toolCalls);
   },
 };
+
+/**
+ * {@link MODEL_TURN}'s request as `Agent.forward` and `AsyncAgent.forward` make it: counted by the budget and
+ * journaled in the durable call of the frame it runs in (the call's own: a built-in forward runs in a frame
+ * when tracing, a budget or a journal needs one, or from a subclass's `forward`).
+ */
+export function askInFrame(agent: AgentBase, messages: AgentMessage[], options: ForwardOptions): unknown {
+  const frame = currentFrame();
+  const meter = frame?.meter;
+  const scope = frame?.durable;
+  if (scope === undefined) return MODEL_TURN.ask(agent, undefined, messages, options, meter);
+  return modelStep(scope, agent.name, digestInput(messages), () =>
+    MODEL_TURN.ask(agent, undefined, messages, options, meter),
+  );
+}
+
+/**
+ * A streamed model request of a built-in streaming forward: its params (with the budget's `onUsage`), the
+ * answer recorded by its durable call when it is replayed, and `end`, to call once the stream has ended
+ * (counts it and journals it: a value, or a promise with an async store).
+ */
+export interface StreamedRequest {
+  readonly params: object;
+  readonly recorded: { content: string; toolCalls?: ToolCall[] | undefined } | undefined;
+  end(content: string, toolCalls: ToolCall[] | undefined): unknown;
+}
+
+const UNMETERED_STREAM = {
+  recorded: undefined,
+  end: () => undefined,
+};
+
+/** Begins the streamed model request of a built-in streaming forward (see {@link StreamedRequest}). */
+export function beginStreamedRequest(
+  agent: AgentBase,
+  llm: unknown,
+  prompt: ChatMessage[],
+  messages: AgentMessage[],
+  options: ForwardOptions,
+): StreamedRequest {
+  const params = modelParams(agent, options);
+  const frame = currentFrame();
+  const meter = frame?.meter;
+  const scope = frame?.durable;
+  if (meter === undefined && scope === undefined) return { params, ...UNMETERED_STREAM };
+  const step = scope === undefined ? undefined : streamStep(scope, agent.name, digestInput(messages));
+  if (step?.recorded !== undefined)
+    return { params, recorded: step.recorded as StreamedRequest['recorded'], end: () => undefined };
+  const call = meter === undefined ? undefined : beginModelCall(meter, agent.name, llm, prompt, params);
+  return {
+    params: call?.params ?? params,
+    recorded: undefined,
+    end(content, toolCalls) {
+      const answer = toolCalls === undefined ? { content } : { content, toolCalls };
+      call?.end(answer);
+      return step?.record(answer);
+    },
+  };
+}
+
+/** What a model step's input digest covers: the messages the call was given. */
+export function digestInput(messages: AgentMessage[]): unknown {
+  return messages.map((message) => [message.sender, message.content]);
+}
 
 /** What {@link MODEL_TURN} needs of a model, sync or async. */
 interface ModelLike {

@@ -1,3 +1,4 @@
+import type { Meter } from '../../core/budget';
 import { hookStep } from '../../core/hook-step';
 import type { PendingTurn } from '../../core/session-lanes';
 import { PromiseInSyncCall, type Steps } from '../../core/steps';
@@ -6,7 +7,7 @@ import { ConfigurationError } from '../../schema/errors';
 import { InterruptSignal } from '../../schema/interrupts';
 import type { SessionId, SessionKey } from '../../schema/session';
 import type { AgentBase } from '../agent-base';
-import { beginDurable, durableOf, finishDurable, withCallId } from './durable';
+import { beginDurable, durableOf, finishDurable, withCallId, withExtraInfo } from './durable';
 import { bindingFor, type SessionHold } from './persist';
 import { needsDriving, Turn } from './turn';
 
@@ -57,6 +58,7 @@ export function* agentCallSteps(
       yield* finishDurable(turn.durable);
       reply = withCallId(reply, turn.durable);
     }
+    if (turn.budgeted) reply = withUsage(reply, turn.meter!);
     return turn.succeed(reply);
   } catch (error) {
     if (error instanceof InterruptSignal && !turn.finished) {
@@ -65,6 +67,7 @@ export function* agentCallSteps(
       // What the call did before it stopped is kept, in the store too.
       if (hold !== undefined) yield* hold.binding.commit(agent, hold);
       turn.finished = true;
+      if (turn.budgeted) withUsage(reply, turn.meter!);
       return turn.durable === undefined ? reply : withCallId(reply, turn.durable);
     }
     turn.fail(error);
@@ -73,6 +76,11 @@ export function* agentCallSteps(
     if (hold !== undefined) hold.binding.release(hold);
     turn.close();
   }
+}
+
+/** The reply with what its call spent in `extraInfo.usage` (an object `extraInfo` keeps its other keys). */
+function withUsage(reply: AgentMessage, meter: Meter): AgentMessage {
+  return withExtraInfo(reply, 'usage', meter.usage());
 }
 
 /*

@@ -35,7 +35,8 @@ export function callAsync(
     !DIRECT_RUN.enabled ||
     agent[SESSION_BINDING] !== undefined ||
     agent[DURABLE] !== undefined ||
-    options?.durable !== undefined
+    options?.durable !== undefined ||
+    options?.budget !== undefined
   ) {
     return driveAsync(agentCallSteps(agent, input, options));
   }

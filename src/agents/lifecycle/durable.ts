@@ -143,9 +143,15 @@ export function durableOf(agent: AgentBase, options: object): DurableOptions | u
 
 /** The reply with its call's id in `extraInfo.callId` (an object `extraInfo` keeps its other keys). */
 export function withCallId(reply: AgentMessage, scope: DurableScope): AgentMessage {
-  const callId = (scope.journal as CallJournal).callId;
+  return withExtraInfo(reply, 'callId', (scope.journal as CallJournal).callId);
+}
+
+/** The reply with `key` set in its `extraInfo` (an object `extraInfo` keeps its other keys). */
+export function withExtraInfo(reply: AgentMessage, key: string, value: unknown): AgentMessage {
   const extra = reply.extraInfo;
   reply.extraInfo =
-    extra !== null && typeof extra === 'object' && !Array.isArray(extra) ? { ...extra, callId } : { callId };
+    extra !== null && typeof extra === 'object' && !Array.isArray(extra)
+      ? { ...extra, [key]: value }
+      : { [key]: value };
   return reply;
 }

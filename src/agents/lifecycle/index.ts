@@ -4,6 +4,8 @@
  * forwards (builtin-forward.ts).
  */
 export {
+  askInFrame,
+  beginStreamedRequest,
   buildChunk,
   buildPrompt,
   buildReply,

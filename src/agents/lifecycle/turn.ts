@@ -1,3 +1,4 @@
+import { checkBudget, Meter } from '../../core/budget';
 import {
   type CallFrame,
   combineSignals,
@@ -31,7 +32,7 @@ import { isIterator, isThenable } from '../../utils/is';
 import { keepShape } from '../../utils/keep-shape';
 import { type AgentBase, type AsyncForwardOptions, EMITTER, type ForwardOptions, LANES } from '../agent-base';
 import { observers } from '../observers';
-import { type Forwarding, type ForwardParts, plainForwardOf } from './builtin-forward';
+import { digestInput, type Forwarding, type ForwardParts, plainForwardOf } from './builtin-forward';
 import { emitEvent, pathIn } from './events';
 
 /*
@@ -83,6 +84,10 @@ export class Turn {
   durable: DurableScope | undefined = undefined;
   /** The decisions of a resume message the call was given, by interrupt id. */
   resume: ReadonlyMap<string, Decision> | undefined = undefined;
+  /** The budget's meter the call counts in (its own when it was given `budget`, else its caller's). */
+  readonly meter: Meter | undefined;
+  /** True when the call was given a `budget` of its own: its reply says what it spent. */
+  readonly budgeted: boolean;
 
   /** Checks the call can start: not aborted, and not waiting for itself. */
   constructor(agent: AgentBase, options: Record<string, unknown> | undefined) {
@@ -100,6 +105,12 @@ export class Turn {
       });
     }
     this.sessionKey = sessionKey;
+    const budget = options?.budget;
+    this.budgeted = budget !== undefined;
+    this.meter =
+      budget === undefined
+        ? parent?.meter
+        : new Meter(checkBudget(agent.name, budget)!, parent?.meter, agent.name);
   }
 
   /** Takes the session (undefined), or queues for it behind its earlier calls. */
@@ -194,18 +205,20 @@ export class Turn {
     const agent = this.agent;
     const forward = (agent as unknown as Forwarding).forward;
     const plain = this.span === undefined ? plainForwardOf(forward) : undefined;
+    const parentScope = this.parent?.durable;
     if (plain !== undefined && plain !== null) {
       this.parts = plain;
-      const scope = this.durable ?? this.parent?.durable;
-      if (scope !== undefined) {
-        return modelStep(scope, agent.name, digestInput(messages), () =>
-          plain.ask(agent, this.memory, messages, this.options),
-        );
-      }
-      return plain.ask(agent, this.memory, messages, this.options);
+      const meter = this.meter;
+      if (this.durable === undefined && parentScope === undefined)
+        return plain.ask(agent, this.memory, messages, this.options, meter);
+      return modelStep(this.durable ?? childScope(parentScope!), agent.name, digestInput(messages), () =>
+        plain.ask(agent, this.memory, messages, this.options, meter),
+      );
     }
-    if (plain === null) return forward.call(agent, messages, this.options);
-    if (this.inputs) this.inputs = this.inputs.slice(); // a custom forward may change the array it is given
+    // A plain streaming forward finds a budget or a durable journal in a frame of its own.
+    if (plain === null && this.meter === undefined && this.durable === undefined && parentScope === undefined)
+      return forward.call(agent, messages, this.options);
+    if (this.inputs && plain === undefined) this.inputs = this.inputs.slice(); // a custom forward may change the array it is given
     const frame: CallFrame = {
       parent: this.parent,
       owner: agent,
@@ -215,7 +228,8 @@ export class Turn {
       failed: false,
       span: this.span,
       resume: this.resume,
-      durable: this.durable ?? (this.parent?.durable ? childScope(this.parent.durable) : undefined),
+      durable: this.durable ?? (parentScope ? childScope(parentScope) : undefined),
+      meter: this.meter,
     };
     this.frame = frame;
     return forwardInFrame(frame, agent, forward, messages, this.options);
@@ -274,10 +288,6 @@ export class Turn {
 
 // Every turn is dropped when its call ends, so between bursts none is left: see keepShape.
 keepShape(new Turn(Object.create(null) as AgentBase, undefined));
-/** What a model step's input digest covers: the messages the call was given. */
-function digestInput(messages: AgentMessage[]): unknown {
-  return messages.map((message) => [message.sender, message.content]);
-}
 
 /** The call's `invoke_agent` span, when tracing is on. */
 function agentSpan(agent: AgentBase, sessionId: SessionId, parent: CallFrame | undefined): Span | undefined {

@@ -1,0 +1,218 @@
+import {
+  type AgentMessage,
+  AsyncAgent,
+  AsyncFunctionCallingAgent,
+  AsyncGPTAPI,
+  AsyncStreamingAgent,
+  asyncTool,
+  BudgetExceededError,
+  type CallUsage,
+  ConfigurationError,
+  FunctionCallingAgent,
+  setModelPrice,
+  tool,
+} from 'lagent-ts';
+import { AsyncMockLLM, MockLLM, startFakeOpenAI } from 'lagent-ts/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+
+/** A model that calls `Count` on every turn, for ever. */
+function looping(model?: string) {
+  return new MockLLM({
+    model,
+    responses: (_messages, _params, i) => ({
+      content: '',
+      toolCalls: [{ name: 'Count', arguments: { n: i } }],
+    }),
+  });
+}
+
+function counter(runs: number[]) {
+  return tool({
+    name: 'Count',
+    parameters: z.object({ n: z.number() }),
+    run: ({ n }) => {
+      runs.push(n);
+      return `counted ${n}`;
+    },
+  });
+}
+
+function usageOf(reply: AgentMessage): CallUsage {
+  return (reply.extraInfo as { usage: CallUsage }).usage;
+}
+
+function caught(fn: () => unknown): BudgetExceededError {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(BudgetExceededError);
+    return error as BudgetExceededError;
+  }
+  throw new Error('expected a BudgetExceededError');
+}
+
+async function rejected(promise: Promise<unknown>): Promise<BudgetExceededError> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(BudgetExceededError);
+    return error as BudgetExceededError;
+  }
+  throw new Error('expected a BudgetExceededError');
+}
+
+// $1 a prompt token, $2 a completion token: costs are easy to read.
+beforeAll(() => setModelPrice('priced-mock', { input: 1_000_000, output: 2_000_000 }));
+afterAll(() => setModelPrice('priced-mock', null));
+
+describe('budgets', () => {
+  it('modelCalls: the request past the limit is never made; the call fails and takes its turns back', () => {
+    const runs: number[] = [];
+    const llm = looping();
+    const agent = new FunctionCallingAgent({ llm, actions: [counter(runs)], maxTurn: 50 });
+    agent.call('first', { sessionId: 's' }); // ends at maxTurn... or not: only the memory before matters
+    const before = agent.stateDict('s');
+    const calls = llm.calls.length;
+    const error = caught(() => agent.call('loop', { sessionId: 's', budget: { modelCalls: 3 } }));
+    expect(error.budget).toBe('modelCalls');
+    expect(error.limit).toBe(3);
+    expect(error.spent).toBe(4);
+    expect(llm.calls.length - calls).toBe(3); // zero requests past the budget
+    expect(agent.stateDict('s')).toEqual(before);
+  });
+
+  it('toolCalls: the tool call past the limit does not run', () => {
+    const runs: number[] = [];
+    const llm = looping();
+    const agent = new FunctionCallingAgent({ llm, actions: [counter(runs)], maxTurn: 50 });
+    const error = caught(() => agent.call('loop', { sessionId: 's', budget: { toolCalls: 2 } }));
+    expect(error.budget).toBe('toolCalls');
+    expect(runs).toHaveLength(2);
+    expect(llm.calls).toHaveLength(3); // the third answer asked for the third call
+    expect(agent.stateDict('s')).toEqual(
+      new FunctionCallingAgent({ llm: looping(), actions: [] }).stateDict('s'),
+    );
+  });
+
+  it('tokens: a request whose prompt would pass the limit is not made; what was spent is counted', () => {
+    const runs: number[] = [];
+    const llm = looping();
+    const agent = new FunctionCallingAgent({ llm, actions: [counter(runs)], maxTurn: 50 });
+    const error = caught(() => agent.call('loop '.repeat(40), { sessionId: 's', budget: { tokens: 600 } }));
+    expect(error.budget).toBe('tokens');
+    expect(error.spent).toBeGreaterThan(600);
+    // Every request made fitted: what was spent before the refused one is within the limit.
+    const made = llm.calls.length;
+    expect(made).toBeGreaterThan(1);
+    const counted = llm.calls.reduce((sum, call) => sum + llm.countTokens(call.messages), 0);
+    expect(counted).toBeLessThanOrEqual(600);
+    // The cap on the completion is what is left after the prompt.
+    const last = llm.calls.at(-1)!.params as { maxNewTokens?: number };
+    expect(last.maxNewTokens).toBeLessThan(600);
+  });
+
+  it('usd: priced by the model table; a model without a price is a configuration error', async () => {
+    const llm = new AsyncMockLLM({ model: 'priced-mock', responses: ['ok', 'ok', 'ok'] });
+    const agent = new AsyncAgent({ llm });
+    const reply = await agent.call('hi', { sessionId: 1, budget: { usd: 1_000 } });
+    const usage = usageOf(reply);
+    expect(usage.modelCalls).toBe(1);
+    expect(usage.usd).toBe(usage.promptTokens + 2 * usage.completionTokens);
+    const error = await rejected(agent.call('hi again', { sessionId: 1, budget: { usd: 2 } }));
+    expect(error.budget).toBe('usd');
+    expect(llm.calls).toHaveLength(1);
+    const unpriced = new AsyncAgent({ llm: new AsyncMockLLM({ model: 'no-price', responses: ['x'] }) });
+    await expect(unpriced.call('hi', { budget: { usd: 1 } })).rejects.toThrow(ConfigurationError);
+    await expect(unpriced.call('hi', { budget: { usd: 1 } })).rejects.toThrow(/setModelPrice/);
+  });
+
+  it("a budgeted call's reply says what it spent; memory keeps no usage; unbudgeted replies carry none", async () => {
+    const runs: number[] = [];
+    const llm = new AsyncMockLLM({
+      model: 'priced-mock',
+      responses: [{ content: '', toolCalls: [{ name: 'Count', arguments: { n: 1 } }] }, 'Counted.'],
+    });
+    const agent = new AsyncFunctionCallingAgent({
+      llm,
+      actions: [
+        asyncTool({ name: 'Count', parameters: z.object({ n: z.number() }), run: async ({ n }) => `${n}` }),
+      ],
+    });
+    const reply = await agent.call('count', { sessionId: 's', budget: {} });
+    const usage = usageOf(reply);
+    expect(usage).toMatchObject({ modelCalls: 2, toolCalls: 1 });
+    expect(usage.totalTokens).toBe(usage.promptTokens + usage.completionTokens);
+    expect(usage.promptTokens).toBeGreaterThan(0);
+    expect(usage.usd).toBeGreaterThan(0);
+    const stored = agent.memory!.get('s')!.getMemory();
+    for (const message of stored) expect(JSON.stringify(message.extraInfo ?? null)).not.toContain('usage');
+    const plain = await new AsyncAgent({ llm: new AsyncMockLLM({ responses: ['x'] }) }).call('hi');
+    expect(plain.extraInfo).toBeFalsy();
+    expect(runs).toEqual([]);
+  });
+
+  it("inherited down the tree: sub-agents of a composite count in the caller's budget, and a nested budget holds too", async () => {
+    const llm = new AsyncMockLLM({ responses: (_m, _p, i) => `answer ${i}` });
+    class Pair extends AsyncAgent {
+      a = new AsyncAgent({ llm, name: 'a' });
+      b = new AsyncAgent({ llm, name: 'b' });
+      override async forward(messages: AgentMessage[], options: { sessionId: string | number }) {
+        const first = await this.a.call(messages, { sessionId: options.sessionId });
+        const second = await this.b.call(first, { sessionId: options.sessionId, budget: { modelCalls: 5 } });
+        return second;
+      }
+    }
+    const pair = new Pair();
+    const reply = await pair.call('go', { sessionId: 1, budget: { modelCalls: 2 } });
+    expect(usageOf(reply).modelCalls).toBe(2);
+    // Three requests would be needed by two pairs of calls: the second call's second request is refused.
+    const error = await rejected(pair.call('go', { sessionId: 2, budget: { modelCalls: 1 } }));
+    expect(error.message).toMatch(/modelCalls budget \(1\)/);
+    expect(llm.calls).toHaveLength(3);
+    expect(pair.a.memory!.get(2)?.length ?? 0).toBe(0); // the first sub-call's turn was taken back
+  });
+
+  it('counts what the API reports (onUsage) rather than an estimate', async () => {
+    const server = await startFakeOpenAI({
+      script: [{ content: 'hello', usage: { prompt_tokens: 123, completion_tokens: 7 } }],
+    });
+    try {
+      const llm = new AsyncGPTAPI({ model: 'gpt-4o', apiKey: 'k', baseURL: server.baseURL });
+      const reply = await new AsyncAgent({ llm }).call('hi', { budget: { usd: 1 } });
+      expect(usageOf(reply)).toMatchObject({
+        promptTokens: 123,
+        completionTokens: 7,
+        totalTokens: 130,
+        modelCalls: 1,
+      });
+      expect(usageOf(reply).usd).toBeCloseTo((123 * 2.5 + 7 * 10) / 1_000_000, 12);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('streaming agents are counted and refused too', async () => {
+    const llm = new AsyncMockLLM({ responses: ['one two three four', 'five'] });
+    const agent = new AsyncStreamingAgent({ llm });
+    let last: AgentMessage | undefined;
+    for await (const chunk of agent.call('hi', { sessionId: 1, budget: { modelCalls: 1 } })) last = chunk;
+    expect(usageOf(last!)).toMatchObject({ modelCalls: 1 });
+    expect(usageOf(last!).completionTokens).toBeGreaterThan(0);
+    const stream = agent.call('again', { sessionId: 1, budget: { modelCalls: 0 } });
+    await expect(
+      (async () => {
+        for await (const _ of stream);
+      })(),
+    ).rejects.toThrow(BudgetExceededError);
+    expect(llm.calls).toHaveLength(1);
+    expect(agent.memory!.get(1)!.length).toBe(2);
+  });
+
+  it('a malformed budget is a configuration error', () => {
+    const agent = new FunctionCallingAgent({ llm: looping(), actions: [] });
+    expect(() => agent.call('x', { budget: { tokenz: 3 } as never })).toThrow(/unknown limit "tokenz"/);
+    expect(() => agent.call('x', { budget: { tokens: -1 } })).toThrow(/budget.tokens must be a number >= 0/);
+    expect(() => agent.call('x', { budget: 5 as never })).toThrow(ConfigurationError);
+  });
+});
