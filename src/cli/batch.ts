@@ -2,6 +2,7 @@ import { createWriteStream, existsSync, type WriteStream } from 'node:fs';
 import { appendFile, readFile, truncate, writeFile } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
 import { AgentMessage, type MessageInput } from '../schema/agent-message';
+import { type Decision, interruptsOf, resumeWith } from '../schema/interrupts';
 import type { SessionId } from '../schema/session';
 import { isPlainObject } from '../utils/is';
 import { type AgentLike, runAgent } from './agent-like';
@@ -30,6 +31,11 @@ export interface BatchOptions {
 export interface BatchSummary {
   /** Lines answered in this run. */
   done: number;
+  /**
+   * Lines whose reply is an interrupt (a tool call waiting for approval), from this run or an earlier one:
+   * recorded in the output with their `interrupts`, and continued by a run whose input line has `decisions`.
+   */
+  waiting: number;
   /** Lines that failed in this run (the agent's error, a malformed line, a duplicate id). */
   failed: number;
   /** Lines skipped because their id is already in the output. */
@@ -53,6 +59,21 @@ interface Task {
   line: number;
   id: LineId;
   message: MessageInput | MessageInput[];
+  /** The line's `decisions`: the answers to its interrupts. */
+  decisions?: Decision[] | undefined;
+  /** Set when an earlier run left the line waiting: what it recorded, to continue from. */
+  paused?: Paused | undefined;
+}
+
+/** A line the output records as waiting for decisions: the session's state dict when it was recorded. */
+interface Paused {
+  state: unknown;
+}
+
+/** What the output already holds: ids answered, and ids waiting for decisions (the last record of an id wins). */
+interface Recorded {
+  answered: Set<string>;
+  paused: Map<string, Paused>;
 }
 
 /** One line of the errors file. */
@@ -96,11 +117,14 @@ function recordText(id: string | undefined, record: Record<string, unknown>): st
   return body === '{}' ? `{"id":${id}}` : `{"id":${id},${body.slice(1)}`;
 }
 
-/** The id of one output line, or undefined for a line that is not a whole record. */
-function answeredId(text: string): string | undefined {
+/** One output line: its id, and what it left waiting when it is an interrupt; undefined when not a whole record. */
+function outputRecord(text: string): { id: string; paused?: Paused | undefined } | undefined {
   try {
     const record = JSON.parse(text) as unknown;
-    return isPlainObject(record) ? lineId(record, text)?.json : undefined;
+    if (!isPlainObject(record)) return undefined;
+    const id = lineId(record, text)?.json;
+    if (id === undefined) return undefined;
+    return Array.isArray(record.interrupts) ? { id, paused: { state: record.state } } : { id };
   } catch {
     return undefined;
   }
@@ -111,25 +135,34 @@ function answeredId(text: string): string | undefined {
  * written: a whole record gets its newline, anything else is cut off, so its line runs again and the file
  * stays one record per line.
  */
-async function answeredIds(output: string): Promise<Set<string>> {
-  const done = new Set<string>();
-  if (!existsSync(output)) return done;
+async function answeredIds(output: string): Promise<Recorded> {
+  const recorded: Recorded = { answered: new Set(), paused: new Map() };
+  if (!existsSync(output)) return recorded;
+  const note = (record: ReturnType<typeof outputRecord>) => {
+    if (record === undefined) return;
+    if (record.paused === undefined) {
+      recorded.answered.add(record.id);
+      recorded.paused.delete(record.id);
+    } else {
+      recorded.answered.delete(record.id);
+      recorded.paused.set(record.id, record.paused);
+    }
+  };
   const bytes = await readFile(output);
   const end = bytes.lastIndexOf(0x0a) + 1;
   for (const line of bytes.subarray(0, end).toString('utf8').split('\n')) {
     if (line.trim() === '') continue;
-    const id = answeredId(line);
-    if (id !== undefined) done.add(id);
+    note(outputRecord(line));
   }
   if (end < bytes.length) {
-    const id = answeredId(bytes.subarray(end).toString('utf8'));
-    if (id === undefined) await truncate(output, end);
+    const record = outputRecord(bytes.subarray(end).toString('utf8'));
+    if (record === undefined) await truncate(output, end);
     else {
-      done.add(id);
+      note(record);
       await appendFile(output, '\n');
     }
   }
-  return done;
+  return recorded;
 }
 
 /** Checks one message of a line; a message object is read as Lagent's JSON (snake_case) or lagent-ts's. */
@@ -162,7 +195,11 @@ function readLine(text: string, line: number): Task | Failure {
   try {
     const parsed = Array.isArray(message) ? message.map(readMessage) : readMessage(message);
     if (Array.isArray(parsed) && parsed.length === 0) return invalid('"message" is an empty list', id);
-    return { line, id, message: parsed };
+    if (record.decisions === undefined) return { line, id, message: parsed };
+    if (!Array.isArray(record.decisions)) return invalid('"decisions" must be a list of { id, approve }', id);
+    const decisions = (resumeWith(record.decisions as Decision[]).formatted as { decisions: Decision[] })
+      .decisions;
+    return { line, id, message: parsed, decisions };
   } catch (error) {
     return invalid(messageOf(error), id);
   }
@@ -249,6 +286,14 @@ async function createProgress(
  * that a crash cut short is removed first, and its line runs again. An id is its JSON text, written back as it
  * came (`1e400` and 20-digit numbers keep their digits; `1` and `"1"` are two ids on two sessions). Failures,
  * malformed lines and duplicate ids go to the errors file (rewritten by each run: failed lines run again).
+ *
+ * A line whose reply is an interrupt (a tool call waiting for approval) is neither answered nor failed: its
+ * output record is `{ id, message, interrupts, state }` (the interrupt reply, its interrupts, and the session's
+ * state dict) and it counts as `waiting`. A later run continues it when its input line carries `"decisions":
+ * [{ "id", "approve", ... }]` (the answers to its interrupts): the state is loaded into the line's session and
+ * the decisions sent as a resume message; the new record is appended, so an id's last record is its current
+ * one. A line without decisions stays waiting; a line given decisions before it ever ran applies them to
+ * the interrupt it meets.
  */
 export async function runBatch(agent: AgentLike, options: BatchOptions): Promise<BatchSummary> {
   const concurrency = options.concurrency ?? 4;
@@ -275,11 +320,12 @@ export async function runBatch(agent: AgentLike, options: BatchOptions): Promise
     );
   }
   // Reading what is answered also repairs a last line a crash cut short.
-  const answered = await answeredIds(options.output);
+  const { answered, paused } = await answeredIds(options.output);
   const failures: Failure[] = [];
   const tasks: Task[] = [];
   const seen = new Set<string>();
   let skipped = 0;
+  let waiting = 0;
   text.split('\n').forEach((raw, index) => {
     const trimmed = raw.trim();
     if (trimmed === '') return;
@@ -294,8 +340,11 @@ export async function runBatch(agent: AgentLike, options: BatchOptions): Promise
       return;
     }
     seen.add(key);
+    const earlier = paused.get(key);
     if (answered.has(key)) skipped++;
-    else tasks.push(parsed);
+    else if (earlier === undefined) tasks.push(parsed);
+    else if (parsed.decisions === undefined) waiting++;
+    else tasks.push({ ...parsed, paused: earlier });
   });
 
   const output = createWriteStream(options.output, { flags: 'a' });
@@ -311,9 +360,17 @@ export async function runBatch(agent: AgentLike, options: BatchOptions): Promise
   const run = async (task: Task) => {
     const sessionId = task.id.session;
     try {
-      const reply = await runAgent(agent, task.message, { sessionId, signal });
-      write(output, task.id.json, { message: reply.toJSON({ format: 'lagent' }) });
-      done++;
+      const reply = await runLine(agent, task, sessionId, signal);
+      const interrupts = interruptsOf(reply);
+      if (interrupts.length === 0) {
+        write(output, task.id.json, { message: reply.toJSON({ format: 'lagent' }) });
+        done++;
+      } else {
+        // The session is freed below: its state goes with the record, for the run that brings decisions.
+        const state = await agent.stateDict(sessionId);
+        write(output, task.id.json, { message: reply.toJSON({ format: 'lagent' }), interrupts, state });
+        waiting++;
+      }
     } catch (error) {
       if (signal?.aborted) return;
       writeFailure(errors, {
@@ -347,8 +404,33 @@ export async function runBatch(agent: AgentLike, options: BatchOptions): Promise
     `${done} done`,
     `${failed + invalid} failed${invalid > 0 ? ` (${invalid} invalid line${invalid === 1 ? '' : 's'})` : ''}`,
   ];
+  if (waiting > 0)
+    parts.push(`${waiting} waiting for approval (give their input lines "decisions" and run again)`);
   if (skipped > 0) parts.push(`${skipped} already in ${options.output}`);
   const where = failed + invalid > 0 ? `; failures in ${errorsPath}` : '';
   log.write(`batch: ${parts.join(', ')}${where}${interrupted ? '; stopped: run again to continue' : ''}\n`);
-  return { done, failed: failed + invalid, skipped, interrupted };
+  return { done, failed: failed + invalid, waiting, skipped, interrupted };
+}
+
+/**
+ * One line's call: its message, or for a line an earlier run left waiting, its recorded session state and a
+ * resume message of its decisions. A fresh line with decisions whose reply is an interrupt is resumed at once.
+ */
+async function runLine(
+  agent: AgentLike,
+  task: Task,
+  sessionId: SessionId,
+  signal: AbortSignal | undefined,
+): Promise<AgentMessage> {
+  const { decisions, paused } = task;
+  // As plain JSON: an agent module may use another copy of the library, whose messages are other classes.
+  const resume = () => resumeWith(decisions!).toJSON() as MessageInput;
+  if (paused !== undefined && decisions !== undefined) {
+    if (paused.state !== undefined && agent.loadStateDict !== undefined)
+      await agent.loadStateDict(paused.state, sessionId);
+    return runAgent(agent, resume(), { sessionId, signal });
+  }
+  const reply = await runAgent(agent, task.message, { sessionId, signal });
+  if (decisions === undefined || interruptsOf(reply).length === 0) return reply;
+  return runAgent(agent, resume(), { sessionId, signal });
 }
