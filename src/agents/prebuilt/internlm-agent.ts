@@ -2,6 +2,7 @@ import { ActionExecutor } from '../../actions/action-executor';
 import { AsyncActionExecutor } from '../../actions/async-action-executor';
 import type { ActionBase, BaseAction } from '../../actions/base-action';
 import { getPluginPrompt } from '../../actions/plugin-prompt';
+import { currentFrame, isResuming } from '../../core/call-context';
 import { driveAsync, driveSync, type Steps } from '../../core/steps';
 import { InternLMActionProcessor } from '../../hooks/action-preprocessor';
 import type { AsyncHook, Hook, SyncHook } from '../../hooks/hook';
@@ -11,10 +12,12 @@ import { InterpreterParser } from '../../prompts/parsers/interpreter-parser';
 import { MixedToolParser } from '../../prompts/parsers/mixed-tool-parser';
 import { PluginParser } from '../../prompts/parsers/plugin-parser';
 import type { AgentMessage } from '../../schema/agent-message';
-import type { ChatMessage } from '../../schema/chat-message';
+import type { ChatMessage, ToolCall } from '../../schema/chat-message';
+import { ValidationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { ToolStatusCode } from '../../schema/status';
 import { actionText, asToolResponse, type ToolResponse } from '../../schema/tool-response';
+import { isPlainObject } from '../../utils/is';
 import { Agent } from '../agent';
 import type {
   AgentBase,
@@ -28,6 +31,7 @@ import { contentToText } from '../aggregator/content';
 import type { DefaultAggregator, SystemInstruction } from '../aggregator/default-aggregator';
 import { InternLMToolAggregator } from '../aggregator/internlm-tool-aggregator';
 import { AsyncAgent } from '../async-agent';
+import type { DurableOptions } from '../lifecycle/durable';
 import { type CompatMode, checkCompat } from './compat';
 import { INTERNLM_PROMPTS, type InternLMPrompts, type PromptLanguage } from './internlm-prompts';
 import { LAGENT_INTERPRETER_CN, LAGENT_META_CN, LAGENT_PLUGIN_CN } from './lagent-prompts';
@@ -40,6 +44,14 @@ import {
   subCall,
 } from './loop-turns';
 import { markedChunk, toolState, withToolStates } from './stream-states';
+import {
+  lastMessageOf,
+  planTextCall,
+  stoppedUnanswered,
+  type TextCall,
+  type TextCallPlan,
+  textCallId,
+} from './text-approval';
 
 /** Options of the `AgentForInternLM` family: `L` the model, `A` the tools, `H` the hooks. */
 export interface AgentForInternLMOptions<L, A extends ActionBase, H extends Hook> {
@@ -76,6 +88,8 @@ export interface AgentForInternLMOptions<L, A extends ActionBase, H extends Hook
   /** @default the class name */
   name?: string | undefined;
   description?: string | undefined;
+  /** Journals each call's model and tool steps in a store, so a crashed or paused call goes on where it was. */
+  durable?: DurableOptions | undefined;
 }
 
 /** What {@link internLMOutputFormat} builds the instructions for. */
@@ -186,6 +200,73 @@ function executorFor(owner: InternLMLoop, toolType: string): LoopExecutor | unde
   return undefined;
 }
 
+/** The argument that receives code in an executor's interpreter calls (its `InternLMActionProcessor`'s). */
+function codeParameterOf(executor: LoopExecutor): string {
+  const hooks = (executor as unknown as { hooks?: readonly unknown[] }).hooks ?? [];
+  const processor = hooks.find((hook) => hook instanceof InternLMActionProcessor);
+  return (processor as InternLMActionProcessor | undefined)?.codeParameter ?? 'command';
+}
+
+/**
+ * The call a model reply makes of `executor`, as the executor's hooks read it: a plugin's
+ * `{ name, parameters }`, or code for the interpreter's first tool; null when the reply holds no valid call.
+ */
+function callOf(executor: LoopExecutor, reply: AgentMessage): TextCall | null {
+  const response = asToolResponse(reply.formatted);
+  if (response?.status !== ToolStatusCode.VALID_TOOL) return null;
+  const action = response.action;
+  if (typeof action === 'string') {
+    const name = (executor as unknown as { keys(): string[] }).keys()[0];
+    return name === undefined ? null : { name, parameters: { [codeParameterOf(executor)]: action } };
+  }
+  if (!isPlainObject(action) || typeof action.name !== 'string') return null;
+  return { name: action.name, parameters: action.parameters ?? {} };
+}
+
+/**
+ * The model's reply whose call waits for a decision: the inner agent's last message when it is a tool
+ * call the loop never answered (the loop's previous call stopped before running it).
+ */
+function pendingCall(owner: InternLMLoop, sessionId: SessionId, inputs: number): AgentMessage | undefined {
+  const last = lastMessageOf(owner.agent, sessionId);
+  if (last === undefined || strayMarker(last) !== undefined || owner.finishCondition(last)) return undefined;
+  const toolType = asToolResponse(last.formatted)?.toolType ?? null;
+  const executor = toolType === null ? undefined : executorFor(owner, toolType);
+  if (executor === undefined || callOf(executor, last) === null) return undefined;
+  return stoppedUnanswered(owner as unknown as AgentBase, sessionId, inputs) ? last : undefined;
+}
+
+/**
+ * A tool turn of an executor: the call checked for approval (see `text-approval.ts`), then run, or
+ * answered with the user's refusal; streamed as the call (`PLUGIN_END` / `CODE_END`) and its result.
+ * Undefined when a new message supersedes a call that needs no decision.
+ */
+function* executorTurn(
+  owner: InternLMLoop,
+  executor: LoopExecutor,
+  reply: AgentMessage,
+  toolType: string,
+  sessionId: SessionId,
+  streaming: boolean,
+  superseded: boolean,
+): Steps<AgentMessage | undefined> {
+  const action = callOf(executor, reply);
+  let plan: TextCallPlan | undefined = { run: true, message: reply };
+  if (action !== null) {
+    const call: ToolCall = {
+      id: textCallId(owner.agent, sessionId),
+      name: action.name,
+      arguments: action.parameters as ToolCall['arguments'],
+    };
+    const gate = owner as unknown as AgentBase;
+    plan = yield* planTextCall(gate, executor, reply, call, reply, sessionId, superseded);
+    if (plan === undefined) return undefined;
+  }
+  if (streaming) yield markedChunk(reply, toolState(toolType, 'end'), '');
+  if (!plan.run) return plan.answer;
+  return yield* subCall(executor.call(plan.message, { sessionId }));
+}
+
 /**
  * The InternLM loop, written once for all four variants. With `streaming`, it also emits the finished
  * tool call (`PLUGIN_END` / `CODE_END`) and its result (`PLUGIN_RETURN` / `CODE_RETURN`) as chunks.
@@ -199,33 +280,57 @@ export function* internLMLoop(
   const { sessionId } = options;
   let input: AgentMessage | AgentMessage[] = messages;
   let last: AgentMessage | undefined;
+  const frame = currentFrame();
+  const pending = pendingCall(owner, sessionId, messages.length);
+  if (pending !== undefined) {
+    // The session waits for a decision on this call: given it, the call runs (or is answered with the
+    // refusal); given another message, a call that needed approval is declined and the loop goes on.
+    const toolType = asToolResponse(pending.formatted)!.toolType!;
+    const executor = executorFor(owner, toolType)!;
+    const superseded = !isResuming(frame);
+    const answer = yield* executorTurn(owner, executor, pending, toolType, sessionId, streaming, superseded);
+    if (answer !== undefined) {
+      if (streaming) yield resultChunk(answer, toolType);
+      input = messages.length === 0 ? answer : [answer, ...messages];
+    }
+  } else if (frame?.owner === owner && frame.resume !== undefined && messages.length === 0) {
+    throw new ValidationError({
+      message: `${owner.name}: session ${JSON.stringify(String(sessionId))} has no call waiting for a decision`,
+      field: 'decisions',
+    });
+  }
   for (let turn = 0; turn < owner.maxTurn; turn++) {
     const call = owner.agent.call(input as AgentMessage, options);
     const reply: AgentMessage = yield* subCall(streaming ? withToolStates(call) : call);
     const stray = strayMarker(reply);
     if (stray === undefined && owner.finishCondition(reply)) return reply;
     const toolType = asToolResponse(reply.formatted)?.toolType ?? null;
-    if (streaming && toolType !== null) yield markedChunk(reply, toolState(toolType, 'end'), '');
     const executor = toolType === null ? undefined : executorFor(owner, toolType);
-    const fallback = owner.interpreterExecutor ?? owner.pluginExecutor ?? NO_TOOLS;
-    if (stray !== undefined) {
-      const errMsg = `The reply has ${stray} but no complete tool call. Write a call as <|action_start|><|plugin|> or <|action_start|><|interpreter|>, a new line, the call, then <|action_end|>; or answer without the markers.`;
-      last = yield* builtinTurn(fallback, fallback.noAction.name, { errMsg }, sessionId);
-    } else if (toolType === null) {
-      last = yield* builtinTurn(fallback, fallback.noAction.name, {}, sessionId);
-    } else if (executor === undefined) {
-      // No executor for this kind of call: its InvalidAction names the missing tool.
-      last = yield* builtinTurn(NO_TOOLS, toolType, {}, sessionId);
+    if (stray === undefined && executor !== undefined) {
+      last = (yield* executorTurn(owner, executor, reply, toolType!, sessionId, streaming, false))!;
     } else {
-      last = yield* subCall(executor.call(reply, { sessionId }));
+      if (streaming && toolType !== null) yield markedChunk(reply, toolState(toolType, 'end'), '');
+      const fallback = owner.interpreterExecutor ?? owner.pluginExecutor ?? NO_TOOLS;
+      if (stray !== undefined) {
+        const errMsg = `The reply has ${stray} but no complete tool call. Write a call as <|action_start|><|plugin|> or <|action_start|><|interpreter|>, a new line, the call, then <|action_end|>; or answer without the markers.`;
+        last = yield* builtinTurn(fallback, fallback.noAction.name, { errMsg }, sessionId);
+      } else if (toolType === null) {
+        last = yield* builtinTurn(fallback, fallback.noAction.name, {}, sessionId);
+      } else {
+        // No executor for this kind of call: its InvalidAction names the missing tool.
+        last = yield* builtinTurn(NO_TOOLS, toolType, {}, sessionId);
+      }
     }
-    if (streaming) {
-      const text = typeof last.content === 'string' ? last.content : '';
-      yield markedChunk(last, toolState(toolType, 'result'), text);
-    }
+    if (streaming) yield resultChunk(last, toolType);
     input = last;
   }
   return maxTurnReply(owner.name, owner.maxTurn, last!);
+}
+
+/** A tool result as a stream chunk (`PLUGIN_RETURN` / `CODE_RETURN`). */
+function resultChunk(result: AgentMessage, toolType: string | null): ReturnType<typeof markedChunk> {
+  const text = typeof result.content === 'string' ? result.content : '';
+  return markedChunk(result, toolState(toolType, 'result'), text);
 }
 
 interface Executors<E> {
@@ -302,7 +407,12 @@ export function internLMAgentClass<A extends AgentBase, I extends AgentBase, E, 
     finishCondition: (message: AgentMessage) => boolean;
 
     constructor(options: AgentForInternLMOptions<unknown, ActionBase, Hook>) {
-      super({ name: options.name, description: options.description, hooks: options.hooks });
+      super({
+        name: options.name,
+        description: options.description,
+        hooks: options.hooks,
+        durable: options.durable,
+      });
       const parts = internLMParts(this.name, options, variant.executor);
       this.agent = variant.inner(parts.inner);
       this.pluginExecutor = parts.executors.plugins;
