@@ -134,6 +134,26 @@ describe('a client inside a local agent: remote interrupts in the local tree', (
     expect(String(done.content)).toMatch(/^desk: done: .*declined.*no/);
   });
 
+  it('stream(): a streamed remote interrupt stops the local call the same way; the resume streams on', async () => {
+    const runs = join(dir, 'runs-5');
+    const server = await serve(['--kind', 'stream', '--runs', runs]);
+    class Reader extends AsyncAgent {
+      remote = client(new AsyncHTTPAgentClient({ url: server.url }));
+      override async forward(messages: AgentMessage[]) {
+        let last: AgentMessage | undefined;
+        for await (const chunk of this.remote.stream(messages, { sessionId: 'r' })) last = chunk;
+        return `reader: ${String(last?.content)}`;
+      }
+    }
+    const reader = new Reader({ name: 'reader' });
+    const [ask] = interruptsOf(await reader.call('/tmp/f'));
+    expect(ask).toMatchObject({ id: 'remote:del_1', path: 'remote' });
+    expect(existsSync(runs)).toBe(false);
+    const done = await reader.call(resumeWith([{ id: 'remote:del_1', approve: true }]));
+    expect(done.content).toBe('reader: done: deleted /tmp/f');
+    expect(runsOf(runs)).toEqual(['/tmp/f']);
+  });
+
   it('called outside any agent, the client returns the remote interrupt reply as it is', async () => {
     const server = await serve([]);
     const remote = client(new AsyncHTTPAgentClient({ url: server.url }));
