@@ -262,4 +262,26 @@ describe('tool approval in the InternLM agents', () => {
     expect(fresh.agent.memory!.get(3)!.length).toBe(4);
     expect(store.listJournals('cleaner', '3', { unfinished: true })).toEqual([]);
   });
+
+  it('durable, streaming: the model step streamed before the interrupt is replayed, not asked again', () => {
+    const store = new MemoryStore();
+    const runs: string[] = [];
+    const build = (llm: MockLLM) =>
+      new StreamingAgentForInternLM({
+        llm,
+        plugins: [deleteTool(runs)],
+        durable: { store },
+        name: 'cleaner',
+      });
+    const first = build(new MockLLM({ responses: [pluginCall('Delete', { path: '/a' })] }));
+    const [ask] = interruptsOf([...first.call('Clean up', { sessionId: 3 })].at(-1));
+    const saved = first.stateDict(3);
+    const llm = new MockLLM({ responses: ['Done.'] });
+    const fresh = build(llm);
+    fresh.loadStateDict(saved, 3);
+    const after = [...fresh.call(resumeWith([{ id: ask!.id, approve: true }]), { sessionId: 3 })];
+    expect(after.at(-1)!.content).toBe('Done.');
+    expect(runs).toEqual(['/a']);
+    expect(llm.calls).toHaveLength(1);
+  });
 });

@@ -240,4 +240,35 @@ describe('tool approval in ReAct', () => {
     expect(fresh.selectAgent.memory!.get(3)!.length).toBe(4);
     expect(store.listJournals('cleaner', '3', { unfinished: true })).toEqual([]);
   });
+
+  it('durable: a resumed call that failed after the approved tool ran goes on without running it again', () => {
+    const store = new MemoryStore();
+    const runs: string[] = [];
+    let n = 0;
+    const dying = new MockLLM({
+      responses: (() => {
+        if (n++ === 1) throw new Error('the process died');
+        return step('Delete', { path: '/a' });
+      }) as never,
+    });
+    const build = (llm: MockLLM) =>
+      new ReAct({ llm, actions: [deleteTool(runs)], language: 'en', durable: { store }, name: 'cleaner' });
+    const first = build(dying);
+    const [ask] = interruptsOf(first.call('Clean up', { sessionId: 's' }));
+    expect(() => first.call(resumeWith([{ id: ask!.id, approve: true }]), { sessionId: 's' })).toThrow(
+      /the process died/,
+    );
+    expect(runs).toEqual(['/a']);
+    const llm = new MockLLM({ responses: [finish('Done.')] });
+    const second = build(llm);
+    second.loadStateDict(first.stateDict('s'), 's');
+    // The decisions of a resume are not in the journal: recovering asks again, the same question.
+    const [again] = second.recover({ sessionId: 's' }) as AgentMessage[];
+    expect(interruptsOf(again)).toEqual([ask]);
+    const reply = second.call(resumeWith([{ id: ask!.id, approve: true }]), { sessionId: 's' });
+    expect(reply!.formatted).toMatchObject({ conclusion: 'Done.' });
+    expect(runs).toEqual(['/a']);
+    expect(llm.calls).toHaveLength(1);
+    expect(userTurns(llm, 0)).toEqual(['Clean up', 'deleted /a']);
+  });
 });
