@@ -26,6 +26,8 @@ interface Outcome {
   content: string;
   interrupts: unknown[];
   memories: Record<string, string[]>;
+  /** sqlite: the session's unfinished journals after the call (stateDict mode keeps none: undefined). */
+  unfinished?: number;
 }
 
 async function child(args: string[]): Promise<string> {
@@ -47,7 +49,11 @@ function effectsIn(dir: string): string[] {
 async function pause(mode: Mode) {
   const dir = mkdtempSync(join(tmpdir(), `lagent-composite-${mode}-`));
   dirs.push(dir);
-  const paused = JSON.parse(await child([mode, 'pause', dir])) as { type: string; interrupts: unknown[] };
+  const paused = JSON.parse(await child([mode, 'pause', dir])) as {
+    type: string;
+    interrupts: unknown[];
+    unfinished?: number;
+  };
   writeFileSync(join(dir, 'interrupts.json'), JSON.stringify(paused.interrupts));
   return { dir, paused, effectsWhilePaused: effectsIn(dir) };
 }
@@ -84,7 +90,7 @@ describe.each(['state', 'sqlite'] as const)(
     }, 60_000);
 
     it('the pause: an interrupt with the worker path; nothing ran but what came before the tool', async () => {
-      expect(paused.paused).toEqual({
+      expect(paused.paused).toMatchObject({
         type: 'interrupt',
         interrupts: [
           {
@@ -96,6 +102,8 @@ describe.each(['state', 'sqlite'] as const)(
         ],
       });
       expect(paused.effectsWhilePaused).toEqual(PAUSE_EFFECTS[mode]);
+      // sqlite: the paused call's journal waits, unfinished, for the resume.
+      expect(paused.paused.unfinished).toBe(mode === 'sqlite' ? 1 : undefined);
     });
 
     it('approved: the tool and its sub-agent run once each in the new process; the earlier steps do not run again', async () => {
@@ -112,6 +120,8 @@ describe.each(['state', 'sqlite'] as const)(
         'worker: published Paris with facts (Paris is a capital)',
       ]);
       expect(outcome.memories.researcher).toEqual(['Find facts about Paris', 'facts (Paris is a capital)']);
+      // sqlite: the resumed call finished its journal; nothing is left for recover() to replay.
+      expect(outcome.unfinished).toBe(mode === 'sqlite' ? 0 : undefined);
     });
 
     it('approved with edited arguments: the tool and the sub-agent run once with them', async () => {
@@ -119,6 +129,7 @@ describe.each(['state', 'sqlite'] as const)(
       expect(effects).toEqual([...PAUSE_EFFECTS[mode], 'publish:Rome', 'lookup:Rome']);
       expect(outcome.content).toBe('assistant: worker: published Rome with facts (Rome is a capital)');
       expect(outcome.memories.researcher).toEqual(['Find facts about Rome', 'facts (Rome is a capital)']);
+      expect(outcome.unfinished).toBe(mode === 'sqlite' ? 0 : undefined);
     });
 
     it('declined: neither the tool nor its sub-agent runs; the model reads the reason', async () => {
@@ -127,6 +138,7 @@ describe.each(['state', 'sqlite'] as const)(
       expect(outcome.content).toMatch(/^assistant: worker: .*declined this call of Publish: not today/);
       expect(outcome.memories.root).toEqual(['Publish a note about Paris', outcome.content]);
       expect(outcome.memories.researcher ?? []).toEqual([]);
+      expect(outcome.unfinished).toBe(mode === 'sqlite' ? 0 : undefined);
     });
 
     it('superseded by a new message: the waiting call is declined and the new message goes on', async () => {
@@ -138,5 +150,14 @@ describe.each(['state', 'sqlite'] as const)(
       expect(outcome.memories.root!.at(-1)).toBe(outcome.content);
       expect(outcome.memories.researcher ?? []).toEqual([]);
     });
+
+    // Known defect, kept visible: the superseded call's journal stays unfinished, so a later recover()
+    // replays it (rolling the session's memory back to where that call began). Turn `it.fails` into `it`
+    // when the superseding call finishes the journal it declined.
+    if (mode === 'sqlite') {
+      it.fails('superseded: the declined call leaves no unfinished journal behind', () => {
+        expect(runs.supersede.outcome.unfinished).toBe(0);
+      });
+    }
   },
 );
