@@ -312,26 +312,40 @@ export class DeepResearchAgent extends AsyncStreamingAgent<ResearchReport> {
     });
   }
 
-  /** Every node's searcher, each started once the nodes it needs are answered. */
+  /**
+   * Every node's searcher, each started once the nodes it needs are answered. When one fails, the others are
+   * stopped (their calls aborted with that error) and the failure is the call's.
+   */
   async #searchAll(graph: ResearchGraph, sessionId: SessionId, searchStart: number): Promise<NodeResult[]> {
     const parents = parentsOf(graph);
+    const byId = new Map(graph.nodes.map((node) => [node.id, node]));
+    const stop = new AbortController();
     const done = new Map<string, Promise<NodeResult>>();
     const run = (node: ResearchNode): Promise<NodeResult> => {
       let promise = done.get(node.id);
       if (promise === undefined) {
         promise = (async () => {
-          const needed = await Promise.all(
-            parents.get(node.id)!.map((id) => run(graph.nodes.find((other) => other.id === id)!)),
-          );
-          return this.#searchNode(node, needed, sessionId, searchStart);
+          const needed = await Promise.all(parents.get(node.id)!.map((id) => run(byId.get(id)!)));
+          stop.signal.throwIfAborted();
+          return this.#searchNode(node, needed, sessionId, searchStart, stop.signal);
         })();
+        promise.catch((error: unknown) => {
+          if (!stop.signal.aborted) stop.abort(error);
+        });
         done.set(node.id, promise);
       }
       return promise;
     };
-    // Every node is started before any is awaited, so one failure does not leave others unobserved.
     const all = graph.nodes.map(run);
-    return Promise.all(all);
+    try {
+      return await Promise.all(all);
+    } catch (error) {
+      // The first failure, rather than a sibling's abort that it caused.
+      throw stop.signal.aborted ? stop.signal.reason : error;
+    } finally {
+      // Wait for the stopped searchers, so none is still using the browser when the call ends.
+      await Promise.allSettled(all);
+    }
   }
 
   async #searchNode(
@@ -339,13 +353,17 @@ export class DeepResearchAgent extends AsyncStreamingAgent<ResearchReport> {
     needed: readonly NodeResult[],
     sessionId: SessionId,
     searchStart: number,
+    signal: AbortSignal,
   ): Promise<NodeResult> {
     const session = nodeSession(sessionId, node.id);
     const started = performance.now();
     this.#running.set(session, { sessionId, node });
     this.#report({ type: 'searchStart', sessionId, node });
     try {
-      const reply = await this.searcher.call(searcherTask(node.question, needed), { sessionId: session });
+      const reply = await this.searcher.call(searcherTask(node.question, needed), {
+        sessionId: session,
+        signal,
+      });
       const trace = toolTrace(this.searcher.agent.memory?.getMemory(session) ?? []);
       const result: NodeResult = {
         id: node.id,

@@ -3,11 +3,12 @@ import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   citedNumbers,
+  DeepResearchAgent,
   ResearchPlanner,
   type ResearchReport,
 } from '../../examples/deep-research/deep-research-agent';
 import { graphProblems, levelsOf } from '../../examples/deep-research/graph';
-import { EXAMPLE_GRAPH, EXAMPLE_QUESTION } from '../../examples/deep-research/mock-script';
+import { EXAMPLE_GRAPH, EXAMPLE_QUESTION, researchScript } from '../../examples/deep-research/mock-script';
 import { startDeepResearch } from '../../examples/deep-research/setup';
 import { runAgent } from '../../src/cli/agent-like';
 import { loadAgentModule } from '../../src/cli/agent-source';
@@ -140,6 +141,39 @@ describe('deep-research example', () => {
     // The repair request told the model why its first reply was refused.
     expect(llm.calls[1]!.messages.at(-1)!.content).toMatch(/not valid JSON/);
     llm.assertComplete();
+  });
+
+  it('a failing searcher stops the others and fails the call with its error', async () => {
+    const LATENCY_MS = 500;
+    const setup = await startDeepResearch({ webLatencyMs: 0 });
+    const script = researchScript();
+    const llm = new AsyncMockLLM({
+      latencyMs: LATENCY_MS,
+      responses: (messages) => {
+        const system = messages[0]?.content ?? '';
+        const task = messages.find((message) => message.role === 'user')?.content ?? '';
+        if (system.startsWith('You are a web searcher') && task.includes('drove'))
+          throw new Error('searcher model down');
+        // The planner answers at once; the other searchers wait LATENCY_MS per model call.
+        return script(messages);
+      },
+    });
+    const agent = new DeepResearchAgent({ llm, browser: setup.browser });
+    try {
+      const started = performance.now();
+      const failure = await runAgent(agent, EXAMPLE_QUESTION, { sessionId: 1 }).catch(
+        (error: unknown) => error,
+      );
+      const elapsed = performance.now() - started;
+      expect((failure as Error).message).toMatch(/searcher model down/);
+      // Planner (one model call) plus the siblings' first model calls, cut short: well under two calls.
+      expect(elapsed).toBeLessThan(2 * LATENCY_MS - 100);
+      await new Promise((resolve) => setTimeout(resolve, LATENCY_MS + 100));
+      expect(setup.web.requests).toEqual([]);
+      expect(agent.memory?.getMemory(1)).toEqual([]);
+    } finally {
+      await setup.close();
+    }
   });
 
   it('graphProblems names duplicate ids, unknown ids and cycles', () => {
