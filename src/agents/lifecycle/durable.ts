@@ -92,6 +92,12 @@ export function* beginDurable(
     messages = journal.begin.result.inputs.map((json) => AgentMessage.from(json));
   } else {
     if (stored?.finished) yield* settled(store.deleteJournal(namespace, callId));
+    // The session goes on without the calls of it that failed or died before: replayed after this one,
+    // such a call would take the session back to where it began, losing this call. They are closed.
+    const earlier = (yield* settled(
+      store.listJournals(namespace, sessionId, { unfinished: true }),
+    )) as string[];
+    for (const id of earlier) if (id !== callId) yield* settled(store.finishJournal(namespace, id));
     const begin: BeginEntry = {
       key: 'r',
       kind: 'begin',
