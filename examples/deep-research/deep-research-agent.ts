@@ -288,8 +288,13 @@ export class DeepResearchAgent extends AsyncStreamingAgent<ResearchReport> {
     let answer = '';
     for await (const chunk of this.writer.call(task, { sessionId })) {
       answer = String(chunk.content);
-      if (chunk.streamState === AgentStatusCode.END) break;
-      yield new AgentMessage({ sender: this.name, content: answer, streamState: AgentStatusCode.STREAM_ING });
+      // The writer's final reply (END) ends its stream; this agent's own final reply comes last.
+      if (chunk.streamState !== AgentStatusCode.END)
+        yield new AgentMessage({
+          sender: this.name,
+          content: answer,
+          streamState: AgentStatusCode.STREAM_ING,
+        });
     }
     const citations = citedNumbers(answer);
     const cited = sources.filter((source) => citations.includes(source.n));

@@ -89,6 +89,18 @@ describe('deep-research example', () => {
 
       // The node sessions of the searcher are cleared once their answers are kept.
       expect(setup.agent.searcher.agent.memory?.getMemory('q1:n1')).toEqual([]);
+      // The state dict holds each sub-agent's memory as plain data; the searchers' node sessions are gone.
+      const state = JSON.parse(JSON.stringify(await setup.agent.stateDict('q1')));
+      expect(Object.keys(state).sort()).toEqual([
+        'memory',
+        'planner.memory',
+        'planner.model.memory',
+        'searcher.agent.memory',
+        'searcher.memory',
+        'writer.memory',
+      ]);
+      expect(state['writer.memory']).toHaveLength(2);
+      expect(state.memory[1].formatted.sources).toEqual(report.sources);
       // The agent's own memory keeps the question and the reply.
       expect(setup.agent.memory?.getMemory('q1').map((message) => message.sender)).toEqual([
         'user',
