@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { Agent, type AgentMessage, AsyncAgent, interruptsOf, resumeWith } from 'lagent-ts';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AsyncHTTPAgentClient, HTTPAgentClient } from '../../../src/distributed/http/index';
+import { childEnv, NODE_ARGS, ROOT } from '../../cli/helpers';
+import { startProcess } from '../../helpers/processes';
 import { type Child, HERE, startChild } from './processes';
 
 /*
@@ -28,6 +30,18 @@ function client<T extends { close(): void }>(made: T): T {
   return made;
 }
 
+/** `lagent serve` of approval-module.ts with its sessions in `store`. */
+async function serveCli(store: string, runs: string): Promise<Child & { url: string }> {
+  const cli = await startProcess(
+    process.execPath,
+    [...NODE_ARGS, 'serve', '--agent', `${HERE}fixtures/approval-module.ts`, '--port', '0', '--store', store],
+    /listening on http:/,
+    { env: childEnv({ RUNS: runs }), cwd: ROOT, timeoutMs: 30_000, graceMs: 5_000 },
+  );
+  children.push(cli);
+  return Object.assign(cli, { url: /(http:\/\/\S+)/.exec(cli.line)![1]! });
+}
+
 const runsOf = (file: string) => readFileSync(file, 'utf8').split('\n').filter(Boolean);
 
 beforeAll(() => {
@@ -40,10 +54,10 @@ afterEach(async () => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('HTTPAgentServer: interrupts and resume', () => {
-  it('the interrupt reply is the body; the resume, after the server was killed and started again on its store, finishes the call', async () => {
-    const db = join(dir, 'sessions.db');
+  it('lagent serve --store: the interrupt reply is the body; after a SIGKILL and a restart, the resume finishes the call', async () => {
+    const store = `sqlite:${join(dir, 'sessions.db')}`;
     const runs = join(dir, 'runs-1');
-    const first = await serve(['--db', db, '--runs', runs]);
+    const first = await serveCli(store, runs);
     const remote = client(new AsyncHTTPAgentClient({ url: first.url }));
     const reply = await remote.call('/tmp/a', { sessionId: 'paused' });
     expect(reply.type).toBe('interrupt');
@@ -55,8 +69,8 @@ describe('HTTPAgentServer: interrupts and resume', () => {
         toolCall: { id: 'del_1', name: 'Delete', arguments: { path: '/tmp/a' } },
       },
     ]);
-    await first.stop('SIGKILL');
-    const second = await serve(['--db', db, '--runs', runs]);
+    expect(await first.stop('SIGKILL')).not.toBe(0);
+    const second = await serveCli(store, runs);
     const again = client(new AsyncHTTPAgentClient({ url: second.url }));
     const done = await again.call(resumeWith([{ id: 'del_1', approve: true }]), { sessionId: 'paused' });
     expect(done.content).toBe('done: deleted /tmp/a');
@@ -64,7 +78,7 @@ describe('HTTPAgentServer: interrupts and resume', () => {
     // The session holds the whole turn: the user's message and the final answer (the resume is not a message).
     const memory = (await again.stateDict('paused')).memory as { content: unknown }[];
     expect(memory.map((m) => m.content)).toEqual(['/tmp/a', 'done: deleted /tmp/a']);
-  });
+  }, 60_000);
 
   it('streaming: the interrupt is the final event; a declined resume streams the rest', async () => {
     const runs = join(dir, 'runs-2');
