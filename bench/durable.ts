@@ -91,13 +91,19 @@ const RESET_EVERY = 1_000;
  * A function-calling agent whose turns each use a new session; with `durable`, a new `MemoryStore` every
  * `RESET_EVERY` turns (a store keeps finished journals, and a resume lists the session's unfinished ones).
  */
-function toolAgent(options: { durable: boolean; needsApproval: boolean }) {
+function toolAgent(options: {
+  durable: boolean;
+  needsApproval: boolean;
+  otherJournals?: number | undefined;
+}) {
   let agent!: AsyncFunctionCallingAgent;
   let session = RESET_EVERY;
   return () => {
     if (++session > RESET_EVERY) {
       session = 0;
-      const durable: DurableOptions | undefined = options.durable ? { store: new MemoryStore() } : undefined;
+      const durable: DurableOptions | undefined = options.durable
+        ? { store: withJournals(options.otherJournals ?? 0) }
+        : undefined;
       agent = new AsyncFunctionCallingAgent({
         llm: toolModel(),
         actions: [weather(options.needsApproval)],
@@ -107,6 +113,16 @@ function toolAgent(options: { durable: boolean; needsApproval: boolean }) {
     }
     return { agent, sessionId: session };
   };
+}
+
+/** A `MemoryStore` already holding `count` finished journals of other sessions of the agent. */
+function withJournals(count: number): MemoryStore {
+  const store = new MemoryStore();
+  for (let i = 0; i < count; i++) {
+    store.appendJournal('bench', `other-${i}`, `call-${i}`, { key: 'r', kind: 'begin' });
+    store.finishJournal('bench', `call-${i}`);
+  }
+  return store;
 }
 
 /** One tool turn that does not pause. */
@@ -123,8 +139,12 @@ function plainTurn(durable: boolean): () => Promise<AgentMessage> {
  * takes the session through `stateDict` → JSON string → `loadStateDict` between the two (as a process that
  * stops and another that resumes would). `resumeTime` accumulates the µs of the resume calls alone.
  */
-function pausedTurn(options: { durable: boolean; saved?: boolean }) {
-  const next = toolAgent({ durable: options.durable, needsApproval: true });
+function pausedTurn(options: { durable: boolean; saved?: boolean; otherJournals?: number }) {
+  const next = toolAgent({
+    durable: options.durable,
+    needsApproval: true,
+    otherJournals: options.otherJournals,
+  });
   const clock = { resumeTime: 0 };
   const turn = async () => {
     const { agent, sessionId } = next();
@@ -146,6 +166,8 @@ function pausedTurn(options: { durable: boolean; saved?: boolean }) {
 }
 
 const TOOL_CALLS = 200;
+/** Finished journals of other sessions in the store of the crowded resume. */
+const OTHER_JOURNALS = 10_000;
 
 export const run: Suite = async (report) => {
   // (a) journaling per step, (c) the plain call, both durable off and on.
@@ -208,8 +230,14 @@ export const run: Suite = async (report) => {
   const memoryPaused = pausedTurn({ durable: false });
   const savedPaused = pausedTurn({ durable: false, saved: true });
   const durablePaused = pausedTurn({ durable: true });
+  const crowdedPaused = pausedTurn({ durable: true, otherJournals: OTHER_JOURNALS });
   const resumeCalls = 100;
-  const resumeRounds = { memory: [] as number[], saved: [] as number[], durable: [] as number[] };
+  const resumeRounds = {
+    memory: [] as number[],
+    saved: [] as number[],
+    durable: [] as number[],
+    crowded: [] as number[],
+  };
   const withResume = (paused: typeof memoryPaused, into: number[]): Variant => ({
     calls: resumeCalls,
     round: async (calls) => {
@@ -225,6 +253,7 @@ export const run: Suite = async (report) => {
     saved: withResume(savedPaused, resumeRounds.saved),
     unpausedDurable: { calls: resumeCalls, round: timed(plainTurn(true)) },
     durable: withResume(durablePaused, resumeRounds.durable),
+    crowded: withResume(crowdedPaused, resumeRounds.crowded),
   });
   const lastRounds = (values: number[]) => median(values.slice(-ROUNDS));
   report({
@@ -240,6 +269,12 @@ export const run: Suite = async (report) => {
     unit: 'µs',
     target: 50,
     note: `${resume.durable!.toFixed(2)} µs paused and resumed vs ${resume.unpausedDurable!.toFixed(2)} µs unpaused, both durable; the resume call alone ${lastRounds(resumeRounds.durable).toFixed(2)} µs`,
+  });
+  report({
+    name: `durable resume call with ${OTHER_JOURNALS.toLocaleString('en-US')} other calls journaled in the MemoryStore`,
+    value: lastRounds(resumeRounds.crowded),
+    unit: 'µs',
+    note: `vs ${lastRounds(resumeRounds.durable).toFixed(2)} µs with at most ${RESET_EVERY.toLocaleString('en-US')}: a resume message without callId looks the session's unfinished call up among the namespace's journals`,
   });
   report({
     name: 'paused-and-resumed tool turn, durable off, through stateDict → JSON string → loadStateDict',
