@@ -11,6 +11,13 @@ import { type RunningCli, startCli } from '../cli/helpers';
  * a child process, on a scripted model (test/ui/fixtures/ui-agent.ts). Screenshots go to reports/ui/.
  */
 
+// The functions given to page.evaluate run in the browser; the project's type-check has no DOM library.
+declare const document: any;
+declare const window: any;
+declare const Image: any;
+declare const MutationObserver: any;
+declare const performance: { now(): number; getEntriesByType(type: string): any[] };
+
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const AGENT = fileURLToPath(new URL('./fixtures/ui-agent.ts', import.meta.url));
 const SHOTS = `${ROOT}reports/ui/`;
@@ -145,7 +152,7 @@ describe('lagent ui', () => {
     await page.getByTestId('tree-node').nth(2).waitFor();
     const drawnMs = performance.now() - started;
     const navigation = await page.evaluate(() => {
-      const [entry] = performance.getEntriesByType('navigation') as PerformanceNavigationTiming[];
+      const [entry] = performance.getEntriesByType('navigation');
       return { load: entry!.loadEventEnd, domContentLoaded: entry!.domContentLoadedEventEnd };
     });
     console.info(
@@ -169,7 +176,7 @@ describe('lagent ui', () => {
     // Record every text the streamed reply shows.
     await page.evaluate(() => {
       const seen: string[] = [];
-      (window as unknown as { streamed: string[] }).streamed = seen;
+      window.streamed = seen;
       new MutationObserver(() => {
         const text = document.querySelector('[data-testid=streaming] .content')?.textContent;
         if (text && text !== '…' && seen.at(-1) !== text) seen.push(text);
@@ -180,7 +187,7 @@ describe('lagent ui', () => {
     await page.getByTestId('streaming').waitFor();
     await page.getByTestId('messages').getByText('echo: hello world', { exact: true }).waitFor();
     await page.getByTestId('streaming').waitFor({ state: 'detached' });
-    const streamed = await page.evaluate(() => (window as unknown as { streamed: string[] }).streamed);
+    const streamed = await page.evaluate(() => window.streamed);
     // "echo: hello world" in chunks of 4 characters: the page showed it growing.
     expect(streamed.length).toBeGreaterThanOrEqual(3);
     expect(streamed.at(-1)).toBe('echo: hello world');
