@@ -50,6 +50,8 @@ export class MemoryStore implements SyncSessionStore {
   readonly ttlMs: number | undefined;
   readonly #sessions = new Map<string, Map<string, Session>>();
   readonly #journals = new Map<string, Map<string, Journal>>();
+  /** Per namespace and session, its journals' call ids, oldest first (listing them reads no others). */
+  readonly #sessionJournals = new Map<string, Map<string, Set<string>>>();
   #closed = false;
 
   constructor(options: StoreOptions = {}) {
@@ -188,6 +190,7 @@ export class MemoryStore implements SyncSessionStore {
     if (journal === undefined) {
       journal = { sessionId, entries: [], finished: false };
       journals.set(callId, journal);
+      this.#callIdsOf(namespace, sessionId, true)!.add(callId);
     }
     const seq = journal.entries.length;
     journal.entries.push({ seq, data: copy(data) });
@@ -219,21 +222,30 @@ export class MemoryStore implements SyncSessionStore {
   ): string[] {
     this.#checkKeys('listJournals', namespace, sessionId);
     const ids: string[] = [];
-    for (const [callId, journal] of this.#journals.get(namespace) ?? []) {
-      if (journal.sessionId === sessionId && !(options.unfinished && journal.finished)) ids.push(callId);
+    const journals = this.#journals.get(namespace);
+    for (const callId of this.#callIdsOf(namespace, sessionId, false) ?? []) {
+      if (!(options.unfinished && journals!.get(callId)!.finished)) ids.push(callId);
     }
     return ids;
   }
 
   deleteJournal(namespace: string, callId: string): boolean {
     this.#checkKeys('deleteJournal', namespace, callId);
-    return this.#journals.get(namespace)?.delete(callId) ?? false;
+    const journals = this.#journals.get(namespace);
+    const journal = journals?.get(callId);
+    if (journal === undefined) return false;
+    journals!.delete(callId);
+    const callIds = this.#callIdsOf(namespace, journal.sessionId, false)!;
+    callIds.delete(callId);
+    if (callIds.size === 0) this.#sessionJournals.get(namespace)!.delete(journal.sessionId);
+    return true;
   }
 
   close(): void {
     this.#closed = true;
     this.#sessions.clear();
     this.#journals.clear();
+    this.#sessionJournals.clear();
   }
 
   #namespace(namespace: string): Map<string, Session> {
@@ -259,9 +271,27 @@ export class MemoryStore implements SyncSessionStore {
   /** Drops a session and its journals. */
   #delete(namespace: string, sessionId: string): void {
     this.#sessions.get(namespace)?.delete(sessionId);
-    const journals = this.#journals.get(namespace);
-    if (!journals) return;
-    for (const [callId, journal] of journals) if (journal.sessionId === sessionId) journals.delete(callId);
+    const callIds = this.#callIdsOf(namespace, sessionId, false);
+    if (callIds === undefined) return;
+    const journals = this.#journals.get(namespace)!;
+    for (const callId of callIds) journals.delete(callId);
+    this.#sessionJournals.get(namespace)!.delete(sessionId);
+  }
+
+  /** The call ids of a session's journals (made when `create` and there are none yet). */
+  #callIdsOf(namespace: string, sessionId: string, create: boolean): Set<string> | undefined {
+    let sessions = this.#sessionJournals.get(namespace);
+    if (sessions === undefined) {
+      if (!create) return undefined;
+      sessions = new Map();
+      this.#sessionJournals.set(namespace, sessions);
+    }
+    let callIds = sessions.get(sessionId);
+    if (callIds === undefined && create) {
+      callIds = new Set();
+      sessions.set(sessionId, callIds);
+    }
+    return callIds;
   }
 
   #checkKeys(operation: string, ...keys: string[]): void {
