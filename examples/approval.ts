@@ -24,6 +24,7 @@ import {
   resumeWith,
   tool,
 } from 'lagent-ts';
+import type { MockResponses } from 'lagent-ts/testing';
 import { z } from 'zod';
 import { describeModel, pickAsyncLLM } from './shared/model';
 import { heading, isMain } from './shared/print';
@@ -32,7 +33,7 @@ import { heading, isMain } from './shared/print';
  * What the mock model does: ask to delete `old.log`; after the tool's answer, say what happened (the
  * answer of a declined call says so, with the reason).
  */
-const script = (messages: { role: string; content: unknown }[]) => {
+const script: MockResponses = (messages) => {
   const last = messages.at(-1)!;
   if (last.role !== 'tool') return { toolCalls: [{ name: 'DeleteFile', arguments: { name: 'old.log' } }] };
   const answer = String(last.content);
@@ -61,7 +62,7 @@ function makeAgent(dir: string): AsyncFunctionCallingAgent {
     },
   });
   return new AsyncFunctionCallingAgent({
-    llm: pickAsyncLLM(script as never),
+    llm: pickAsyncLLM(script),
     actions: [listFiles, deleteFile],
     template: 'You tidy up the working directory. Delete only what the user asks for.',
   });
