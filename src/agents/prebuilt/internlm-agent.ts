@@ -229,10 +229,11 @@ function callOf(executor: LoopExecutor, reply: AgentMessage): TextCall | null {
  */
 function pendingCall(owner: InternLMLoop, sessionId: SessionId, inputs: number): AgentMessage | undefined {
   const last = lastMessageOf(owner.agent, sessionId);
-  if (last === undefined || strayMarker(last) !== undefined || owner.finishCondition(last)) return undefined;
+  if (last === undefined) return undefined;
   const toolType = asToolResponse(last.formatted)?.toolType ?? null;
   const executor = toolType === null ? undefined : executorFor(owner, toolType);
   if (executor === undefined || callOf(executor, last) === null) return undefined;
+  if (strayMarker(last) !== undefined || owner.finishCondition(last)) return undefined;
   return stoppedUnanswered(owner as unknown as AgentBase, sessionId, inputs) ? last : undefined;
 }
 

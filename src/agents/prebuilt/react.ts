@@ -154,9 +154,8 @@ function actionOf(reply: AgentMessage): TextCall | null {
  */
 function pendingStep(owner: ReActLoop, sessionId: SessionId, inputs: number): AgentMessage | undefined {
   const last = lastMessageOf(owner.selectAgent, sessionId);
-  if (last === undefined || isReActParseFailure(last.formatted) || owner.finishCondition(last))
-    return undefined;
-  if (actionOf(last) === null) return undefined;
+  if (last === undefined || actionOf(last) === null || isReActParseFailure(last.formatted)) return undefined;
+  if (owner.finishCondition(last)) return undefined;
   return stoppedUnanswered(owner as unknown as AgentBase, sessionId, inputs) ? last : undefined;
 }
 

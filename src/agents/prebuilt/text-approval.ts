@@ -70,6 +70,10 @@ export function* planTextCall(
   sessionId: SessionId,
   superseded: boolean,
 ): Steps<TextCallPlan | undefined> {
+  // An executor of another kind (no approval rules) runs every call as it is.
+  if (typeof (executor as Partial<ExecutorBase<never>>).approvalNeeded !== 'function') {
+    return superseded ? undefined : { run: true, message: asIs };
+  }
   const round = new AgentMessage({
     sender: reply.sender,
     content: reply.content,

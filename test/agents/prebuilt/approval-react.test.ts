@@ -271,4 +271,22 @@ describe('tool approval in ReAct', () => {
     expect(llm.calls).toHaveLength(1);
     expect(userTurns(llm, 0)).toEqual(['Clean up', 'deleted /a']);
   });
+
+  it('an executor replaced by one without approval rules runs the calls as before', () => {
+    const llm = new MockLLM({ responses: [step('Delete', { path: '/a' }), finish('ok')] });
+    const agent = new ReAct({ llm, actions: [deleteTool([])], language: 'en' });
+    const seen: unknown[] = [];
+    const inner = agent.actions;
+    agent.actions = {
+      name: inner.name,
+      noAction: inner.noAction,
+      forward: inner.forward.bind(inner),
+      call: (message: AgentMessage) => {
+        seen.push(message.formatted);
+        return new ActionExecutor({ actions: [] }).call('{"name": "NoAction", "parameters": {}}');
+      },
+    } as unknown as ActionExecutor;
+    expect(agent.call('go').formatted).toMatchObject({ conclusion: 'ok' });
+    expect(seen).toEqual([{ name: 'Delete', parameters: { path: '/a' } }]);
+  });
 });
