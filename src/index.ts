@@ -154,6 +154,11 @@ export type { InternLMActionProcessorOptions } from './hooks/action-preprocessor
 export { ActionPreprocessor, actionReturnText, InternLMActionProcessor } from './hooks/action-preprocessor';
 export type {
   AsyncHook,
+  Guardrail,
+  GuardrailContext,
+  GuardrailOptions,
+  GuardrailStage,
+  GuardrailVerdict,
   HookAgent,
   HookExecutor,
   HookResult,
@@ -162,7 +167,7 @@ export type {
   SyncHookResult,
   WritableLike,
 } from './hooks/index';
-export { Hook, MessageLogger, RemovableHandle } from './hooks/index';
+export { guardrail, Hook, MessageLogger, RemovableHandle } from './hooks/index';
 export type {
   AISDKCallParams,
   AISDKLanguageModel,

@@ -1,6 +1,7 @@
 import type { Meter } from '../core/budget';
-import { currentFrame, type DurableScope } from '../core/call-context';
+import { type CallFrame, currentFrame, type DurableScope } from '../core/call-context';
 import { toolStep } from '../core/durable-steps';
+import { type GuardSpec, runCheck, toolCallMessage } from '../core/guards';
 import { PromiseInSyncCall, type Steps } from '../core/steps';
 import { activeTracer, endSpan, startToolSpan } from '../core/tracing';
 import { ActionReturn } from '../schema/action-return';
@@ -129,12 +130,54 @@ export function actionCallSteps(
 ): Steps<ActionReturn> {
   const frame = currentFrame();
   const scope = frame?.durable;
-  const meter = (action as { [UNMETERED]?: boolean })[UNMETERED] === true ? undefined : frame?.meter;
+  // The executors' built-in answers are neither counted by a budget nor checked by tool guardrails.
+  const builtin = (action as { [UNMETERED]?: boolean })[UNMETERED] === true;
+  const meter = builtin ? undefined : frame?.meter;
+  const guards = builtin ? undefined : frame?.toolGuards;
+  if (guards !== undefined) {
+    return guardedActionSteps(guards, frame!, action, parameters, apiName, () =>
+      scope !== undefined
+        ? durableActionSteps(scope, action, parameters, apiName, settings, meter)
+        : plainActionSteps(action, parameters, apiName, settings, meter),
+    );
+  }
   if (scope !== undefined) return durableActionSteps(scope, action, parameters, apiName, settings, meter);
+  return plainActionSteps(action, parameters, apiName, settings, meter);
+}
+
+/** A tool call without a journal: traced when tracing is on. */
+function plainActionSteps(
+  action: CallableAction,
+  parameters: unknown,
+  apiName: string,
+  settings: CallSettings,
+  meter: Meter | undefined,
+): Steps<ActionReturn> {
   const tracer = activeTracer();
   return tracer === undefined
     ? untracedActionSteps(action, parameters, apiName, settings, meter)
     : tracedActionSteps(tracer, action, parameters, apiName, settings, meter);
+}
+
+/** A tool call checked first by the tool guardrails of the calls it is made in: a trip fails the whole call. */
+function* guardedActionSteps(
+  guards: readonly GuardSpec[],
+  frame: CallFrame,
+  action: CallableAction,
+  parameters: unknown,
+  apiName: string,
+  run: () => Steps<ActionReturn>,
+): Steps<ActionReturn> {
+  const toolCall = { name: apiLabel(action, apiName), arguments: parameters };
+  const owner = (frame.owner as { name?: unknown }).name;
+  const name = typeof owner === 'string' ? owner : action.name;
+  const message = toolCallMessage(name, toolCall);
+  const context = { name, sessionId: frame.sessionKey, on: 'tool', toolCall };
+  for (const guard of guards) {
+    const verdict = runCheck(guard, message, context);
+    if (verdict !== undefined) yield verdict;
+  }
+  return yield* run();
 }
 
 /** A tool call inside a durable call: a journaled step (see core/durable-steps.ts). */

@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { SessionKey } from '../schema/session';
 import type { Meter } from './budget';
+import type { GuardSpec } from './guards';
 import type { Span } from './tracing';
 
 /** A memory that a failed call can take its messages back from (structurally: `Memory`). */
@@ -38,6 +39,8 @@ export interface CallFrame {
   readonly resume?: ReadonlyMap<string, unknown> | undefined;
   /** The budget's meter this call counts in: its own, or the one it inherited (budgeted calls only). */
   readonly meter?: Meter | undefined;
+  /** The tool guardrails of this call and its callers: checked before every tool call made inside it. */
+  readonly toolGuards?: readonly GuardSpec[] | undefined;
 }
 
 /** A durable call's journal, and where a call stands in it: its key and the number of its next step. */

@@ -1,5 +1,5 @@
 import { AgentMessage } from '../schema/agent-message';
-import { HookError } from '../schema/errors';
+import { GuardrailTripped, HookError } from '../schema/errors';
 import type { SessionId } from '../schema/session';
 import { isThenable } from '../utils/is';
 import { thrownText } from '../utils/text';
@@ -64,6 +64,8 @@ export function* hookStep<T extends AgentMessage | AgentMessage[]>(
     );
     if (isThenable(result)) result = yield result;
   } catch (error) {
+    // A guardrail's trip is the call's failure, not the hook's.
+    if (error instanceof GuardrailTripped) throw error;
     throw hookError(error, hook, stage);
   }
   if (!result) return undefined;

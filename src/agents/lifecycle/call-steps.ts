@@ -6,8 +6,10 @@ import type { AgentMessage, MessageInput } from '../../schema/agent-message';
 import { ConfigurationError } from '../../schema/errors';
 import { InterruptSignal } from '../../schema/interrupts';
 import type { SessionId, SessionKey } from '../../schema/session';
+import { isThenable } from '../../utils/is';
 import type { AgentBase } from '../agent-base';
 import { beginDurable, durableOf, finishDurable, withCallId, withExtraInfo } from './durable';
+import { guardedStream, settleChecks } from './guard-stream';
 import { bindingFor, type SessionHold } from './persist';
 import { needsDriving, Turn } from './turn';
 
@@ -40,6 +42,7 @@ export function* agentCallSteps(
       hold = yield* binding.begin(agent, turn.sessionKey, turn.options.sessionId, turn.options.signal);
     }
     turn.begin();
+    if (agent.hooks.length > 0) turn.armGuards();
     let messages = turn.inputsOf(input);
     const durable = turn.parent?.durable === undefined ? durableOf(agent, turn.options) : undefined;
     if (durable !== undefined) {
@@ -49,8 +52,12 @@ export function* agentCallSteps(
     }
     if (agent.hooks.length > 0) messages = yield* beforeAgentSteps(agent, messages, turn.options.sessionId);
     turn.remember(messages);
+    if (turn.guards !== undefined) turn.startInputChecks(messages);
     let output = turn.forward(messages);
+    if (turn.guards !== undefined && needsDriving(output) && !isThenable(output))
+      output = guardedStream(turn, output as Iterator<unknown>);
     if (needsDriving(output)) output = yield output;
+    if (turn.guards !== undefined) yield* settleChecks(turn);
     let reply = turn.reply(output);
     if (agent.hooks.length > 0) reply = yield* afterAgentSteps(agent, reply, turn.options.sessionId);
     if (hold !== undefined) yield* hold.binding.commit(agent, hold);
@@ -70,8 +77,9 @@ export function* agentCallSteps(
       if (turn.budgeted) withUsage(reply, turn.meter!);
       return turn.durable === undefined ? reply : withCallId(reply, turn.durable);
     }
-    turn.fail(error);
-    throw error;
+    const failure = turn.failureOf(error);
+    turn.fail(failure);
+    throw failure;
   } finally {
     if (hold !== undefined) hold.binding.release(hold);
     turn.close();

@@ -11,12 +11,13 @@ import {
   streamInFrame,
 } from '../../core/call-context';
 import { childScope, modelStep } from '../../core/durable-steps';
+import { type GuardSpec, guardOf, runCheck } from '../../core/guards';
 import type { PendingTurn } from '../../core/session-lanes';
 import { activeTracer, endSpan, type Span, startAgentSpan } from '../../core/tracing';
 import type { Memory } from '../../memory/memory';
 import { MEMORY_AT, MemoryManager } from '../../memory/memory-manager';
 import { AgentMessage, type MessageInput, messageOf, toAgentMessage } from '../../schema/agent-message';
-import { ConfigurationError } from '../../schema/errors';
+import { ConfigurationError, type GuardrailTripped } from '../../schema/errors';
 import {
   type Decision,
   decisionsOf,
@@ -64,7 +65,7 @@ export class Turn {
   /** The agent call this one is made inside, if any. */
   readonly parent: CallFrame | undefined;
   /** What `forward` receives: the session set, and the effective signal (own and inherited). */
-  readonly options: AsyncForwardOptions;
+  options: AsyncForwardOptions;
   readonly sessionKey: SessionKey;
   /** Events reach this agent's listeners, and those of the agents that hold it in their tree. */
   observed = false;
@@ -88,6 +89,16 @@ export class Turn {
   readonly meter: Meter | undefined;
   /** True when the call was given a `budget` of its own: its reply says what it spent. */
   readonly budgeted: boolean;
+  /** The tool guardrails of this call and its callers (checked before every tool call made inside it). */
+  toolGuards: readonly GuardSpec[] | undefined;
+  /** Guardrails the lifecycle runs itself: parallel input checks, output checks of streams. */
+  guards: GuardSpec[] | undefined = undefined;
+  /** Aborts the call when a guardrail running alongside it trips. */
+  tripwire: AbortController | undefined = undefined;
+  /** Checks running alongside the call (never rejecting: a trip is kept in {@link tripped}). */
+  checks: Promise<void>[] | undefined = undefined;
+  /** What tripped, when a guardrail did. */
+  tripped: GuardrailTripped | undefined = undefined;
 
   /** Checks the call can start: not aborted, and not waiting for itself. */
   constructor(agent: AgentBase, options: Record<string, unknown> | undefined) {
@@ -111,6 +122,79 @@ export class Turn {
       budget === undefined
         ? parent?.meter
         : new Meter(checkBudget(agent.name, budget)!, parent?.meter, agent.name);
+    this.toolGuards = parent?.toolGuards;
+  }
+
+  /**
+   * Finds the agent's guardrails: tool guardrails join those inherited, parallel input checks and output
+   * checks of streams are run by the call (with a tripwire in its signal); the others run as hooks.
+   */
+  armGuards(): void {
+    let tools: GuardSpec[] | undefined;
+    for (const hook of this.agent.hooks) {
+      const guard = guardOf(hook);
+      if (guard === undefined) continue;
+      if (guard.on === 'tool') {
+        if (tools === undefined) tools = [guard];
+        else tools.push(guard);
+      } else if (guard.parallel || guard.on === 'output') {
+        if (this.guards === undefined) this.guards = [guard];
+        else this.guards.push(guard);
+      }
+    }
+    if (tools !== undefined) this.toolGuards = this.toolGuards ? [...this.toolGuards, ...tools] : tools;
+    if (this.guards === undefined) return;
+    const tripwire = new AbortController();
+    this.tripwire = tripwire;
+    const options = Object.assign({}, this.options);
+    options.signal = combineSignals(tripwire.signal, this.options.signal);
+    this.options = options;
+  }
+
+  /** Starts the parallel input checks on the call's inputs. */
+  startInputChecks(messages: AgentMessage[]): void {
+    for (const guard of this.guards!) {
+      if (guard.on !== 'input') continue;
+      for (const message of messages) this.#watch(runCheck(guard, message, this.#checkContext(guard)));
+    }
+  }
+
+  /** A check answering later: a trip aborts the call. */
+  #watch(check: Promise<void> | undefined): void {
+    if (check === undefined) return;
+    const watched = check.then(undefined, (error: unknown) => {
+      this.tripped ??= error as GuardrailTripped;
+      this.tripwire!.abort(this.tripped);
+    });
+    if (this.checks === undefined) this.checks = [watched];
+    else this.checks.push(watched);
+  }
+
+  #checkContext(guard: GuardSpec): object {
+    return { name: this.agent.name, sessionId: this.options.sessionId, on: guard.on };
+  }
+
+  /** Checks a streamed chunk with the output guardrails: a trip at once throws, a later one aborts. */
+  checkChunk(chunk: unknown): void {
+    const message =
+      chunk instanceof AgentMessage
+        ? chunk
+        : new AgentMessage({ sender: this.agent.name, content: String(chunk) });
+    for (const guard of this.guards!) {
+      if (guard.on !== 'output') continue;
+      try {
+        this.#watch(runCheck(guard, message, this.#checkContext(guard)));
+      } catch (error) {
+        this.tripped ??= error as GuardrailTripped;
+        this.tripwire!.abort(this.tripped);
+        throw this.tripped;
+      }
+    }
+  }
+
+  /** The failure to report: what tripped, when a guardrail aborted the call. */
+  failureOf(error: unknown): unknown {
+    return this.tripped ?? error;
   }
 
   /** Takes the session (undefined), or queues for it behind its earlier calls. */
@@ -165,8 +249,10 @@ export class Turn {
       return undefined;
     }
     const agent = this.agent;
-    const interrupts: Interrupt[] = signal.asks.map(({ agent: asking, toolCall }) => {
-      const path = asking === agent ? '' : (pathIn(agent, asking as AgentBase) ?? '');
+    const interrupts: Interrupt[] = signal.asks.map(({ agent: asking, toolCall, path: below }) => {
+      // `below`: where in a remote agent's tree the question was asked (the remote's own path).
+      const at = asking === agent ? '' : (pathIn(agent, asking as AgentBase) ?? '');
+      const path = below === undefined || below === '' ? at : at === '' ? below : `${at}.${below}`;
       return { id: interruptId(path, toolCall), kind: 'approval', path, toolCall: { ...toolCall } };
     });
     if (this.observed) {
@@ -230,6 +316,7 @@ export class Turn {
       resume: this.resume,
       durable: this.durable ?? (parentScope ? childScope(parentScope) : undefined),
       meter: this.meter,
+      toolGuards: this.toolGuards,
     };
     this.frame = frame;
     return forwardInFrame(frame, agent, forward, messages, this.options);
