@@ -457,6 +457,12 @@ export function asyncExecutor(
  * model as `NoAction` / `InvalidAction` results. The reply is the model's answer; the tool turns are in
  * the inner agent's memory (`stateDict()` keys `memory`, `agent.memory`).
  *
+ * A plugin or interpreter call that needs approval (the tool's `needsApproval`, or the executor's; code is
+ * asked about as `{ command: code }` for the interpreter's tool) is not run: the call returns an interrupt
+ * reply (`interruptsOf`; the call's id is `call_<n>`, the model's reply's place in the inner agent's memory).
+ * `resumeWith(decisions)` on the session runs it (with edited arguments) or gives the model the refusal in
+ * the `environment` role; a new message instead declines it and goes on.
+ *
  * @example
  * const agent = new AgentForInternLM({ llm, plugins: [search], interpreter: python, language: 'en' });
  * agent.call('Who won the 2022 World Cup?').content;

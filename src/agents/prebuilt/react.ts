@@ -317,6 +317,11 @@ function reactAgentClass<A extends AgentBase, I extends AgentBase, E extends Exe
  * `NoAction` / `InvalidAction` results. The reply is the model's answer; the tool turns are in
  * `selectAgent`'s memory (`stateDict()` keys `memory`, `selectAgent.memory`).
  *
+ * A call of a tool with `needsApproval` (or that the executor's `needsApproval` picks) is not run: the call
+ * returns an interrupt reply (`interruptsOf`; the call's id is `call_<n>`, the model's step's place in
+ * `selectAgent`'s memory). `resumeWith(decisions)` on the session runs it (with edited arguments) or gives
+ * the model the refusal as the observation; a new message instead declines it and goes on.
+ *
  * @example
  * const agent = new ReAct({ llm, actions: [calculator], language: 'en' });
  * agent.call('What is 3 ** 5?').formatted; // { thought_process: '...', conclusion: '243' }
