@@ -5,10 +5,10 @@ import type { HTTPAgentServer, ServedAgent } from '../distributed/http/server';
 import { ConfigurationError } from '../schema/errors';
 import type { SessionId } from '../schema/session';
 import type { SessionStore } from '../stores/types';
-import { isThenable } from '../utils/is';
 import { errorMessage } from '../utils/text';
 import { readAssets, type UIAssets } from './assets';
 import { EventRelay, type UIEvent } from './event-relay';
+import { changeSession } from './stored-session';
 
 /** Options of {@link UIServer}. */
 export interface UIServerOptions {
@@ -225,12 +225,7 @@ export class UIServer {
         sendError(reply, 501, 'this agent has no reset()', 'NotImplemented');
         return;
       }
-      try {
-        agent.reset(id, { recursive: true });
-        sendJSON(reply, { sessionId: id, reset: true });
-      } catch (error) {
-        sendError(reply, 400, error, 'ResetFailed');
-      }
+      return this.#change(reply, id, () => agent.reset!(id, { recursive: true }), { reset: true });
     });
     app.put('/ui/state/:id', (request, reply) => this.#load(request, reply));
     app.get('/ui/events', (request, reply) => this.#events(request, reply));
@@ -268,7 +263,7 @@ export class UIServer {
     return [...seen.values()];
   }
 
-  #load(request: FastifyRequest, reply: FastifyReply): void {
+  #load(request: FastifyRequest, reply: FastifyReply): Promise<void> | undefined {
     const id = (request.params as { id: string }).id;
     const agent = this.agent as { loadStateDict?: (dict: unknown, id: SessionId) => unknown };
     if (typeof agent.loadStateDict !== 'function') {
@@ -280,17 +275,22 @@ export class UIServer {
       sendError(reply, 400, 'the body must be a state dict: a JSON object of memories', 'BadRequest');
       return;
     }
+    return this.#change(reply, id, () => agent.loadStateDict!(body, id), { loaded: true });
+  }
+
+  /** Runs a change of a session's memories (committed to the agent's store when it has one) and answers. */
+  async #change(
+    reply: FastifyReply,
+    id: SessionId,
+    change: () => unknown,
+    answer: Record<string, unknown>,
+  ): Promise<void> {
     try {
-      const done = agent.loadStateDict(body, id);
-      if (isThenable(done)) {
-        return void Promise.resolve(done).then(
-          () => sendJSON(reply, { sessionId: id, loaded: true }),
-          (error: unknown) => sendError(reply, 400, error, 'StateDictError'),
-        );
-      }
-      sendJSON(reply, { sessionId: id, loaded: true });
+      if (this.agent instanceof AgentBase) await changeSession(this.agent, id, change);
+      else await change();
+      sendJSON(reply, { sessionId: id, ...answer });
     } catch (error) {
-      sendError(reply, 400, error, (error as Error)?.name ?? 'StateDictError');
+      sendError(reply, 400, error, (error as Error)?.name ?? 'Error');
     }
   }
 
