@@ -5,6 +5,7 @@ import { effectiveSignal } from '../../core/call-context';
 import { AgentMessage, type MessageInput } from '../../schema/agent-message';
 import { ConfigurationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
+import { chargeRemote, remoteRefusal, withRemoteBudget } from '../remote-budget';
 import { remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
 import { HTTPAgentError } from './errors';
 import { chatRequestBody, messageToWire, SSE_EVENTS } from './protocol';
@@ -185,9 +186,17 @@ export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
   ): Promise<AgentMessage<C, F>> {
     const place = remotePlace(this, this.name);
     const sent = remoteInput(place, input);
-    const body = JSON.stringify(chatRequestBody(wireMessages(sent), options.sessionId ?? 0, options));
-    const json = await this.#requestJSON('POST', 'chat_completion', body, options);
-    return throwIfInterrupted(place, toMessage(json, `${this.url}/chat_completion`) as AgentMessage<C, F>);
+    const sentOptions = withRemoteBudget(options);
+    const body = JSON.stringify(chatRequestBody(wireMessages(sent), options.sessionId ?? 0, sentOptions));
+    let json: unknown;
+    try {
+      json = await this.#requestJSON('POST', 'chat_completion', body, options);
+    } catch (error) {
+      throw (error instanceof HTTPAgentError ? remoteRefusal(error.body) : undefined) ?? error;
+    }
+    const reply = toMessage(json, `${this.url}/chat_completion`) as AgentMessage<C, F>;
+    chargeRemote(reply, options);
+    return throwIfInterrupted(place, reply);
   }
 
   /**
@@ -206,7 +215,9 @@ export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
     signal?.throwIfAborted();
     const place = remotePlace(this, this.name);
     const sent = remoteInput(place, input);
-    const body = JSON.stringify(chatRequestBody(wireMessages(sent), options.sessionId ?? 0, options));
+    const body = JSON.stringify(
+      chatRequestBody(wireMessages(sent), options.sessionId ?? 0, withRemoteBudget(options)),
+    );
     const url = `${this.url}/chat_completion/stream`;
     const timeout = options.timeout ?? this.#transport.timeout;
     const idleTimeout = checkNumber('idleTimeout', options.idleTimeout, this.#idleTimeout ?? timeout, 1);
@@ -261,6 +272,8 @@ export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
       });
       for await (const event of events) {
         if (event.event === SSE_EVENTS.error) {
+          const refusal = remoteRefusal(event.data);
+          if (refusal !== undefined) throw refusal;
           const detail = (event.data as { detail?: unknown } | null)?.detail;
           throw new HTTPAgentError({
             message: `${url} failed mid-stream: ${typeof detail === 'string' ? detail : 'error'}`,
@@ -287,6 +300,7 @@ export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
       if (final === undefined) {
         throw new HTTPAgentError({ message: `${url} ended the stream without a final message`, url });
       }
+      chargeRemote(final, options);
       return throwIfInterrupted(place, final as AgentMessage<C, F>);
     } finally {
       // Leaving early (or failing) closes the request; the server then stops the remote call.

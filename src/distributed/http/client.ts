@@ -5,6 +5,7 @@ import type { SessionId } from '../../schema/session';
 import { SyncBridge } from '../../utils/sync-bridge';
 import { locateBridge } from '../../utils/sync-bridge-location';
 import { sameThreadServerHint } from '../../utils/sync-bridge-same-thread';
+import { chargeRemote, remoteRefusal, withRemoteBudget } from '../remote-budget';
 import { remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
 import {
   AsyncHTTPAgentClient,
@@ -112,11 +113,13 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
     const json = this.#run(() =>
       this.#bridge.call<LagentMessageJSON>(
         'call',
-        [wire(sent), bridgeOptions(options)],
+        [wire(sent), bridgeOptions(withRemoteBudget(options))],
         this.#callTimeout(options),
       ),
     );
-    return throwIfInterrupted(place, AgentMessage.from(json) as AgentMessage<C, F>);
+    const reply = AgentMessage.from(json) as AgentMessage<C, F>;
+    chargeRemote(reply, options);
+    return throwIfInterrupted(place, reply);
   }
 
   /** Streams the remote reply: chunks, then the final message (also the return value); each step blocks. */
@@ -134,7 +137,7 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
     const wait = Math.max(options.timeout ?? this.#bridge.timeout - BRIDGE_MARGIN_MS, idle ?? 0);
     const steps = this.#bridge.iterate<LagentMessageJSON>(
       'stream',
-      [wire(sent), bridgeOptions(options)],
+      [wire(sent), bridgeOptions(withRemoteBudget(options))],
       this.#callTimeout({ timeout: wait }),
     );
     for (;;) {
@@ -152,6 +155,7 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
     }
     if (final === undefined)
       throw new HTTPAgentError({ message: `${this.url} streamed nothing`, url: this.url });
+    chargeRemote(final, options);
     return throwIfInterrupted(place, final as AgentMessage<C, F>);
   }
 
@@ -200,6 +204,9 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
   }
 
   #explain(error: unknown): unknown {
+    const body = (error as { body?: unknown } | null)?.body;
+    if (error instanceof Error && error.name === 'HTTPAgentError' && remoteRefusal(body) !== undefined)
+      return remoteRefusal(body);
     if (error instanceof Error && error.name === 'HTTPAgentError' && !(error instanceof HTTPAgentError)) {
       const fields = error as unknown as { status?: number; body?: unknown; url?: string };
       return new HTTPAgentError({

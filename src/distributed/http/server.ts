@@ -14,6 +14,7 @@ import type { SessionStore } from '../../stores/types';
 import { isAsyncIterator, isIterator, isThenable } from '../../utils/is';
 import { registerSameThreadServer } from '../../utils/sync-bridge-same-thread';
 import { errorMessage } from '../../utils/text';
+import { refusalBody } from '../remote-budget';
 import { checkSessionId, MAX_SESSION_ID_LENGTH, readChatRequest, SSE_EVENTS } from './protocol';
 import { SSEWriter, type StreamContent } from './sse-writer';
 
@@ -496,6 +497,12 @@ export class HTTPAgentServer {
 
   /** Answers a failed call with 500 (the error's message in `detail` only with `exposeErrors`). */
   #fail(reply: FastifyReply, error: unknown): void {
+    // A budget passed or a guardrail tripped is the caller's to know: their fields go back (422).
+    const refusal = refusalBody(error);
+    if (refusal !== undefined) {
+      reply.code(422).type(JSON_TYPE).send(JSON.stringify(refusal));
+      return;
+    }
     const name = errorName(error);
     const message = errorMessage(error);
     const detail = this.#exposeErrors ? message : 'Internal Server Error';
@@ -621,7 +628,7 @@ export class HTTPAgentServer {
           const name = errorName(error);
           const detail =
             this.#exposeErrors && error instanceof Error ? error.message : 'Internal Server Error';
-          send(SSE_EVENTS.error, { detail, error: name } satisfies HTTPErrorBody);
+          send(SSE_EVENTS.error, refusalBody(error) ?? ({ detail, error: name } satisfies HTTPErrorBody));
           raw.end();
         } else {
           this.#fail(reply, error);

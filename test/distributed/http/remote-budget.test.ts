@@ -1,0 +1,90 @@
+import {
+  type AgentMessage,
+  AsyncAgent,
+  BudgetExceededError,
+  type CallUsage,
+  GuardrailTripped,
+  guardrail,
+} from 'lagent-ts';
+import { AsyncMockLLM } from 'lagent-ts/testing';
+import { afterEach, describe, expect, it } from 'vitest';
+import { AsyncHTTPAgentClient, HTTPAgentServer } from '../../../src/distributed/http/index';
+
+const started: HTTPAgentServer[] = [];
+
+async function serve(agent: AsyncAgent): Promise<HTTPAgentServer> {
+  const server = new HTTPAgentServer({ agent, port: 0, onError: () => undefined });
+  await server.listen();
+  started.push(server);
+  return server;
+}
+
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((server) => server.close()));
+});
+
+/** A local agent that asks its own model, then the remote agent twice. */
+function localWith(remote: AsyncHTTPAgentClient, llm: AsyncMockLLM) {
+  class Local extends AsyncAgent {
+    own = new AsyncAgent({ llm, name: 'own' });
+    remote = remote;
+    override async forward(messages: AgentMessage[], options: { sessionId: string | number }) {
+      const first = await this.own.call(messages, { sessionId: options.sessionId });
+      const second = await this.remote.call(first.content as string, { sessionId: options.sessionId });
+      return this.remote.call(second.content as string, { sessionId: options.sessionId });
+    }
+  }
+  return new Local();
+}
+
+describe('budgets and guardrails across AsyncHTTPAgentClient', () => {
+  it('the remote call gets what is left; what it spent counts in the local budget', async () => {
+    const remoteLLM = new AsyncMockLLM({ responses: (_m, _p, i) => `remote ${i}` });
+    const server = await serve(new AsyncAgent({ llm: remoteLLM }));
+    const local = localWith(
+      new AsyncHTTPAgentClient({ url: server.url }),
+      new AsyncMockLLM({ responses: ['local'] }),
+    );
+    const reply = await local.call('go', { sessionId: 1, budget: { modelCalls: 3 } });
+    expect(reply.content).toBe('remote 1');
+    const usage = (reply.extraInfo as { usage: CallUsage }).usage;
+    expect(usage.modelCalls).toBe(3);
+    expect(usage.totalTokens).toBeGreaterThan(0);
+    // The remote agent was told what was left each time, and said what it spent.
+    expect(remoteLLM.calls).toHaveLength(2);
+  });
+
+  it('the remote agent refuses the request past the local budget: the local call fails with BudgetExceededError', async () => {
+    const remoteLLM = new AsyncMockLLM({ responses: (_m, _p, i) => `remote ${i}` });
+    const server = await serve(new AsyncAgent({ llm: remoteLLM }));
+    const localLLM = new AsyncMockLLM({ responses: ['local'] });
+    const local = localWith(new AsyncHTTPAgentClient({ url: server.url }), localLLM);
+    let error: unknown;
+    try {
+      await local.call('go', { sessionId: 2, budget: { modelCalls: 2 } });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(BudgetExceededError);
+    expect((error as BudgetExceededError).budget).toBe('modelCalls');
+    expect(remoteLLM.calls).toHaveLength(1); // zero requests past the budget, on either side
+    expect(local.own.memory!.get(2)?.length ?? 0).toBe(0);
+  });
+
+  it('a guardrail tripped in the remote agent fails the local call with GuardrailTripped', async () => {
+    const server = await serve(
+      new AsyncAgent({
+        llm: new AsyncMockLLM({ responses: ['never'] }),
+        hooks: [guardrail({ name: 'remote-input', on: 'input', check: () => 'not today' })],
+      }),
+    );
+    const local = localWith(
+      new AsyncHTTPAgentClient({ url: server.url }),
+      new AsyncMockLLM({ responses: ['local'] }),
+    );
+    const error = await local.call('go', { sessionId: 3 }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(GuardrailTripped);
+    expect((error as GuardrailTripped).guardrail).toBe('remote-input');
+    expect((error as GuardrailTripped).reason).toBe('not today');
+  });
+});
