@@ -88,6 +88,9 @@ describe('lagent ui', () => {
   let browser: Browser;
   let page: Page;
   const problems: string[] = [];
+  /** Waits for a message of the session's memory (not the reply still streaming) whose text matches. */
+  const shown = (pattern: RegExp) =>
+    page.locator('[data-testid=message] > .content', { hasText: pattern }).first().waitFor();
 
   beforeAll(async () => {
     ensureBuilt();
@@ -185,7 +188,7 @@ describe('lagent ui', () => {
     await page.getByTestId('input').fill('hello world');
     await page.getByTestId('send').click();
     await page.getByTestId('streaming').waitFor();
-    await page.getByTestId('messages').getByText('echo: hello world', { exact: true }).waitFor();
+    await shown(/^echo: hello world$/);
     await page.getByTestId('streaming').waitFor({ state: 'detached' });
     const streamed = await page.evaluate(() => window.streamed);
     // "echo: hello world" in chunks of 4 characters: the page showed it growing.
@@ -209,7 +212,7 @@ describe('lagent ui', () => {
     // A sub-agent's work appears live in the tree.
     await page.getByTestId('input').fill('research cats');
     await page.getByTestId('send').click();
-    await page.getByTestId('messages').getByText('Done: found: research cats', { exact: true }).waitFor();
+    await shown(/^Done: found: research cats$/);
     await expect
       .poll(() => page.locator('[data-testid=tree-node][data-path="researcher"]').getAttribute('data-status'))
       .toBe('done');
@@ -240,10 +243,7 @@ describe('lagent ui', () => {
     const shot = await page.screenshot({ path: `${SHOTS}interrupt.png`, fullPage: true });
     expect((await pixelStats(browser, shot)).variance).toBeGreaterThan(50);
     await page.getByTestId('approve').click();
-    await page
-      .getByTestId('messages')
-      .getByText(/^Done: .*deleted \/tmp\/a\.txt$/)
-      .waitFor();
+    await shown(/^Done: .*deleted \/tmp\/a\.txt$/);
     await card.waitFor({ state: 'detached' });
     await page.locator('[data-testid=event][data-kind=resume]').first().waitFor();
     await expect
@@ -256,10 +256,7 @@ describe('lagent ui', () => {
     await card.waitFor();
     await page.getByTestId('interrupt-arguments').fill('{"path": "/tmp/b.txt"}');
     await page.getByTestId('approve').click();
-    await page
-      .getByTestId('messages')
-      .getByText(/^Done: .*deleted \/tmp\/b\.txt$/)
-      .waitFor();
+    await shown(/^Done: .*deleted \/tmp\/b\.txt$/);
 
     // Declined with a reason: the tool does not run, the model reads why.
     await page.getByTestId('input').fill('delete once more');
@@ -267,10 +264,7 @@ describe('lagent ui', () => {
     await card.waitFor();
     await page.getByTestId('decline-reason').fill('keep it');
     await page.getByTestId('decline').click();
-    await page
-      .getByTestId('messages')
-      .getByText(/^Done: .*keep it/)
-      .waitFor();
+    await shown(/^Done: .*keep it/);
     expect(problems).toEqual([]);
   }, 30_000);
 
@@ -287,6 +281,8 @@ describe('lagent ui', () => {
     const state = JSON.parse(readFileSync(saved, 'utf8')) as Record<string, { content: unknown }[]>;
     expect(Object.keys(state)).toEqual(['memory', 'agent.memory', 'researcher.memory']);
     expect(state.memory![0]!.content).toBe('hello world');
+    // The last reply, to the declined call, is in it.
+    expect(state.memory!.at(-1)!.content).toMatch(/^Done: .*keep it/);
 
     await page.getByTestId('new-session').click();
     await expect.poll(() => page.getByTestId('session').inputValue()).not.toBe(first);
@@ -295,16 +291,16 @@ describe('lagent ui', () => {
     const edited = { ...state, memory: [...state.memory!, { content: 'uploaded note', sender: 'user' }] };
     writeFileSync(saved, JSON.stringify(edited));
     await page.locator('input[type=file]').setInputFiles(saved);
-    await page.getByTestId('messages').getByText('uploaded note', { exact: true }).waitFor();
+    await shown(/^uploaded note$/);
     const second = await page.getByTestId('session').inputValue();
 
     await page.getByTestId('session').selectOption(first);
-    await page.getByTestId('messages').getByText('echo: hello world', { exact: true }).waitFor();
+    await shown(/^echo: hello world$/);
     await page.getByTestId('reset').click();
     await expect.poll(messages).toBe(0);
     // The other session kept its messages, and both are listed.
     await page.getByTestId('session').selectOption(second);
-    await page.getByTestId('messages').getByText('uploaded note', { exact: true }).waitFor();
+    await shown(/^uploaded note$/);
     const options = await page.getByTestId('session').locator('option').allTextContents();
     expect(options).toEqual(expect.arrayContaining([first, second]));
     await page.screenshot({ path: `${SHOTS}sessions.png`, fullPage: true });
