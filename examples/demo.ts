@@ -5,6 +5,7 @@
 import { main as blogger } from './blogger';
 import { main as customAggregator } from './custom-aggregator';
 import { main as dataVisualizer } from './data-visualizer';
+import { main as deepResearch } from './deep-research/main';
 import { main as functionCalling } from './function-calling';
 import { main as internLMAgent } from './internlm-agent';
 import { main as mcp } from './mcp';
@@ -24,6 +25,7 @@ await functionCalling();
 await react();
 internLMAgent();
 await dataVisualizer();
+await deepResearch();
 await mcp();
 await serve();
 await queue();
