@@ -155,6 +155,39 @@ describe('durable calls that fail', () => {
     ).toEqual(['again', 'done 1']);
   });
 
+  it('agent.reset clears memory, not journals: recover replays the call onto the emptied session', () => {
+    const store = new MemoryStore();
+    const runs: string[] = [];
+    let dead = true;
+    const llm = new MockLLM({
+      responses: (messages) => {
+        const reply = answer(messages);
+        if (reply.content !== undefined && dead) throw new Error('the process died');
+        return reply;
+      },
+    });
+    const agent = new FunctionCallingAgent({ llm, actions: [sendTool(runs)], durable: { store }, name: 'r' });
+    dead = false;
+    agent.call('one', { sessionId: 's' });
+    dead = true;
+    expect(() => agent.call('two', { sessionId: 's' })).toThrow(/the process died/);
+    agent.reset('s', { recursive: true });
+    dead = false;
+    const asked = llm.calls.length;
+    const [reply] = agent.recover({ sessionId: 's' }) as AgentMessage[];
+    // The call's recorded inputs and steps, on a session that now holds only this call: the one step left
+    // asks the model, which sees a conversation of one user message.
+    expect(reply!.content).toBe('done 1');
+    expect(llm.calls.length - asked).toBe(1);
+    expect(runs).toEqual(['u1', 'v1', 'u2', 'v2']);
+    expect(
+      agent
+        .memory!.get('s')!
+        .getMemory()
+        .map((m) => m.content),
+    ).toEqual(['two', 'done 1']);
+  });
+
   it('a store failing on any journal write fails the call and rolls memory back; recover then finishes it without doing anything twice', () => {
     // The session has one finished call before the one whose writes fail.
     const reference = (() => {
