@@ -173,7 +173,8 @@ describe('lagent ui', () => {
       ['agent', 'assistant'],
       ['researcher', 'researcher'],
     ]);
-    // The token went into an HttpOnly cookie: the page's script cannot read it.
+    // The token went into an HttpOnly cookie: the page's script cannot read it, and the address lost it.
+    expect(page.url()).toBe(`${base}/`);
     expect(await page.evaluate(() => document.cookie)).toBe('');
 
     // Record every text the streamed reply shows.
