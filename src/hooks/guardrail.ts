@@ -51,21 +51,17 @@ export interface GuardrailOptions {
   parallel?: boolean | undefined;
 }
 
-/** A guardrail: a hook to pass in an agent's `hooks` (see {@link guardrail}). */
+/**
+ * A guardrail: a hook to pass in an agent's `hooks` (see {@link guardrail}). Its methods are typed as returning
+ * nothing so that it fits sync and async agents alike; with an async check they return a promise, which only
+ * async agents and executors can wait for.
+ */
 export interface Guardrail {
   readonly hookName: string;
   readonly [GUARDRAIL]: GuardSpec;
-  beforeAgent?(
-    agent: HookAgent,
-    messages: AgentMessage[],
-    sessionId: SessionId,
-  ): Promise<undefined> | undefined;
-  afterAgent?(agent: HookAgent, message: AgentMessage, sessionId: SessionId): Promise<undefined> | undefined;
-  beforeAction?(
-    executor: HookExecutor,
-    message: AgentMessage,
-    sessionId: SessionId,
-  ): Promise<undefined> | undefined;
+  beforeAgent?(agent: HookAgent, messages: AgentMessage[], sessionId: SessionId): undefined;
+  afterAgent?(agent: HookAgent, message: AgentMessage, sessionId: SessionId): undefined;
+  beforeAction?(executor: HookExecutor, message: AgentMessage, sessionId: SessionId): undefined;
 }
 
 /**
@@ -101,7 +97,26 @@ export function guardrail(options: GuardrailOptions): Guardrail {
     });
   }
   const spec: GuardSpec = { name, on, parallel, check: check as GuardSpec['check'] };
-  const hook: Guardrail = { hookName: name, [GUARDRAIL]: spec };
+  // The methods may return a promise (an async check): see Guardrail.
+  const hook = { hookName: name, [GUARDRAIL]: spec } as {
+    hookName: string;
+    [GUARDRAIL]: GuardSpec;
+    beforeAgent?: (
+      agent: HookAgent,
+      messages: AgentMessage[],
+      sessionId: SessionId,
+    ) => Promise<undefined> | undefined;
+    afterAgent?: (
+      agent: HookAgent,
+      message: AgentMessage,
+      sessionId: SessionId,
+    ) => Promise<undefined> | undefined;
+    beforeAction?: (
+      executor: HookExecutor,
+      message: AgentMessage,
+      sessionId: SessionId,
+    ) => Promise<undefined> | undefined;
+  };
   const context = (who: string, sessionId: SessionId, toolCall?: GuardrailContext['toolCall']) =>
     toolCall === undefined ? { name: who, sessionId, on } : { name: who, sessionId, on, toolCall };
   if (on === 'input' && !parallel) {
@@ -126,7 +141,7 @@ export function guardrail(options: GuardrailOptions): Guardrail {
       );
     };
   }
-  return hook;
+  return hook as Guardrail;
 }
 
 /** Undefined when every check answered at once; else a promise of their verdicts, passing as undefined. */
