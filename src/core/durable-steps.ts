@@ -23,7 +23,7 @@ export interface JournalStore {
 /** A journal entry as written. */
 export interface StepEntry {
   key: string;
-  kind: 'begin' | 'model' | 'tool' | 'started';
+  kind: 'begin' | 'model' | 'tool' | 'started' | 'resume';
   name: string;
   digest: string;
   result?: unknown;
@@ -39,6 +39,8 @@ export interface BeginEntry extends StepEntry {
 export class CallJournal {
   readonly done = new Map<string, StepEntry>();
   readonly started = new Set<string>();
+  /** The decisions of the resume messages the call was given, oldest first. */
+  readonly decisions: unknown[] = [];
   begin: BeginEntry | undefined;
 
   constructor(
@@ -54,6 +56,7 @@ export class CallJournal {
       const entry = data as StepEntry;
       if (entry.kind === 'begin') this.begin = entry as BeginEntry;
       else if (entry.kind === 'started') this.started.add(entry.key);
+      else if (entry.kind === 'resume') this.decisions.push(...(entry.result as unknown[]));
       else this.done.set(entry.key, entry);
     }
   }

@@ -46,9 +46,12 @@ export function* agentCallSteps(
     let messages = turn.inputsOf(input);
     const durable = turn.parent?.durable === undefined ? durableOf(agent, turn.options) : undefined;
     if (durable !== undefined) {
-      const begun = yield* beginDurable(turn, durable, messages, turn.resume !== undefined);
+      const given = turn.resume === undefined ? undefined : [...turn.resume.values()];
+      const begun = yield* beginDurable(turn, durable, messages, given);
       turn.durable = begun.scope;
       messages = begun.messages;
+      // Every decision the call was ever given (a replay after a crash has them from the journal).
+      if (begun.decisions.length > 0) turn.resume = new Map(begun.decisions.map((d) => [d.id, d]));
     }
     if (agent.hooks.length > 0) messages = yield* beforeAgentSteps(agent, messages, turn.options.sessionId);
     turn.remember(messages);

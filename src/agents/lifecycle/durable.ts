@@ -4,6 +4,7 @@ import { type BeginEntry, CallJournal, settled } from '../../core/durable-steps'
 import type { Steps } from '../../core/steps';
 import { AgentMessage } from '../../schema/agent-message';
 import { ConfigurationError } from '../../schema/errors';
+import type { Decision } from '../../schema/interrupts';
 import type { SessionId } from '../../schema/session';
 import type { SessionStore, StoredJournal } from '../../stores/types';
 import type { AgentBase } from '../agent-base';
@@ -61,8 +62,9 @@ export function* beginDurable(
   turn: DurableTurn,
   options: DurableOptions,
   messages: AgentMessage[],
-  resuming: boolean,
-): Steps<{ scope: DurableScope; messages: AgentMessage[] }> {
+  decisions: readonly Decision[] | undefined,
+): Steps<{ scope: DurableScope; messages: AgentMessage[]; decisions: readonly Decision[] }> {
+  const resuming = decisions !== undefined;
   const { agent } = turn;
   const { store } = options;
   if (isSync(agent) && !store.synchronous) {
@@ -90,6 +92,12 @@ export function* beginDurable(
     // A replay: every memory back where it stood, and the recorded inputs.
     restoreLengths(agent, turn.options.sessionId, journal.begin.result.lengths);
     messages = journal.begin.result.inputs.map((json) => AgentMessage.from(json));
+    // The decisions given now are kept with the call: replayed after a crash, it has them again.
+    if (decisions !== undefined && decisions.length > 0) {
+      const key = `r.resume.${journal.decisions.length}`;
+      yield* settled(journal.write({ key, kind: 'resume', name: agent.name, digest: '', result: decisions }));
+      journal.decisions.push(...decisions);
+    }
   } else {
     if (stored?.finished) yield* settled(store.deleteJournal(namespace, callId));
     // The session goes on without the calls of it that failed or died before: replayed after this one,
@@ -108,7 +116,11 @@ export function* beginDurable(
     yield* settled(journal.write(begin));
     journal.begin = begin;
   }
-  return { scope: { journal, key: 'r', next: 0 }, messages };
+  return {
+    scope: { journal, key: 'r', next: 0 },
+    messages,
+    decisions: (journal.decisions.length > 0 ? journal.decisions : (decisions ?? [])) as readonly Decision[],
+  };
 }
 
 /** Marks a durable call's journal finished. */
