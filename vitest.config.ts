@@ -21,7 +21,9 @@ const UNIT = [
   'utils',
   'testing',
 ];
-const INTEGRATION = ['tools', 'distributed', 'mcp', 'cli', 'examples', 'interop', 'stores'];
+const INTEGRATION = ['tools', 'distributed', 'mcp', 'cli', 'examples', 'interop', 'stores', 'ui'];
+/** Tests of a unit folder that start processes (crash trials): they belong with the integration tests. */
+const PROCESS_TRIALS = ['test/agents/durable-kill.test.ts', 'test/agents/durable-composite.test.ts'];
 
 export default defineConfig({
   resolve: {
@@ -41,6 +43,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: UNIT.map((folder) => `test/${folder}/**/*.test.ts`),
+          exclude: PROCESS_TRIALS,
           // In-process tests share their workers' module graph: each file no longer imports the library
           // afresh (13 s of the 40 s this project took isolated). Such a test must not depend on a clean process.
           pool: 'threads',
@@ -65,7 +68,11 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'integration',
-          include: [...INTEGRATION.map((folder) => `test/${folder}/**/*.test.ts`), 'test/*.test.ts'],
+          include: [
+            ...INTEGRATION.map((folder) => `test/${folder}/**/*.test.ts`),
+            'test/*.test.ts',
+            ...PROCESS_TRIALS,
+          ],
         },
       },
     ],

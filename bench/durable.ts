@@ -139,7 +139,11 @@ function plainTurn(durable: boolean): () => Promise<AgentMessage> {
  * takes the session through `stateDict` → JSON string → `loadStateDict` between the two (as a process that
  * stops and another that resumes would). `resumeTime` accumulates the µs of the resume calls alone.
  */
-function pausedTurn(options: { durable: boolean; saved?: boolean; otherJournals?: number }) {
+function pausedTurn(options: {
+  durable: boolean;
+  saved?: boolean | undefined;
+  otherJournals?: number | undefined;
+}) {
   const next = toolAgent({
     durable: options.durable,
     needsApproval: true,

@@ -14,7 +14,7 @@ import { type AgentLike, isAgentLike } from './agent-like';
 import { CliError, messageOf } from './errors';
 
 /** The commands that drive an agent. */
-export type CommandName = 'chat' | 'serve' | 'worker' | 'batch';
+export type CommandName = 'chat' | 'serve' | 'worker' | 'batch' | 'eval' | 'ui';
 
 /**
  * What a factory exported by an `--agent` module receives: the command, and whether that command shows

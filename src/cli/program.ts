@@ -68,7 +68,7 @@ function withAgentOptions(command: Command): Command {
     .addOption(
       new Option(
         '--store <url>',
-        'keep sessions in a store: sqlite:./sessions.db, redis://..., postgres://... (chat, serve, batch)',
+        'keep sessions in a store: sqlite:./sessions.db, redis://..., postgres://... (not worker)',
       ).env('LAGENT_STORE'),
     );
 }
@@ -119,7 +119,7 @@ async function withAgent(
   const storeUrl = command.opts<{ store?: string }>().store || undefined;
   if (storeUrl !== undefined && name === 'worker') {
     throw new CliError(
-      "--store is for chat, serve and batch: a worker keeps its sessions in the queue's Redis",
+      "--store is for chat, serve, batch, eval and ui: a worker keeps its sessions in the queue's Redis",
     );
   }
   let loaded: LoadedAgent;
@@ -217,13 +217,13 @@ Examples:
 Set LAGENT_DEBUG=1 to see stack traces of errors.`;
 
 /**
- * The `lagent` command line (commander): `chat`, `serve`, `worker` and `batch`. Errors of the person running it
+ * The `lagent` command line (commander): `chat`, `serve`, `worker`, `batch`, `eval` and `ui`. Errors of the person running it
  * are thrown (commander's as `CommanderError`, after it printed them); see {@link main}.
  */
 export function createProgram(): Command {
   const program = new Command('lagent')
     .description(
-      'Run lagent-ts agents: chat in the terminal, serve over HTTP, work a queue, or run a JSONL batch.',
+      'Run lagent-ts agents: chat in the terminal, serve over HTTP, work a queue, run or evaluate a JSONL batch, or watch one on a local page.',
     )
     .version(version(), '-v, --version')
     .exitOverride()
@@ -296,7 +296,7 @@ export function createProgram(): Command {
       program
         .command('batch')
         .description(
-          'run the agent on each line of a JSONL file ({"id": ..., "message": ...}); resumable: ids already in the output are skipped',
+          'run the agent on each line of a JSONL file ({"id": ..., "message": ...}); resumable: ids already in the output are skipped; a line whose reply is an interrupt waits: give its input line "decisions" and run again',
         )
         .argument('<input>', 'input JSONL file'),
     ),
@@ -312,8 +312,11 @@ export function createProgram(): Command {
       'after',
       `
 Each output line is {"id": ..., "message": <the reply, Lagent's JSON shape>}; each line runs on its own
-session (its id). Failures, malformed lines and duplicate ids go to the errors file (rewritten by each run;
-failed lines run again next time). Exit code: 0 when every line succeeded, 2 when some failed, 130 when stopped.`,
+session (its id). A line whose reply is an interrupt (a tool call waiting for approval) is recorded as
+{"id", "message", "interrupts", "state"} and counted as waiting; a later run continues it when its input line
+has "decisions": [{"id", "approve", ...}]. Failures, malformed lines and duplicate ids go to the errors file
+(rewritten by each run; failed lines run again next time). Exit code: 0 when every line succeeded or waits,
+2 when some failed, 130 when stopped.`,
     )
     .action(async (input: string, _options, command: Command) => {
       const { runBatch } = await import('./batch');
@@ -375,7 +378,7 @@ failed lines run again next time). Exit code: 0 when every line succeeded, 2 whe
         progress: boolean;
       }>();
       const run = await prepareEval(data, options);
-      await withAgent(command, 'batch', false, (loaded) => run(loaded.agent));
+      await withAgent(command, 'eval', false, (loaded) => run(loaded.agent));
     });
 
   withAgentOptions(
@@ -403,8 +406,7 @@ failed lines run again next time). Exit code: 0 when every line succeeded, 2 whe
           .map((item) => item.trim())
           .filter(Boolean),
       };
-      // The page is served like `serve`: the agent's factory sees { command: 'serve', streaming: true }.
-      await withAgent(command, 'serve', true, (loaded) => runUi(loaded, options));
+      await withAgent(command, 'ui', true, (loaded) => runUi(loaded, options));
     });
 
   return program;

@@ -151,11 +151,10 @@ describe.each(['state', 'sqlite'] as const)(
       expect(outcome.memories.researcher ?? []).toEqual([]);
     });
 
-    // Known defect, kept visible: the superseded call's journal stays unfinished, so a later recover()
-    // replays it (rolling the session's memory back to where that call began). Turn `it.fails` into `it`
-    // when the superseding call finishes the journal it declined.
+    // A later recover() must not replay the superseded call (rolling the session's memory back to where
+    // that call began): the superseding call finishes the journal it declined.
     if (mode === 'sqlite') {
-      it.fails('superseded: the declined call leaves no unfinished journal behind', () => {
+      it('superseded: the declined call leaves no unfinished journal behind', () => {
         expect(runs.supersede.outcome.unfinished).toBe(0);
       });
     }

@@ -65,6 +65,6 @@ describe('lagent serve --store', () => {
     );
     const worker = await runCli(['worker', '--agent', AGENT, '--store', 'memory:']);
     expect(worker.code).toBe(1);
-    expect(worker.stderr).toMatch(/--store is for chat, serve and batch/);
+    expect(worker.stderr).toMatch(/--store is for chat, serve, batch, eval and ui/);
   });
 });
