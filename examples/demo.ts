@@ -2,6 +2,7 @@
  * `npm run demo`: every ported example in turn, on the built-in mock model unless OPENAI_API_KEY or
  * OPENAI_BASE_URL points at a real endpoint.
  */
+import { main as approval } from './approval';
 import { main as blogger } from './blogger';
 import { main as customAggregator } from './custom-aggregator';
 import { main as dataVisualizer } from './data-visualizer';
@@ -22,6 +23,7 @@ responseFormatting();
 toolCalling();
 await blogger();
 await functionCalling();
+await approval();
 await react();
 internLMAgent();
 await dataVisualizer();
