@@ -50,7 +50,7 @@ export class Agent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook> {
     const span = chatSpan(this);
     let answer: unknown;
     try {
-      answer = askInFrame(this, messages, options);
+      answer = askInFrame(this, messages, options, true);
     } catch (error) {
       if (span) endChatSpan(span, this, error);
       throw error;

@@ -23,6 +23,7 @@ import {
   buildPrompt,
   buildReply,
   chatSpan,
+  compactFirst,
   endChatSpan,
   registerPlainForward,
   requireLLM,
@@ -64,6 +65,7 @@ export class AsyncStreamingAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F,
     options: AsyncForwardOptions,
   ): AsyncGenerator<ForwardResult, StreamReturn, undefined> {
     const llm = requireLLM(this);
+    await compactFirst(this, options.sessionId);
     const prompt = buildPrompt(this, messages, options.sessionId);
     const request = beginStreamedRequest(this, llm, prompt, messages, options);
     const recorded = request.recorded;

@@ -4,6 +4,7 @@ import type { BaseLLM } from '../llms/base-llm';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
 import type { ToolCall } from '../schema/chat-message';
 import { ModelStatusCode } from '../schema/status';
+import { isThenable } from '../utils/is';
 import {
   AgentBase,
   type AgentChunk,
@@ -18,11 +19,13 @@ import {
 } from './agent-base';
 import {
   agentCallSteps,
+  asyncSummarizer,
   beginStreamedRequest,
   buildChunk,
   buildPrompt,
   buildReply,
   chatSpan,
+  compactFirst,
   endChatSpan,
   registerPlainForward,
   requireLLM,
@@ -66,6 +69,7 @@ export class StreamingAgent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook>
     options: ForwardOptions,
   ): Generator<ForwardResult, StreamReturn, undefined> {
     const llm = requireLLM(this);
+    if (isThenable(compactFirst(this, options.sessionId))) throw asyncSummarizer(this);
     const prompt = buildPrompt(this, messages, options.sessionId);
     const request = beginStreamedRequest(this, llm, prompt, messages, options);
     const recorded = request.recorded;

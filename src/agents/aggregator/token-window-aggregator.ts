@@ -109,6 +109,11 @@ export class TokenWindowAggregator extends DefaultAggregator {
     return this.maxTokens - this.reserve;
   }
 
+  /** True with `summarize`: agents then call {@link compact} before each prompt, inside their call. */
+  get summarizes(): boolean {
+    return this.#summarizer !== undefined;
+  }
+
   override aggregate(
     memory: Memory | undefined,
     name: string,
@@ -138,11 +143,10 @@ export class TokenWindowAggregator extends DefaultAggregator {
    * summariser's model is async (await it in a `forward` before aggregating); does nothing without
    * `summarize` or below the trigger.
    *
-   * `aggregate` calls it itself for a sync model, when it runs inside a call frame: in a composite agent's
-   * sub-agent (the model agent of `FunctionCallingAgent`, a `Sequential` member), under a custom `forward`,
-   * or with tracing on. The built-in `forward` of an outermost `Agent` runs without a frame, so nothing
-   * could take a summary back if that call failed: there the history is windowed but not summarised (a
-   * process warning, `LAGENT_SUMMARY_SKIPPED`, says so once).
+   * Agents call it themselves before each prompt, inside their call's own frame (see {@link summarizes}).
+   * `aggregate` also calls it for a sync model when it runs inside a call frame; outside any (a custom use of
+   * `aggregate`), nothing could take a summary back if the call failed, so the history is windowed but not
+   * summarised (a process warning, `LAGENT_SUMMARY_SKIPPED`, says so once).
    */
   compact(memory: Memory, name: string): void | Promise<void> {
     const summarizer = this.#summarizer;

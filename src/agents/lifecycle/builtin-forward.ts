@@ -9,6 +9,7 @@ import type { ChatMessage, ToolCall } from '../../schema/chat-message';
 import { ConfigurationError, LagentError, ParseError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { AgentStatusCode } from '../../schema/status';
+import { isThenable } from '../../utils/is';
 import { type AgentBase, EMITTER, type ForwardOptions, type ForwardResult } from '../agent-base';
 import { observers } from '../observers';
 import { emitEvent } from './events';
@@ -89,7 +90,21 @@ export const MODEL_TURN: ForwardParts = {
  * journaled in the durable call of the frame it runs in (the call's own: a built-in forward runs in a frame
  * when tracing, a budget or a journal needs one, or from a subclass's `forward`).
  */
-export function askInFrame(agent: AgentBase, messages: AgentMessage[], options: ForwardOptions): unknown {
+export function askInFrame(
+  agent: AgentBase,
+  messages: AgentMessage[],
+  options: ForwardOptions,
+  sync = false,
+): unknown {
+  const compacted = compactFirst(agent, options.sessionId);
+  if (isThenable(compacted)) {
+    if (sync) throw asyncSummarizer(agent);
+    return compacted.then(() => askNow(agent, messages, options));
+  }
+  return askNow(agent, messages, options);
+}
+
+function askNow(agent: AgentBase, messages: AgentMessage[], options: ForwardOptions): unknown {
   const frame = currentFrame();
   const meter = frame?.meter;
   const scope = frame?.durable;
@@ -141,6 +156,36 @@ export function beginStreamedRequest(
       return step?.record(answer);
     },
   };
+}
+
+/** An aggregator that folds older turns into summaries (`TokenWindowAggregator` with `summarize`). */
+interface Compacting {
+  readonly summarizes: boolean;
+  compact(memory: Memory, name: string): void | Promise<void>;
+}
+
+/** True when the agent's aggregator summarises: its calls then run the built-in forward in a frame. */
+export function summarizes(agent: AgentBase): boolean {
+  return (agent.aggregator as Partial<Compacting> | undefined)?.summarizes === true;
+}
+
+/**
+ * Folds the session's older turns into a summary before the prompt is built, when the agent's aggregator
+ * summarises: the summariser runs as a sub-call of this call (journaled, traced, taken back if the call
+ * fails). A promise when the summariser's model is async.
+ */
+export function compactFirst(agent: AgentBase, sessionId: SessionId): void | Promise<void> {
+  if (!summarizes(agent)) return;
+  const memory = agent.memory?.get(sessionId);
+  if (memory === undefined) return;
+  return (agent.aggregator as unknown as Compacting).compact(memory, agent.name);
+}
+
+/** The error of a synchronous agent whose aggregator summarises with an async model. */
+export function asyncSummarizer(agent: AgentBase): ConfigurationError {
+  return new ConfigurationError({
+    message: `${agent.name}: its TokenWindowAggregator summarises with an async model, which a synchronous agent cannot wait for; give summarize a synchronous llm`,
+  });
 }
 
 /** What a model step's input digest covers: the messages the call was given. */

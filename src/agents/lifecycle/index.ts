@@ -5,10 +5,12 @@
  */
 export {
   askInFrame,
+  asyncSummarizer,
   beginStreamedRequest,
   buildChunk,
   buildPrompt,
   buildReply,
+  compactFirst,
   type ForwardParts,
   MODEL_TURN,
   modelParams,

@@ -33,7 +33,13 @@ import { isIterator, isThenable } from '../../utils/is';
 import { keepShape } from '../../utils/keep-shape';
 import { type AgentBase, type AsyncForwardOptions, EMITTER, type ForwardOptions, LANES } from '../agent-base';
 import { observers } from '../observers';
-import { digestInput, type Forwarding, type ForwardParts, plainForwardOf } from './builtin-forward';
+import {
+  digestInput,
+  type Forwarding,
+  type ForwardParts,
+  plainForwardOf,
+  summarizes,
+} from './builtin-forward';
 import { emitEvent, pathIn } from './events';
 
 /*
@@ -290,7 +296,8 @@ export class Turn {
   forward(messages: AgentMessage[]): unknown {
     const agent = this.agent;
     const forward = (agent as unknown as Forwarding).forward;
-    const plain = this.span === undefined ? plainForwardOf(forward) : undefined;
+    // A summarising aggregator folds turns inside the call's own frame, which a failure then takes back.
+    const plain = this.span === undefined && !summarizes(agent) ? plainForwardOf(forward) : undefined;
     const parentScope = this.parent?.durable;
     if (plain !== undefined && plain !== null) {
       this.parts = plain;

@@ -192,24 +192,56 @@ describe('TokenWindowAggregator summarize', () => {
     expect(summarizer.calls.length).toBeGreaterThan(1);
   });
 
-  it('an outermost Agent with the built-in forward is windowed, not summarised, and says so once', () => {
+  it('an outermost Agent with the built-in forward summarises inside its own call, and a failed call takes it back', () => {
     const warning = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
     try {
       const summarizer = summaryModel();
-      const chat = new Agent({
-        llm: chatModel(),
-        aggregator: new TokenWindowAggregator(options(summarizer)),
+      let failNext = false;
+      const llm = new MockLLM({
+        responses: (_messages, _params, i) => {
+          if (failNext) throw new Error('the model is down');
+          return `reply ${i} ${'word '.repeat(20)}`;
+        },
       });
+      const chat = new Agent({ llm, aggregator: new TokenWindowAggregator(options(summarizer)) });
       for (let i = 0; i < 12; i++) chat.call(question(i));
-      expect(summarizer.calls).toHaveLength(0);
-      expect(chat.memory!.get(0)!.getMemory().some(isSummary)).toBe(false);
+      expect(summarizer.calls.length).toBeGreaterThan(0);
+      expect(chat.memory!.get(0)!.getMemory().some(isSummary)).toBe(true);
+      // A call that fails after its summary puts the folded turns back.
+      let summarisedAndFailed = false;
+      for (let i = 12; i < 40 && !summarisedAndFailed; i++) {
+        const before = chat.stateDict();
+        const count = summarizer.calls.length;
+        failNext = true;
+        expect(() => chat.call(question(i))).toThrow('the model is down');
+        expect(chat.stateDict()).toEqual(before);
+        failNext = false;
+        summarisedAndFailed = summarizer.calls.length > count;
+        chat.call(question(i));
+      }
+      expect(summarisedAndFailed).toBe(true);
       const skipped = warning.mock.calls.filter(
         (call) => (call[1] as { code?: string })?.code === 'LAGENT_SUMMARY_SKIPPED',
       );
-      expect(skipped).toHaveLength(1);
+      expect(skipped).toHaveLength(0);
     } finally {
       warning.mockRestore();
     }
+  });
+
+  it('an AsyncAgent with the built-in forward summarises with an async model by itself', async () => {
+    const summarizer = new AsyncMockLLM({ responses: () => 'an async summary' });
+    const llm = new AsyncMockLLM({ responses: (_m, _p, i) => `reply ${i} ${'word '.repeat(20)}` });
+    const chat = new AsyncAgent({ llm, aggregator: new TokenWindowAggregator(options(summarizer)) });
+    for (let i = 0; i < 8; i++) await chat.call(question(i));
+    expect(summarizer.calls.length).toBeGreaterThan(0);
+    expect(chat.memory!.get(0)!.getMemory()[0]!.content).toBe(
+      'Summary of the earlier conversation:\nan async summary',
+    );
+    const sync = new Agent({ llm: chatModel(), aggregator: new TokenWindowAggregator(options(summarizer)) });
+    expect(() => {
+      for (let i = 0; i < 8; i++) sync.call(question(i));
+    }).toThrow(/summarises with an async model/);
   });
 
   it('refuses bad summarize options', () => {
