@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { ActionReturn } from '../schema/action-return';
 import { NonDeterminismError } from '../schema/errors';
 import { ActionStatusCode } from '../schema/status';
@@ -93,7 +93,7 @@ export function digestOf(value: unknown): string {
   } catch {
     text = String(value);
   }
-  return createHash('sha256').update(text).digest('base64url').slice(0, 22);
+  return hash('sha256', text, 'base64url').slice(0, 22);
 }
 
 /** The key of the next step of `scope`. */

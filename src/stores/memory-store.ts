@@ -6,7 +6,6 @@ import {
   type BusySession,
   type CommitOptions,
   commitConflict,
-  type JournalEntry,
   type ListOptions,
   MAX_STORE_KEY,
   type SessionInfo,
@@ -29,7 +28,8 @@ interface Session {
 
 interface Journal {
   sessionId: string;
-  entries: JournalEntry[];
+  /** Each entry's data as JSON text: copied once when written, parsed when read (replays only). */
+  entries: string[];
   finished: boolean;
 }
 
@@ -193,7 +193,7 @@ export class MemoryStore implements SyncSessionStore {
       this.#callIdsOf(namespace, sessionId, true)!.add(callId);
     }
     const seq = journal.entries.length;
-    journal.entries.push({ seq, data: copy(data) });
+    journal.entries.push(JSON.stringify(data) ?? 'null');
     return seq;
   }
 
@@ -204,7 +204,7 @@ export class MemoryStore implements SyncSessionStore {
     return {
       callId,
       sessionId: journal.sessionId,
-      entries: copy(journal.entries),
+      entries: journal.entries.map((json, seq) => ({ seq, data: JSON.parse(json) as unknown })),
       finished: journal.finished,
     };
   }
