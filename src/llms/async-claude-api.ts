@@ -15,6 +15,7 @@ import { type LoadedImages, loadImages } from './image-inputs';
 import { MeteredLLM } from './metered-llm';
 import { type RetryPolicy, withRetries } from './request-retry';
 import { resolveTiming, type TimingOptions } from './timing';
+import type { TokenCountInput } from './token-count';
 import { prepareTools, type RequestTools, type ToolCallAssembler, toolCallsError } from './tool-calls';
 import type {
   ChatMessage,
@@ -244,6 +245,41 @@ export class AsyncClaudeAPI extends MeteredLLM {
       where: this.#where,
       translate,
     });
+  }
+
+  /**
+   * The prompt's tokens as the API counts them (`POST /v1/messages/count_tokens`, no tokens spent): exact for
+   * Claude models, at the cost of a request, where `countTokens` is a local estimate. `tools` (the call's
+   * tools) count too when given.
+   */
+  async countTokensExact(
+    input: TokenCountInput,
+    params: Pick<ClaudeCallParams, 'tools' | 'signal'> = {},
+  ): Promise<number> {
+    const messages: ChatMessage[] =
+      typeof input === 'string' ? [{ role: 'user', content: input }] : [...input];
+    const tools = prepareTools(params.tools, this.clientName);
+    const images = this.#sendImages ? await loadImages(messages) : undefined;
+    const dialog = toClaudeMessages(messages, images);
+    const body: Record<string, unknown> = { model: this.model, messages: dialog.messages };
+    if (dialog.system !== undefined) body.system = dialog.system;
+    if (tools !== undefined) body.tools = toClaudeTools(tools);
+    const signal = effectiveSignal(params.signal);
+    signal?.throwIfAborted();
+    const { client, sdk } = await this.#connect();
+    const counted = await withRetries(
+      () =>
+        Deadline.run(
+          signal,
+          this.timeout,
+          (attempt) => client.messages.countTokens(body as never, { signal: attempt }),
+          (error: unknown) => toSharedError(error, sdk),
+        ),
+      this.#policy,
+      `${this.#where} (count_tokens)`,
+      signal,
+    );
+    return (counted as { input_tokens: number }).input_tokens;
   }
 
   /** The SDK client, made on first use (the SDK is imported then). */

@@ -133,6 +133,15 @@ export abstract class BridgedLLM extends BaseLLM {
     }
   }
 
+  /** Calls a method of the hosted async client, blocking until it answers (for a subclass's own methods). */
+  protected callHosted<T>(method: string, args: unknown[]): T {
+    try {
+      return this.#bridge.call<T>(method, args);
+    } catch (error) {
+      throw this.#explain(error);
+    }
+  }
+
   /** The usage counted so far, when the call wants its own (`onUsage`: a budgeted call). */
   #usageBefore(params: OpenAICallParams | undefined): TokenUsage | undefined {
     return params?.onUsage === undefined ? undefined : this.getTotalUsage();

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { locateBridge } from '../utils/sync-bridge-location';
 import { type ClaudeAPIOptions, DEFAULT_CLAUDE_MAX_TOKENS } from './async-claude-api';
 import { BridgedLLM } from './bridged-llm';
+import type { TokenCountInput } from './token-count';
 
 /**
  * The sync twin of {@link AsyncClaudeAPI}: the same client run in a worker thread behind the sync bridge, so
@@ -18,6 +19,14 @@ import { BridgedLLM } from './bridged-llm';
 export class ClaudeAPI extends BridgedLLM {
   constructor(options: ClaudeAPIOptions = {}) {
     super('AsyncClaudeAPI', resolveEnvironment(options), hostModule());
+  }
+
+  /**
+   * The prompt's tokens as the API counts them (`POST /v1/messages/count_tokens`), blocking until it answers:
+   * exact for Claude models, at the cost of a request (see `AsyncClaudeAPI.countTokensExact`).
+   */
+  countTokensExact(input: TokenCountInput): number {
+    return this.callHosted<number>('countTokensExact', [input]);
   }
 }
 

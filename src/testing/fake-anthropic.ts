@@ -184,6 +184,28 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     for (const [name, value] of Object.entries(incoming.headers)) {
       if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
     }
+    if (incoming.method === 'POST' && path === '/v1/messages/count_tokens') {
+      // The count endpoint: the same estimate the fake reports as a reply's input_tokens.
+      let body: any;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = undefined;
+      }
+      requests.push({ method: 'POST', path, headers, body: body ?? text, stream: false });
+      if (typeof body?.model !== 'string' || !Array.isArray(body?.messages)) {
+        response.writeHead(400, { 'content-type': 'application/json' });
+        response.end(errorBody('invalid_request_error', 'model and messages: Field required'));
+        return;
+      }
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(
+        JSON.stringify({
+          input_tokens: countTokens({ system: body.system, messages: body.messages, tools: body.tools }),
+        }),
+      );
+      return;
+    }
     if (incoming.method !== 'POST' || path !== '/v1/messages') {
       response.writeHead(404, { 'content-type': 'application/json' });
       response.end(

@@ -438,3 +438,30 @@ describe('AsyncClaudeAPI configuration', () => {
     expect(typeof sdk.default).toBe('function');
   });
 });
+
+describe('AsyncClaudeAPI countTokensExact', () => {
+  it("asks the count endpoint with the request's system, messages and tools; countTokens stays a local estimate", async () => {
+    const llm = client();
+    const messages = [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'How many tokens is this question?' },
+    ];
+    const before = server.requests.length;
+    const exact = await llm.countTokensExact(messages, { tools: [calculator] });
+    const request = server.requests.at(-1)!;
+    expect(server.requests.length).toBe(before + 1);
+    expect(request.path).toBe('/v1/messages/count_tokens');
+    expect(request.body).toMatchObject({
+      model: 'claude-test',
+      system: 'Be brief.',
+      messages: [{ role: 'user', content: 'How many tokens is this question?' }],
+    });
+    expect(request.body.tools).toHaveLength(1);
+    expect(exact).toBeGreaterThan(0);
+    // A plain text is one user message; the local estimate asks nobody.
+    expect(await llm.countTokensExact('hi')).toBeGreaterThan(0);
+    const count = server.requests.length;
+    expect(llm.countTokens(messages)).toBeGreaterThan(0);
+    expect(server.requests.length).toBe(count);
+  });
+});

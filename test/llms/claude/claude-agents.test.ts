@@ -177,3 +177,18 @@ describe('ClaudeAPI (sync, through the bridge) against a server in a worker', ()
     }
   });
 });
+
+describe('ClaudeAPI countTokensExact (sync)', () => {
+  it('asks the count endpoint through the bridge', () => {
+    const server = startFakeAnthropicWorker({ script: [] });
+    const llm = new ClaudeAPI({ model: 'claude-test', apiKey: 'k', baseURL: server.baseURL });
+    try {
+      const counted = llm.countTokensExact([{ role: 'user', content: 'count me, please' }]);
+      expect(counted).toBeGreaterThan(0);
+      expect(server.requests().at(-1)?.path).toBe('/v1/messages/count_tokens');
+    } finally {
+      llm.close();
+      server.close();
+    }
+  });
+});
