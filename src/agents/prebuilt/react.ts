@@ -26,6 +26,7 @@ import type {
 import type { AgentClass } from '../agent-class';
 import type { DefaultAggregator } from '../aggregator/default-aggregator';
 import { AsyncAgent } from '../async-agent';
+import { emitEvent } from '../lifecycle';
 import type { DurableOptions } from '../lifecycle/durable';
 import { asciiPythonJSON, type CompatMode, checkCompat } from './compat';
 import type { PromptLanguage } from './internlm-prompts';
@@ -189,6 +190,13 @@ function* actionTurn(
     if (plan === undefined) return undefined;
     if (!plan.run) return plan.answer;
     message = plan.message;
+    // The tool call as the function-calling loop reports it, for listeners (and `lagent ui`).
+    const agent = owner as unknown as AgentBase;
+    const toolCalls = [call];
+    emitEvent(agent, 'toolStart', { agent, sessionId, toolCalls, path: '' });
+    const result: AgentMessage = yield* subCall(owner.actions.call(message, { sessionId }));
+    emitEvent(agent, 'toolEnd', { agent, sessionId, toolCalls, message: result, path: '' });
+    return result;
   }
   return yield* subCall(owner.actions.call(message, { sessionId }));
 }

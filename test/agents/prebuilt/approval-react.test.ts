@@ -289,3 +289,21 @@ describe('tool approval in ReAct', () => {
     expect(seen).toEqual([{ name: 'Delete', parameters: { path: '/a' } }]);
   });
 });
+
+describe('ReAct tool events', () => {
+  it('a tool step emits toolStart and toolEnd with the call and its result', () => {
+    const runs: string[] = [];
+    const llm = new MockLLM({ responses: [step('Delete', { path: '/a' }), finish('ok')] });
+    const agent = new ReAct({ llm, actions: [deleteTool(runs, false)], language: 'en' });
+    const seen: unknown[] = [];
+    agent.events.on('toolStart', (event) =>
+      seen.push(['start', event.toolCalls.map((c) => [c.name, c.arguments])]),
+    );
+    agent.events.on('toolEnd', (event) => seen.push(['end', String(event.message.content)]));
+    agent.call('go');
+    expect(seen[0]).toEqual(['start', [['Delete', { path: '/a' }]]]);
+    expect(seen[1]![0]).toBe('end');
+    expect(String(seen[1]![1])).toContain('deleted /a');
+    expect(runs).toEqual(['/a']);
+  });
+});
