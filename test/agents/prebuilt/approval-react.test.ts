@@ -295,7 +295,7 @@ describe('ReAct tool events', () => {
     const runs: string[] = [];
     const llm = new MockLLM({ responses: [step('Delete', { path: '/a' }), finish('ok')] });
     const agent = new ReAct({ llm, actions: [deleteTool(runs, false)], language: 'en' });
-    const seen: unknown[] = [];
+    const seen: unknown[][] = [];
     agent.events.on('toolStart', (event) =>
       seen.push(['start', event.toolCalls.map((c) => [c.name, c.arguments])]),
     );
