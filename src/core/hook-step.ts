@@ -17,6 +17,14 @@ export function hookNameOf(hook: object): string {
   return typeof named === 'string' ? named : (hook.constructor?.name ?? 'hook');
 }
 
+function isTrip(error: unknown): boolean {
+  try {
+    return error instanceof GuardrailTripped;
+  } catch {
+    return false; // a Proxy whose getPrototypeOf trap throws: not ours
+  }
+}
+
 /** The HookError for what a hook threw; building it never throws, whatever was thrown. */
 function hookError(error: unknown, hook: object, stage: HookStage): HookError {
   let hookName: string;
@@ -65,7 +73,7 @@ export function* hookStep<T extends AgentMessage | AgentMessage[]>(
     if (isThenable(result)) result = yield result;
   } catch (error) {
     // A guardrail's trip is the call's failure, not the hook's.
-    if (error instanceof GuardrailTripped) throw error;
+    if (isTrip(error)) throw error;
     throw hookError(error, hook, stage);
   }
   if (!result) return undefined;

@@ -52,6 +52,14 @@ export function remoteRefusal(body: unknown): Error | undefined {
 
 /** The error body a server sends for a budget or a guardrail (their fields, always shown); undefined otherwise. */
 export function refusalBody(error: unknown): Record<string, unknown> | undefined {
+  try {
+    return refusalOf(error);
+  } catch {
+    return undefined; // a Proxy whose getPrototypeOf trap throws: not ours
+  }
+}
+
+function refusalOf(error: unknown): Record<string, unknown> | undefined {
   if (error instanceof BudgetExceededError) {
     return {
       detail: error.message,
