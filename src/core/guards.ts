@@ -1,6 +1,7 @@
 import { AgentMessage } from '../schema/agent-message';
 import { GuardrailTripped } from '../schema/errors';
 import { isThenable } from '../utils/is';
+import { thrownText } from '../utils/text';
 
 /*
  * Guardrails as the call lifecycle sees them (`guardrail()` in hooks/ builds them). A check that returns a
@@ -51,13 +52,13 @@ export function runCheck(guard: GuardSpec, message: unknown, context: unknown): 
   try {
     verdict = guard.check(message, context);
   } catch (error) {
-    throw trippedBy(guard, `its check failed: ${error instanceof Error ? error.message : String(error)}`);
+    throw trippedBy(guard, `its check failed: ${thrownText(error, 'it')}`);
   }
   if (isThenable(verdict)) {
     return Promise.resolve(verdict).then(
       (value) => judge(guard, value),
       (error: unknown) => {
-        throw trippedBy(guard, `its check failed: ${error instanceof Error ? error.message : String(error)}`);
+        throw trippedBy(guard, `its check failed: ${thrownText(error, 'it')}`);
       },
     );
   }
