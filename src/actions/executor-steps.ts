@@ -1,3 +1,5 @@
+import { executorGate, GATED, type GatePlan } from '../core/approval-gate';
+import { currentFrame } from '../core/call-context';
 import { hookStep } from '../core/hook-step';
 import type { Steps } from '../core/steps';
 import type { Hook, HookExecutor } from '../hooks/hook';
@@ -23,6 +25,8 @@ export const INVALID_CALL_STEPS: unique symbol = Symbol('lagent-ts.invalidCallSt
 export const TOOL_CALL_STEPS: unique symbol = Symbol('lagent-ts.toolCallSteps');
 /** An executor's `call` as steps: what its `call` drives (agent loops run them with their own driver). */
 export const CALL_STEPS: unique symbol = Symbol('lagent-ts.callSteps');
+
+const RUN_AS_IS: GatePlan = Object.freeze({ run: true });
 
 /** What the executor steps need from an executor. */
 export interface StepsExecutor extends HookExecutor {
@@ -102,6 +106,7 @@ export function* executeSteps(
 ): Steps<AgentMessage> {
   settings.signal?.throwIfAborted();
   const sessionId = settings.context.sessionId;
+  const gated = typeof input === 'object' && input !== null && GATED.has(input);
   let message = toAgentMessage(input);
   const hooks = executor.hooks;
   for (const hook of hooks) {
@@ -111,12 +116,29 @@ export function* executeSteps(
   let response: AgentMessage;
   const toolCalls = toolCallsOf(message.formatted);
   if (toolCalls) {
-    const results = yield* toolCallsSteps(executor, toolCalls, settings, order);
-    response = new AgentMessage({
-      sender: executor.name,
-      content: results,
-      formatted: { toolCalls: toolCalls.map(answeredCall) },
-    });
+    const gate = gated ? undefined : executorGate.run;
+    const plan: GatePlan =
+      gate !== undefined && currentFrame() !== undefined
+        ? yield* gate(executor, message, sessionId)
+        : RUN_AS_IS;
+    if (plan.run) {
+      const results = yield* toolCallsSteps(executor, toolCalls, settings, order);
+      response = new AgentMessage({
+        sender: executor.name,
+        content: results,
+        formatted: { toolCalls: toolCalls.map(answeredCall) },
+      });
+    } else {
+      // Some calls needed approval: the approved ones run, the declined ones have their answers already.
+      const approved = plan.message === undefined ? [] : toolCallsOf(plan.message.formatted)!;
+      const ran = approved.length > 0 ? yield* toolCallsSteps(executor, approved, settings, order) : [];
+      let next = 0;
+      response = new AgentMessage({
+        sender: executor.name,
+        content: plan.answers.map((answer) => (answer as ActionReturn | undefined) ?? ran[next++]!),
+        formatted: { toolCalls: (plan.calls as ToolCall[]).map(answeredCall) },
+      });
+    }
   } else {
     const call = readToolCall(message.content);
     const actionReturn = call

@@ -1,5 +1,6 @@
 import type { ExecutorBase } from '../../actions/executor-base';
 import { answeredCall } from '../../actions/tool-call-steps';
+import { executorGate, type GatePlan } from '../../core/approval-gate';
 import { currentFrame, decisionIn, rootFrame } from '../../core/call-context';
 import type { Steps } from '../../core/steps';
 import { ActionReturn } from '../../schema/action-return';
@@ -107,6 +108,16 @@ export function* planRound(
       : new AgentMessage({ sender: reply.sender, content: reply.content, formatted: { toolCalls: toRun } });
   return { run: false, message, calls: ran, answers };
 }
+
+// An executor called by a user's own forward asks the same question about a native tool-call message.
+executorGate.run = (executor, message, sessionId) =>
+  planRound(
+    currentFrame()!.owner as AgentBase,
+    executor as ExecutorBase<never>,
+    message,
+    sessionId as SessionId,
+    false,
+  ) as Steps<GatePlan>;
 
 /** The executor's reply to the calls that ran, with the known answers put back in their places. */
 export function mergeRound(

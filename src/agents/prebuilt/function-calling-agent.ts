@@ -3,6 +3,7 @@ import { AsyncActionExecutor } from '../../actions/async-action-executor';
 import type { ActionBase, BaseAction } from '../../actions/base-action';
 import type { ExecutorBase } from '../../actions/executor-base';
 import { CALL_STEPS } from '../../actions/executor-steps';
+import { GATED } from '../../core/approval-gate';
 import { currentFrame, isResuming } from '../../core/call-context';
 import { driveAsync, driveSync, type Steps } from '../../core/steps';
 import { driveStream, driveStreamAsync } from '../../core/stream-drivers';
@@ -172,6 +173,8 @@ function* toolRound(
   emitEvent(owner, 'toolStart', { agent: owner, sessionId, toolCalls: calls, path: '' });
   if (streaming) yield markedChunk(reply, AgentStatusCode.PLUGIN_END, '');
   const message = plan.run ? reply : plan.message;
+  // Asked about already: the executor runs it as it is.
+  if (message !== undefined) GATED.add(message);
   let results: AgentMessage | undefined;
   if (message !== undefined) {
     results =
