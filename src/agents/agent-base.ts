@@ -194,6 +194,19 @@ export interface AgentEvents {
   ];
   /** A call was given a resume message with these decisions. */
   resume: [event: { agent: AgentBase; sessionId: SessionId; decisions: readonly Decision[]; path: string }];
+  /**
+   * A replayed durable call returned a step from its journal (no model asked, no tool run); emitted by the
+   * outermost durable agent. `step.key` is the step's place in the call tree.
+   */
+  stepReplayed: [
+    event: {
+      agent: AgentBase;
+      sessionId: SessionId;
+      callId: string;
+      step: { key: string; kind: string; name: string };
+      path: string;
+    },
+  ];
 }
 
 /** Where an agent keeps its emitter; read without creating one on the hot path. */

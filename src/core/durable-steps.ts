@@ -3,7 +3,7 @@ import { ActionReturn } from '../schema/action-return';
 import { NonDeterminismError } from '../schema/errors';
 import { ActionStatusCode } from '../schema/status';
 import { isThenable } from '../utils/is';
-import type { DurableScope } from './call-context';
+import { currentFrame, type DurableScope } from './call-context';
 import type { Steps } from './steps';
 
 /*
@@ -38,6 +38,8 @@ export interface BeginEntry extends StepEntry {
 /** One durable call's journal: what was recorded, and the writes of what happens now. */
 export class CallJournal {
   readonly done = new Map<string, StepEntry>();
+  /** Told of each step a replay returns from the journal (the agents layer emits it as an event). */
+  onReplay: ((entry: StepEntry) => void) | undefined = undefined;
   readonly started = new Set<string>();
   /** The decisions of the resume messages the call was given, oldest first. */
   readonly decisions: unknown[] = [];
@@ -113,6 +115,16 @@ function shortDigest(text: string): string {
   return `${text.length.toString(36)}-${(h2 >>> 0).toString(36)}-${(h1 >>> 0).toString(36)}`;
 }
 
+/** A step returned from the journal: an event of the call's span (when tracing) and the journal's listener. */
+export function replayed(scope: DurableScope, entry: StepEntry): void {
+  currentFrame()?.span?.addEvent?.('lagent.step.replayed', {
+    'lagent.step.key': entry.key,
+    'lagent.step.kind': entry.kind,
+    'lagent.step.name': entry.name,
+  });
+  (scope.journal as CallJournal).onReplay?.(entry);
+}
+
 /** The key of the next step of `scope`. */
 export function nextKey(scope: DurableScope): string {
   return `${scope.key}.${scope.next++}`;
@@ -136,7 +148,10 @@ export function modelStep(scope: DurableScope, name: string, input: unknown, ask
   const key = nextKey(scope);
   const digest = digestOf(input);
   const entry = journalOf(scope).recorded(key, 'model', name, digest);
-  if (entry !== undefined) return entry.result;
+  if (entry !== undefined) {
+    replayed(scope, entry);
+    return entry.result;
+  }
   const answer = ask();
   const record = (value: unknown) => {
     const written = journalOf(scope).write({ key, kind: 'model', name, digest, result: value });
@@ -159,7 +174,10 @@ export function* toolStep(scope: DurableScope, tool: ToolRun): Steps<ActionRetur
   const digest = digestOf(tool.input);
   const journal = journalOf(scope);
   const entry = journal.recorded(key, 'tool', tool.name, digest);
-  if (entry !== undefined) return ActionReturn.from(entry.result);
+  if (entry !== undefined) {
+    replayed(scope, entry);
+    return ActionReturn.from(entry.result);
+  }
   if (journal.started.has(key) && !tool.retrySafe) {
     const result = new ActionReturn({
       args: tool.input as Record<string, unknown>,

@@ -1,5 +1,5 @@
 import type { DurableScope } from './call-context';
-import { type CallJournal, digestOf, nextKey } from './durable-steps';
+import { type CallJournal, digestOf, nextKey, replayed } from './durable-steps';
 
 /**
  * A streamed model request as a durable step: its recorded answer when the journal has one (the stream is not
@@ -17,6 +17,7 @@ export function streamStep(scope: DurableScope, name: string, input: unknown): S
   const digest = digestOf(input);
   const journal = scope.journal as CallJournal;
   const entry = journal.recorded(key, 'model', name, digest);
+  if (entry !== undefined) replayed(scope, entry);
   return {
     recorded: entry?.result as StreamStep['recorded'],
     record: (answer) => journal.write({ key, kind: 'model', name, digest, result: answer }),

@@ -28,6 +28,7 @@ export interface Span {
   setAttribute(key: string, value: string | number | boolean | string[]): unknown;
   setStatus(status: { code: number; message?: string }): unknown;
   recordException(exception: Error | string): unknown;
+  addEvent?(name: string, attributes?: Attributes): unknown;
   end(): void;
 }
 

@@ -1,4 +1,5 @@
 import type { Meter } from '../../core/budget';
+import type { CallJournal } from '../../core/durable-steps';
 import { hookStep } from '../../core/hook-step';
 import type { PendingTurn } from '../../core/session-lanes';
 import { PromiseInSyncCall, type Steps } from '../../core/steps';
@@ -49,6 +50,7 @@ export function* agentCallSteps(
       const given = turn.resume === undefined ? undefined : [...turn.resume.values()];
       const begun = yield* beginDurable(turn, durable, messages, given);
       turn.durable = begun.scope;
+      turn.watchReplays(begun.scope.journal as CallJournal);
       messages = begun.messages;
       // Every decision the call was ever given (a replay after a crash has them from the journal).
       if (begun.decisions.length > 0) turn.resume = new Map(begun.decisions.map((d) => [d.id, d]));

@@ -10,7 +10,7 @@ import {
   runInFrame,
   streamInFrame,
 } from '../../core/call-context';
-import { childScope, modelStep } from '../../core/durable-steps';
+import { type CallJournal, childScope, modelStep } from '../../core/durable-steps';
 import { type GuardSpec, guardOf, runCheck } from '../../core/guards';
 import type { PendingTurn } from '../../core/session-lanes';
 import { activeTracer, endSpan, type Span, startAgentSpan } from '../../core/tracing';
@@ -198,6 +198,18 @@ export class Turn {
     }
   }
 
+  /** Reports each step the call's journal replays as a `stepReplayed` event (when anyone listens). */
+  watchReplays(journal: CallJournal): void {
+    if (!this.observed) return;
+    const agent = this.agent;
+    const sessionId = this.options.sessionId;
+    const callId = journal.callId;
+    journal.onReplay = (entry) => {
+      const step = { key: entry.key, kind: entry.kind, name: entry.name };
+      emitEvent(agent, 'stepReplayed', { agent, sessionId, callId, step, path: '' });
+    };
+  }
+
   /** The failure to report: what tripped, when a guardrail aborted the call. */
   failureOf(error: unknown): unknown {
     return this.tripped ?? error;
@@ -234,6 +246,7 @@ export class Turn {
   #resumeWith(message: AgentMessage): AgentMessage[] {
     const decisions = decisionsOf(message)!;
     this.resume = new Map(decisions.map((decision) => [decision.id, decision]));
+    this.span?.addEvent?.('lagent.resume', { 'lagent.decisions': decisions.map((d) => d.id) });
     if (this.observed) {
       emitEvent(this.agent, 'resume', {
         agent: this.agent,
@@ -264,6 +277,7 @@ export class Turn {
     if (this.observed) {
       emitEvent(agent, 'interrupt', { agent, sessionId: this.options.sessionId, interrupts, path: '' });
     }
+    this.span?.addEvent?.('lagent.interrupt', { 'lagent.interrupts': interrupts.map((i) => i.id) });
     return new AgentMessage({
       sender: agent.name,
       type: INTERRUPT_TYPE,
