@@ -22,8 +22,21 @@ const UNIT = [
   'testing',
 ];
 const INTEGRATION = ['tools', 'distributed', 'mcp', 'cli', 'examples', 'interop', 'stores', 'ui'];
-/** Tests of a unit folder that start processes (crash trials): they belong with the integration tests. */
-const PROCESS_TRIALS = ['test/agents/durable-kill.test.ts', 'test/agents/durable-composite.test.ts'];
+/**
+ * Tests of the unit folders that start processes or worker threads (crash trials, the sync bridge, the sync
+ * model clients and their servers in workers): they run with the integration tests, so the unit project
+ * stays in process and fast.
+ */
+const OUT_OF_PROCESS = [
+  'test/agents/durable-kill.test.ts',
+  'test/agents/durable-composite.test.ts',
+  'test/agents/keep-shape.test.ts',
+  'test/utils/sync-bridge.test.ts',
+  'test/llms/gpt-api.test.ts',
+  'test/llms/gpt-api-tools.test.ts',
+  'test/llms/claude/claude-agents.test.ts',
+  'test/llms/claude/missing-sdk.test.ts',
+];
 
 export default defineConfig({
   resolve: {
@@ -43,7 +56,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: UNIT.map((folder) => `test/${folder}/**/*.test.ts`),
-          exclude: PROCESS_TRIALS,
+          exclude: OUT_OF_PROCESS,
           // In-process tests share their workers' module graph: each file no longer imports the library
           // afresh (13 s of the 40 s this project took isolated). Such a test must not depend on a clean process.
           pool: 'threads',
@@ -71,7 +84,7 @@ export default defineConfig({
           include: [
             ...INTEGRATION.map((folder) => `test/${folder}/**/*.test.ts`),
             'test/*.test.ts',
-            ...PROCESS_TRIALS,
+            ...OUT_OF_PROCESS,
           ],
         },
       },
