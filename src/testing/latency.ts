@@ -14,7 +14,14 @@ export class Latency {
   readonly #values: unknown[] = [];
   #head = 0;
   #timer: ReturnType<typeof setTimeout> | undefined = undefined;
-  readonly #fire = (): void => this.#settleDue();
+
+  /**
+   * The timer's callback, shared by every instance and given the instance as an argument: a callback bound to
+   * one instance would let V8 build that instance into the optimised code, which then dies with it.
+   */
+  static #fire(latency: Latency): void {
+    latency.#settleDue();
+  }
 
   constructor(ms: number) {
     this.ms = ms;
@@ -46,7 +53,7 @@ export class Latency {
     this.#deadlines.push(performance.now() + this.ms);
     this.#settles.push(settle);
     this.#values.push(value);
-    if (this.#timer === undefined) this.#timer = setTimeout(this.#fire, this.ms);
+    if (this.#timer === undefined) this.#timer = setTimeout(Latency.#fire, this.ms, this);
   }
 
   /** Settles every wait whose deadline passed, then sets the timer for the next one. */
@@ -78,7 +85,8 @@ export class Latency {
     }
     this.#head = head;
     // Whole milliseconds: Node keeps one timer list per distinct duration.
-    if (head < deadlines.length) this.#timer = setTimeout(this.#fire, Math.ceil(deadlines[head]! - now));
+    if (head < deadlines.length)
+      this.#timer = setTimeout(Latency.#fire, Math.ceil(deadlines[head]! - now), this);
   }
 }
 
