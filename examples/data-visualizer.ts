@@ -31,10 +31,11 @@ import {
   ToolParser,
   type ToolResponse,
 } from 'lagent-ts';
-import { IPythonInterpreter, type SearcherType, WebBrowser } from 'lagent-ts/tools';
+import { IPythonInterpreter, WebBrowser } from 'lagent-ts/tools';
 import { type FakeWeb, type FakeWebRequest, startFakeWeb } from './shared/fake-web';
 import { describeModel, pickLLM, usesRealModel } from './shared/model';
 import { heading, isMain } from './shared/print';
+import { realSearcher } from './shared/searchers';
 
 const FINISH_PATTERN = 'Final Answer';
 const RESEARCH_PROMPT = 'You should provide accurate data for the chart generator to use.';
@@ -248,21 +249,6 @@ function scriptedModel(messages: ChatMessage[]): string {
 
 // ---------------------------------------------------------------------------------------------------------
 // The web and Python this run uses.
-
-/** Real searchers by the environment variables that enable them, in order of preference. */
-const REAL_SEARCHERS: readonly [SearcherType, readonly string[]][] = [
-  ['BingSearch', ['BING_API_KEY']],
-  ['BraveSearch', ['BRAVE_API_KEY']],
-  ['GoogleSearch', ['SERPER_API_KEY']],
-  ['TencentSearch', ['TENCENTCLOUD_SECRET_ID', 'TENCENTCLOUD_SECRET_KEY']],
-];
-
-/** The real searcher the environment asks for, if any. */
-function realSearcher(): SearcherType | undefined {
-  const named = process.env.LAGENT_SEARCHER;
-  if (named) return named as SearcherType;
-  return REAL_SEARCHERS.find(([, variables]) => variables.every((name) => process.env[name]))?.[0];
-}
 
 /** The browser: on the real web when a searcher is configured, else on the local fake. */
 async function openBrowser(): Promise<{ browser: WebBrowser; fake: FakeWeb | undefined }> {

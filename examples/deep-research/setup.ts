@@ -2,6 +2,7 @@
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { AsyncWebBrowser } from 'lagent-ts/tools';
 import { pickAsyncLLM, usesRealModel } from '../shared/model';
+import { realSearcher } from '../shared/searchers';
 import { DeepResearchAgent, type ResearchProgress } from './deep-research-agent';
 import { type ResearchScriptOptions, researchScript } from './mock-script';
 import { type ResearchWeb, startResearchWeb } from './research-web';
@@ -26,17 +27,23 @@ export interface DeepResearchSetup {
 /**
  * Starts the research web and builds the agent: on a real model when OPENAI_API_KEY / OPENAI_BASE_URL is
  * set, else on the scripted mock; the searchers' browser searches the research web (Bing format) and may
- * read its pages on 127.0.0.1.
+ * read its pages on 127.0.0.1, or, with a real model and a search key (BING_API_KEY, BRAVE_API_KEY,
+ * SERPER_API_KEY, or LAGENT_SEARCHER), the real web (private addresses refused).
  */
 export async function startDeepResearch(options: DeepResearchSetupOptions = {}): Promise<DeepResearchSetup> {
   const web = await startResearchWeb({ latencyMs: options.webLatencyMs });
-  const browser = new AsyncWebBrowser({
-    searcherType: 'BingSearch',
-    baseURL: web.url,
-    apiKey: web.apiKey,
-    allowedHosts: ['127.0.0.1'],
-    topK: 5,
-  });
+  // The real web needs a real model (the mock's script knows the research web's pages only).
+  const searcherType = usesRealModel() ? realSearcher() : undefined;
+  const browser =
+    searcherType !== undefined
+      ? new AsyncWebBrowser({ searcherType, topK: 5 })
+      : new AsyncWebBrowser({
+          searcherType: 'BingSearch',
+          baseURL: web.url,
+          apiKey: web.apiKey,
+          allowedHosts: ['127.0.0.1'],
+          topK: 5,
+        });
   const script = researchScript(options);
   const llm =
     !usesRealModel() && options.modelLatencyMs
