@@ -120,9 +120,9 @@ function isClass(value: Function): boolean {
 export async function loadAgentModule(path: string, context: AgentFactoryContext): Promise<LoadedAgent> {
   const file = resolve(path);
   if (!existsSync(file)) throw new CliError(`agent module not found: ${path}`);
-  let module: { default?: unknown };
+  let module: { default?: unknown; close?: unknown };
   try {
-    module = (await import(pathToFileURL(file).href)) as { default?: unknown };
+    module = (await import(pathToFileURL(file).href)) as { default?: unknown; close?: unknown };
   } catch (error) {
     const hint =
       /\.[cm]?tsx?$/.test(file) && (error as { code?: unknown }).code === 'ERR_UNKNOWN_FILE_EXTENSION'
@@ -150,7 +150,12 @@ export async function loadAgentModule(path: string, context: AgentFactoryContext
       `the default export of ${path} is not an agent (an object with call and stateDict methods), nor a function returning one`,
     );
   }
-  return { agent, close: async () => {} };
+  // A module may export close(): what it started for its agents (servers, browsers) ends with the command.
+  const own = module.close;
+  return {
+    agent,
+    close: typeof own === 'function' ? async () => void (await (own as () => unknown)()) : async () => {},
+  };
 }
 
 /**
