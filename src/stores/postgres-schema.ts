@@ -4,7 +4,7 @@
  */
 
 /** The schema version this code writes; a database at a newer one is refused. */
-export const POSTGRES_SCHEMA_VERSION = 1;
+export const POSTGRES_SCHEMA_VERSION = 2;
 
 /** The table names of one store (schema-qualified and quoted). */
 export interface PostgresTables {
@@ -71,6 +71,8 @@ export function postgresMigrations(t: PostgresTables): string[][] {
         PRIMARY KEY (namespace, call_id, seq),
         FOREIGN KEY (namespace, call_id) REFERENCES ${t.journals} ON DELETE CASCADE)`,
     ],
+    // A new durable call looks up its session's unfinished journals: found without reading the finished ones.
+    [`CREATE INDEX ON ${t.journals} (namespace, session_id, id) WHERE NOT finished`],
   ];
 }
 

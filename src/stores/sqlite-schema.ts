@@ -35,7 +35,7 @@ export interface SqliteDatabase {
 }
 
 /** The schema version this code writes; a database at a newer one is refused. */
-export const SQLITE_SCHEMA_VERSION = 1;
+export const SQLITE_SCHEMA_VERSION = 2;
 
 /** Table names of one prefix. */
 export interface SqliteTables {
@@ -110,6 +110,12 @@ const MIGRATIONS: ((db: SqliteDatabase, t: SqliteTables, prefix: string) => void
       data TEXT NOT NULL,
       PRIMARY KEY (journal_id, seq)
     ) WITHOUT ROWID`);
+  },
+  (db, t, prefix) => {
+    // A new durable call looks up its session's unfinished journals: found without reading the finished ones.
+    db.exec(
+      `CREATE INDEX "${prefix}journals_unfinished" ON ${t.journals} (namespace, session_id, id) WHERE finished = 0`,
+    );
   },
 ];
 

@@ -393,6 +393,42 @@ describe('SQLiteStore', () => {
     }
   });
 
+  it("finds a session's unfinished journals by an index of its own; a database of schema 1 gets it on opening", () => {
+    const file = freshFile();
+    const store = new SQLiteStore({ path: file });
+    for (let i = 0; i < 50; i++) {
+      store.appendJournal('ns', 's', `call-${i}`, { kind: 'begin' });
+      if (i !== 7) store.finishJournal('ns', `call-${i}`);
+    }
+    expect(store.listJournals('ns', 's', { unfinished: true })).toEqual(['call-7']);
+    store.close();
+    const plan = (raw: InstanceType<typeof Database>) =>
+      (
+        raw
+          .prepare(
+            'EXPLAIN QUERY PLAN SELECT call_id FROM lagent_journals WHERE namespace = ? AND session_id = ? AND finished = 0 ORDER BY id',
+          )
+          .all('ns', 's') as { detail: string }[]
+      )
+        .map((row) => row.detail)
+        .join(' ');
+    const raw = new Database(file);
+    expect(plan(raw)).toContain('lagent_journals_unfinished');
+    // As a database of schema 1 was: no such index.
+    raw.exec('DROP INDEX lagent_journals_unfinished');
+    raw.prepare("UPDATE lagent_meta SET value = 1 WHERE key = 'schema_version'").run();
+    raw.close();
+    const upgraded = new SQLiteStore({ path: file });
+    expect(upgraded.listJournals('ns', 's', { unfinished: true })).toEqual(['call-7']);
+    upgraded.close();
+    const after = new Database(file);
+    expect(plan(after)).toContain('lagent_journals_unfinished');
+    expect(after.prepare("SELECT value FROM lagent_meta WHERE key = 'schema_version'").get()).toEqual({
+      value: 2,
+    });
+    after.close();
+  });
+
   it('refuses a database written by a newer schema, and keeps what this one wrote when reopened', () => {
     const file = freshFile();
     const first = new SQLiteStore({ path: file });
