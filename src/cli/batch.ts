@@ -8,6 +8,7 @@ import { isPlainObject } from '../utils/is';
 import { type AgentLike, runAgent } from './agent-like';
 import { CliError, messageOf } from './errors';
 import { rawMember } from './json-member';
+import { createProgress } from './progress';
 
 /** Options of {@link runBatch}. */
 export interface BatchOptions {
@@ -224,59 +225,16 @@ function end(stream: WriteStream): Promise<void> {
   });
 }
 
-/** Progress display: a cli-progress bar on a terminal, a plain line every few seconds otherwise. */
-interface Progress {
-  update(done: number, failed: number): void;
-  stop(): void;
-}
-
-async function createProgress(
-  total: number,
-  log: NodeJS.WritableStream & { isTTY?: boolean | undefined },
-  enabled: boolean,
-): Promise<Progress> {
-  const started = Date.now();
-  const rate = (done: number) => {
-    const seconds = (Date.now() - started) / 1000;
-    return seconds > 0 ? (done / seconds).toFixed(1) : '0.0';
-  };
-  if (!enabled || total === 0) return { update() {}, stop() {} };
-  if (log.isTTY) {
-    const { default: cliProgress } = await import('cli-progress');
-    const bar = new cliProgress.SingleBar(
-      {
-        stream: log,
-        format:
-          'batch {bar} {percentage}% | {value}/{total} | {rate}/s | ETA {eta_formatted} | {failed} failed',
-        hideCursor: true,
-        etaBuffer: 50,
-        fps: 10,
-      },
-      cliProgress.Presets.shades_classic,
+/** The text of a file the command reads (`what` names it in the error of a missing or unreadable one). */
+export async function readInputFile(path: string, what: string): Promise<string> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    throw new CliError(
+      code === 'ENOENT' ? `${what} not found: ${path}` : `cannot read ${path}: ${messageOf(error)}`,
     );
-    bar.start(total, 0, { rate: '0.0', failed: 0 });
-    return {
-      update(done, failed) {
-        bar.update(done + failed, { rate: rate(done + failed), failed });
-      },
-      stop() {
-        bar.stop();
-      },
-    };
   }
-  let last = started;
-  return {
-    update(done, failed) {
-      const now = Date.now();
-      const finished = done + failed;
-      if (now - last < 2000 && finished < total) return;
-      last = now;
-      const perSecond = Number(rate(finished));
-      const eta = perSecond > 0 ? `${Math.ceil((total - finished) / perSecond)}s` : '?';
-      log.write(`batch: ${finished}/${total} (${failed} failed), ${perSecond}/s, ETA ${eta}\n`);
-    },
-    stop() {},
-  };
 }
 
 /**
@@ -308,17 +266,7 @@ export async function runBatch(agent: AgentLike, options: BatchOptions): Promise
   ) {
     throw new CliError('--errors must name another file than the input and the output');
   }
-  let text: string;
-  try {
-    text = await readFile(options.input, 'utf8');
-  } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    throw new CliError(
-      code === 'ENOENT'
-        ? `input file not found: ${options.input}`
-        : `cannot read ${options.input}: ${messageOf(error)}`,
-    );
-  }
+  const text = await readInputFile(options.input, 'input file');
   // Reading what is answered also repairs a last line a crash cut short.
   const { answered, paused } = await answeredIds(options.output);
   const failures: Failure[] = [];
@@ -352,7 +300,7 @@ export async function runBatch(agent: AgentLike, options: BatchOptions): Promise
   const errors = createWriteStream(errorsPath, { flags: 'a' });
   for (const failure of failures) writeFailure(errors, failure);
 
-  const progress = await createProgress(tasks.length, log, options.progress ?? true);
+  const progress = await createProgress('batch', 'failed', tasks.length, log, options.progress ?? true);
   const signal = options.signal;
   let done = 0;
   let failed = 0;
@@ -387,7 +335,7 @@ export async function runBatch(agent: AgentLike, options: BatchOptions): Promise
         // freeing the session's memory is best effort
       }
     }
-    progress.update(done, failed);
+    progress.update(done + failed, failed);
   };
   const lane = async () => {
     while (next < tasks.length && !signal?.aborted) await run(tasks[next++]!);

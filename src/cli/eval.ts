@@ -1,16 +1,17 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
 import type { TokenUsage } from '../llms/usage';
 import { sumUsage, usageDelta } from '../llms/wrapped-usage';
 import type { AgentMessage } from '../schema/agent-message';
 import { type AgentLike, runAgent } from './agent-like';
+import { readInputFile } from './batch';
 import { CliError, messageOf } from './errors';
 import { type EvalItem, type InvalidItem, isEvalItem, lineKey, readEvalLine } from './eval-data';
-import { createEvalProgress } from './eval-progress';
 import { type EvalResult, type EvalUsage, readResults, resultText, type StoredResult } from './eval-results';
 import { type EvalScorer, scoreValue } from './eval-scorer';
 import { type EvalSummary, summarize, summaryTable } from './eval-summary';
+import { createProgress } from './progress';
 
 /** Options of {@link runEval}. */
 export interface EvalOptions {
@@ -137,17 +138,7 @@ export async function runEval(agent: AgentLike, options: EvalOptions): Promise<E
   if (resolvePath(options.output) === resolvePath(options.input)) {
     throw new CliError('the results file must not be the data file');
   }
-  let text: string;
-  try {
-    text = await readFile(options.input, 'utf8');
-  } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    throw new CliError(
-      code === 'ENOENT'
-        ? `data file not found: ${options.input}`
-        : `cannot read ${options.input}: ${messageOf(error)}`,
-    );
-  }
+  const text = await readInputFile(options.input, 'data file');
   // Reading the results also repairs a last line a crash cut short.
   const results = await readResults(options.output);
   const scorer = { score: options.scorer, name: options.scorerName };
@@ -183,7 +174,7 @@ export async function runEval(agent: AgentLike, options: EvalOptions): Promise<E
   const output = createWriteStream(options.output, { flags: 'a' });
   const models = modelsOf(agent);
   const signal = options.signal;
-  const progress = await createEvalProgress(steps.length, log, options.progress ?? true);
+  const progress = await createProgress('eval', 'errors', steps.length, log, options.progress ?? true);
   let finished = 0;
   let errors = 0;
 
