@@ -189,15 +189,11 @@ function durableActionSteps(
   settings: CallSettings,
   meter: Meter | undefined,
 ): Steps<ActionReturn> {
-  const tracer = activeTracer();
   return toolStep(scope, {
     name: apiLabel(action, apiName),
     input: parameters,
     retrySafe: action.apis.get(apiName)?.retrySafe === true,
-    run: () =>
-      tracer === undefined
-        ? untracedActionSteps(action, parameters, apiName, settings, meter)
-        : tracedActionSteps(tracer, action, parameters, apiName, settings, meter),
+    run: () => plainActionSteps(action, parameters, apiName, settings, meter),
   });
 }
 
