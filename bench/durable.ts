@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { z } from 'zod';
 import {
   type AgentMessage,
@@ -173,6 +174,54 @@ function pausedTurn(options: {
   return { turn, clock };
 }
 
+/**
+ * The journaling cost per step measured on the built package (`dist/`, when `npm run build` made it): the same
+ * tool turns of 1 and 5 rounds, durable off and on.
+ */
+async function builtPerStep(): Promise<{ perStep: number; perCall: number } | undefined> {
+  const entry = new URL('../dist/index.js', import.meta.url);
+  if (!existsSync(entry)) return undefined;
+  const lib = (await import(entry.href)) as typeof import('../src/index');
+  const testing = (await import(
+    new URL('../dist/testing/index.js', import.meta.url).href
+  )) as typeof import('../src/testing/index');
+  const weatherTool = lib.asyncTool({
+    name: 'Weather',
+    parameters: z.object({ city: z.string() }),
+    run: ({ city }) => `Sunny in ${city}, 21 °C`,
+  });
+  const turn = (durable: boolean, rounds: number) => {
+    let agent!: InstanceType<typeof lib.AsyncFunctionCallingAgent>;
+    let session = RESET_EVERY;
+    return timed(() => {
+      if (++session > RESET_EVERY) {
+        session = 0;
+        agent = new lib.AsyncFunctionCallingAgent({
+          name: 'bench',
+          llm: new testing.AsyncMockLLM({
+            record: false,
+            responses: (messages) =>
+              messages.filter((message) => message.role === 'tool').length >= rounds
+                ? 'Sunny in Paris.'
+                : { toolCalls: [{ name: 'Weather', arguments: { city: 'Paris' } }] },
+          }),
+          actions: [weatherTool],
+          durable: durable ? { store: new lib.MemoryStore() } : undefined,
+        });
+      }
+      return agent.call('Weather in Paris?', { sessionId: session });
+    });
+  };
+  const times = await compare({
+    off: { calls: TOOL_CALLS, round: turn(false, 1) },
+    on: { calls: TOOL_CALLS, round: turn(true, 1) },
+    off5: { calls: TOOL_CALLS / 4, round: turn(false, 5) },
+    on5: { calls: TOOL_CALLS / 4, round: turn(true, 5) },
+  });
+  const perStep = (times.on5! - times.off5! - (times.on! - times.off!)) / 8;
+  return { perStep, perCall: times.on! - times.off! - 3 * perStep };
+}
+
 const TOOL_CALLS = 200;
 /** Finished journals of other sessions in the store of the crowded resume. */
 const OTHER_JOURNALS = 10_000;
@@ -223,6 +272,16 @@ export const run: Suite = async (report) => {
     target: 2,
     note: `what each more step costs: tool turns of 1 and 5 rounds (3 and 11 steps, new session each), durable off ${journaling.off!.toFixed(2)} / ${journaling.off5!.toFixed(2)} µs, on ${journaling.on!.toFixed(2)} / ${journaling.on5!.toFixed(2)} µs`,
   });
+  const built = await builtPerStep();
+  if (built !== undefined) {
+    report({
+      name: 'durable journaling (MemoryStore), the built package: cost per model/tool step',
+      value: built.perStep,
+      unit: 'µs',
+      target: 2,
+      note: `dist/ as users run it (the figure above runs the sources under tsx, which wraps every closure the steps make for its keepNames); per call besides its steps ${built.perCall.toFixed(2)} µs`,
+    });
+  }
   report({
     name: 'durable journaling (MemoryStore): cost per call besides its steps',
     value: perCall,

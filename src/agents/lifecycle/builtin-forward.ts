@@ -190,7 +190,20 @@ export function asyncSummarizer(agent: AgentBase): ConfigurationError {
 
 /** What a model step's input digest covers: the messages the call was given. */
 export function digestInput(messages: AgentMessage[]): unknown {
-  return messages.map((message) => [message.sender, message.content]);
+  let text = '';
+  for (const message of messages) {
+    const content = message.content;
+    // Text is what a replay may see change; other content (tool results, which a replay takes from the
+    // journal itself) is known by its shape.
+    text += `${message.sender}\u0000${typeof content === 'string' ? content : shapeOf(content)}\u0001`;
+  }
+  return text;
+}
+
+/** A cheap description of non-text content: its kind and size. */
+function shapeOf(content: unknown): string {
+  if (Array.isArray(content)) return `array:${content.length}`;
+  return content === null ? 'null' : typeof content;
 }
 
 /** What {@link MODEL_TURN} needs of a model, sync or async. */
