@@ -11,6 +11,7 @@ import { AgentMessage, type LagentMessageJSON, type MessageInput } from '../../s
 import { ConfigurationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { isPlainObject } from '../../utils/is';
+import { chargeRemote, withRemoteBudget } from '../remote-budget';
 import { remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
 import {
   closeBullMQ,
@@ -153,7 +154,7 @@ export class AsyncQueueAgent {
         (message) => message.toJSON({ format: 'lagent' }) as LagentMessageJSON,
       ),
       session_id: sessionId,
-      kwargs: jobKwargs(options),
+      kwargs: jobKwargs(withRemoteBudget(options)),
     };
     const deadline = timeoutMs === undefined ? undefined : new Deadline(own, timeoutMs, this.name);
     const signal = deadline?.signal ?? own;
@@ -163,7 +164,9 @@ export class AsyncQueueAgent {
       const turn = this.#lanes.acquire(key, signal);
       if (turn !== undefined) await turn.ready;
       try {
-        return throwIfInterrupted(place, await this.#submit(connected, data, signal));
+        const reply = await this.#submit(connected, data, signal);
+        chargeRemote(reply, options);
+        return throwIfInterrupted(place, reply);
       } finally {
         this.#lanes.release(key);
       }

@@ -111,3 +111,34 @@ describe('the queue carries interrupts', () => {
     expect(runs).toEqual(['/tmp/r']);
   });
 });
+
+describe('the queue carries budgets', () => {
+  it('a queue agent inside a budgeted call gets what is left, and what it spent counts in the local budget', async () => {
+    const queue = nextQueue();
+    const remoteLLM = new AsyncMockLLM({ responses: (_m, _p, i) => `remote ${i}` });
+    const served = track(
+      new QueueAgentWorker({
+        agent: new AsyncAgent({ llm: remoteLLM, name: 'writer' }),
+        queue,
+        connection: redis.url,
+      }),
+    );
+    await served.ready();
+    class Root extends AsyncAgent {
+      helper = track(new AsyncQueueAgent({ queue, connection: redis.url, timeout: 15_000 }));
+      override async forward(messages: AgentMessage[]) {
+        const first = await this.helper.call(messages, { sessionId: 'b' });
+        return this.helper.call(String(first.content), { sessionId: 'b' });
+      }
+    }
+    const reply = await new Root({ name: 'root' }).call('go', { budget: { modelCalls: 5 } });
+    const usage = (reply.extraInfo as { usage: { modelCalls: number; totalTokens: number } }).usage;
+    expect(usage.modelCalls).toBe(2);
+    expect(usage.totalTokens).toBeGreaterThan(0);
+    // One request left of a budget of 1 after the first: the second job's agent refuses its model call.
+    await expect(
+      new Root({ name: 'root' }).call('go', { sessionId: 2, budget: { modelCalls: 1 } }),
+    ).rejects.toThrow(/modelCalls budget/);
+    expect(remoteLLM.calls).toHaveLength(3);
+  });
+});
