@@ -134,15 +134,23 @@ export function actionCallSteps(
   const builtin = (action as { [UNMETERED]?: boolean })[UNMETERED] === true;
   const meter = builtin ? undefined : frame?.meter;
   const guards = builtin ? undefined : frame?.toolGuards;
-  if (guards !== undefined) {
-    return guardedActionSteps(guards, frame!, action, parameters, apiName, () =>
-      scope !== undefined
-        ? durableActionSteps(scope, action, parameters, apiName, settings, meter)
-        : plainActionSteps(action, parameters, apiName, settings, meter),
-    );
-  }
-  if (scope !== undefined) return durableActionSteps(scope, action, parameters, apiName, settings, meter);
-  return plainActionSteps(action, parameters, apiName, settings, meter);
+  if (guards !== undefined)
+    return guardedActionSteps(guards, frame!, scope, action, parameters, apiName, settings, meter);
+  return journaledActionSteps(scope, action, parameters, apiName, settings, meter);
+}
+
+/** A tool call: a journaled step inside a durable call, else as it is. */
+function journaledActionSteps(
+  scope: DurableScope | undefined,
+  action: CallableAction,
+  parameters: unknown,
+  apiName: string,
+  settings: CallSettings,
+  meter: Meter | undefined,
+): Steps<ActionReturn> {
+  return scope !== undefined
+    ? durableActionSteps(scope, action, parameters, apiName, settings, meter)
+    : plainActionSteps(action, parameters, apiName, settings, meter);
 }
 
 /** A tool call without a journal: traced when tracing is on. */
@@ -163,10 +171,12 @@ function plainActionSteps(
 function* guardedActionSteps(
   guards: readonly GuardSpec[],
   frame: CallFrame,
+  scope: DurableScope | undefined,
   action: CallableAction,
   parameters: unknown,
   apiName: string,
-  run: () => Steps<ActionReturn>,
+  settings: CallSettings,
+  meter: Meter | undefined,
 ): Steps<ActionReturn> {
   const toolCall = { name: apiLabel(action, apiName), arguments: parameters };
   const owner = (frame.owner as { name?: unknown }).name;
@@ -177,7 +187,7 @@ function* guardedActionSteps(
     const verdict = runCheck(guard, message, context);
     if (verdict !== undefined) yield verdict;
   }
-  return yield* run();
+  return yield* journaledActionSteps(scope, action, parameters, apiName, settings, meter);
 }
 
 /** A tool call inside a durable call: a journaled step (see core/durable-steps.ts). */

@@ -106,7 +106,6 @@ export function* executeSteps(
 ): Steps<AgentMessage> {
   settings.signal?.throwIfAborted();
   const sessionId = settings.context.sessionId;
-  const gated = typeof input === 'object' && input !== null && GATED.has(input);
   let message = toAgentMessage(input);
   const hooks = executor.hooks;
   for (const hook of hooks) {
@@ -116,9 +115,10 @@ export function* executeSteps(
   let response: AgentMessage;
   const toolCalls = toolCallsOf(message.formatted);
   if (toolCalls) {
-    const gate = gated ? undefined : executorGate.run;
+    // Inside an agent call, a round no prebuilt loop asked about is asked about here.
+    const gate = executorGate.run;
     const plan: GatePlan =
-      gate !== undefined && currentFrame() !== undefined
+      gate !== undefined && currentFrame() !== undefined && !GATED.has(input as object)
         ? yield* gate(executor, message, sessionId)
         : RUN_AS_IS;
     if (plan.run) {

@@ -73,12 +73,15 @@ describe('PartialJSONParser, for any JSON value and any chunking', () => {
         ),
         cuts,
         (value, points) => {
-          const text = `Here is the answer:\n\`\`\`json\n${JSON.stringify(value, null, 2)}\n\`\`\`\nDone.`;
+          const json = JSON.stringify(value, null, 2);
+          // What the text says (JSON has no -0: the value's -0 is read as 0).
+          const expected = JSON.parse(json) as unknown;
+          const text = `Here is the answer:\n\`\`\`json\n${json}\n\`\`\`\nDone.`;
           const parser = new PartialJSONParser();
           for (const piece of split(text, points)) {
-            expect(isPrefixOf(structuredClone(parser.push(piece)), value)).toBe(true);
+            expect(isPrefixOf(structuredClone(parser.push(piece)), expected)).toBe(true);
           }
-          expect(parser.end()).toEqual(JSON.parse(JSON.stringify(value)));
+          expect(parser.end()).toEqual(expected);
         },
       ),
       { numRuns: 200 },
