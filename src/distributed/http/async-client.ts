@@ -187,7 +187,9 @@ export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
     const place = remotePlace(this, this.name);
     const sent = remoteInput(place, input);
     const sentOptions = withRemoteBudget(options);
-    const body = JSON.stringify(chatRequestBody(wireMessages(sent), options.sessionId ?? 0, sentOptions));
+    const body = JSON.stringify(
+      chatRequestBody(wireMessages(sent), options.sessionId ?? 0, sentOptions, place !== undefined),
+    );
     let json: unknown;
     try {
       json = await this.#requestJSON('POST', 'chat_completion', body, options);
@@ -216,7 +218,12 @@ export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
     const place = remotePlace(this, this.name);
     const sent = remoteInput(place, input);
     const body = JSON.stringify(
-      chatRequestBody(wireMessages(sent), options.sessionId ?? 0, withRemoteBudget(options)),
+      chatRequestBody(
+        wireMessages(sent),
+        options.sessionId ?? 0,
+        withRemoteBudget(options),
+        place !== undefined,
+      ),
     );
     const url = `${this.url}/chat_completion/stream`;
     const timeout = options.timeout ?? this.#transport.timeout;

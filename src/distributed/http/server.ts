@@ -14,8 +14,22 @@ import type { SessionStore } from '../../stores/types';
 import { isAsyncIterator, isIterator, isThenable } from '../../utils/is';
 import { registerSameThreadServer } from '../../utils/sync-bridge-same-thread';
 import { errorMessage } from '../../utils/text';
+import {
+  CallerOptions,
+  type CallerOptionsPolicy,
+  callIdNotHonoured,
+  checkCallId,
+  isUnprocessable,
+  replaysCalls,
+} from '../caller-options';
 import { refusalBody } from '../remote-budget';
-import { checkSessionId, MAX_SESSION_ID_LENGTH, readChatRequest, SSE_EVENTS } from './protocol';
+import {
+  type ChatRequest,
+  checkSessionId,
+  MAX_SESSION_ID_LENGTH,
+  readChatRequest,
+  SSE_EVENTS,
+} from './protocol';
 import { SSEWriter, type StreamContent } from './sse-writer';
 
 /**
@@ -61,6 +75,13 @@ export interface HTTPAgentServerOptions {
    * @default 'delta'
    */
   streamContent?: StreamContent | undefined;
+  /**
+   * What callers may set on a call besides the session: generation parameters (with bounds), a budget ceiling,
+   * options of your own. Keys a body carries that this does not allow — `model`, `messages`, `tools`,
+   * `tool_choice`, `extra_body`, unknown ones — are ignored and named in the answer's `Lagent-Ignored-Options`
+   * header. @default callers may set `call_id` and `budget` only
+   */
+  callerOptions?: CallerOptionsPolicy | undefined;
   /** Largest request body in bytes; a larger one is answered 413. @default 1_048_576 */
   bodyLimit?: number | undefined;
   /** Milliseconds a client has to send a request's headers. @default 10_000 */
@@ -142,7 +163,13 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  * the wire, so Lagent's `HTTPAgentClient` and lagent-ts's {@link AsyncHTTPAgentClient} both talk to it:
  *
  * - `POST /chat_completion` `{ message: [string | AgentMessage dump], session_id, ...kwargs }` answers the
- *   reply, `AgentMessage.model_dump()`'s shape; kwargs become call options (`max_new_tokens` as `maxNewTokens`).
+ *   reply, `AgentMessage.model_dump()`'s shape. Of the kwargs, the call gets only what `callerOptions` allows
+ *   (`max_new_tokens` as `maxNewTokens`, kept within its bounds), `budget` (within `callerOptions.maxBudget`)
+ *   and `call_id`; the others are ignored and named in a `Lagent-Ignored-Options` header.
+ * - An `Idempotency-Key` header (or `call_id` in the body) is the call's `callId`: a durable agent replays a
+ *   call it has seen rather than run it again; the answer carries the key in the same header. A key reused
+ *   with another session or input is answered 422, and so is a key sent to an agent that cannot replay calls
+ *   (no `durable` store in its tree).
  * - `POST /chat_completion/stream`, the same body, answers server-sent events: the streamed messages (a
  *   `chunk` event with the first one whole, then `delta` events with only the text each adds; every chunk whole
  *   with `streamContent: 'cumulative'`), then one `message` event with the final message (a non-streaming agent
@@ -153,7 +180,7 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  * - `GET /health_check` answers `{ status: 'success', timestamp }`, without the token.
  *
  * Bad requests are answered and touch no session: malformed JSON, a missing `message`, a mistyped generation
- * parameter or a session id over 1,024 characters 400, a body that is not `application/json` 415, a body over
+ * parameter, call id or budget, or a session id over 1,024 characters 400, a value `callerOptions` refuses 422, a body that is not `application/json` 415, a body over
  * `bodyLimit` 413, a bad or missing token 401, a `Host` that is not this server's (`allowedHosts`) or a web page's
  * `Origin` (`allowedOrigins`) 403, so a page in a browser cannot drive a server that has no token; every error
  * answer is `{ detail, error }`. A failing agent answers 500 and its call
@@ -187,6 +214,7 @@ export class HTTPAgentServer {
   readonly #streamContent: StreamContent;
   readonly #onError: NonNullable<HTTPAgentServerOptions['onError']>;
   readonly #setup: HTTPAgentServerOptions['setup'];
+  readonly #callers: CallerOptions;
   #app: Fastify | undefined;
   #url: string | undefined;
   #listening: Promise<string> | undefined;
@@ -243,6 +271,7 @@ export class HTTPAgentServer {
       });
     }
     this.#exposeErrors = options.exposeErrors ?? false;
+    this.#callers = new CallerOptions('HTTPAgentServer', options.callerOptions);
     this.#guard = new RequestGuard({
       host: this.host,
       allowedHosts: options.allowedHosts,
@@ -503,6 +532,13 @@ export class HTTPAgentServer {
       reply.code(422).type(JSON_TYPE).send(JSON.stringify(refusal));
       return;
     }
+    if (isCallIdRefusal(error)) {
+      reply
+        .code(422)
+        .type(JSON_TYPE)
+        .send(errorBody(errorMessage(error), errorName(error)));
+      return;
+    }
     const name = errorName(error);
     const message = errorMessage(error);
     const detail = this.#exposeErrors ? message : 'Internal Server Error';
@@ -526,14 +562,49 @@ export class HTTPAgentServer {
     };
   }
 
-  async #chat(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    let parsed: ReturnType<typeof readChatRequest>;
+  /**
+   * Reads a chat request: the body through the caller policy, the `Idempotency-Key` header into `callId`. Sets
+   * the answer's headers that say what was taken; answers and gives undefined when the request is refused.
+   */
+  #read(request: FastifyRequest, reply: FastifyReply): ChatRequest | undefined {
+    let parsed: ChatRequest;
     try {
-      parsed = readChatRequest(request.body);
+      parsed = readChatRequest(request.body, this.#callers);
+      const header = request.headers['idempotency-key'];
+      if (header !== undefined) {
+        const key = checkCallId('Idempotency-Key', Array.isArray(header) ? header.join(',') : header);
+        if (parsed.options.callId !== undefined && parsed.options.callId !== key) {
+          throw new ValidationError({
+            field: 'call_id',
+            message: 'the Idempotency-Key header and "call_id" name different calls; give one of them',
+          });
+        }
+        parsed.options.callId = key;
+      }
     } catch (error) {
-      badRequest(reply, error);
-      return;
+      if (isUnprocessable(error)) {
+        reply
+          .code(422)
+          .type(JSON_TYPE)
+          .send(errorBody(errorMessage(error), errorName(error)));
+      } else badRequest(reply, error);
+      return undefined;
     }
+    const callId = parsed.options.callId as string | undefined;
+    if (callId !== undefined && !replaysCalls(this.agent)) {
+      const error = callIdNotHonoured();
+      reply.code(422).type(JSON_TYPE).send(errorBody(error.message, error.name));
+      return undefined;
+    }
+    // Set on the raw response: a stream's headers carry them too.
+    if (callId !== undefined) reply.raw.setHeader('idempotency-key', callId);
+    if (parsed.ignored.length > 0) reply.raw.setHeader('lagent-ignored-options', headerList(parsed.ignored));
+    return parsed;
+  }
+
+  async #chat(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const parsed = this.#read(request, reply);
+    if (parsed === undefined) return;
     const controller = new AbortController();
     const end = this.#begin(controller);
     const onClose = () => {
@@ -541,7 +612,7 @@ export class HTTPAgentServer {
     };
     reply.raw.once('close', onClose);
     try {
-      const options = { ...parsed.kwargs, sessionId: parsed.sessionId, signal: controller.signal };
+      const options = { ...parsed.options, sessionId: parsed.sessionId, signal: controller.signal };
       const json = toWire(await finalReply(this.agent.call(parsed.messages, options)));
       reply.type(JSON_TYPE).send(JSON.stringify(json));
     } catch (error) {
@@ -558,13 +629,8 @@ export class HTTPAgentServer {
   }
 
   async #stream(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    let parsed: ReturnType<typeof readChatRequest>;
-    try {
-      parsed = readChatRequest(request.body);
-    } catch (error) {
-      badRequest(reply, error);
-      return;
-    }
+    const parsed = this.#read(request, reply);
+    if (parsed === undefined) return;
     const controller = new AbortController();
     const end = this.#begin(controller);
     const raw = reply.raw;
@@ -595,7 +661,7 @@ export class HTTPAgentServer {
       writer.event(event, data);
     };
     try {
-      const options = { ...parsed.kwargs, sessionId: parsed.sessionId, signal: controller.signal };
+      const options = { ...parsed.options, sessionId: parsed.sessionId, signal: controller.signal };
       let result = this.agent.call(parsed.messages, options);
       if (isThenable(result)) result = await result;
       if (isAsyncIterator(result) || (isIterator(result) && !(result instanceof AgentMessage))) {
@@ -722,6 +788,18 @@ function toWire(result: unknown): unknown {
   if (typeof result === 'string')
     return new AgentMessage({ sender: 'assistant', content: result }).toJSON({ format: 'lagent' });
   return result;
+}
+
+/** A call refused for its id (reused with another session or input): the caller's to fix, 422. */
+function isCallIdRefusal(error: unknown): boolean {
+  return error instanceof ValidationError && error.field === 'callId';
+}
+
+/** Keys for a header: those that are plain names, at most 20, then how many more. */
+function headerList(keys: readonly string[]): string {
+  const shown = keys.filter((key) => /^[\w.-]{1,64}$/.test(key)).slice(0, 20);
+  const more = keys.length - shown.length;
+  return more > 0 ? [...shown, `(${more} more)`].join(', ') : shown.join(', ');
 }
 
 function errorBody(detail: string, error: string): string {

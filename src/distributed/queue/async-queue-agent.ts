@@ -154,7 +154,7 @@ export class AsyncQueueAgent {
         (message) => message.toJSON({ format: 'lagent' }) as LagentMessageJSON,
       ),
       session_id: sessionId,
-      kwargs: jobKwargs(withRemoteBudget(options)),
+      kwargs: jobKwargs(withRemoteBudget(options), place !== undefined),
     };
     const deadline = timeoutMs === undefined ? undefined : new Deadline(own, timeoutMs, this.name);
     const signal = deadline?.signal ?? own;

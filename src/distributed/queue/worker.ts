@@ -8,9 +8,10 @@ import { ConfigurationError, ValidationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { isPlainObject } from '../../utils/is';
 import { sleep } from '../../utils/timers';
+import { CallerOptions, type CallerOptionsPolicy, callIdNotHonoured, replaysCalls } from '../caller-options';
 import { closeBullMQ, closeRedis, connectionOptions, connectRedis, type RedisConnection } from './connection';
 import { loadQueuePeers } from './load';
-import { type CallJobData, failureReason, jobKwargs } from './protocol';
+import { type CallJobData, failureReason } from './protocol';
 import { SessionCache } from './session-cache';
 import { applyChange, type LoadedState, loadState, type StateChange, stateChange } from './session-state';
 import {
@@ -43,6 +44,12 @@ export interface QueueAgentWorkerOptions extends QueueSessionPlace {
   queue?: string | undefined;
   /** Redis: a URL (`redis://127.0.0.1:6379`) or ioredis options. */
   connection: RedisConnection;
+  /**
+   * What a job may set on its call besides the session: the same policy as `HTTPAgentServer`'s. A job's other
+   * kwargs (`model`, `messages`, `tools`, `extraBody`, unknown ones) are ignored.
+   * @default a job may set `callId` and `budget` only
+   */
+  callerOptions?: CallerOptionsPolicy | undefined;
   /** Calls this worker runs at once (on different sessions). @default 1 */
   concurrency?: number | undefined;
   /**
@@ -96,6 +103,7 @@ export class QueueAgentWorker {
   readonly #leaseMs: number;
   readonly #place: SessionPlace;
   readonly #cache: SessionCache;
+  readonly #callers: CallerOptions;
   #starting: Promise<void> | undefined;
   #closing: Promise<void> | undefined;
   #worker: Worker | undefined;
@@ -148,6 +156,7 @@ export class QueueAgentWorker {
     this.#options = options;
     this.#leaseMs = options.lockDuration ?? DEFAULT_LOCK_MS;
     this.#cache = new SessionCache(options.sessionCacheSize ?? DEFAULT_SESSION_CACHE_SIZE);
+    this.#callers = new CallerOptions('QueueAgentWorker', options.callerOptions);
   }
 
   /** The BullMQ `Worker` (after `ready()`), for its events and metrics. */
@@ -244,7 +253,8 @@ export class QueueAgentWorker {
 
   async #process(job: Job, token: string | undefined, signal: AbortSignal | undefined): Promise<unknown> {
     const store = this.#store!;
-    const data = readJob(job);
+    const data = readJob(job, this.#callers);
+    if (data.kwargs.callId !== undefined && !replaysCalls(this.agent)) throw callIdNotHonoured();
     const jobId = job.id!;
     if (token === undefined) throw namedError('JobLostError', `job ${jobId} came without a lock token`);
     const sessionId = data.session_id;
@@ -400,7 +410,8 @@ function shapeOf(agent: QueueHostedAgent): AgentShape {
   };
 }
 
-function readJob(job: Job): CallJobData {
+/** A job's data, its kwargs read through the worker's caller policy. */
+function readJob(job: Job, callers: CallerOptions): CallJobData {
   const data = job.data as Partial<CallJobData> | undefined;
   if (
     !isPlainObject(data) ||
@@ -413,8 +424,12 @@ function readJob(job: Job): CallJobData {
       message: `job ${job.id} is not an agent call ({ message: [...], session_id, kwargs })`,
     });
   }
-  // Options that belong to a calling process (a signal, a timeout) never come from a job.
-  return { message: data.message, session_id: data.session_id, kwargs: jobKwargs(data.kwargs) };
+  // The worker decides what a job may set: never the model, its tools or a signal.
+  return {
+    message: data.message,
+    session_id: data.session_id,
+    kwargs: callers.read(data.kwargs ?? {}).options,
+  };
 }
 
 /** The reply of a call: the message itself, or the last message of a stream. */

@@ -252,7 +252,11 @@ describe('HTTPAgentServer: session ids and bad input are answered consistently, 
 
   it('valid generation parameters still reach the model', async () => {
     const llm = new AsyncMockLLM({ responses: () => 'ok' });
-    const server = new HTTPAgentServer({ agent: new AsyncAgent({ llm }), port: 0 });
+    const server = new HTTPAgentServer({
+      agent: new AsyncAgent({ llm }),
+      port: 0,
+      callerOptions: { generation: { maxNewTokens: true, topP: true, stopWords: true } },
+    });
     await server.listen();
     started.push(server);
     const answer = await send(
