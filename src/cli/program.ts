@@ -390,9 +390,10 @@ has "decisions": [{"id", "approve", ...}]. Failures, malformed lines and duplica
   )
     .option('-p, --port <port>', 'port on 127.0.0.1 (0: a free one)', integer('--port', 0, 65535), 8091)
     .addOption(
-      new Option('--token <token>', 'require this token (the printed URL carries it for the browser)').env(
-        'LAGENT_TOKEN',
-      ),
+      new Option(
+        '--token <token>',
+        "the page's secret, needed by every request (default: a new one at each start; the printed URL carries it)",
+      ).env('LAGENT_TOKEN'),
     )
     .option('--allowed-hosts <names>', 'comma-separated Host names to accept besides 127.0.0.1 and localhost')
     .action(async (_options, command: Command) => {

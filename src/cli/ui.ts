@@ -14,7 +14,8 @@ export interface UiOptions {
 /**
  * `lagent ui`: serves a web page on 127.0.0.1 that chats with the agent (streamed), draws its tree live from
  * its events, answers interrupts, and shows, downloads and loads each session's memories; until SIGINT or
- * SIGTERM. Prints the page's URL (with the token, when there is one, so a browser can open it).
+ * SIGTERM. Prints the page's URL with its secret (the `--token` given, else one made now) in the fragment: every
+ * request needs the secret, so no other local process or user can read the sessions or approve a tool call.
  */
 export async function runUi(loaded: LoadedAgent, options: UiOptions): Promise<void> {
   const { UIServer } = await import('../ui/server');

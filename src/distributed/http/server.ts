@@ -106,8 +106,9 @@ export interface HTTPAgentServerOptions {
   store?: SessionStore | MemoryStoreOptions | undefined;
   /**
    * Called with the server's Fastify app before the server adds its own hooks and routes: routes added here are
-   * answered behind the same `Host`, `Origin` and token checks, and `onRequest` hooks added here run before
-   * those checks (e.g. to read a credential from a cookie into `Authorization`). Used by `lagent ui`.
+   * answered behind the same `Host`, `Origin` and token checks (a route whose `config` has `public: true` is
+   * answered without the token, as `/health_check` is: for files that hold nothing), and `onRequest` hooks added
+   * here run before those checks. Used by `lagent ui`.
    */
   setup?: ((app: FastifyInstance) => void) | undefined;
   /** Told about every agent call that failed (the answer was a 500 or an SSE `error` event). @default writes one line to stderr */
@@ -447,6 +448,7 @@ export class HTTPAgentServer {
       app.addHook('onRequest', (request, reply, done) => {
         if (
           request.url.split('?', 1)[0] === '/health_check' ||
+          (request.routeOptions.config as { public?: unknown } | undefined)?.public === true ||
           bearerMatches(request.headers.authorization, expected)
         ) {
           done();
