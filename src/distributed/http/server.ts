@@ -6,7 +6,7 @@ import { finalReply } from '../../agents/final-reply';
 import { attachStore, type MemoryStoreOptions, sessionBindingOf } from '../../agents/lifecycle/persist';
 import type { LagentStateDict } from '../../agents/state-dict';
 import { bearerMatches, type Refusal, RequestGuard } from '../../core/request-guard';
-import { AgentMessage, type MessageInput } from '../../schema/agent-message';
+import { AgentMessage, asOwnMessage, type MessageInput } from '../../schema/agent-message';
 import { ConfigurationError, LagentError, missingPeer, ValidationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { AgentStatusCode } from '../../schema/status';
@@ -604,6 +604,15 @@ export class HTTPAgentServer {
     return parsed;
   }
 
+  /**
+   * The request's messages as the agent takes them: this copy's messages for an agent of lagent-ts, their JSON
+   * for any other (an agent of another copy of lagent-ts, whose `AgentMessage.from` takes plain objects).
+   */
+  #inputs(parsed: ChatRequest): MessageInput[] {
+    if (this.agent instanceof AgentBase) return parsed.messages;
+    return parsed.messages.map((message) => message.toJSON() as MessageInput);
+  }
+
   async #chat(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const parsed = this.#read(request, reply);
     if (parsed === undefined) return;
@@ -615,7 +624,7 @@ export class HTTPAgentServer {
     reply.raw.once('close', onClose);
     try {
       const options = { ...parsed.options, sessionId: parsed.sessionId, signal: controller.signal };
-      const json = toWire(await finalReply(this.agent.call(parsed.messages, options)));
+      const json = toWire(await finalReply(this.agent.call(this.#inputs(parsed), options)));
       reply.type(JSON_TYPE).send(JSON.stringify(json));
     } catch (error) {
       if (controller.signal.aborted)
@@ -664,14 +673,16 @@ export class HTTPAgentServer {
     };
     try {
       const options = { ...parsed.options, sessionId: parsed.sessionId, signal: controller.signal };
-      let result = this.agent.call(parsed.messages, options);
+      let result = this.agent.call(this.#inputs(parsed), options);
       if (isThenable(result)) result = await result;
       if (isAsyncIterator(result) || (isIterator(result) && !(result instanceof AgentMessage))) {
         const onChunk = (chunk: unknown) => {
           if (gone) return false;
           start();
           writer.chunk(
-            typeof chunk === 'string' ? new AgentMessage({ sender: 'assistant', content: chunk }) : chunk,
+            typeof chunk === 'string'
+              ? new AgentMessage({ sender: 'assistant', content: chunk })
+              : (asOwnMessage(chunk) ?? chunk),
           );
           return true;
         };
@@ -781,12 +792,14 @@ function relaySync(stream: Iterator<unknown>, onChunk: (chunk: unknown) => boole
 
 /** A streamed chunk rather than a final message. */
 function isChunk(value: unknown): boolean {
-  return value instanceof AgentMessage && value.streamState === AgentStatusCode.STREAM_ING;
+  return asOwnMessage(value)?.streamState === AgentStatusCode.STREAM_ING;
 }
 
 /** A call's result in its wire form. */
 function toWire(result: unknown): unknown {
-  if (result instanceof AgentMessage) return result.toJSON({ format: 'lagent' });
+  // A message of this copy, or of another copy of lagent-ts (an agent module with its own).
+  const message = asOwnMessage(result);
+  if (message !== undefined) return message.toJSON({ format: 'lagent' });
   if (typeof result === 'string')
     return new AgentMessage({ sender: 'assistant', content: result }).toJSON({ format: 'lagent' });
   return result;

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { ConnectionOptions, Job, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { AgentBase, AsyncCallOptions } from '../../agents/agent-base';
+import { AgentBase, type AsyncCallOptions } from '../../agents/agent-base';
 import { finalReply } from '../../agents/final-reply';
-import { AgentMessage, type MessageInput } from '../../schema/agent-message';
+import { AgentMessage, asOwnMessage, type MessageInput } from '../../schema/agent-message';
 import { ConfigurationError, ValidationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { isPlainObject } from '../../utils/is';
@@ -363,10 +363,15 @@ export class QueueAgentWorker {
       // Frozen: the commit compares the new state with it, so the agent cannot change it in place.
       if (before.state === undefined) agent.reset(sessionId, { recursive: true });
       else agent.loadStateDict(before.state, sessionId);
-      const messages = data.message.map((json) => AgentMessage.from(json));
+      // An agent of another copy of lagent-ts takes the messages' JSON (its AgentMessage is not this one).
+      const own = agent instanceof AgentBase;
+      const messages = data.message.map((json) => {
+        const message = AgentMessage.from(json);
+        return own ? message : message.toJSON();
+      });
       const options: AsyncCallOptions = { ...data.kwargs, sessionId };
       if (signal) options.signal = signal;
-      const reply = await finalMessage(agent.call(messages, options));
+      const reply = await finalMessage(agent.call(messages as AgentMessage[], options));
       const after = agent.stateDict(sessionId, { format: 'lagent' });
       return { reply: reply.toJSON({ format: 'lagent' }), change: stateChange(before, after) };
     } finally {
@@ -434,8 +439,8 @@ function readJob(job: Job, callers: CallerOptions): CallJobData {
 
 /** The reply of a call: the message itself, or the last message of a stream. */
 async function finalMessage(result: unknown): Promise<AgentMessage> {
-  const last = await finalReply(result);
-  if (!(last instanceof AgentMessage)) {
+  const last = asOwnMessage(await finalReply(result));
+  if (last === undefined) {
     throw new ValidationError({ field: '(root)', message: "the agent's stream ended without a message" });
   }
   return last;
