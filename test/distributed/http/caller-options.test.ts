@@ -1,5 +1,12 @@
-import { AsyncAgent, AsyncGPTAPI, AsyncStreamingAgent, MemoryStore } from 'lagent-ts';
-import { HTTPAgentServer, type HTTPAgentServerOptions } from 'lagent-ts/distributed';
+import {
+  type AgentMessage,
+  AsyncAgent,
+  type AsyncForwardOptions,
+  AsyncGPTAPI,
+  AsyncStreamingAgent,
+  MemoryStore,
+} from 'lagent-ts';
+import { AsyncHTTPAgentClient, HTTPAgentServer, type HTTPAgentServerOptions } from 'lagent-ts/distributed';
 import { type FakeOpenAIServer, type FakeRequest, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AsyncQueueAgent, QueueAgentWorker } from '../../../src/distributed/queue/index';
@@ -354,6 +361,32 @@ describe('idempotency keys', () => {
       detail: expect.stringContaining('another session'),
       error: 'ValidationError',
     });
+  });
+});
+
+describe('clients send a call id of their own, never the enclosing call’s', () => {
+  it('a client called inside an agent call leaves the enclosing call’s callId out', async () => {
+    const seen: unknown[] = [];
+    const recorder = {
+      name: 'recorder',
+      stateDict: () => ({}),
+      call: (_input: unknown, options: { callId?: unknown }) => {
+        seen.push(options.callId);
+        return { content: 'ok', sender: 'recorder' };
+      },
+    };
+    const server = await serve({ agent: recorder });
+    const remote = new AsyncHTTPAgentClient({ url: server.url });
+    started.push({ close: async () => remote.close() });
+    class Local extends AsyncAgent {
+      remote = remote;
+      override async forward(messages: AgentMessage[], options: AsyncForwardOptions) {
+        return this.remote.call(messages, options);
+      }
+    }
+    await new Local().call('hi', { callId: 'the-local-call' });
+    await remote.call('hi', { callId: 'its-own' });
+    expect(seen).toEqual([undefined, 'its-own']);
   });
 });
 
