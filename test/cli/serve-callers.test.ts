@@ -102,5 +102,5 @@ describe('lagent serve: what callers may set', () => {
       expect(result.code, `${flag} ${value}`).toBe(1);
       expect(result.stderr).toMatch(pattern);
     }
-  });
+  }, 60_000);
 });

@@ -430,11 +430,12 @@ export class HTTPAgentServer {
         // An allowed page: CORS headers on the answer (set on the raw response, so streams carry them too).
         reply.raw.setHeader('access-control-allow-origin', origin);
         reply.raw.setHeader('vary', 'Origin');
+        reply.raw.setHeader('access-control-expose-headers', 'idempotency-key, lagent-ignored-options');
         if (request.method === 'OPTIONS' && request.headers['access-control-request-method'] !== undefined) {
           reply
             .code(204)
             .header('access-control-allow-methods', 'GET, POST')
-            .header('access-control-allow-headers', 'authorization, content-type')
+            .header('access-control-allow-headers', 'authorization, content-type, idempotency-key')
             .header('access-control-max-age', '600')
             .send();
           return;
