@@ -1,6 +1,6 @@
+import { sameThreadServerHint } from '../bridge/same-thread';
+import { SyncBridge } from '../bridge/sync-bridge';
 import { LLMRequestError, TimeoutError } from '../schema/errors';
-import { SyncBridge } from '../utils/sync-bridge';
-import { sameThreadServerHint } from '../utils/sync-bridge-same-thread';
 import { BaseLLM } from './base-llm';
 import type { OpenAICallParams, OpenAICompatibleOptions } from './openai-compatible-llm';
 import { bridgedCallBudget, resolveTiming } from './timing';

@@ -1,10 +1,10 @@
 import type { LagentStateDict } from '../../agents/state-dict';
+import { locateBridge } from '../../bridge/location';
+import { sameThreadServerHint } from '../../bridge/same-thread';
+import { SyncBridge } from '../../bridge/sync-bridge';
 import { AgentMessage, type LagentMessageJSON, type MessageInput } from '../../schema/agent-message';
 import { ConfigurationError, LagentError, TimeoutError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
-import { SyncBridge } from '../../utils/sync-bridge';
-import { locateBridge } from '../../utils/sync-bridge-location';
-import { sameThreadServerHint } from '../../utils/sync-bridge-same-thread';
 import { chargeRemote, remoteRefusal, withRemoteBudget } from '../remote-budget';
 import { remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
 import {
