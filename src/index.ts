@@ -201,6 +201,7 @@ export type {
   RecordingOptions,
   ReplayOptions,
   ResolvedGenParams,
+  RetryNotice,
   StreamChunk,
   TokenUsage,
   ToolChoice,

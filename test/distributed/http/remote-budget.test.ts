@@ -5,10 +5,12 @@ import {
   type CallUsage,
   GuardrailTripped,
   guardrail,
+  ValidationError,
 } from 'lagent-ts';
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AsyncHTTPAgentClient, HTTPAgentServer } from '../../../src/distributed/http/index';
+import { type FakeHttpServer, sendJson, startFakeHttp } from '../../helpers/http-server';
 
 const started: HTTPAgentServer[] = [];
 
@@ -86,5 +88,88 @@ describe('budgets and guardrails across AsyncHTTPAgentClient', () => {
     expect(error).toBeInstanceOf(GuardrailTripped);
     expect((error as GuardrailTripped).guardrail).toBe('remote-input');
     expect((error as GuardrailTripped).reason).toBe('not today');
+  });
+});
+
+/** A remote agent's server that answers every call with `usage` as what it spent (a broken or hostile remote). */
+async function reporting(usage: unknown): Promise<FakeHttpServer> {
+  const server = await startFakeHttp((_request, response) =>
+    sendJson(response, 200, {
+      sender: 'remote',
+      content: 'remote answer',
+      formatted: null,
+      extra_info: { usage },
+      type: null,
+      receiver: null,
+      stream_state: 0,
+    }),
+  );
+  fakes.push(server);
+  return server;
+}
+
+const fakes: FakeHttpServer[] = [];
+afterEach(async () => {
+  await Promise.all(fakes.splice(0).map((server) => server.close()));
+});
+
+describe('remote usage is checked', () => {
+  it('negative usage from a remote agent is refused, and refunds nothing', async () => {
+    const server = await reporting({
+      promptTokens: -5000,
+      completionTokens: 0,
+      totalTokens: -5000,
+      modelCalls: -10,
+    });
+    const localLLM = new AsyncMockLLM({ responses: (_m, _p, i) => `local ${i}` });
+    const local = localWith(new AsyncHTTPAgentClient({ url: server.url }), localLLM);
+    const error = await local
+      .call('go', { budget: { modelCalls: 3, tokens: 1_000 } })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ValidationError);
+    expect(String((error as Error).message)).toMatch(/usage/);
+    expect(localLLM.calls).toHaveLength(1);
+  });
+
+  it('usage past what the remote was allowed is refused', async () => {
+    const server = await reporting({
+      modelCalls: 50,
+      promptTokens: 10,
+      completionTokens: 10,
+      totalTokens: 20,
+    });
+    const local = localWith(
+      new AsyncHTTPAgentClient({ url: server.url }),
+      new AsyncMockLLM({ responses: ['local'] }),
+    );
+    const error = await local.call('go', { budget: { modelCalls: 3 } }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ValidationError);
+    expect(String((error as Error).message)).toMatch(/modelCalls/);
+    // What the remote was sent: what was left of 3 after the local request.
+    expect(JSON.parse(server.requests[0]!.body).budget).toEqual({ modelCalls: 2 });
+  });
+
+  it("a remote client given the forward's options sends what is left and counts what it spent", async () => {
+    const sent: unknown[] = [];
+    class Served extends AsyncAgent {
+      override forward(messages: AgentMessage[], options: Record<string, unknown>) {
+        sent.push(options.budget);
+        return super.forward(messages, options as never);
+      }
+    }
+    const server = await serve(
+      new Served({ llm: new AsyncMockLLM({ responses: (_m, _p, i) => `remote ${i}` }) }),
+    );
+    class Local extends AsyncAgent {
+      own = new AsyncAgent({ llm: new AsyncMockLLM({ responses: ['local'] }), name: 'own' });
+      remote = new AsyncHTTPAgentClient({ url: server.url });
+      override async forward(messages: AgentMessage[], options: Record<string, unknown>) {
+        const first = await this.own.call(messages, options);
+        return this.remote.call(first.content as string, options);
+      }
+    }
+    const reply = await new Local().call('go', { sessionId: 1, budget: { modelCalls: 3 } });
+    expect(sent).toEqual([{ modelCalls: 2 }]);
+    expect((reply.extraInfo as { usage: CallUsage }).usage.modelCalls).toBe(2);
   });
 });
