@@ -6,6 +6,7 @@ import {
   type StreamChunk,
 } from 'lagent-ts';
 import { AsyncMockLLM, type AsyncMockLLMOptions, MockLLM } from 'lagent-ts/testing';
+import { prepareTools } from '../../src/llms/tool-calls';
 
 /*
  * Scripted models that behave as a provider does about tokens: the answer stops at the request's
@@ -22,16 +23,10 @@ export interface Spent {
 
 type Count = (input: string | ChatMessage[]) => number;
 
-/** The tokens of the tool definitions a request sends (their JSON). */
+/** The tokens of the tool definitions a request sends (their JSON, as the request carries them). */
 function toolTokens(countTokens: Count, params: LLMCallParams | undefined): number {
-  const tools = params?.tools;
-  if (tools === undefined || tools.length === 0) return 0;
-  const specs = tools.flatMap((tool) =>
-    typeof (tool as { toOpenAITools?: unknown }).toOpenAITools === 'function'
-      ? (tool as { toOpenAITools(): unknown[] }).toOpenAITools()
-      : [tool],
-  );
-  return countTokens(JSON.stringify(specs));
+  const prepared = prepareTools(params?.tools, 'capped mock');
+  return prepared === undefined ? 0 : countTokens(JSON.stringify(prepared.tools));
 }
 
 /** `text` cut to at most `max` tokens (of the estimate: 4 bytes a token, ASCII text). */
@@ -39,6 +34,7 @@ function cut(countTokens: Count, text: string, max: number): string {
   return countTokens(text) <= max ? text : text.slice(0, Math.max(0, max) * 4);
 }
 
+/** The reply as a provider sends it under `max` completion tokens (tool calls included), its usage reported. */
 function settle(
   countTokens: Count,
   spent: Spent[],
@@ -47,17 +43,15 @@ function settle(
   max: number,
   reply: ModelReply,
 ): ModelReply {
-  const content = cut(countTokens, reply.content, max);
+  const callTokens = reply.toolCalls.length > 0 ? countTokens(JSON.stringify(reply.toolCalls)) : 0;
+  const toolCalls = callTokens <= max ? reply.toolCalls : [];
+  const content = cut(countTokens, reply.content, max - (toolCalls.length > 0 ? callTokens : 0));
   const promptTokens = countTokens(messages) + toolTokens(countTokens, params);
-  const completionTokens =
-    countTokens(content) + (reply.toolCalls.length > 0 ? countTokens(JSON.stringify(reply.toolCalls)) : 0);
+  const completionTokens = countTokens(content) + (toolCalls.length > 0 ? callTokens : 0);
   spent.push({ promptTokens, completionTokens });
   params?.onUsage?.({ promptTokens, completionTokens, totalTokens: promptTokens + completionTokens });
-  return {
-    ...reply,
-    content,
-    finishReason: content.length < reply.content.length ? 'length' : reply.finishReason,
-  };
+  const cutShort = content.length < reply.content.length || toolCalls.length < reply.toolCalls.length;
+  return { ...reply, content, toolCalls, finishReason: cutShort ? 'length' : reply.finishReason };
 }
 
 /** A synchronous {@link MockLLM} that stops at `maxNewTokens` and reports its usage. */
