@@ -345,3 +345,28 @@ describe('every attempt counts', () => {
     }
   });
 });
+
+describe('usd at the rates the provider bills', () => {
+  it('cached prompt tokens cost the cache rate, reasoning tokens the output rate', async () => {
+    const server = await startFakeOpenAI({
+      script: [
+        {
+          content: 'ok',
+          usage: {
+            prompt_tokens: 1000,
+            completion_tokens: 100,
+            prompt_tokens_details: { cached_tokens: 800 },
+            completion_tokens_details: { reasoning_tokens: 60 },
+          } as never,
+        },
+      ],
+    });
+    try {
+      const llm = new AsyncGPTAPI({ model: 'gpt-4o', apiKey: 'k', baseURL: server.baseURL });
+      const reply = await new AsyncAgent({ llm }).call('hi', { budget: { usd: 1 } });
+      expect(usageOf(reply).usd).toBeCloseTo((200 * 2.5 + 800 * 1.25 + 100 * 10) / 1_000_000, 15);
+    } finally {
+      await server.close();
+    }
+  });
+});
