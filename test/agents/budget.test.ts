@@ -370,3 +370,44 @@ describe('usd at the rates the provider bills', () => {
     }
   });
 });
+
+describe('a failed request gives its hold back and is charged what it used', () => {
+  it('a stream that fails midway is charged its prompt and the text it gave; its hold is released', async () => {
+    class Breaking extends AsyncMockLLM {
+      override async *streamChat(messages: never, params?: never) {
+        let sent = 0;
+        for await (const chunk of super.streamChat(messages, params)) {
+          if (++sent > 2) throw new Error('connection lost');
+          yield chunk;
+        }
+      }
+    }
+    const failing = new AsyncStreamingAgent({
+      llm: new Breaking({ responses: ['word '.repeat(100)], chunkSize: 20 }),
+      name: 'failing',
+    });
+    const after = new AsyncCappedMockLLM({ responses: ['fine'], maxNewTokens: 5_000 });
+    class Tolerant extends AsyncAgent {
+      first = failing;
+      second = new AsyncAgent({ llm: after, name: 'second' });
+      override async forward(messages: AgentMessage[]) {
+        try {
+          for await (const _ of this.first.call(messages));
+        } catch {
+          // the first answer is optional
+        }
+        return this.second.call(messages);
+      }
+    }
+    const reply = await new Tolerant().call('go', { budget: { tokens: 1_000 } });
+    const usage = usageOf(reply);
+    expect(usage.modelCalls).toBe(2);
+    // The failed stream: its prompt and the 40 characters it gave (10 tokens); the second request had the rest.
+    const failedPrompt = usage.promptTokens - after.spent[0]!.promptTokens;
+    expect(failedPrompt).toBeGreaterThan(0);
+    expect(usage.completionTokens - after.spent[0]!.completionTokens).toBe(10);
+    expect(after.calls[0]!.params.maxNewTokens).toBe(
+      1_000 - failedPrompt - 10 - after.spent[0]!.promptTokens,
+    );
+  });
+});

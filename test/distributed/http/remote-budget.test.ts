@@ -173,3 +173,62 @@ describe('remote usage is checked', () => {
     expect((reply.extraInfo as { usage: CallUsage }).usage.modelCalls).toBe(2);
   });
 });
+
+describe('a remote call holds what it was sent', () => {
+  it('a local branch running beside a remote call cannot spend what the remote was sent', async () => {
+    const sent: unknown[] = [];
+    let release: () => void = () => undefined;
+    const answered = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const server = await startFakeHttp(async (request, response) => {
+      sent.push(JSON.parse(request.body).budget);
+      await answered;
+      sendJson(response, 200, {
+        sender: 'remote',
+        content: 'remote answer',
+        formatted: null,
+        extra_info: { usage: { promptTokens: 300, completionTokens: 100, totalTokens: 400, modelCalls: 1 } },
+        type: null,
+        receiver: null,
+        stream_state: 0,
+      });
+    });
+    fakes.push(server);
+    const localLLM = new AsyncMockLLM({ responses: (_m, _p, i) => `local ${i}` });
+    class Both extends AsyncAgent {
+      remote = new AsyncHTTPAgentClient({ url: server.url });
+      own = new AsyncAgent({ llm: localLLM, name: 'own' });
+      override async forward(messages: AgentMessage[]) {
+        const remote = this.remote.call('go');
+        // The remote call holds all that was left: the local request beside it finds no room.
+        while (sent.length === 0) await new Promise((resolve) => setImmediate(resolve));
+        const local = this.own.call(messages).catch((error: unknown) => error);
+        const outcome = await local;
+        release();
+        await remote;
+        return String(outcome instanceof Error ? outcome.name : 'answered');
+      }
+    }
+    const reply = await new Both().call('hi', { budget: { tokens: 1_000 } });
+    expect(sent).toEqual([{ tokens: 1_000 }]);
+    expect(reply.content).toBe('BudgetExceededError');
+    expect(localLLM.calls).toHaveLength(0);
+    expect((reply.extraInfo as { usage: CallUsage }).usage.totalTokens).toBe(400);
+  });
+
+  it('a remote stream counts what its final message says it spent', async () => {
+    const remoteLLM = new AsyncMockLLM({ responses: (_m, _p, i) => `remote ${i}` });
+    const server = await serve(new AsyncAgent({ llm: remoteLLM }));
+    class Streaming extends AsyncAgent {
+      remote = new AsyncHTTPAgentClient({ url: server.url });
+      override async forward() {
+        let last: AgentMessage | undefined;
+        for await (const chunk of this.remote.stream('go')) last = chunk;
+        return last!;
+      }
+    }
+    const reply = await new Streaming().call('hi', { budget: { modelCalls: 2 } });
+    expect((reply.extraInfo as { usage: CallUsage }).usage.modelCalls).toBe(1);
+  });
+});
