@@ -88,7 +88,9 @@ export class RemoteSpend<O extends Readonly<Record<string, unknown>>> implements
         field: problem.field,
       });
     }
-    meter.add(usage as Partial<CallUsage>);
+    const spent = usage as Partial<CallUsage>;
+    // A total below its parts would spend tokens without counting them.
+    meter.add({ ...spent, totalTokens: totalOf(spent) });
   }
 
   /** A remote call that failed: what it spent is unknown, so it is charged all it was allowed. */
@@ -156,7 +158,7 @@ function usageProblem(usage: unknown, allowed: Budget): { field: string; text: s
   }
   const number = (field: (typeof USAGE_FIELDS)[number]) => (fields[field] as number | undefined) ?? 0;
   const spent: Record<BudgetKind, number> = {
-    tokens: (fields.totalTokens as number | undefined) ?? number('promptTokens') + number('completionTokens'),
+    tokens: totalOf(fields as Partial<CallUsage>),
     usd: number('usd'),
     modelCalls: number('modelCalls'),
     toolCalls: number('toolCalls'),
@@ -170,6 +172,11 @@ function usageProblem(usage: unknown, allowed: Budget): { field: string; text: s
       };
   }
   return undefined;
+}
+
+/** The tokens a usage spent: its total, or its parts when they say more. */
+function totalOf(usage: Partial<CallUsage>): number {
+  return Math.max(usage.totalTokens ?? 0, (usage.promptTokens ?? 0) + (usage.completionTokens ?? 0));
 }
 
 function describeBudget(budget: Budget): string {

@@ -131,6 +131,17 @@ describe('remote usage is checked', () => {
     expect(localLLM.calls).toHaveLength(1);
   });
 
+  it('a total below its parts does not hide tokens', async () => {
+    const server = await reporting({ promptTokens: 600, completionTokens: 300, totalTokens: 0, modelCalls: 1 });
+    const local = localWith(
+      new AsyncHTTPAgentClient({ url: server.url }),
+      new AsyncMockLLM({ responses: ['local'] }),
+    );
+    const error = await local.call('go', { budget: { tokens: 1_000 } }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ValidationError);
+    expect((error as ValidationError).field).toBe('extraInfo.usage.totalTokens');
+  });
+
   it('usage past what the remote was allowed is refused', async () => {
     const server = await reporting({
       modelCalls: 50,
