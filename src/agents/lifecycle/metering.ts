@@ -246,9 +246,23 @@ class MeteredRequest implements MeteredCall, Asker {
 
   /** The usage of an attempt the client did not report: the prompt counted here, and `answer` if any. */
   #estimate(answer: string | undefined): TokenUsage {
-    const promptTokens = this.#promptTokens >= 0 ? this.#promptTokens : this.#countPrompt(undefined, '');
+    const promptTokens = this.#promptTokens >= 0 ? this.#promptTokens : this.#countLate();
     const completionTokens = answer === undefined ? 0 : count(this.#llm, answer);
     return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
+  }
+
+  /**
+   * Counts the prompt after the request, when no limit needed it before: tool definitions the client refused
+   * (the request's own error says why) count as none.
+   */
+  #countLate(): number {
+    try {
+      return this.#countPrompt(undefined, 'metering');
+    } catch {
+      this.#toolTokens = 0;
+      this.#promptTokens = count(this.#llm, this.#prompt);
+      return this.#promptTokens;
+    }
   }
 
   /** Counts the prompt: its messages, and the tool definitions of `tools` (or of the params' own). */
