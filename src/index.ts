@@ -203,6 +203,7 @@ export type {
   RecordingOptions,
   ReplayOptions,
   ResolvedGenParams,
+  RetryNotice,
   StreamChunk,
   TokenUsage,
   ToolChoice,

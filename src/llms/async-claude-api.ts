@@ -188,6 +188,8 @@ export class AsyncClaudeAPI extends MeteredLLM {
       this.#policy,
       this.#where,
       signal,
+      call,
+      this,
     );
     const { text, toolCalls, finishReason, usage } = readClaudeMessage(response, tools, this.#where);
     return this.reply(text, toolCalls, finishReason, usage, resolved.stopWords, call);
@@ -227,6 +229,8 @@ export class AsyncClaudeAPI extends MeteredLLM {
       this.#policy,
       this.#where,
       signal,
+      call,
+      this,
     );
     let rawUsage: Record<string, unknown> | undefined;
     yield* this.relayStream({
