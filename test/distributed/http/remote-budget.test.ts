@@ -132,7 +132,12 @@ describe('remote usage is checked', () => {
   });
 
   it('a total below its parts does not hide tokens', async () => {
-    const server = await reporting({ promptTokens: 600, completionTokens: 300, totalTokens: 0, modelCalls: 1 });
+    const server = await reporting({
+      promptTokens: 600,
+      completionTokens: 300,
+      totalTokens: 0,
+      modelCalls: 1,
+    });
     const local = localWith(
       new AsyncHTTPAgentClient({ url: server.url }),
       new AsyncMockLLM({ responses: ['local'] }),
