@@ -193,6 +193,8 @@ export class AsyncClaudeAPI extends MeteredLLM {
       this.#policy,
       this.#where,
       signal,
+      call,
+      this,
     );
     const { text, toolCalls, finishReason, usage } = readClaudeMessage(response, tools, this.#where);
     return this.reply(text, toolCalls, finishReason, usage, resolved.stopWords, call);
@@ -232,6 +234,8 @@ export class AsyncClaudeAPI extends MeteredLLM {
       this.#policy,
       this.#where,
       signal,
+      call,
+      this,
     );
     let rawUsage: Record<string, unknown> | undefined;
     yield* this.relayStream({

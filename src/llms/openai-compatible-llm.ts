@@ -217,6 +217,8 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
       this.#policy,
       where,
       signal,
+      call,
+      this,
     );
     return this.reply(text, toolCalls, finishReason, usage, resolved.stopWords, call);
   }
@@ -252,6 +254,8 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
       this.#policy,
       where,
       signal,
+      call,
+      this,
     );
     let usage: TokenUsage | undefined;
     yield* this.relayStream({

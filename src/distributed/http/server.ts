@@ -5,6 +5,7 @@ import { AgentBase } from '../../agents/agent-base';
 import { finalReply } from '../../agents/final-reply';
 import { attachStore, type MemoryStoreOptions, sessionBindingOf } from '../../agents/lifecycle/persist';
 import type { LagentStateDict } from '../../agents/state-dict';
+import { registerSameThreadServer } from '../../bridge/same-thread';
 import { bearerMatches, type Refusal, RequestGuard } from '../../core/request-guard';
 import { AgentMessage, asOwnMessage, type MessageInput } from '../../schema/agent-message';
 import { ConfigurationError, LagentError, missingPeer, ValidationError } from '../../schema/errors';
@@ -12,7 +13,6 @@ import type { SessionId } from '../../schema/session';
 import { AgentStatusCode } from '../../schema/status';
 import type { SessionStore } from '../../stores/types';
 import { isAsyncIterator, isIterator, isThenable } from '../../utils/is';
-import { registerSameThreadServer } from '../../utils/sync-bridge-same-thread';
 import { errorMessage } from '../../utils/text';
 import {
   CallerOptions,
