@@ -189,7 +189,9 @@ export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
     const spend = beginRemote(options, `${this.url}/chat_completion`);
     let reply: AgentMessage<C, F>;
     try {
-      const body = JSON.stringify(chatRequestBody(wireMessages(sent), options.sessionId ?? 0, spend.options));
+      const body = JSON.stringify(
+        chatRequestBody(wireMessages(sent), options.sessionId ?? 0, spend.options, place !== undefined),
+      );
       let json: unknown;
       try {
         json = await this.#requestJSON('POST', 'chat_completion', body, options);
@@ -231,7 +233,9 @@ export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
     let response: http.IncomingMessage | undefined;
     const spend = beginRemote(options, url);
     try {
-      const body = JSON.stringify(chatRequestBody(wireMessages(sent), options.sessionId ?? 0, spend.options));
+      const body = JSON.stringify(
+        chatRequestBody(wireMessages(sent), options.sessionId ?? 0, spend.options, place !== undefined),
+      );
       response = await exchange(
         this.#transport,
         'POST',

@@ -159,7 +159,7 @@ export class AsyncQueueAgent {
       const data: CallJobData = {
         message: messages,
         session_id: sessionId,
-        kwargs: jobKwargs(spend.options),
+        kwargs: jobKwargs(spend.options, place !== undefined),
       };
       const connected = await this.#connect();
       const key = String(sessionId);
