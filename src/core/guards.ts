@@ -7,8 +7,11 @@ import { thrownText } from '../utils/text';
  * Guardrails as the call lifecycle sees them (`guardrail()` in hooks/ builds them). A check that returns a
  * reason (a non-empty string) trips its guardrail: the call fails with `GuardrailTripped` and is taken back.
  * Input checks run before `forward` (in parallel mode, while it runs: a trip aborts the call's signal, so the
- * model stops answering); output checks see the reply, and a streaming call's chunks as they come; tool checks
- * run before every tool call made inside the call, sub-agents' included.
+ * model stops answering, and no tool call inside the call starts before they passed); output checks see the
+ * reply, and a streaming call's chunks before each is delivered; tool checks run before every tool call made
+ * inside the call, sub-agents' and remote agents' included. Every check is given the call's signal and a
+ * deadline: one that does not answer in time trips (a guardrail fails closed), and a call aborted while a
+ * check is pending ends with the abort's reason without waiting for it.
  */
 
 /** Where a guardrail looks. */
@@ -18,12 +21,17 @@ export type GuardrailStage = 'input' | 'output' | 'tool';
 // biome-ignore lint/suspicious/noConfusingVoidType: `void` lets checks that return nothing type-check
 export type GuardrailVerdict = string | undefined | null | void;
 
+/** How long a check may take by default before its guardrail trips, in milliseconds. */
+export const DEFAULT_CHECK_TIMEOUT_MS = 30_000;
+
 /** A guardrail, as the lifecycle runs it. */
 export interface GuardSpec {
   readonly name: string;
   readonly on: GuardrailStage;
   readonly parallel: boolean;
-  check(message: unknown, context: unknown): GuardrailVerdict | PromiseLike<GuardrailVerdict>;
+  /** Milliseconds a check may take before the guardrail trips; `Infinity` for no limit. */
+  readonly timeoutMs: number;
+  check(message: unknown, context: CheckContext): GuardrailVerdict | PromiseLike<GuardrailVerdict>;
 }
 
 /** Where a hook made by `guardrail()` keeps its spec. */
@@ -43,31 +51,172 @@ export function trippedBy(guard: GuardSpec, reason: string): GuardrailTripped {
   });
 }
 
+function isTrip(error: unknown): boolean {
+  try {
+    return error instanceof GuardrailTripped;
+  } catch {
+    return false; // a Proxy whose getPrototypeOf trap throws: not ours
+  }
+}
+
+/** A check that threw trips its guardrail; one that threw a trip (a guarded sub-call's) passes it on. */
+function failedCheck(guard: GuardSpec, error: unknown): unknown {
+  return isTrip(error) ? error : trippedBy(guard, `its check failed: ${thrownText(error, 'it')}`);
+}
+
 /**
- * Runs a check: throws when it tripped at once, returns a promise (rejected with `GuardrailTripped` when it
- * trips) for a check that answers later, else undefined. A check that throws trips with what it threw.
+ * What a check is told besides the message (the `GuardrailContext` of `guardrail()`): who is checked, the
+ * session, the stage, the tool call, and a signal aborted when the call is, or when the check runs out of
+ * time. The signal is made when a check first reads it, so a check that does not costs nothing.
  */
-export function runCheck(guard: GuardSpec, message: unknown, context: unknown): Promise<void> | undefined {
+export class CheckContext {
+  readonly name: string;
+  readonly sessionId: unknown;
+  readonly on: GuardrailStage;
+  readonly toolCall: { readonly name: string; readonly arguments: unknown } | undefined;
+  /** The call's signal. */
+  readonly callSignal: AbortSignal | undefined;
+  #controller: AbortController | undefined = undefined;
+  #follow: (() => void) | undefined = undefined;
+
+  constructor(
+    name: string,
+    sessionId: unknown,
+    on: GuardrailStage,
+    callSignal: AbortSignal | undefined,
+    toolCall?: { readonly name: string; readonly arguments: unknown },
+  ) {
+    this.name = name;
+    this.sessionId = sessionId;
+    this.on = on;
+    this.toolCall = toolCall;
+    this.callSignal = callSignal;
+  }
+
+  /** Aborted when the call is, or when the check did not answer in time (the reason is the trip). */
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      const controller = new AbortController();
+      this.#controller = controller;
+      const call = this.callSignal;
+      if (call?.aborted) controller.abort(call.reason);
+      else if (call !== undefined) {
+        const follow = () => controller.abort(call.reason);
+        this.#follow = follow;
+        call.addEventListener('abort', follow, { once: true });
+      }
+    }
+    return this.#controller.signal;
+  }
+
+  /** The check answered (or will not be waited for): stop following the call's signal. */
+  release(): void {
+    if (this.#follow !== undefined) {
+      this.callSignal!.removeEventListener('abort', this.#follow);
+      this.#follow = undefined;
+    }
+  }
+
+  /** The check ran out of time: its signal aborts with the trip. */
+  expire(trip: GuardrailTripped): void {
+    this.release();
+    this.#controller?.abort(trip);
+  }
+}
+
+/**
+ * Runs a check: throws when it tripped at once (or the call is aborted already), returns a promise for a
+ * check that answers later (rejected with `GuardrailTripped` when it trips or times out, with the abort's
+ * reason when the call's signal aborts first), else undefined. A check that throws trips with what it threw.
+ */
+export function runCheck(
+  guard: GuardSpec,
+  message: unknown,
+  context: CheckContext,
+): Promise<void> | undefined {
+  const signal = context.callSignal;
+  if (signal?.aborted) throw signal.reason;
   let verdict: unknown;
   try {
     verdict = guard.check(message, context);
   } catch (error) {
-    throw trippedBy(guard, `its check failed: ${thrownText(error, 'it')}`);
+    context.release();
+    throw failedCheck(guard, error);
   }
-  if (isThenable(verdict)) {
-    return Promise.resolve(verdict).then(
-      (value) => judge(guard, value),
-      (error: unknown) => {
-        throw trippedBy(guard, `its check failed: ${thrownText(error, 'it')}`);
-      },
-    );
-  }
+  if (isThenable(verdict)) return awaitVerdict(guard, verdict as PromiseLike<unknown>, context);
+  context.release();
   judge(guard, verdict);
   return undefined;
 }
 
+/** The verdict of a check that answers later, within its deadline and the call's signal. */
+function awaitVerdict(guard: GuardSpec, verdict: PromiseLike<unknown>, context: CheckContext): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const signal = context.callSignal;
+    const timeoutMs = guard.timeoutMs;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let settled = false;
+    const finish = (): boolean => {
+      if (settled) return false;
+      settled = true;
+      if (timer !== undefined) clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      context.release();
+      return true;
+    };
+    const onAbort = () => {
+      if (finish()) reject(signal!.reason);
+    };
+    if (timeoutMs !== Number.POSITIVE_INFINITY) {
+      timer = setTimeout(() => {
+        if (!finish()) return;
+        const trip = trippedBy(guard, `its check did not answer within ${timeoutMs} ms`);
+        context.expire(trip);
+        reject(trip);
+      }, timeoutMs);
+    }
+    if (signal !== undefined) {
+      if (signal.aborted) {
+        onAbort();
+        return;
+      }
+      signal.addEventListener('abort', onAbort, { once: true });
+    }
+    const settle = (value: unknown) => {
+      if (!finish()) return;
+      try {
+        judge(guard, value);
+        resolve();
+      } catch (trip) {
+        reject(trip);
+      }
+    };
+    const fail = (error: unknown) => {
+      if (finish()) reject(failedCheck(guard, error));
+    };
+    try {
+      verdict.then(settle, fail);
+    } catch (error) {
+      fail(error); // a thenable whose then throws
+    }
+  });
+}
+
 function judge(guard: GuardSpec, verdict: unknown): void {
   if (typeof verdict === 'string' && verdict !== '') throw trippedBy(guard, verdict);
+}
+
+/** Undefined when every check answered at once; else one promise of them all. */
+export function allChecks(pending: (Promise<void> | undefined)[]): Promise<void> | undefined {
+  let waiting: Promise<void>[] | undefined;
+  for (const check of pending) {
+    if (check === undefined) continue;
+    if (waiting === undefined) waiting = [check];
+    else waiting.push(check);
+  }
+  if (waiting === undefined) return undefined;
+  if (waiting.length === 1) return waiting[0];
+  return Promise.all(waiting).then(() => undefined);
 }
 
 /** The message a tool guardrail checks for one call: `formatted` is `{ name, arguments }`. */
