@@ -76,43 +76,62 @@ export function combineSignals(
   return AbortSignal.any([own, inherited]);
 }
 
-/** The signal each {@link followingSignal} follows. */
-const followed = new WeakMap<AbortSignal, AbortSignal>();
+/** Where a {@link followingSignal} keeps the signal it follows (a property of ours, cheaper than a WeakMap). */
+const FOLLOWS: unique symbol = Symbol('lagent-ts.follows');
 
-/** True when `signal` aborts whenever `other` does: it is `other`, or follows it (through any number of steps). */
+type Following = AbortSignal & { [FOLLOWS]?: AbortSignal };
+
+/** True when `signal` aborts whenever `other` does: it follows it (through any number of steps). */
 function follows(signal: AbortSignal, other: AbortSignal): boolean {
-  for (let current = followed.get(signal); current !== undefined; current = followed.get(current)) {
+  for (let current = (signal as Following)[FOLLOWS]; current !== undefined; ) {
     if (current === other) return true;
+    current = (current as Following)[FOLLOWS];
   }
   return false;
 }
 
-/** A controller whose signal also aborts when another one does, until `release()`. */
-export interface FollowingSignal {
-  readonly controller: AbortController;
-  /** Stops following (the call is over): the followed signal keeps no listener of ours. */
-  release(): void;
-}
+/**
+ * The controllers following each signal: one listener per followed signal aborts them all, so following
+ * costs a set insertion rather than an `addEventListener` (several times dearer) per call.
+ */
+const followers = new WeakMap<AbortSignal, Set<AbortController>>();
 
 /**
- * A controller of its own whose signal aborts when `base` does (with its reason): a call's cancellation, which
- * its failure can abort without aborting its caller. Cheaper than `AbortSignal.any` (one listener, removed by
- * `release()`), and {@link combineSignals} knows the result already follows `base`.
+ * A controller of its own whose signal aborts when `base` does (with its reason), until
+ * {@link stopFollowing}: a call's cancellation, which its failure can abort without aborting its caller.
+ * Cheaper than `AbortSignal.any`, and {@link combineSignals} knows the result already follows `base`.
  */
-export function followingSignal(base: AbortSignal | undefined): FollowingSignal {
+export function followingSignal(base: AbortSignal | undefined): AbortController {
   const controller = new AbortController();
-  if (base === undefined) return { controller, release: noop };
-  followed.set(controller.signal, base);
+  if (base === undefined) return controller;
+  (controller.signal as Following)[FOLLOWS] = base;
   if (base.aborted) {
     controller.abort(base.reason);
-    return { controller, release: noop };
+    return controller;
   }
-  const follow = () => controller.abort(base.reason);
-  base.addEventListener('abort', follow, { once: true });
-  return { controller, release: () => base.removeEventListener('abort', follow) };
+  let set = followers.get(base);
+  if (set === undefined) {
+    const created = new Set<AbortController>();
+    set = created;
+    followers.set(base, created);
+    base.addEventListener(
+      'abort',
+      () => {
+        followers.delete(base);
+        for (const follower of created) follower.abort(base.reason);
+      },
+      { once: true },
+    );
+  }
+  set.add(controller);
+  return controller;
 }
 
-function noop(): void {}
+/** The call is over: its controller no longer follows the signal it followed (which keeps nothing of ours). */
+export function stopFollowing(controller: AbortController): void {
+  const base = (controller.signal as Following)[FOLLOWS];
+  if (base !== undefined) followers.get(base)?.delete(controller);
+}
 
 /** The caller's signal merged with the inherited one: what a tool or sub-call made here should obey. */
 export function effectiveSignal(own: AbortSignal | undefined): AbortSignal | undefined {

@@ -4,13 +4,13 @@ import {
   combineSignals,
   currentFrame,
   type DurableScope,
-  type FollowingSignal,
   followingSignal,
   isRunningIn,
   type JournalEntry,
   journal,
   retract,
   runInFrame,
+  stopFollowing,
   streamInFrame,
 } from '../../core/call-context';
 import { type CallJournal, childScope, modelStep } from '../../core/durable-steps';
@@ -107,7 +107,7 @@ export class Turn {
    * and when the call fails, so that sub-calls still running inside it stop. Made when the call has such
    * guardrails, or when a call made inside it first reads its frame's signal.
    */
-  #cancel: FollowingSignal | undefined = undefined;
+  #cancel: AbortController | undefined = undefined;
   /** Checks running alongside the call (never rejecting: a trip is kept in {@link tripped}). */
   checks: Promise<void>[] | undefined = undefined;
   /** What stopped the call: a guardrail that tripped, or the abort that ended a pending check. */
@@ -168,14 +168,14 @@ export class Turn {
     if (this.guards === undefined) return;
     this.#cancel = followingSignal(this.options.signal);
     const options = Object.assign({}, this.options);
-    options.signal = this.#cancel.controller.signal;
+    options.signal = this.#cancel.signal;
     this.options = options;
   }
 
   /** The signal calls made inside this one inherit: the call's, with its cancellation. */
   frameSignal(): AbortSignal {
     this.#cancel ??= followingSignal(this.options.signal);
-    return this.#cancel.controller.signal;
+    return this.#cancel.signal;
   }
 
   /** Starts the parallel input checks on the call's inputs. */
@@ -217,7 +217,7 @@ export class Turn {
   /** A guardrail tripped (or a pending check was ended by an abort): the call stops. */
   #trip(error: unknown): void {
     this.tripped ??= error;
-    this.#cancel?.controller.abort(this.tripped);
+    this.#cancel?.abort(this.tripped);
   }
 
   #checkContext(guard: GuardSpec): CheckContext {
@@ -442,7 +442,7 @@ export class Turn {
   fail(error: unknown): void {
     this.failure = error;
     // Sub-calls still running inside the call stop, and start no tool.
-    this.#cancel?.controller.abort(error);
+    this.#cancel?.abort(error);
     const agent = this.agent;
     if (agent[EMITTER] !== undefined || observers.count > 0)
       emitEvent(agent, 'error', { agent, sessionId: this.options.sessionId, error, path: '' });
@@ -460,8 +460,8 @@ export class Turn {
     this.agent[LANES].release(this.sessionKey);
     const cancel = this.#cancel;
     if (cancel !== undefined) {
-      if (!finished) cancel.controller.abort(this.failure ?? abandoned());
-      cancel.release();
+      if (!finished) cancel.abort(this.failure ?? abandoned());
+      stopFollowing(cancel);
     }
     if (span) {
       endSpan(
