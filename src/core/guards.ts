@@ -1,6 +1,6 @@
 import { AgentMessage } from '../schema/agent-message';
 import { GuardrailTripped } from '../schema/errors';
-import { isThenable } from '../utils/is';
+import { isPlainObject, isThenable } from '../utils/is';
 import { thrownText } from '../utils/text';
 
 /*
@@ -225,4 +225,75 @@ export function toolCallMessage(
   toolCall: { name: string; arguments: unknown },
 ): AgentMessage {
   return new AgentMessage({ sender, content: JSON.stringify(toolCall), formatted: toolCall });
+}
+
+/*
+ * Tool checks of a remote caller. A client whose caller has tool guardrails calls its remote agent with
+ * `askBeforeTools`: that call stops before every round of tool calls it would run (an interrupt of kind
+ * `'check'`, asked by the loops and executors where approvals are), and runs a round only once resumed with
+ * the caller's approval of each call. A tool call that could not stop to be asked (a custom forward that runs
+ * a tool directly) is refused: the caller's checks would not have seen it.
+ */
+
+/** The tool guard of a call made with `askBeforeTools`: a tool call runs only once its caller approved it. */
+export class CallerChecks implements GuardSpec {
+  readonly name = 'caller-checks';
+  readonly on = 'tool';
+  readonly parallel = false;
+  readonly timeoutMs = Number.POSITIVE_INFINITY;
+  /** The calls the caller approved and not yet run, by {@link toolCallKey}: each may run once. */
+  readonly #approved = new Map<string, number>();
+
+  /** The caller approved this call: it may run once. */
+  approve(name: string, args: unknown): void {
+    const key = toolCallKey(name, args);
+    this.#approved.set(key, (this.#approved.get(key) ?? 0) + 1);
+  }
+
+  check(_message: unknown, context: CheckContext): GuardrailVerdict {
+    const call = context.toolCall;
+    const key = call === undefined ? undefined : toolCallKey(call.name, call.arguments);
+    const left = key === undefined ? 0 : (this.#approved.get(key) ?? 0);
+    if (left > 0) {
+      if (left === 1) this.#approved.delete(key!);
+      else this.#approved.set(key!, left - 1);
+      return undefined;
+    }
+    return 'the caller checks every tool call (askBeforeTools), and this one could not stop to be checked (only the agent loops and executors can)';
+  }
+}
+
+/** The caller's checks among a call's tool guards, when it was made with `askBeforeTools`. */
+export function callerChecksIn(guards: readonly GuardSpec[] | undefined): CallerChecks | undefined {
+  if (guards === undefined) return undefined;
+  for (const guard of guards) if (guard instanceof CallerChecks) return guard;
+  return undefined;
+}
+
+/**
+ * A tool call by what it does: the tool (`Name`, `Name.api`; `Name__api` and `Name.run` read as those) and
+ * its arguments (JSON text read, keys sorted), so the call a loop asked about matches the one that runs.
+ */
+export function toolCallKey(name: string, args: unknown): string {
+  let tool = name.replace('__', '.');
+  if (tool.endsWith('.run')) tool = tool.slice(0, -4);
+  let value = args;
+  if (typeof args === 'string') {
+    const text = args.trim();
+    try {
+      value = text === '' ? {} : JSON.parse(text);
+    } catch {
+      value = args;
+    }
+  } else if (args === undefined) value = {};
+  return `${tool}\u0000${canonicalJSON(value)}`;
+}
+
+function canonicalJSON(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJSON).join(',')}]`;
+  if (isPlainObject(value)) {
+    const keys = Object.keys(value).sort();
+    return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJSON(value[key])}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
 }

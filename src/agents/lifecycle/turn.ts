@@ -14,7 +14,7 @@ import {
   streamInFrame,
 } from '../../core/call-context';
 import { type CallJournal, childScope, modelStep } from '../../core/durable-steps';
-import { allChecks, CheckContext, type GuardSpec, guardOf, runCheck } from '../../core/guards';
+import { allChecks, CallerChecks, CheckContext, type GuardSpec, guardOf, runCheck } from '../../core/guards';
 import type { PendingTurn } from '../../core/session-lanes';
 import { activeTracer, endSpan, type Span, startAgentSpan } from '../../core/tracing';
 import type { Memory } from '../../memory/memory';
@@ -22,6 +22,7 @@ import { MEMORY_AT, MemoryManager } from '../../memory/memory-manager';
 import { AgentMessage, type MessageInput, messageOf, toAgentMessage } from '../../schema/agent-message';
 import { ConfigurationError } from '../../schema/errors';
 import {
+  checkInterruptId,
   type Decision,
   decisionsOf,
   INTERRUPT_TYPE,
@@ -140,6 +141,11 @@ export class Turn {
         ? parent?.meter
         : new Meter(checkBudget(agent.name, budget)!, parent?.meter, agent.name);
     this.toolGuards = parent?.toolGuards;
+    // The caller checks every tool call itself (a remote client whose caller has tool guardrails).
+    if (options?.askBeforeTools === true) {
+      const checks = new CallerChecks();
+      this.toolGuards = this.toolGuards === undefined ? [checks] : [...this.toolGuards, checks];
+    }
   }
 
   /**
@@ -351,11 +357,13 @@ export class Turn {
       return undefined;
     }
     const agent = this.agent;
-    const interrupts: Interrupt[] = signal.asks.map(({ agent: asking, toolCall, path: below }) => {
+    const interrupts: Interrupt[] = signal.asks.map(({ agent: asking, toolCall, path: below, kind }) => {
       // `below`: where in a remote agent's tree the question was asked (the remote's own path).
       const at = asking === agent ? '' : (pathIn(agent, asking as AgentBase) ?? '');
       const path = below === undefined || below === '' ? at : at === '' ? below : `${at}.${below}`;
-      return { id: interruptId(path, toolCall), kind: 'approval', path, toolCall: { ...toolCall } };
+      return kind === 'check'
+        ? { id: checkInterruptId(path, toolCall), kind, path, toolCall: { ...toolCall } }
+        : { id: interruptId(path, toolCall), kind: 'approval', path, toolCall: { ...toolCall } };
     });
     if (this.observed) {
       emitEvent(agent, 'interrupt', { agent, sessionId: this.options.sessionId, interrupts, path: '' });
@@ -364,7 +372,7 @@ export class Turn {
     return new AgentMessage({
       sender: agent.name,
       type: INTERRUPT_TYPE,
-      content: `Waiting for approval: ${interrupts.map((i) => `${i.toolCall.name} (${i.id})`).join(', ')}`,
+      content: `${interrupts.every((i) => i.kind === 'check') ? "Waiting for the caller's check" : 'Waiting for approval'}: ${interrupts.map((i) => `${i.toolCall.name} (${i.id})`).join(', ')}`,
       formatted: { interrupts },
     });
   }

@@ -6,6 +6,13 @@ import { SyncBridge } from '../../utils/sync-bridge';
 import { locateBridge } from '../../utils/sync-bridge-location';
 import { sameThreadServerHint } from '../../utils/sync-bridge-same-thread';
 import { chargeRemote, remoteRefusal, withRemoteBudget } from '../remote-budget';
+import {
+  approveChecks,
+  checkRemoteCalls,
+  checksAsked,
+  toolGuardsHere,
+  withToolChecks,
+} from '../remote-guards';
 import { remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
 import {
   AsyncHTTPAgentClient,
@@ -110,16 +117,54 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
     options.signal?.throwIfAborted();
     const place = remotePlace(this, this.name);
     const sent = remoteInput(place, input);
-    const json = this.#run(() =>
-      this.#bridge.call<LagentMessageJSON>(
-        'call',
-        [wire(sent), bridgeOptions(withRemoteBudget(options))],
-        this.#callTimeout(options),
-      ),
+    const guards = toolGuardsHere();
+    const approved = new Set<string>();
+    let next: unknown = sent;
+    for (;;) {
+      const json = this.#run(() =>
+        this.#bridge.call<LagentMessageJSON>(
+          'call',
+          [wire(next as MessageInput), bridgeOptions(withToolChecks(withRemoteBudget(options), guards))],
+          this.#callTimeout(options),
+        ),
+      );
+      const reply = AgentMessage.from(json) as AgentMessage<C, F>;
+      chargeRemote(reply, options);
+      const asks = guards === undefined ? [] : checksAsked(reply);
+      if (asks.length === 0) return throwIfInterrupted(place, reply);
+      next = this.#checked(sent, asks, approved, options);
+    }
+  }
+
+  /**
+   * The remote call stopped before tool calls: the local tool guardrails check them (they must answer at
+   * once: this thread cannot wait), and the message that resumes it approving them.
+   */
+  #checked(
+    sent: unknown,
+    asks: ReturnType<typeof checksAsked>,
+    approved: Set<string>,
+    options: RemoteCallOptions,
+  ): AgentMessage {
+    const pending = checkRemoteCalls(
+      toolGuardsHere()!,
+      asks,
+      this.name,
+      options.sessionId ?? 0,
+      options.signal,
     );
-    const reply = AgentMessage.from(json) as AgentMessage<C, F>;
-    chargeRemote(reply, options);
-    return throwIfInterrupted(place, reply);
+    if (pending !== undefined) {
+      pending.catch(() => {});
+      throw new ConfigurationError({
+        message: `${this.name}: a tool guardrail's check returned a promise, which a synchronous client cannot wait for; use checks that answer at once, or AsyncHTTPAgentClient`,
+      });
+    }
+    return approveChecks(
+      sent,
+      asks,
+      approved,
+      (message) => new HTTPAgentError({ message: `${this.url}: ${message}`, url: this.url }),
+    );
   }
 
   /** Streams the remote reply: chunks, then the final message (also the return value); each step blocks. */
@@ -130,6 +175,26 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
     options.signal?.throwIfAborted();
     const place = remotePlace(this, this.name);
     const sent = remoteInput(place, input);
+    const guards = toolGuardsHere();
+    const approved = new Set<string>();
+    let next: unknown = sent;
+    for (;;) {
+      const final = yield* this.#streamOnce(next, options, guards);
+      const asks = guards === undefined ? [] : checksAsked(final);
+      if (asks.length === 0) return throwIfInterrupted(place, final as AgentMessage<C, F>);
+      next = this.#checked(sent, asks, approved, options);
+    }
+  }
+
+  /**
+   * One streamed request: yields its messages and returns the final one. With tool guardrails in force each
+   * message is held until the next comes, so a final check interrupt is answered rather than yielded.
+   */
+  *#streamOnce(
+    sent: unknown,
+    options: RemoteCallOptions,
+    guards: ReturnType<typeof toolGuardsHere>,
+  ): Generator<AgentMessage<C, F>, AgentMessage, undefined> {
     let final: AgentMessage | undefined;
     let previous = '';
     // Each step waits for one event: up to the timeout for the first, the idle timeout for the others.
@@ -137,7 +202,7 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
     const wait = Math.max(options.timeout ?? this.#bridge.timeout - BRIDGE_MARGIN_MS, idle ?? 0);
     const steps = this.#bridge.iterate<LagentMessageJSON>(
       'stream',
-      [wire(sent), bridgeOptions(withRemoteBudget(options))],
+      [wire(sent as MessageInput), bridgeOptions(withToolChecks(withRemoteBudget(options), guards))],
       this.#callTimeout({ timeout: wait }),
     );
     for (;;) {
@@ -150,13 +215,15 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
           : message.content;
         previous = message.content;
       }
+      if (guards !== undefined && final !== undefined) yield final as AgentMessage<C, F>;
       final = message;
-      yield message as AgentMessage<C, F>;
+      if (guards === undefined) yield message as AgentMessage<C, F>;
     }
     if (final === undefined)
       throw new HTTPAgentError({ message: `${this.url} streamed nothing`, url: this.url });
     chargeRemote(final, options);
-    return throwIfInterrupted(place, final as AgentMessage<C, F>);
+    if (guards !== undefined && checksAsked(final).length === 0) yield final as AgentMessage<C, F>;
+    return final;
   }
 
   /** The remote agent's state dict for a session, in Lagent's snake_case shape. */

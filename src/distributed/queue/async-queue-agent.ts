@@ -12,6 +12,13 @@ import { ConfigurationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { isPlainObject } from '../../utils/is';
 import { chargeRemote, withRemoteBudget } from '../remote-budget';
+import {
+  approveChecks,
+  checkRemoteCalls,
+  checksAsked,
+  toolGuardsHere,
+  withToolChecks,
+} from '../remote-guards';
 import { remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
 import {
   closeBullMQ,
@@ -149,13 +156,8 @@ export class AsyncQueueAgent {
     checkTimeout(timeoutMs);
     const sessionId: SessionId = options.sessionId ?? 0;
     const place = remotePlace(this, this.name);
-    const data: CallJobData = {
-      message: toMessages(remoteInput(place, input)).map(
-        (message) => message.toJSON({ format: 'lagent' }) as LagentMessageJSON,
-      ),
-      session_id: sessionId,
-      kwargs: jobKwargs(withRemoteBudget(options)),
-    };
+    const sent = remoteInput(place, input);
+    const guards = toolGuardsHere();
     const deadline = timeoutMs === undefined ? undefined : new Deadline(own, timeoutMs, this.name);
     const signal = deadline?.signal ?? own;
     try {
@@ -164,9 +166,30 @@ export class AsyncQueueAgent {
       const turn = this.#lanes.acquire(key, signal);
       if (turn !== undefined) await turn.ready;
       try {
-        const reply = await this.#submit(connected, data, signal);
-        chargeRemote(reply, options);
-        return throwIfInterrupted(place, reply);
+        const approved = new Set<string>();
+        let next: unknown = sent;
+        for (;;) {
+          const data: CallJobData = {
+            message: toMessages(next as MessageInput).map(
+              (message) => message.toJSON({ format: 'lagent' }) as LagentMessageJSON,
+            ),
+            session_id: sessionId,
+            kwargs: jobKwargs(withToolChecks(withRemoteBudget(options), guards)),
+          };
+          const reply = await this.#submit(connected, data, signal);
+          chargeRemote(reply, options);
+          const asks = guards === undefined ? [] : checksAsked(reply);
+          if (asks.length === 0) return throwIfInterrupted(place, reply);
+          // The remote call stopped before tool calls: the local tool guardrails check them, then it goes on.
+          await checkRemoteCalls(guards!, asks, this.name, sessionId, signal);
+          next = approveChecks(
+            sent,
+            asks,
+            approved,
+            (message) =>
+              new RemoteAgentError({ message: `${this.name}: ${message}`, jobId: '', remoteName: '' }),
+          );
+        }
       } finally {
         this.#lanes.release(key);
       }

@@ -1,0 +1,90 @@
+import { readToolCallArguments } from '../actions/tool-call-steps';
+import { currentFrame } from '../core/call-context';
+import { allChecks, CheckContext, type GuardSpec, runCheck, toolCallMessage } from '../core/guards';
+import { AgentMessage } from '../schema/agent-message';
+import { type Decision, decisionsOf, type Interrupt, interruptsOf, resumeWith } from '../schema/interrupts';
+
+/*
+ * Tool guardrails across a remote agent. A client (HTTP or queue) called inside a local call that has tool
+ * guardrails asks the remote agent to stop before every tool call (`askBeforeTools`): the remote call answers
+ * with an interrupt of kind `'check'` naming the calls it would run, the client runs the local tool
+ * guardrails on each, and resumes the remote call approving them, until the remote call ends. A trip fails
+ * the local call with `GuardrailTripped` (the remote session stays paused before those calls; its next
+ * message declines them). A remote tool call that cannot stop to be asked (a remote custom forward that runs
+ * a tool directly) is refused by the remote agent. Questions for a person (`'approval'`) are asked first and
+ * go up the local tree as before; the checks follow, with the arguments the person approved.
+ */
+
+/** The tool guardrails in force where a client is called (undefined: none). */
+export function toolGuardsHere(): readonly GuardSpec[] | undefined {
+  const guards = currentFrame()?.toolGuards;
+  return guards === undefined || guards.length === 0 ? undefined : guards;
+}
+
+/** The options of a remote call, asking it to stop before every tool call when tool guardrails are in force. */
+export function withToolChecks<O extends Readonly<Record<string, unknown>>>(
+  options: O,
+  guards: readonly GuardSpec[] | undefined,
+): O {
+  return guards === undefined ? options : { ...options, askBeforeTools: true };
+}
+
+/** The tool calls a remote reply asks the caller to check (its interrupts of kind `'check'`); empty if none. */
+export function checksAsked(reply: AgentMessage): Interrupt[] {
+  const interrupts = interruptsOf(reply);
+  if (interrupts.length === 0) return interrupts;
+  return interrupts.filter((interrupt) => interrupt.kind === 'check');
+}
+
+/**
+ * Runs the local tool guardrails on each tool call the remote agent asks about: throws a trip at once, else
+ * a promise for checks that answer later (rejected with the trip, or the abort's reason), or undefined.
+ */
+export function checkRemoteCalls(
+  guards: readonly GuardSpec[],
+  asks: readonly Interrupt[],
+  who: string,
+  sessionId: unknown,
+  signal: AbortSignal | undefined,
+): Promise<void> | undefined {
+  const pending: (Promise<void> | undefined)[] = [];
+  for (const ask of asks) {
+    // The arguments as a local tool's guardrail sees them: JSON text read.
+    const read = readToolCallArguments(ask.toolCall.arguments);
+    const toolCall = { name: ask.toolCall.name, arguments: read.ok ? read.args : ask.toolCall.arguments };
+    const message = toolCallMessage(who, toolCall);
+    for (const guard of guards) {
+      pending.push(runCheck(guard, message, new CheckContext(who, sessionId, 'tool', signal, toolCall)));
+    }
+  }
+  return allChecks(pending);
+}
+
+/**
+ * The message that resumes the remote call once its asked calls passed: the decisions this client already
+ * sent in this call (a remote agent that is not durable keeps none between resumes), then an approval of each
+ * asked call. A remote agent that asks again about a call it was given is refused (`refuse` makes the error):
+ * it would ask forever.
+ */
+export function approveChecks(
+  sent: unknown,
+  asks: readonly Interrupt[],
+  approved: Set<string>,
+  refuse: (message: string) => Error,
+): AgentMessage {
+  const given: Decision[] = [];
+  if (sent instanceof AgentMessage) {
+    for (const decision of decisionsOf(sent) ?? []) if (!approved.has(decision.id)) given.push(decision);
+  }
+  for (const id of approved) given.push({ id, approve: true });
+  for (const ask of asks) {
+    if (approved.has(ask.id)) {
+      throw refuse(
+        `the remote agent asked again to check ${ask.toolCall.name} (${ask.id}), which this call approved already`,
+      );
+    }
+    approved.add(ask.id);
+    given.push({ id: ask.id, approve: true });
+  }
+  return resumeWith(given);
+}
