@@ -206,18 +206,33 @@ function judge(guard: GuardSpec, verdict: unknown): void {
   if (typeof verdict === 'string' && verdict !== '') throw trippedBy(guard, verdict);
 }
 
-/** Undefined when every check answered at once; else one promise of them all. */
-export function allChecks(pending: (Promise<void> | undefined)[]): Promise<void> | undefined {
+/**
+ * Runs `check` on each item: undefined when every check answered at once, else one promise of those that
+ * answer later. A check that trips at once throws, and the checks already started are left to end unobserved
+ * (their verdicts no longer matter).
+ */
+export function checkEach<T>(
+  items: readonly T[],
+  check: (item: T) => Promise<void> | undefined,
+): Promise<void> | undefined {
   let waiting: Promise<void>[] | undefined;
-  for (const check of pending) {
-    if (check === undefined) continue;
-    if (waiting === undefined) waiting = [check];
-    else waiting.push(check);
+  try {
+    for (const item of items) {
+      const pending = check(item);
+      if (pending === undefined) continue;
+      if (waiting === undefined) waiting = [pending];
+      else waiting.push(pending);
+    }
+  } catch (error) {
+    if (waiting !== undefined) for (const pending of waiting) pending.catch(noop);
+    throw error;
   }
   if (waiting === undefined) return undefined;
   if (waiting.length === 1) return waiting[0];
-  return Promise.all(waiting).then(() => undefined);
+  return Promise.all(waiting).then(noop);
 }
+
+function noop(): void {}
 
 /** The message a tool guardrail checks for one call: `formatted` is `{ name, arguments }`. */
 export function toolCallMessage(

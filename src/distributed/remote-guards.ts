@@ -1,6 +1,6 @@
 import { readToolCallArguments } from '../actions/tool-call-steps';
 import { currentFrame } from '../core/call-context';
-import { allChecks, CheckContext, type GuardSpec, runCheck, toolCallMessage } from '../core/guards';
+import { CheckContext, checkEach, type GuardSpec, runCheck, toolCallMessage } from '../core/guards';
 import { AgentMessage } from '../schema/agent-message';
 import { type Decision, decisionsOf, type Interrupt, interruptsOf, resumeWith } from '../schema/interrupts';
 
@@ -47,17 +47,15 @@ export function checkRemoteCalls(
   sessionId: unknown,
   signal: AbortSignal | undefined,
 ): Promise<void> | undefined {
-  const pending: (Promise<void> | undefined)[] = [];
-  for (const ask of asks) {
+  return checkEach(asks, (ask) => {
     // The arguments as a local tool's guardrail sees them: JSON text read.
     const read = readToolCallArguments(ask.toolCall.arguments);
     const toolCall = { name: ask.toolCall.name, arguments: read.ok ? read.args : ask.toolCall.arguments };
     const message = toolCallMessage(who, toolCall);
-    for (const guard of guards) {
-      pending.push(runCheck(guard, message, new CheckContext(who, sessionId, 'tool', signal, toolCall)));
-    }
-  }
-  return allChecks(pending);
+    return checkEach(guards, (guard) =>
+      runCheck(guard, message, new CheckContext(who, sessionId, 'tool', signal, toolCall)),
+    );
+  });
 }
 
 /**

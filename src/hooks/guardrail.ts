@@ -1,7 +1,7 @@
 import { currentFrame } from '../core/call-context';
 import {
-  allChecks,
   CheckContext,
+  checkEach,
   DEFAULT_CHECK_TIMEOUT_MS,
   GUARDRAIL,
   type GuardrailStage,
@@ -146,7 +146,7 @@ export function guardrail(options: GuardrailOptions): Guardrail {
     new CheckContext(who, sessionId, on, currentFrame()?.signal, toolCall);
   if (on === 'input' && !parallel) {
     hook.beforeAgent = (agent, messages, sessionId) =>
-      passed(allChecks(messages.map((message) => runCheck(spec, message, context(agent.name, sessionId)))));
+      passed(checkEach(messages, (message) => runCheck(spec, message, context(agent.name, sessionId))));
   } else if (on === 'output') {
     hook.afterAgent = (agent, message, sessionId) =>
       passed(runCheck(spec, message, context(agent.name, sessionId)));
@@ -155,16 +155,14 @@ export function guardrail(options: GuardrailOptions): Guardrail {
       const calls = toolCallsOf(message.formatted);
       if (calls === null) return passed(runCheck(spec, message, context(executor.name, sessionId)));
       return passed(
-        allChecks(
-          calls.map((call) => {
-            const toolCall = { name: call.name, arguments: call.arguments };
-            return runCheck(
-              spec,
-              toolCallMessage(executor.name, toolCall),
-              context(executor.name, sessionId, toolCall),
-            );
-          }),
-        ),
+        checkEach(calls, (call) => {
+          const toolCall = { name: call.name, arguments: call.arguments };
+          return runCheck(
+            spec,
+            toolCallMessage(executor.name, toolCall),
+            context(executor.name, sessionId, toolCall),
+          );
+        }),
       );
     };
   }

@@ -85,7 +85,8 @@ async function* guardAsync(
     for (;;) {
       if (queue.length === 0) {
         if (ended) return result;
-        const step = await turn.untilStopped(pull ?? stream.next());
+        pull ??= stream.next();
+        const step = await turn.untilStopped(pull);
         pull = undefined;
         if (step.done) {
           ended = true;

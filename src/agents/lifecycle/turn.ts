@@ -14,7 +14,7 @@ import {
   streamInFrame,
 } from '../../core/call-context';
 import { type CallJournal, childScope, modelStep } from '../../core/durable-steps';
-import { allChecks, CallerChecks, CheckContext, type GuardSpec, guardOf, runCheck } from '../../core/guards';
+import { CallerChecks, CheckContext, checkEach, type GuardSpec, guardOf, runCheck } from '../../core/guards';
 import type { PendingTurn } from '../../core/session-lanes';
 import { activeTracer, endSpan, type Span, startAgentSpan } from '../../core/tracing';
 import type { Memory } from '../../memory/memory';
@@ -186,19 +186,17 @@ export class Turn {
 
   /** Starts the parallel input checks on the call's inputs. */
   startInputChecks(messages: AgentMessage[]): void {
-    const pending: (Promise<void> | undefined)[] = [];
-    for (const guard of this.guards!) {
-      if (guard.on !== 'input') continue;
-      for (const message of messages) {
-        try {
-          pending.push(runCheck(guard, message, this.#checkContext(guard)));
-        } catch (error) {
-          this.#trip(error);
-          throw error;
-        }
-      }
+    let gate: Promise<void> | undefined;
+    try {
+      gate = checkEach(this.guards!, (guard) =>
+        guard.on === 'input'
+          ? checkEach(messages, (message) => runCheck(guard, message, this.#checkContext(guard)))
+          : undefined,
+      );
+    } catch (error) {
+      this.#trip(error);
+      throw error;
     }
-    const gate = allChecks(pending);
     if (gate === undefined) return;
     this.inputsPending = true;
     this.inputGate = gate.then(
@@ -236,7 +234,7 @@ export class Turn {
    */
   checkMessages(guard: GuardSpec, messages: readonly AgentMessage[]): Promise<void> | undefined {
     if (messages.length === 1) return runCheck(guard, messages[0], this.#checkContext(guard));
-    return allChecks(messages.map((message) => runCheck(guard, message, this.#checkContext(guard))));
+    return checkEach(messages, (message) => runCheck(guard, message, this.#checkContext(guard)));
   }
 
   /**
@@ -248,17 +246,15 @@ export class Turn {
       chunk instanceof AgentMessage
         ? chunk
         : new AgentMessage({ sender: this.agent.name, content: String(chunk) });
-    const pending: (Promise<void> | undefined)[] = [];
-    for (const guard of this.guards!) {
-      if (guard.on !== 'output') continue;
-      try {
-        pending.push(runCheck(guard, message, this.#checkContext(guard)));
-      } catch (error) {
-        this.#trip(error);
-        throw this.tripped;
-      }
+    let all: Promise<void> | undefined;
+    try {
+      all = checkEach(this.guards!, (guard) =>
+        guard.on === 'output' ? runCheck(guard, message, this.#checkContext(guard)) : undefined,
+      );
+    } catch (error) {
+      this.#trip(error);
+      throw this.tripped;
     }
-    const all = allChecks(pending);
     all?.catch((error: unknown) => this.#trip(error));
     return all;
   }
@@ -272,7 +268,10 @@ export class Turn {
     if (signal === undefined) return Promise.resolve(waiting);
     return new Promise<T>((resolve, reject) => {
       const onAbort = () => reject(this.tripped ?? signal.reason);
-      if (signal.aborted) return onAbort();
+      if (signal.aborted) {
+        Promise.resolve(waiting).then(undefined, noop); // nobody waits for it any more
+        return onAbort();
+      }
       signal.addEventListener('abort', onAbort, { once: true });
       Promise.resolve(waiting).then(
         (value) => {
