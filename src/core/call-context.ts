@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { SessionKey } from '../schema/session';
+import { unwatchAbort, watchAbort } from './abort-watch';
 import type { Meter } from './budget';
 import type { GuardSpec } from './guards';
 import type { Span } from './tracing';
@@ -90,11 +91,10 @@ function follows(signal: AbortSignal, other: AbortSignal): boolean {
   return false;
 }
 
-/**
- * The controllers following each signal: one listener per followed signal aborts them all, so following
- * costs a set insertion rather than an `addEventListener` (several times dearer) per call.
- */
-const followers = new WeakMap<AbortSignal, Set<AbortController>>();
+/** What aborts a following controller, kept on its signal so that {@link stopFollowing} finds it. */
+const ABORTS: unique symbol = Symbol('lagent-ts.aborts');
+
+type Follower = AbortSignal & { [ABORTS]?: () => void };
 
 /**
  * A controller of its own whose signal aborts when `base` does (with its reason), until
@@ -109,28 +109,17 @@ export function followingSignal(base: AbortSignal | undefined): AbortController 
     controller.abort(base.reason);
     return controller;
   }
-  let set = followers.get(base);
-  if (set === undefined) {
-    const created = new Set<AbortController>();
-    set = created;
-    followers.set(base, created);
-    base.addEventListener(
-      'abort',
-      () => {
-        followers.delete(base);
-        for (const follower of created) follower.abort(base.reason);
-      },
-      { once: true },
-    );
-  }
-  set.add(controller);
+  const abort = () => controller.abort(base.reason);
+  (controller.signal as Follower)[ABORTS] = abort;
+  watchAbort(base, abort);
   return controller;
 }
 
 /** The call is over: its controller no longer follows the signal it followed (which keeps nothing of ours). */
 export function stopFollowing(controller: AbortController): void {
-  const base = (controller.signal as Following)[FOLLOWS];
-  if (base !== undefined) followers.get(base)?.delete(controller);
+  const signal = controller.signal as Following & Follower;
+  const abort = signal[ABORTS];
+  if (abort !== undefined) unwatchAbort(signal[FOLLOWS]!, abort);
 }
 
 /** The caller's signal merged with the inherited one: what a tool or sub-call made here should obey. */

@@ -2,6 +2,7 @@ import { AgentMessage } from '../schema/agent-message';
 import { GuardrailTripped } from '../schema/errors';
 import { isPlainObject, isThenable } from '../utils/is';
 import { thrownText } from '../utils/text';
+import { unwatchAbort, watchAbort } from './abort-watch';
 
 /*
  * Guardrails as the call lifecycle sees them (`guardrail()` in hooks/ builds them). A check that returns a
@@ -103,7 +104,7 @@ export class CheckContext {
       else if (call !== undefined) {
         const follow = () => controller.abort(call.reason);
         this.#follow = follow;
-        call.addEventListener('abort', follow, { once: true });
+        watchAbort(call, follow);
       }
     }
     return this.#controller.signal;
@@ -112,7 +113,7 @@ export class CheckContext {
   /** The check answered (or will not be waited for): stop following the call's signal. */
   release(): void {
     if (this.#follow !== undefined) {
-      this.callSignal!.removeEventListener('abort', this.#follow);
+      unwatchAbort(this.callSignal!, this.#follow);
       this.#follow = undefined;
     }
   }
@@ -160,7 +161,7 @@ function awaitVerdict(guard: GuardSpec, verdict: PromiseLike<unknown>, context: 
       if (settled) return false;
       settled = true;
       if (timer !== undefined) clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
+      if (signal !== undefined) unwatchAbort(signal, onAbort);
       context.release();
       return true;
     };
@@ -180,7 +181,7 @@ function awaitVerdict(guard: GuardSpec, verdict: PromiseLike<unknown>, context: 
         onAbort();
         return;
       }
-      signal.addEventListener('abort', onAbort, { once: true });
+      watchAbort(signal, onAbort);
     }
     const settle = (value: unknown) => {
       if (!finish()) return;

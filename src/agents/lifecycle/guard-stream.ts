@@ -102,13 +102,14 @@ async function* guardAsync(
         yield head.value;
         continue;
       }
+      // A check ends when the call is stopped (it listens to the call's signal): no other wait is needed.
       if (ended || queue.length >= READ_AHEAD || !readsPast(queue[queue.length - 1]!)) {
-        await turn.untilStopped(waiting);
+        await waiting;
         continue;
       }
       // Read on while the head waits: whichever comes first, the head's checks or the next chunk.
       pull ??= stream.next();
-      const first = await turn.untilStopped(Promise.race([waiting, pull]));
+      const first = await Promise.race([waiting, pull]);
       if (first === undefined) continue;
       pull = undefined;
       if (first.done) {

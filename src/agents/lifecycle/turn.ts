@@ -1,3 +1,4 @@
+import { unwatchAbort, watchAbort } from '../../core/abort-watch';
 import { checkBudget, Meter } from '../../core/budget';
 import {
   type CallFrame,
@@ -272,14 +273,14 @@ export class Turn {
         Promise.resolve(waiting).then(undefined, noop); // nobody waits for it any more
         return onAbort();
       }
-      signal.addEventListener('abort', onAbort, { once: true });
+      watchAbort(signal, onAbort);
       Promise.resolve(waiting).then(
         (value) => {
-          signal.removeEventListener('abort', onAbort);
+          unwatchAbort(signal, onAbort);
           resolve(value);
         },
         (error: unknown) => {
-          signal.removeEventListener('abort', onAbort);
+          unwatchAbort(signal, onAbort);
           reject(error);
         },
       );
