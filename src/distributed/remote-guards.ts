@@ -2,6 +2,7 @@ import { readToolCallArguments } from '../actions/tool-call-steps';
 import { currentFrame } from '../core/call-context';
 import { CheckContext, checkEach, type GuardSpec, runCheck, toolCallMessage } from '../core/guards';
 import { AgentMessage } from '../schema/agent-message';
+import { GuardrailTripped } from '../schema/errors';
 import { type Decision, decisionsOf, type Interrupt, interruptsOf, resumeWith } from '../schema/interrupts';
 
 /*
@@ -29,8 +30,20 @@ export function withToolChecks<O extends Readonly<Record<string, unknown>>>(
   return guards === undefined ? options : { ...options, askBeforeTools: true };
 }
 
-/** The tool calls a remote reply asks the caller to check (its interrupts of kind `'check'`); empty if none. */
-export function checksAsked(reply: AgentMessage): Interrupt[] {
+/**
+ * The tool calls a remote reply asks the caller to check (its interrupts of kind `'check'`); empty if none.
+ * A reply that does not say its call was made with `askBeforeTools` (a server of another implementation, or
+ * of a lagent-ts before it, which ignores the option) fails the call: its tool calls were not checked.
+ */
+export function checksAsked(reply: AgentMessage, where: string): Interrupt[] {
+  const extra = reply.extraInfo as { askBeforeTools?: unknown } | null | undefined;
+  if (extra === null || typeof extra !== 'object' || extra.askBeforeTools !== true) {
+    throw new GuardrailTripped({
+      message: `guardrail caller-checks tripped on the tool: ${where} did not stop before its tool calls for this call's tool guardrails (askBeforeTools): it runs another implementation, or an older one, so its tool calls were not checked`,
+      guardrail: 'caller-checks',
+      reason: `${where} cannot have its tool calls checked`,
+    });
+  }
   const interrupts = interruptsOf(reply);
   if (interrupts.length === 0) return interrupts;
   return interrupts.filter((interrupt) => interrupt.kind === 'check');

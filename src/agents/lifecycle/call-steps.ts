@@ -76,6 +76,7 @@ export function* agentCallSteps(
       reply = withCallId(reply, turn.durable);
     }
     if (turn.budgeted) reply = withUsage(reply, turn.meter!);
+    if (turn.callerChecks) reply = withExtraInfo(reply, 'askBeforeTools', true);
     return turn.succeed(reply);
   } catch (error) {
     if (error instanceof InterruptSignal && !turn.finished) {
@@ -85,6 +86,7 @@ export function* agentCallSteps(
       if (hold !== undefined) yield* hold.binding.commit(agent, hold);
       turn.finished = true;
       if (turn.budgeted) withUsage(reply, turn.meter!);
+      if (turn.callerChecks) withExtraInfo(reply, 'askBeforeTools', true);
       return turn.durable === undefined ? reply : withCallId(reply, turn.durable);
     }
     const failure = turn.failureOf(error);

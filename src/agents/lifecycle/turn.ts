@@ -118,6 +118,8 @@ export class Turn {
   inputGate: Promise<void> | undefined = undefined;
   /** True while a parallel input check is pending: nothing reaches the caller, no tool call starts. */
   inputsPending = false;
+  /** The call was made with `askBeforeTools`: its reply says so, for the client that asked. */
+  callerChecks = false;
 
   /** Checks the call can start: not aborted, and not waiting for itself. */
   constructor(agent: AgentBase, options: Record<string, unknown> | undefined) {
@@ -146,6 +148,7 @@ export class Turn {
     if (options?.askBeforeTools === true) {
       const checks = new CallerChecks();
       this.toolGuards = this.toolGuards === undefined ? [checks] : [...this.toolGuards, checks];
+      this.callerChecks = true;
     }
   }
 

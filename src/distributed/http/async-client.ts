@@ -210,7 +210,7 @@ export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
       }
       const reply = toMessage(json, `${this.url}/chat_completion`) as AgentMessage<C, F>;
       chargeRemote(reply, options);
-      const asks = guards === undefined ? [] : checksAsked(reply);
+      const asks = guards === undefined ? [] : checksAsked(reply, this.url);
       if (asks.length === 0) return throwIfInterrupted(place, reply);
       // The remote call stopped before tool calls: the local tool guardrails check them.
       await checkRemoteCalls(guards!, asks, this.name, sessionId, effectiveSignal(options.signal));
@@ -248,7 +248,7 @@ export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
         undefined
       >;
       const final = yield* leg;
-      const asks = guards === undefined ? [] : checksAsked(final);
+      const asks = guards === undefined ? [] : checksAsked(final, this.url);
       if (asks.length === 0) {
         yield final;
         return throwIfInterrupted(place, final);

@@ -130,7 +130,7 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
       );
       const reply = AgentMessage.from(json) as AgentMessage<C, F>;
       chargeRemote(reply, options);
-      const asks = guards === undefined ? [] : checksAsked(reply);
+      const asks = guards === undefined ? [] : checksAsked(reply, this.url);
       if (asks.length === 0) return throwIfInterrupted(place, reply);
       next = this.#checked(sent, asks, approved, options);
     }
@@ -180,7 +180,7 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
     let next: unknown = sent;
     for (;;) {
       const final = yield* this.#streamOnce(next, options, guards);
-      const asks = guards === undefined ? [] : checksAsked(final);
+      const asks = guards === undefined ? [] : checksAsked(final, this.url);
       if (asks.length === 0) return throwIfInterrupted(place, final as AgentMessage<C, F>);
       next = this.#checked(sent, asks, approved, options);
     }
@@ -222,7 +222,7 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
     if (final === undefined)
       throw new HTTPAgentError({ message: `${this.url} streamed nothing`, url: this.url });
     chargeRemote(final, options);
-    if (guards !== undefined && checksAsked(final).length === 0) yield final as AgentMessage<C, F>;
+    if (guards !== undefined && checksAsked(final, this.url).length === 0) yield final as AgentMessage<C, F>;
     return final;
   }
 

@@ -178,7 +178,7 @@ export class AsyncQueueAgent {
           };
           const reply = await this.#submit(connected, data, signal);
           chargeRemote(reply, options);
-          const asks = guards === undefined ? [] : checksAsked(reply);
+          const asks = guards === undefined ? [] : checksAsked(reply, `the agent behind queue ${this.queue}`);
           if (asks.length === 0) return throwIfInterrupted(place, reply);
           // The remote call stopped before tool calls: the local tool guardrails check them, then it goes on.
           await checkRemoteCalls(guards!, asks, this.name, sessionId, signal);

@@ -17,6 +17,7 @@ import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { AsyncHTTPAgentClient, HTTPAgentClient, HTTPAgentServer } from '../../../src/distributed/http/index';
+import { replyWith, startFakeHttp } from '../../helpers/http-server';
 import { type Child, HERE, startChild } from './processes';
 
 /*
@@ -229,6 +230,33 @@ describe('tool guardrails reach remote agents (AsyncHTTPAgentClient)', () => {
     // Without tool guardrails the same remote call runs its tool.
     await localWith(remote, []).call('go');
     expect(deleted).toEqual(['/tmp/x']);
+  });
+
+  it('a server that ignores askBeforeTools (another implementation) fails the call: its tool calls were not checked', async () => {
+    const lagent = await startFakeHttp(
+      replyWith(() => ({
+        status: 200,
+        json: { content: 'deleted /home/u', sender: 'remote', formatted: null, extra_info: null, type: null },
+      })),
+    );
+    try {
+      const remote = new AsyncHTTPAgentClient({ url: lagent.url });
+      clients.push(remote);
+      const error = await localWith(remote, [noHome()])
+        .call('clean up')
+        .then(
+          () => undefined,
+          (caught: unknown) => caught,
+        );
+      expect(error).toBeInstanceOf(GuardrailTripped);
+      expect((error as GuardrailTripped).guardrail).toBe('caller-checks');
+      expect(JSON.parse(lagent.requests[0]!.body)).toMatchObject({ ask_before_tools: true });
+      // Without tool guardrails, the same server is called as before.
+      expect((await localWith(remote, []).call('clean up')).content).toBe('local: deleted /home/u');
+      expect(JSON.parse(lagent.requests[1]!.body)).not.toHaveProperty('ask_before_tools');
+    } finally {
+      await lagent.close();
+    }
   });
 
   it('without tool guardrails the remote call is as before: no pause, one request', async () => {
