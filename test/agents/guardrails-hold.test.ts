@@ -1,13 +1,16 @@
 import {
+  Agent,
   type AgentMessage,
   AsyncAgent,
   AsyncFunctionCallingAgent,
   AsyncStreamingAgent,
   asyncTool,
+  ConfigurationError,
   GuardrailTripped,
   guardrail,
+  StreamingAgent,
 } from 'lagent-ts';
-import { AsyncMockLLM } from 'lagent-ts/testing';
+import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 
@@ -302,5 +305,70 @@ describe('every check gets the call signal and a deadline', () => {
     expect(error).toBeInstanceOf(GuardrailTripped);
     expect(error.reason).toBe('its check did not answer within 2000 ms');
     expect(agent.memory!.get(1)?.length ?? 0).toBe(0);
+  });
+});
+
+describe('what a synchronous agent cannot wait for', () => {
+  it('a synchronous stream refuses an output check that answers later: no chunk is delivered', () => {
+    const agent = new StreamingAgent({
+      llm: new MockLLM({ responses: ['one two three'], chunkSize: 4 }),
+      hooks: [guardrail({ name: 'remote-moderation', on: 'output', check: async () => undefined })],
+    });
+    const seen: string[] = [];
+    expect(() => {
+      for (const chunk of agent.call('go', { sessionId: 1 })) seen.push(String(chunk.content));
+    }).toThrow(ConfigurationError);
+    expect(seen).toEqual([]);
+    expect(agent.memory!.get(1)?.length ?? 0).toBe(0);
+  });
+
+  it('a synchronous agent refuses an input check that answers later, before the model is asked', () => {
+    const llm = new MockLLM({ responses: ['hello'] });
+    const agent = new Agent({
+      llm,
+      hooks: [guardrail({ name: 'remote-moderation', on: 'input', check: async () => undefined })],
+    });
+    expect(() => agent.call('hi')).toThrow(/guardrail remote-moderation's check returned a promise/);
+    expect(llm.calls).toHaveLength(0);
+  });
+});
+
+describe('tool checks get the signal too', () => {
+  it('a never-answering tool check: the call ends at the abort and the tool never runs', async () => {
+    const ran: unknown[] = [];
+    const started = deferred<AbortSignal>();
+    const agent = new AsyncFunctionCallingAgent({
+      llm: new AsyncMockLLM({
+        responses: [{ content: '', toolCalls: [{ name: 'Wire', arguments: { amount: 1 } }] }, 'done'],
+      }),
+      actions: [
+        asyncTool({
+          name: 'Wire',
+          parameters: z.object({ amount: z.number() }),
+          run: async ({ amount }) => {
+            ran.push(amount);
+            return 'sent';
+          },
+        }),
+      ],
+      hooks: [
+        guardrail({
+          name: 'hangs',
+          on: 'tool',
+          check: (_message, context) => {
+            started.resolve(context.signal);
+            return new Promise(() => {});
+          },
+        }),
+      ],
+    });
+    const controller = new AbortController();
+    const call = agent.call('send', { signal: controller.signal });
+    const signal = await started.promise;
+    const reason = new Error('the user left');
+    controller.abort(reason);
+    await expect(call).rejects.toBe(reason);
+    expect(signal.aborted).toBe(true);
+    expect(ran).toEqual([]);
   });
 });
