@@ -1,9 +1,9 @@
 import { readToolCallArguments } from '../actions/tool-call-steps';
 import { currentFrame } from '../core/call-context';
 import { CheckContext, checkEach, type GuardSpec, runCheck, toolCallMessage } from '../core/guards';
-import { AgentMessage } from '../schema/agent-message';
+import type { AgentMessage } from '../schema/agent-message';
 import { GuardrailTripped } from '../schema/errors';
-import { type Decision, decisionsOf, type Interrupt, interruptsOf, resumeWith } from '../schema/interrupts';
+import { type Decision, type Interrupt, interruptsOf, resumeWith } from '../schema/interrupts';
 
 /*
  * Tool guardrails across a remote agent. A client (HTTP or queue) called inside a local call that has tool
@@ -13,7 +13,8 @@ import { type Decision, decisionsOf, type Interrupt, interruptsOf, resumeWith } 
  * the local call with `GuardrailTripped` (the remote session stays paused before those calls; its next
  * message declines them). A remote tool call that cannot stop to be asked (a remote custom forward that runs
  * a tool directly) is refused by the remote agent. Questions for a person (`'approval'`) are asked first and
- * go up the local tree as before; the checks follow, with the arguments the person approved.
+ * go up the local tree as before; the checks follow, with the arguments the person approved, and the check's
+ * approval carries them (the remote call needs no other decision to run the round).
  */
 
 /** The tool guardrails in force where a client is called (undefined: none). */
@@ -72,22 +73,17 @@ export function checkRemoteCalls(
 }
 
 /**
- * The message that resumes the remote call once its asked calls passed: the decisions this client already
- * sent in this call (a remote agent that is not durable keeps none between resumes), then an approval of each
- * asked call. A remote agent that asks again about a call it was given is refused (`refuse` makes the error):
- * it would ask forever.
+ * The message that resumes the remote call once its asked calls passed: an approval of each, with the
+ * arguments that were checked (for a call a person approved first, the approval stands for the person's: a
+ * remote agent that is not durable keeps no decisions between resumes). A remote agent that asks again
+ * about a call this client approved is refused (`refuse` makes the error): it would ask forever.
  */
 export function approveChecks(
-  sent: unknown,
   asks: readonly Interrupt[],
   approved: Set<string>,
   refuse: (message: string) => Error,
 ): AgentMessage {
-  const given: Decision[] = [];
-  if (sent instanceof AgentMessage) {
-    for (const decision of decisionsOf(sent) ?? []) if (!approved.has(decision.id)) given.push(decision);
-  }
-  for (const id of approved) given.push({ id, approve: true });
+  const decisions: Decision[] = [];
   for (const ask of asks) {
     if (approved.has(ask.id)) {
       throw refuse(
@@ -95,7 +91,10 @@ export function approveChecks(
       );
     }
     approved.add(ask.id);
-    given.push({ id: ask.id, approve: true });
+    const args = ask.toolCall.arguments as string | Record<string, unknown> | undefined;
+    decisions.push(
+      args === undefined ? { id: ask.id, approve: true } : { id: ask.id, approve: true, arguments: args },
+    );
   }
-  return resumeWith(given);
+  return resumeWith(decisions);
 }

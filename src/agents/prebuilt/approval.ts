@@ -102,7 +102,8 @@ export function* planRound(
       continue;
     }
     if (!needs?.[i]) continue;
-    const decision = decisionIn(frame, interruptId(path, call)) as Decision | undefined;
+    const decision = (decisionIn(frame, interruptId(path, call)) ??
+      (checks === undefined ? undefined : checkedApproval(frame, path, call))) as Decision | undefined;
     if (decision === undefined) waiting.push(call);
     else if (!decision.approve) answers[i] = declined(call, decision.reason);
     else if (decision.arguments !== undefined)
@@ -157,6 +158,20 @@ function askCallerChecks(
     );
   }
   for (const call of approved) checks.approve(call.name, call.arguments);
+}
+
+/**
+ * The caller's approval of its check of a call that needs a person's approval: the check came after that
+ * approval and saw the arguments it approved, so it stands for it (a call that is not durable keeps no
+ * decisions between resumes, and the caller resumes the check alone).
+ */
+function checkedApproval(
+  frame: ReturnType<typeof currentFrame>,
+  path: string,
+  call: ToolCall,
+): Decision | undefined {
+  const checked = decisionIn(frame, checkInterruptId(path, call)) as Decision | undefined;
+  return checked?.approve === true ? checked : undefined;
 }
 
 /** The executor's reply to the calls that ran, with the known answers put back in their places. */

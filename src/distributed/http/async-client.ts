@@ -214,7 +214,7 @@ export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
       if (asks.length === 0) return throwIfInterrupted(place, reply);
       // The remote call stopped before tool calls: the local tool guardrails check them.
       await checkRemoteCalls(guards!, asks, this.name, sessionId, effectiveSignal(options.signal));
-      next = approveChecks(sent, asks, approved, (message) => this.#refused(message));
+      next = approveChecks(asks, approved, (message) => this.#refused(message));
     }
   }
 
@@ -255,7 +255,7 @@ export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
       }
       // The remote call stopped before tool calls: the local tool guardrails check them, then it goes on.
       await checkRemoteCalls(guards!, asks, this.name, options.sessionId ?? 0, signal);
-      next = approveChecks(sent, asks, approved, (message) => this.#refused(message));
+      next = approveChecks(asks, approved, (message) => this.#refused(message));
     }
   }
 

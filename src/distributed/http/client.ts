@@ -132,7 +132,7 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
       chargeRemote(reply, options);
       const asks = guards === undefined ? [] : checksAsked(reply, this.url);
       if (asks.length === 0) return throwIfInterrupted(place, reply);
-      next = this.#checked(sent, asks, approved, options);
+      next = this.#checked(asks, approved, options);
     }
   }
 
@@ -141,7 +141,6 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
    * once: this thread cannot wait), and the message that resumes it approving them.
    */
   #checked(
-    sent: unknown,
     asks: ReturnType<typeof checksAsked>,
     approved: Set<string>,
     options: RemoteCallOptions,
@@ -160,7 +159,6 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
       });
     }
     return approveChecks(
-      sent,
       asks,
       approved,
       (message) => new HTTPAgentError({ message: `${this.url}: ${message}`, url: this.url }),
@@ -182,7 +180,7 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
       const final = yield* this.#streamOnce(next, options, guards);
       const asks = guards === undefined ? [] : checksAsked(final, this.url);
       if (asks.length === 0) return throwIfInterrupted(place, final as AgentMessage<C, F>);
-      next = this.#checked(sent, asks, approved, options);
+      next = this.#checked(asks, approved, options);
     }
   }
 

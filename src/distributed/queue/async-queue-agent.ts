@@ -183,7 +183,6 @@ export class AsyncQueueAgent {
           // The remote call stopped before tool calls: the local tool guardrails check them, then it goes on.
           await checkRemoteCalls(guards!, asks, this.name, sessionId, signal);
           next = approveChecks(
-            sent,
             asks,
             approved,
             (message) =>

@@ -11,6 +11,7 @@ import {
   GuardrailTripped,
   guardrail,
   interruptsOf,
+  MemoryStore,
   resumeWith,
 } from 'lagent-ts';
 import { AsyncMockLLM } from 'lagent-ts/testing';
@@ -196,16 +197,29 @@ describe('tool guardrails reach remote agents (AsyncHTTPAgentClient)', () => {
     expect(deleted).toEqual([]);
   });
 
-  it('approved by a person and passing the checks: the call runs once', async () => {
-    const deleted: string[] = [];
-    const { deleteFile, llm } = deleter(['/tmp/big'], deleted, { needsApproval: true });
-    const remote = await serve(new AsyncFunctionCallingAgent({ llm, actions: [deleteFile] }));
-    const local = localWith(remote, [noHome()]);
-    const [ask] = interruptsOf(await local.call('clean up', { sessionId: 'q' }));
-    const reply = await local.call(resumeWith([{ id: ask!.id, approve: true }]), { sessionId: 'q' });
-    expect(reply.content).toBe('local: done');
-    expect(deleted).toEqual(['/tmp/big']);
-  });
+  for (const durable of [false, true]) {
+    it(`approved by a person and passing the checks: the call runs once (${durable ? 'durable' : 'not durable'} remote)`, async () => {
+      const deleted: string[] = [];
+      const seen: unknown[] = [];
+      const { deleteFile, llm } = deleter(['/tmp/big'], deleted, { needsApproval: true });
+      const remote = await serve(
+        new AsyncFunctionCallingAgent({
+          llm,
+          actions: [deleteFile],
+          durable: durable ? { store: new MemoryStore() } : undefined,
+        }),
+      );
+      const local = localWith(remote, [noHome(seen)]);
+      const [ask] = interruptsOf(await local.call('clean up', { sessionId: 'q' }));
+      const reply = await local.call(
+        resumeWith([{ id: ask!.id, approve: true, arguments: { path: '/tmp/small' } }]),
+        { sessionId: 'q' },
+      );
+      expect(reply.content).toBe('local: done');
+      expect(deleted).toEqual(['/tmp/small']);
+      expect(seen).toEqual([{ name: 'DeleteFile', arguments: { path: '/tmp/small' } }]);
+    });
+  }
 
   it('a remote tool call that cannot stop to be checked (a custom forward running a tool) is refused', async () => {
     const deleted: string[] = [];
