@@ -27,11 +27,30 @@ export interface AISDKToolResultPart {
   output: { type: 'text'; value: string } | { type: 'error-text'; value: string };
 }
 
+/**
+ * A file (or image) part of a prompt message. `data` is, in specification v4, `{ type: 'data', data }` or
+ * `{ type: 'url', url }`; in v2 and v3 the base64 text, bytes or URL itself. (Typed `any`: no one type is
+ * both, and every version's model must fit {@link AISDKLanguageModel}.)
+ */
+export interface AISDKFilePart {
+  type: 'file';
+  mediaType: string;
+  filename?: string;
+  data: any;
+}
+
+/** Reasoning of an earlier assistant turn, given back with the provider's metadata as `providerOptions`. */
+export interface AISDKReasoningPromptPart {
+  type: 'reasoning';
+  text: string;
+  providerOptions?: Record<string, Record<string, any>>;
+}
+
 /** One message of an AI SDK prompt. */
 export type AISDKMessage =
   | { role: 'system'; content: string }
-  | { role: 'user'; content: AISDKTextPart[] }
-  | { role: 'assistant'; content: (AISDKTextPart | AISDKToolCallPart)[] }
+  | { role: 'user'; content: (AISDKTextPart | AISDKFilePart)[] }
+  | { role: 'assistant'; content: (AISDKTextPart | AISDKToolCallPart | AISDKReasoningPromptPart)[] }
   | { role: 'tool'; content: AISDKToolResultPart[] };
 
 /** A function tool offered to the model. */
@@ -59,14 +78,28 @@ export interface AISDKCallOptions {
   abortSignal?: AbortSignal;
   headers?: Record<string, string | undefined>;
   providerOptions?: Record<string, Record<string, any>>;
+  /** A JSON reply, fitting `schema` when given. */
+  responseFormat?: { type: 'json'; schema?: Record<string, unknown>; name?: string; description?: string };
+  /** Specification v4: how hard the model reasons. */
+  reasoning?: 'low' | 'medium' | 'high';
 }
 
 /** Token usage: flat numbers (`v2`) or split by kind (`v3`, `v4`). */
 export type AISDKUsage =
-  | { inputTokens: number | undefined; outputTokens: number | undefined; totalTokens?: number | undefined }
   | {
-      inputTokens: { total: number | undefined };
-      outputTokens: { total: number | undefined };
+      inputTokens: number | undefined;
+      outputTokens: number | undefined;
+      totalTokens?: number | undefined;
+      reasoningTokens?: number | undefined;
+      cachedInputTokens?: number | undefined;
+    }
+  | {
+      inputTokens: {
+        total: number | undefined;
+        cacheRead?: number | undefined;
+        cacheWrite?: number | undefined;
+      };
+      outputTokens: { total: number | undefined; reasoning?: number | undefined };
     };
 
 /** Why generation stopped: a string (`v2`) or `{ unified, raw }` (`v3`, `v4`). */

@@ -1,10 +1,20 @@
 import type { SessionId } from '../schema/session';
 
-/** Token counts of one call, or summed over calls. */
+/**
+ * Token counts of one call, or summed over calls. `promptTokens` counts every prompt token, the cached ones
+ * included; `completionTokens` every output token, reasoning included. The details are set when the server
+ * reports them (and they are not 0).
+ */
 export interface TokenUsage {
   promptTokens: number;
   completionTokens: number;
   totalTokens: number;
+  /** Prompt tokens read from the provider's prompt cache (OpenAI `cached_tokens`, Anthropic `cache_read_input_tokens`, DeepSeek's hits). */
+  cachedPromptTokens?: number | undefined;
+  /** Prompt tokens written to the prompt cache (Anthropic `cache_creation_input_tokens`). */
+  cacheWriteTokens?: number | undefined;
+  /** Completion tokens spent reasoning (OpenAI `reasoning_tokens`). */
+  reasoningTokens?: number | undefined;
 }
 
 /** A zero {@link TokenUsage}. */
@@ -12,15 +22,35 @@ export function emptyUsage(): TokenUsage {
   return { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
 }
 
-/** Reads an OpenAI `usage` object (snake_case); undefined when the server sent none. */
+function count(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
+}
+
+/**
+ * Reads an OpenAI `usage` object (snake_case), chat completions' (`prompt_tokens`, `prompt_tokens_details.
+ * cached_tokens`, `completion_tokens_details.reasoning_tokens`; DeepSeek's `prompt_cache_hit_tokens`) or the
+ * Responses API's (`input_tokens`, `output_tokens` and their details); undefined when the server sent none.
+ */
 export function usageFromAPI(usage: unknown): TokenUsage | undefined {
   if (usage === null || typeof usage !== 'object') return undefined;
-  const raw = usage as Record<string, unknown>;
-  const number = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
-  const promptTokens = number(raw.prompt_tokens);
-  const completionTokens = number(raw.completion_tokens);
-  const totalTokens = number(raw.total_tokens) || promptTokens + completionTokens;
-  return { promptTokens, completionTokens, totalTokens };
+  const raw = usage as Record<string, any>;
+  const promptTokens = count(raw.prompt_tokens) ?? count(raw.input_tokens) ?? 0;
+  const completionTokens = count(raw.completion_tokens) ?? count(raw.output_tokens) ?? 0;
+  const totalTokens = count(raw.total_tokens) || promptTokens + completionTokens;
+  const result: TokenUsage = { promptTokens, completionTokens, totalTokens };
+  const cached =
+    count(raw.prompt_tokens_details?.cached_tokens) ??
+    count(raw.input_tokens_details?.cached_tokens) ??
+    count(raw.prompt_cache_hit_tokens);
+  // DeepSeek sends both its own hit count and OpenAI's detail; a zero detail does not hide a real hit count.
+  const hits = count(raw.prompt_cache_hit_tokens);
+  const cachedPromptTokens = hits !== undefined && hits > (cached ?? 0) ? hits : cached;
+  if (cachedPromptTokens) result.cachedPromptTokens = cachedPromptTokens;
+  const reasoning =
+    count(raw.completion_tokens_details?.reasoning_tokens) ??
+    count(raw.output_tokens_details?.reasoning_tokens);
+  if (reasoning) result.reasoningTokens = reasoning;
+  return result;
 }
 
 /**
@@ -87,4 +117,10 @@ function add(sum: TokenUsage, usage: TokenUsage): void {
   sum.promptTokens += usage.promptTokens;
   sum.completionTokens += usage.completionTokens;
   sum.totalTokens += usage.totalTokens;
+  if (usage.cachedPromptTokens !== undefined)
+    sum.cachedPromptTokens = (sum.cachedPromptTokens ?? 0) + usage.cachedPromptTokens;
+  if (usage.cacheWriteTokens !== undefined)
+    sum.cacheWriteTokens = (sum.cacheWriteTokens ?? 0) + usage.cacheWriteTokens;
+  if (usage.reasoningTokens !== undefined)
+    sum.reasoningTokens = (sum.reasoningTokens ?? 0) + usage.reasoningTokens;
 }
