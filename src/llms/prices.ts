@@ -5,33 +5,42 @@
  * own with `setModelPrice`, which also adds models the table lacks.
  */
 
-/** A model's price: US dollars per million prompt (`input`) and completion (`output`) tokens. */
+/**
+ * A model's price: US dollars per million prompt (`input`) and completion (`output`) tokens, and, where the
+ * provider caches prompts, per million prompt tokens read from the cache (`cachedInput`) and written to it
+ * (`cacheWrite`, Anthropic's 5-minute cache).
+ */
 export interface ModelPrice {
   input: number;
   output: number;
+  cachedInput?: number | undefined;
+  cacheWrite?: number | undefined;
 }
 
 const PRICES = new Map<string, ModelPrice>([
-  ['gpt-5', { input: 1.25, output: 10 }],
-  ['gpt-5-mini', { input: 0.25, output: 2 }],
-  ['gpt-5-nano', { input: 0.05, output: 0.4 }],
-  ['gpt-4.1', { input: 2, output: 8 }],
-  ['gpt-4.1-mini', { input: 0.4, output: 1.6 }],
-  ['gpt-4.1-nano', { input: 0.1, output: 0.4 }],
-  ['gpt-4o', { input: 2.5, output: 10 }],
-  ['gpt-4o-mini', { input: 0.15, output: 0.6 }],
-  ['o3', { input: 2, output: 8 }],
-  ['o3-mini', { input: 1.1, output: 4.4 }],
-  ['o4-mini', { input: 1.1, output: 4.4 }],
-  ['claude-opus-4', { input: 15, output: 75 }],
-  ['claude-opus-4-1', { input: 15, output: 75 }],
-  ['claude-opus-4-5', { input: 5, output: 25 }],
-  ['claude-sonnet-4', { input: 3, output: 15 }],
-  ['claude-haiku-4-5', { input: 1, output: 5 }],
-  ['claude-3-5-haiku', { input: 0.8, output: 4 }],
-  ['gemini-2.5-pro', { input: 1.25, output: 10 }],
-  ['gemini-2.5-flash', { input: 0.3, output: 2.5 }],
-  ['gemini-2.5-flash-lite', { input: 0.1, output: 0.4 }],
+  ['gpt-5', { input: 1.25, output: 10, cachedInput: 0.125 }],
+  ['gpt-5-mini', { input: 0.25, output: 2, cachedInput: 0.025 }],
+  ['gpt-5-nano', { input: 0.05, output: 0.4, cachedInput: 0.005 }],
+  ['gpt-4.1', { input: 2, output: 8, cachedInput: 0.5 }],
+  ['gpt-4.1-mini', { input: 0.4, output: 1.6, cachedInput: 0.1 }],
+  ['gpt-4.1-nano', { input: 0.1, output: 0.4, cachedInput: 0.025 }],
+  ['gpt-4o', { input: 2.5, output: 10, cachedInput: 1.25 }],
+  ['gpt-4o-mini', { input: 0.15, output: 0.6, cachedInput: 0.075 }],
+  ['o3', { input: 2, output: 8, cachedInput: 0.5 }],
+  ['o3-mini', { input: 1.1, output: 4.4, cachedInput: 0.55 }],
+  ['o4-mini', { input: 1.1, output: 4.4, cachedInput: 0.275 }],
+  // Anthropic: a cache read costs a tenth of the input price, a (5-minute) cache write 1.25 times it.
+  ['claude-opus-4', { input: 15, output: 75, cachedInput: 1.5, cacheWrite: 18.75 }],
+  ['claude-opus-4-1', { input: 15, output: 75, cachedInput: 1.5, cacheWrite: 18.75 }],
+  ['claude-opus-4-5', { input: 5, output: 25, cachedInput: 0.5, cacheWrite: 6.25 }],
+  ['claude-sonnet-4', { input: 3, output: 15, cachedInput: 0.3, cacheWrite: 3.75 }],
+  ['claude-haiku-4-5', { input: 1, output: 5, cachedInput: 0.1, cacheWrite: 1.25 }],
+  ['claude-3-5-haiku', { input: 0.8, output: 4, cachedInput: 0.08, cacheWrite: 1 }],
+  ['gemini-2.5-pro', { input: 1.25, output: 10, cachedInput: 0.125 }],
+  ['gemini-2.5-flash', { input: 0.3, output: 2.5, cachedInput: 0.03 }],
+  ['gemini-2.5-flash-lite', { input: 0.1, output: 0.4, cachedInput: 0.01 }],
+  ['deepseek-chat', { input: 0.28, output: 0.42, cachedInput: 0.028 }],
+  ['deepseek-reasoner', { input: 0.28, output: 0.42, cachedInput: 0.028 }],
 ]);
 
 /** Sets (or adds) a model's price; `null` removes it. Applies to names starting with `model`, too. */
@@ -40,10 +49,20 @@ export function setModelPrice(model: string, price: ModelPrice | null): void {
     PRICES.delete(model);
     return;
   }
-  if (!(price.input >= 0) || !(price.output >= 0)) {
-    throw new RangeError(`setModelPrice(${JSON.stringify(model)}): input and output must be numbers >= 0`);
+  if (
+    !(price.input >= 0) ||
+    !(price.output >= 0) ||
+    (price.cachedInput !== undefined && !(price.cachedInput >= 0)) ||
+    (price.cacheWrite !== undefined && !(price.cacheWrite >= 0))
+  ) {
+    throw new RangeError(
+      `setModelPrice(${JSON.stringify(model)}): input, output, cachedInput and cacheWrite must be numbers >= 0`,
+    );
   }
-  PRICES.set(model, { input: price.input, output: price.output });
+  const entry: ModelPrice = { input: price.input, output: price.output };
+  if (price.cachedInput !== undefined) entry.cachedInput = price.cachedInput;
+  if (price.cacheWrite !== undefined) entry.cacheWrite = price.cacheWrite;
+  PRICES.set(model, entry);
 }
 
 /** A model's price: its longest table entry that its name starts with; undefined when none. */

@@ -255,17 +255,22 @@ function unmarked(value: unknown): unknown {
 
 /**
  * The prompt cache's view of a request: its content as one sequence (tools, system blocks, message blocks), the
- * tokens up to each `cache_control` mark, and the whole prompt's tokens.
+ * prefix ending at each block (`marked` when the block carries `cache_control`), and the whole prompt's tokens.
  */
-function cachePrefixes(body: any): { keys: { key: string; tokens: number }[]; total: number } {
+function cachePrefixes(body: any): {
+  prefixes: { key: string; tokens: number; marked: boolean }[];
+  total: number;
+} {
   const sequence: unknown[] = [String(body?.model ?? '')];
-  const keys: { key: string; tokens: number }[] = [];
+  const prefixes: { key: string; tokens: number; marked: boolean }[] = [];
   const add = (value: unknown) => {
     sequence.push(unmarked(value));
-    if (isRecord(value) && value.cache_control !== undefined) {
-      const text = JSON.stringify(sequence);
-      keys.push({ key: text, tokens: countTokens(text) });
-    }
+    const key = JSON.stringify(sequence);
+    prefixes.push({
+      key,
+      tokens: countTokens(key),
+      marked: isRecord(value) && value.cache_control !== undefined,
+    });
   };
   for (const tool of Array.isArray(body?.tools) ? body.tools : []) add(tool);
   if (Array.isArray(body?.system)) for (const block of body.system) add(block);
@@ -275,8 +280,11 @@ function cachePrefixes(body: any): { keys: { key: string; tokens: number }[]; to
     if (typeof message.content === 'string') add({ type: 'text', text: message.content });
     else for (const block of message.content ?? []) add(block);
   }
-  return { keys, total: countTokens(JSON.stringify(sequence)) };
+  return { prefixes, total: countTokens(JSON.stringify(sequence)) };
 }
+
+/** How many blocks before a breakpoint Anthropic looks back for a cached prefix. */
+const LOOKBACK = 20;
 
 const echo: FakeAnthropicScript = (request) => {
   const messages = request.body?.messages;
@@ -471,19 +479,31 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
             (toolCalls.length > 0 ? countTokens(toolCalls) : 0) +
             (thinking ? countTokens(thinking) : 0),
         };
-    const prefixes = cachePrefixes(body);
-    if (prefixes.keys.length > 0 && reply.usage === undefined) {
-      // The longest marked prefix already cached is read; the longest one not yet cached is written (when long
-      // enough), and every marked prefix is cached from then on.
+    const { prefixes, total } = cachePrefixes(body);
+    const marks = prefixes.flatMap((prefix, index) => (prefix.marked ? [index] : []));
+    if (marks.length > 0 && reply.usage === undefined) {
+      // As Anthropic does: at each breakpoint, the longest cached prefix ending at a block boundary up to 20
+      // blocks back is read; the prefix of the last breakpoint is written when it is new and long enough.
       let read = 0;
-      for (const { key, tokens } of prefixes.keys) if (cache.has(key) && tokens > read) read = tokens;
-      const longest = prefixes.keys.reduce((best, entry) => (entry.tokens > best.tokens ? entry : best));
+      for (const mark of marks) {
+        for (let index = mark; index >= Math.max(0, mark - LOOKBACK); index--) {
+          const prefix = prefixes[index]!;
+          if (cache.has(prefix.key)) {
+            if (prefix.tokens > read) read = prefix.tokens;
+            break;
+          }
+        }
+      }
+      const last = prefixes[marks.at(-1)!]!;
       let written = 0;
-      if (!cache.has(longest.key) && longest.tokens >= minCacheTokens) written = longest.tokens - read;
-      for (const { key, tokens } of prefixes.keys) if (tokens >= minCacheTokens) cache.add(key);
+      if (!cache.has(last.key) && last.tokens >= minCacheTokens) written = last.tokens - read;
+      for (const mark of marks) {
+        const prefix = prefixes[mark]!;
+        if (prefix.tokens >= minCacheTokens) cache.add(prefix.key);
+      }
       usage.cache_read_input_tokens = read;
       usage.cache_creation_input_tokens = written;
-      usage.input_tokens = Math.max(0, prefixes.total - read - written);
+      usage.input_tokens = Math.max(0, total - read - written);
     }
     const stopReason =
       reply.stopReason ??
