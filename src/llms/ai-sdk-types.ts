@@ -47,11 +47,12 @@ export interface AISDKReasoningPromptPart {
 }
 
 /** One message of an AI SDK prompt. */
-export type AISDKMessage =
+export type AISDKMessage = (
   | { role: 'system'; content: string }
   | { role: 'user'; content: (AISDKTextPart | AISDKFilePart)[] }
   | { role: 'assistant'; content: (AISDKTextPart | AISDKToolCallPart | AISDKReasoningPromptPart)[] }
-  | { role: 'tool'; content: AISDKToolResultPart[] };
+  | { role: 'tool'; content: AISDKToolResultPart[] }
+) & { providerOptions?: Record<string, Record<string, any>> };
 
 /** A function tool offered to the model. */
 export interface AISDKFunctionTool {
@@ -59,6 +60,7 @@ export interface AISDKFunctionTool {
   name: string;
   description?: string;
   inputSchema: Record<string, unknown>;
+  providerOptions?: Record<string, Record<string, any>>;
 }
 
 /** The options of one `doGenerate` / `doStream` call, as `AsyncAISDKModel` sends them. */

@@ -54,6 +54,12 @@ export interface AISDKModelOptions extends GenParams, TimingOptions {
    * the tokens are estimated (`countTokens`), so budgets and costs do not read 0. @default true
    */
   streamUsage?: boolean | undefined;
+  /**
+   * Prompt caching for Anthropic models (`@ai-sdk/anthropic`, Claude on Bedrock or Vertex): the last tool, the
+   * system prompt and the newest message get Anthropic's `cacheControl`, as `AsyncClaudeAPI` marks them.
+   * Other providers cache by themselves and get nothing. `false` marks nothing. @default true
+   */
+  cache?: boolean | undefined;
 }
 
 /** Per-call params of {@link AsyncAISDKModel}. */
@@ -111,6 +117,7 @@ export class AsyncAISDKModel extends MeteredLLM {
   readonly #where: string;
   readonly #allowFilePaths: FilePathPolicy;
   readonly #streamUsage: boolean;
+  readonly #cache: boolean;
   #warnedUsage = false;
 
   constructor(options: AISDKModelOptions) {
@@ -147,6 +154,7 @@ export class AsyncAISDKModel extends MeteredLLM {
     this.#where = `${name} request to ${this.baseURL} (model ${this.model})`;
     this.#allowFilePaths = options.allowFilePaths ?? false;
     this.#streamUsage = options.streamUsage ?? true;
+    this.#cache = options.cache ?? true;
     if (this.#streamUsage) askForStreamUsage(this.languageModel);
   }
 
@@ -342,8 +350,28 @@ export class AsyncAISDKModel extends MeteredLLM {
       providerOptions = mergeProviderOptions(reasoningProviderOptions(model, reasoning), providerOptions);
     }
     if (providerOptions !== undefined) request.providerOptions = providerOptions;
+    if ((call.cache ?? this.#cache) && ANTHROPIC.test(model.provider)) markAnthropicCache(request);
     return request;
   }
+}
+
+/** Providers of Claude models (`anthropic.messages`, `bedrock-anthropic...`, `vertex.anthropic...`). */
+const ANTHROPIC = /anthropic/i;
+
+const CACHE_CONTROL = { anthropic: { cacheControl: { type: 'ephemeral' } } };
+
+/** Marks the stable prefix of a Claude request for Anthropic's prompt cache: last tool, system prompt, last message. */
+function markAnthropicCache(request: AISDKCallOptions): void {
+  const tools = request.tools;
+  if (tools !== undefined && tools.length > 0) {
+    tools[tools.length - 1] = { ...tools[tools.length - 1]!, providerOptions: CACHE_CONTROL };
+  }
+  const prompt = request.prompt;
+  let system = -1;
+  for (let index = 0; index < prompt.length && prompt[index]!.role === 'system'; index++) system = index;
+  if (system >= 0) prompt[system] = { ...prompt[system]!, providerOptions: CACHE_CONTROL };
+  const last = prompt.length - 1;
+  if (last > system) prompt[last] = { ...prompt[last]!, providerOptions: CACHE_CONTROL };
 }
 
 /**

@@ -63,7 +63,11 @@ describe('AsyncAISDKModel and reasoning', () => {
     const [first, second] = anthropic.requests.map((request) => request.body);
     expect(first.thinking).toEqual({ type: 'enabled', budget_tokens: 2048 });
     const assistant = second.messages.find((message: { role: string }) => message.role === 'assistant');
-    expect(assistant.content[0]).toEqual({ type: 'thinking', thinking, signature: fakeSignature('thinking', thinking) });
+    expect(assistant.content[0]).toEqual({
+      type: 'thinking',
+      thinking,
+      signature: fakeSignature('thinking', thinking),
+    });
   });
 
   it('streams reasoning deltas and keeps the signature the stream sends with them', async () => {
@@ -91,7 +95,11 @@ describe('AsyncAISDKModel and reasoning', () => {
     const assistant = anthropic.requests[1]!.body.messages.find(
       (message: { role: string }) => message.role === 'assistant',
     );
-    expect(assistant.content[0]).toEqual({ type: 'thinking', thinking, signature: fakeSignature('thinking', thinking) });
+    expect(assistant.content[0]).toEqual({
+      type: 'thinking',
+      thinking,
+      signature: fakeSignature('thinking', thinking),
+    });
   });
 
   it("gives another provider's reasoning to no one", async () => {
@@ -110,14 +118,21 @@ describe('AsyncAISDKModel and reasoning', () => {
       },
       { role: 'user', content: 'again' },
     ]);
-    expect(model.calls[0]!.prompt[1]).toEqual({ role: 'assistant', content: [{ type: 'text', text: 'hello' }] });
+    expect(model.calls[0]!.prompt[1]).toEqual({
+      role: 'assistant',
+      content: [{ type: 'text', text: 'hello' }],
+    });
   });
 });
 
 describe('AsyncAISDKModel streaming usage', () => {
   it('asks an @ai-sdk/openai-compatible model for usage when streaming, so budgets do not read 0', async () => {
-    openai = await startFakeOpenAI({ script: { content: 'counted', usage: { prompt_tokens: 9, completion_tokens: 2 } } });
-    const model = createOpenAICompatible({ name: 'fake', baseURL: openai.baseURL, apiKey: 'k' }).chatModel('m');
+    openai = await startFakeOpenAI({
+      script: { content: 'counted', usage: { prompt_tokens: 9, completion_tokens: 2 } },
+    });
+    const model = createOpenAICompatible({ name: 'fake', baseURL: openai.baseURL, apiKey: 'k' }).chatModel(
+      'm',
+    );
     const llm = new AsyncAISDKModel({ model, ...FAST });
     await collect(llm.streamChat([{ role: 'user', content: 'hi' }]));
     expect(openai.requests[0]!.body.stream_options).toEqual({ include_usage: true });
