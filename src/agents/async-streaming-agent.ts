@@ -26,6 +26,7 @@ import {
   chatSpan,
   compactFirst,
   endChatSpan,
+  reasoningChunk,
   registerPlainForward,
   requireLLM,
   STREAM_LEFT,
@@ -78,6 +79,7 @@ export class AsyncStreamingAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F,
     let content = '';
     let toolCalls: ToolCall[] | undefined;
     let reasoning: ReasoningInfo | undefined;
+    let formatted: unknown = null;
     const reader = streamReader(this);
     const span = chatSpan(this);
     let failure: unknown = STREAM_LEFT;
@@ -89,7 +91,13 @@ export class AsyncStreamingAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F,
           if (chunk.reasoning !== undefined || chunk.reasoningParts !== undefined) reasoning = chunk;
           break;
         }
-        yield buildChunk(this, content, chunk.delta, reader, chunk.reasoningDelta);
+        if (chunk.reasoningDelta !== undefined && chunk.delta === '') {
+          yield reasoningChunk(this, content, chunk.reasoningDelta, formatted);
+          continue;
+        }
+        const built = buildChunk(this, content, chunk.delta, reader, chunk.reasoningDelta);
+        formatted = built.formatted;
+        yield built;
       }
       failure = undefined;
     } catch (error) {

@@ -28,6 +28,7 @@ import {
   chatSpan,
   compactFirst,
   endChatSpan,
+  reasoningChunk,
   registerPlainForward,
   requireLLM,
   STREAM_LEFT,
@@ -82,6 +83,7 @@ export class StreamingAgent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook>
     let content = '';
     let toolCalls: ToolCall[] | undefined;
     let reasoning: ReasoningInfo | undefined;
+    let formatted: unknown = null;
     const reader = streamReader(this);
     const span = chatSpan(this);
     let failure: unknown = STREAM_LEFT;
@@ -93,7 +95,13 @@ export class StreamingAgent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook>
           if (chunk.reasoning !== undefined || chunk.reasoningParts !== undefined) reasoning = chunk;
           break;
         }
-        yield buildChunk(this, content, chunk.delta, reader, chunk.reasoningDelta);
+        if (chunk.reasoningDelta !== undefined && chunk.delta === '') {
+          yield reasoningChunk(this, content, chunk.reasoningDelta, formatted);
+          continue;
+        }
+        const built = buildChunk(this, content, chunk.delta, reader, chunk.reasoningDelta);
+        formatted = built.formatted;
+        yield built;
       }
       failure = undefined;
     } catch (error) {

@@ -6,7 +6,7 @@ import { AsyncBaseLLM, BaseLLM } from '../../llms/base-llm';
 import { toolCallsError } from '../../llms/tool-calls';
 import type { ModelReply } from '../../llms/types';
 import { Memory } from '../../memory/memory';
-import { AgentMessage } from '../../schema/agent-message';
+import { AgentMessage, messageOf } from '../../schema/agent-message';
 import type { ChatMessage, ToolCall } from '../../schema/chat-message';
 import { ConfigurationError, LagentError, ParseError } from '../../schema/errors';
 import type { ReasoningInfo } from '../../schema/reasoning';
@@ -289,7 +289,10 @@ export function buildReply(
   toolCalls?: ToolCall[] | undefined,
   reasoning?: ReasoningInfo | undefined,
 ): AgentMessage | string {
-  const thought = reasoning === undefined ? undefined : reasoningExtra(reasoning);
+  const thought =
+    reasoning === undefined || (reasoning.reasoning === undefined && reasoning.reasoningParts === undefined)
+      ? undefined
+      : reasoningExtra(reasoning);
   if (agent[EMITTER] !== undefined || observers.count > 0) {
     const event: AgentEvents['llmEnd'][0] = { agent, sessionId, response: raw, path: '' };
     if (thought?.reasoning !== undefined) event.reasoning = thought.reasoning;
@@ -335,6 +338,22 @@ function reasoningExtra(reasoning: ReasoningInfo): ReasoningInfo | undefined {
   if (hasText) extra.reasoning = text;
   if (hasParts) extra.reasoningParts = parts;
   return extra;
+}
+
+/**
+ * A chunk of the model's reasoning: the text so far unchanged (so `delta` is `''`), the `formatted` of the
+ * chunk before it, and the reasoning it adds.
+ */
+export function reasoningChunk(
+  agent: AgentBase,
+  content: string,
+  reasoningDelta: string,
+  formatted: unknown,
+): AgentMessage {
+  const chunk = messageOf(content, agent.name, formatted, null, null, null, AgentStatusCode.STREAM_ING);
+  chunk.delta = '';
+  chunk.reasoningDelta = reasoningDelta;
+  return chunk;
 }
 
 /** What reads a stream's partial `formatted` chunk by chunk (`JSONParser.streamParser()`). */
