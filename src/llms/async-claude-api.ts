@@ -256,11 +256,12 @@ export class AsyncClaudeAPI extends MeteredLLM {
     let rawUsage: Record<string, unknown> | undefined;
     const reasoning = new ReasoningStream();
     const thinking = new Map<number, ThinkingBlock>();
+    const toolBlocks = new Set<number>();
     yield* this.relayStream({
       stream,
       attempt,
       read: (event, assembler) => {
-        const { text, usage } = readEvent(event, assembler, reasoning, thinking);
+        const { text, usage } = readEvent(event, assembler, reasoning, thinking, toolBlocks);
         if (usage !== undefined) rawUsage = { ...rawUsage, ...usage };
         return text;
       },
@@ -399,8 +400,8 @@ function thinkingBudget(reasoning: ResolvedGenParams['reasoning']): number | und
 }
 
 /**
- * What one stream event adds: text (`text_delta`), tool-call pieces (fed to `assembler` in OpenAI's delta
- * shape, keyed by the block index), thinking (`thinking_delta` text to `reasoning`; each thinking block, with the
+ * What one stream event adds: text (`text_delta`), tool-call pieces of the caller's tools (fed to `assembler`
+ * in OpenAI's delta shape, keyed by the block index; `tools` holds those blocks), thinking (`thinking_delta` text to `reasoning`; each thinking block, with the
  * signature its `signature_delta` brings, kept as a part once it stops; a redacted block as it starts), and usage
  * (`message_start`, `message_delta`).
  */
@@ -409,6 +410,7 @@ function readEvent(
   assembler: ToolCallAssembler,
   reasoning: ReasoningStream,
   thinking: Map<number, ThinkingBlock>,
+  tools: Set<number>,
 ): { text: string; usage: Record<string, unknown> | undefined } {
   const data = event as Anthropic.Messages.RawMessageStreamEvent | null;
   let text = '';
@@ -423,6 +425,7 @@ function readEvent(
     case 'content_block_start': {
       const block = data.content_block;
       if (block?.type === 'tool_use') {
+        tools.add(data.index);
         const input = block.input as Record<string, unknown> | undefined;
         const initial = input !== undefined && input !== null && Object.keys(input).length > 0;
         assembler.push([
@@ -448,7 +451,10 @@ function readEvent(
       const delta = data.delta;
       if (delta?.type === 'text_delta') text = delta.text;
       else if (delta?.type === 'input_json_delta') {
-        assembler.push([{ index: data.index, function: { arguments: delta.partial_json } }]);
+        // Only the caller's tools: a server tool's input (web search, code execution) is not a call to run.
+        if (tools.has(data.index)) {
+          assembler.push([{ index: data.index, function: { arguments: delta.partial_json } }]);
+        }
       } else if (delta?.type === 'thinking_delta') {
         const block = thinking.get(data.index);
         if (block !== undefined) block.thinking += delta.thinking;

@@ -402,7 +402,14 @@ export class ToolCallAssembler {
         call = { id: '', name: '', arguments: '' };
         this.#calls.set(index, call);
       }
-      if (typeof delta.id === 'string' && delta.id.length > 0) call.id = delta.id;
+      if (typeof delta.id === 'string' && delta.id.length > 0) {
+        // Another id at the same index is another call (a stream a proxy restarted): it replaces the first.
+        if (call.id !== '' && call.id !== delta.id) {
+          call = { id: '', name: '', arguments: '' };
+          this.#calls.set(index, call);
+        }
+        call.id = delta.id;
+      }
       const name = delta.function?.name;
       // Servers send the name whole in the first delta; some repeat it, a few split it.
       if (typeof name === 'string' && name !== call.name) call.name += name;
