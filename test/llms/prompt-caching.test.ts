@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { AsyncAgent } from '../../src/agents/async-agent';
 import { AsyncFunctionCallingAgent } from '../../src/agents/prebuilt/function-calling-agent';
 import { AsyncClaudeAPI } from '../../src/llms/async-claude-api';
 import { AsyncGPTAPI } from '../../src/llms/async-gpt-api';
@@ -63,6 +64,19 @@ describe('Claude prompt caching', () => {
       cachedPromptTokens: read!.cachedPromptTokens,
       cacheWriteTokens: written!.cacheWriteTokens! + read!.cacheWriteTokens!,
     });
+  });
+
+  it("a budgeted call's usage reports the cached and cache-written tokens", async () => {
+    anthropic = await startFakeAnthropic({ script: 'Sure.' });
+    const llm = new AsyncClaudeAPI({ apiKey: 'k', baseURL: anthropic.url, ...FAST });
+    const agent = new AsyncAgent({ llm, template: SYSTEM });
+    const first = await agent.call('hi', { budget: { tokens: 100_000 } });
+    const second = await agent.call('and again', { budget: { tokens: 100_000 } });
+    const written = (first.extraInfo as { usage: Record<string, number> }).usage;
+    const read = (second.extraInfo as { usage: Record<string, number> }).usage;
+    expect(written.cacheWriteTokens).toBeGreaterThan(1024);
+    expect(read.cachedPromptTokens).toBeGreaterThanOrEqual(written.cacheWriteTokens!);
+    expect(read.promptTokens).toBeGreaterThan(read.cachedPromptTokens!);
   });
 
   it('cache: false (per client or per call) sends no marks', async () => {

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AsyncAgent } from '../../src/agents/async-agent';
 import { AsyncStreamingAgent } from '../../src/agents/async-streaming-agent';
@@ -9,13 +12,16 @@ import {
 import { AsyncClaudeAPI } from '../../src/llms/async-claude-api';
 import { AsyncGPTAPI } from '../../src/llms/async-gpt-api';
 import { AsyncOpenAIResponsesAPI } from '../../src/llms/async-openai-responses-api';
+import { AsyncCachedLLM } from '../../src/llms/cached-llm';
+import { AsyncRecordingLLM } from '../../src/llms/recording-llm';
+import { AsyncReplayLLM } from '../../src/llms/replay-llm';
 import type { StreamChunk } from '../../src/llms/types';
 import type { AgentMessage } from '../../src/schema/agent-message';
 import { MemoryStore } from '../../src/stores/memory-store';
 import { type FakeAnthropicServer, startFakeAnthropic } from '../../src/testing/fake-anthropic';
 import { fakeSignature } from '../../src/testing/fake-checks';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../src/testing/fake-openai';
-import { MockLLM } from '../../src/testing/mock-llm';
+import { AsyncMockLLM, MockLLM } from '../../src/testing/mock-llm';
 import { calculator } from '../helpers/tools';
 
 const FAST = { retry: 0, timeout: 5_000 };
@@ -425,5 +431,46 @@ describe('reasoning in durable calls', () => {
     expect(reply?.content).toBe('Three.');
     const assistant = llm.calls[0]!.messages.find((message) => message.role === 'assistant');
     expect(assistant).toMatchObject({ reasoning: 'I must add first.', toolCalls: [{ id: 'c1' }] });
+  });
+});
+
+describe('reasoning through the model wrappers', () => {
+  it('a recording replays the reasoning, whole and streamed, and a cache answers with it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lagent-reasoning-'));
+    try {
+      const file = join(dir, 'run.jsonl');
+      const model = new AsyncMockLLM({
+        responses: [
+          { reasoning: 'Because.', content: 'Yes.' },
+          { reasoning: 'Streamed thought.', content: 'No.' },
+        ],
+        chunkSize: 4,
+      });
+      const recorder = new AsyncRecordingLLM(model, { file });
+      expect(await recorder.generate([{ role: 'user', content: 'a' }])).toMatchObject({
+        reasoning: 'Because.',
+      });
+      const recorded = await collect(recorder.streamChat([{ role: 'user', content: 'b' }]));
+      await recorder.flush();
+      const replay = new AsyncReplayLLM({ file });
+      expect(await replay.generate([{ role: 'user', content: 'a' }])).toMatchObject({
+        content: 'Yes.',
+        reasoning: 'Because.',
+      });
+      const replayed = await collect(replay.streamChat([{ role: 'user', content: 'b' }]));
+      expect(replayed.map((chunk) => chunk.reasoningDelta ?? '')).toEqual(
+        recorded.map((chunk) => chunk.reasoningDelta ?? ''),
+      );
+      expect(replayed.at(-1)?.reasoning).toBe('Streamed thought.');
+
+      const cached = new AsyncCachedLLM(
+        new AsyncMockLLM({ responses: [{ reasoning: 'Once.', content: 'Cached.' }] }),
+      );
+      await cached.generate([{ role: 'user', content: 'c' }]);
+      expect(await cached.generate([{ role: 'user', content: 'c' }])).toMatchObject({ reasoning: 'Once.' });
+      expect(cached.stats).toEqual({ hits: 1, misses: 1 });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

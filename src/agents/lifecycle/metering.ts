@@ -70,6 +70,7 @@ export function beginModelCall(
     }
     const usd = price === undefined ? undefined : costOf(price, usage.promptTokens, usage.completionTokens);
     meter.endModel(usage.promptTokens, usage.completionTokens, usd, name ?? 'unnamed model');
+    if (usage.cachedPromptTokens || usage.cacheWriteTokens || usage.reasoningTokens) meter.addDetails(usage);
     return answer;
   };
   return {
