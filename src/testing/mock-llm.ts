@@ -137,7 +137,7 @@ class Script {
       (scripted.reasoning !== undefined && typeof scripted.reasoning !== 'string')
     ) {
       throw new MockScriptError({
-        message: `${owner} response #${index + 1} is not a string nor a { content, toolCalls, reasoning } reply (got ${typeof reply})`,
+        message: `${owner} response #${index + 1} is not a string nor a { content, toolCalls } reply (got ${typeof reply})`,
       });
     }
     const toolCalls = (scripted.toolCalls ?? []).map((scriptedCall): ToolCall => {
