@@ -175,7 +175,16 @@ export interface AgentEvents {
   llmStart: [
     event: { agent: AgentBase; sessionId: SessionId; messages: readonly ChatMessage[]; path: string },
   ];
-  llmEnd: [event: { agent: AgentBase; sessionId: SessionId; response: string; path: string }];
+  llmEnd: [
+    event: {
+      agent: AgentBase;
+      sessionId: SessionId;
+      response: string;
+      path: string;
+      /** What the model reasoned before answering, when it reported it. */
+      reasoning?: string | undefined;
+    },
+  ];
   error: [event: { agent: AgentBase; sessionId: SessionId; error: unknown; path: string }];
   /** A function-calling agent is about to run the tool calls its model asked for. */
   toolStart: [

@@ -17,6 +17,16 @@ export interface ChatOptions {
   output?: NodeJS.WritableStream | undefined;
   /** Where errors and `[stopped]` go. @default process.stderr */
   errorOutput?: NodeJS.WritableStream | undefined;
+  /**
+   * Show what a reasoning model thinks before its answer, dimmed (`--reasoning`): streamed as it comes, or the
+   * reply's `extraInfo.reasoning` when the agent does not stream. @default false
+   */
+  showReasoning?: boolean | undefined;
+}
+
+/** Dim text (SGR 2) for a terminal; plain text elsewhere. */
+function dim(text: string, terminal: boolean): string {
+  return terminal ? `\x1b[2m${text}\x1b[22m` : text;
 }
 
 export const CHAT_HELP = `Commands:
@@ -108,9 +118,30 @@ export async function runChat(agent: AgentLike, options: ChatOptions = {}): Prom
     const controller = new AbortController();
     current = controller;
     let printed = '';
+    let reasoning = '';
+    let thought = '';
+    let thinking = false;
+    const colour = (output as { isTTY?: boolean }).isTTY === true;
+    // Cleaned as a whole, as the reply is: an escape sequence split across chunks is still removed.
+    const think = (text: string) => {
+      reasoning += text;
+      const clean = terminalText(reasoning);
+      if (clean.length > thought.length) output.write(dim(clean.slice(thought.length), colour));
+      thought = clean;
+      thinking = true;
+    };
     const show = (message: AgentMessage) => {
+      if (options.showReasoning) {
+        if (message.reasoningDelta) return think(message.reasoningDelta);
+        const whole = (message.extraInfo as { reasoning?: unknown } | null)?.reasoning;
+        if (reasoning === '' && typeof whole === 'string' && whole !== '') think(whole);
+      }
       const content = render(message.content);
       if (content === printed) return;
+      if (thinking) {
+        output.write('\n');
+        thinking = false;
+      }
       output.write(content.startsWith(printed) ? content.slice(printed.length) : `\n${content}`);
       printed = content;
     };

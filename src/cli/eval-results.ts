@@ -13,6 +13,12 @@ export interface EvalUsage {
   toolCalls?: number | undefined;
   /** Cost in US dollars, when known. */
   usd?: number | undefined;
+  /** Prompt tokens read from the provider's prompt cache (part of `promptTokens`), when reported. */
+  cachedPromptTokens?: number | undefined;
+  /** Prompt tokens written to the prompt cache, when reported. */
+  cacheWriteTokens?: number | undefined;
+  /** Completion tokens spent reasoning (part of `completionTokens`), when reported. */
+  reasoningTokens?: number | undefined;
 }
 
 /** Why an item has no score: its line (`input`), the agent's call (`agent`) or the scorer (`scorer`). */

@@ -11,7 +11,15 @@ export interface EvalSummary {
   /** The sum of the scores over `items`: an item with an error counts 0. */
   accuracy: number;
   /** Token counts summed over the items that reported usage; null when none did. */
-  tokens: { prompt: number; completion: number; total: number } | null;
+  tokens: {
+    prompt: number;
+    completion: number;
+    total: number;
+    /** Prompt tokens read from prompt caches, when any item reported some. */
+    cached?: number | undefined;
+    /** Completion tokens spent reasoning, when any item reported some. */
+    reasoning?: number | undefined;
+  } | null;
   /** Cost in US dollars; null unless every item that reported usage gave its cost. */
   usd: number | null;
   /** Percentiles (nearest rank) of the agent's calls; null when none ran. */
@@ -54,6 +62,10 @@ export function summarize(
       tokens.prompt += result.usage.promptTokens;
       tokens.completion += result.usage.completionTokens;
       tokens.total += result.usage.totalTokens;
+      if (result.usage.cachedPromptTokens)
+        tokens.cached = (tokens.cached ?? 0) + result.usage.cachedPromptTokens;
+      if (result.usage.reasoningTokens)
+        tokens.reasoning = (tokens.reasoning ?? 0) + result.usage.reasoningTokens;
       usd = typeof result.usage.usd === 'number' && usd !== null ? usd + result.usage.usd : null;
     }
   }
@@ -82,6 +94,9 @@ export function summaryTable(summary: EvalSummary): string {
     ['tokens prompt', tokens ? String(tokens.prompt) : '-'],
     ['tokens completion', tokens ? String(tokens.completion) : '-'],
     ['tokens total', tokens ? String(tokens.total) : '-'],
+    // Shown when a provider reported them.
+    ...(tokens?.cached ? [['tokens cached prompt', String(tokens.cached)] as [string, string]] : []),
+    ...(tokens?.reasoning ? [['tokens reasoning', String(tokens.reasoning)] as [string, string]] : []),
     ['cost USD', summary.usd === null ? '-' : summary.usd.toFixed(4)],
     ['latency p50 ms', summary.latencyMs ? String(Math.round(summary.latencyMs.p50)) : '-'],
     ['latency p95 ms', summary.latencyMs ? String(Math.round(summary.latencyMs.p95)) : '-'],

@@ -63,7 +63,14 @@ function replyUsage(reply: AgentMessage): EvalUsage | undefined {
     completionTokens: finite(usage.completionTokens) ?? 0,
     totalTokens,
   };
-  for (const name of ['modelCalls', 'toolCalls', 'usd'] as const) {
+  for (const name of [
+    'modelCalls',
+    'toolCalls',
+    'usd',
+    'cachedPromptTokens',
+    'cacheWriteTokens',
+    'reasoningTokens',
+  ] as const) {
     const value = finite(usage[name]);
     if (value !== undefined) result[name] = value;
   }
@@ -71,7 +78,27 @@ function replyUsage(reply: AgentMessage): EvalUsage | undefined {
 }
 
 function sessionUsage(models: unknown[], sessionId: string): TokenUsage {
-  return sumUsage(models, (usage) => usage.getUsage(sessionId));
+  const sum = sumUsage(models, (usage) => usage.getUsage(sessionId));
+  // The cache and reasoning details, where the models report them.
+  for (const model of models) {
+    const usage = (model as { getUsage?(id: string): TokenUsage } | null)?.getUsage?.(sessionId);
+    for (const name of ['cachedPromptTokens', 'cacheWriteTokens', 'reasoningTokens'] as const) {
+      const value = usage?.[name];
+      if (value) sum[name] = (sum[name] ?? 0) + value;
+    }
+  }
+  return sum;
+}
+
+/** Usage added between two readings, its cache and reasoning details included. */
+function usageAdded(before: TokenUsage, after: TokenUsage): TokenUsage | undefined {
+  const delta = usageDelta(before, after);
+  if (delta === undefined) return undefined;
+  for (const name of ['cachedPromptTokens', 'cacheWriteTokens', 'reasoningTokens'] as const) {
+    const added = (after[name] ?? 0) - (before[name] ?? 0);
+    if (added > 0) delta[name] = added;
+  }
+  return delta;
 }
 
 function write(stream: WriteStream, id: string | undefined, result: EvalResult): void {
@@ -203,7 +230,7 @@ export async function runEval(agent: AgentLike, options: EvalOptions): Promise<E
     try {
       const reply = await runAgent(agent, item.message, { sessionId, signal });
       const latencyMs = Math.round(performance.now() - started);
-      const usage = replyUsage(reply) ?? usageDelta(before, sessionUsage(models, sessionId)) ?? null;
+      const usage = replyUsage(reply) ?? usageAdded(before, sessionUsage(models, sessionId)) ?? null;
       const content = typeof reply.content === 'string' ? reply.content : JSON.stringify(reply.content);
       return scored(scorer, { ...base, reply: content, latencyMs, usage }, item);
     } catch (error) {

@@ -254,10 +254,14 @@ export function createProgram(): Command {
     ),
   )
     .option('--session <id>', 'the session id of the conversation', '0')
+    .option('--reasoning', "show a reasoning model's thinking, dimmed, before its answer")
     .action(async (_options, command: Command) => {
       const { runChat } = await import('./chat');
-      const session = sessionId(command.opts<{ session: string }>().session);
-      await withAgent(command, 'chat', true, (loaded) => runChat(loaded.agent, { sessionId: session }));
+      const flags = command.opts<{ session: string; reasoning?: boolean }>();
+      const session = sessionId(flags.session);
+      await withAgent(command, 'chat', true, (loaded) =>
+        runChat(loaded.agent, { sessionId: session, showReasoning: flags.reasoning === true }),
+      );
     });
 
   withCallerOptions(

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AsyncAgent } from '../../src/agents/async-agent';
 import { AsyncStreamingAgent } from '../../src/agents/index';
 import type { AgentLike } from '../../src/cli/agent-like';
 import { runChat } from '../../src/cli/chat';
@@ -213,7 +214,7 @@ describe.skipIf(!hasTmux)('lagent batch in a terminal', () => {
 
 describe('lagent chat and what it prints (in process)', () => {
   /** Runs the REPL on piped streams: types `lines`, then Ctrl-D; gives what it printed. */
-  async function chat(agent: AgentLike, lines: string[]) {
+  async function chat(agent: AgentLike, lines: string[], showReasoning = false) {
     const input = new PassThrough();
     const output = new PassThrough();
     const errors = new PassThrough();
@@ -225,7 +226,7 @@ describe('lagent chat and what it prints (in process)', () => {
     errors.on('data', (chunk) => {
       err += chunk;
     });
-    const done = runChat(agent, { input, output, errorOutput: errors });
+    const done = runChat(agent, { input, output, errorOutput: errors, showReasoning });
     for (const line of lines) input.write(`${line}\n`);
     input.end();
     let timer: NodeJS.Timeout | undefined;
@@ -239,6 +240,20 @@ describe('lagent chat and what it prints (in process)', () => {
     }
     return { out, err };
   }
+
+  it("shows a reasoning model's thinking before the answer with --reasoning, and not without", async () => {
+    const script = () => [{ reasoning: 'Hmm, \x1b[31mthink.', content: 'Answer.' }];
+    const streaming = new AsyncStreamingAgent({
+      llm: new AsyncMockLLM({ responses: script(), chunkSize: 4 }),
+    });
+    expect((await chat(streaming, ['q'], true)).out).toContain('Hmm, think.\nAnswer.\n');
+    const plain = new AsyncAgent({ llm: new AsyncMockLLM({ responses: script() }) });
+    expect((await chat(plain, ['q'], true)).out).toContain('Hmm, think.\nAnswer.\n');
+    const quiet = new AsyncStreamingAgent({ llm: new AsyncMockLLM({ responses: script() }) });
+    const { out } = await chat(quiet, ['q']);
+    expect(out).toContain('Answer.');
+    expect(out).not.toContain('think');
+  });
 
   it('prints a reply without its escape sequences and control characters, even cut across chunks', async () => {
     const reply =

@@ -5,6 +5,7 @@ import { deepClone } from '../../utils/clone';
 import { isPlainObject } from '../../utils/is';
 import { toText } from '../../utils/text';
 import { contentToText } from './content';
+import { withReasoning } from './reasoning';
 
 /** The content of the `tool` message that stands in for a call that got no result. */
 export const NOT_RUN_TEXT = 'This tool call was not run, so it has no result.';
@@ -74,7 +75,7 @@ export class ToolTurns {
   }
 
   /** The agent's own tool-call message: an assistant message with the calls (one per id). */
-  addCalls(content: unknown, calls: readonly ToolCall[]): void {
+  addCalls(content: unknown, calls: readonly ToolCall[], extraInfo: unknown = null): void {
     this.close();
     const toolCalls: ToolCall[] = [];
     for (const call of calls) {
@@ -82,7 +83,10 @@ export class ToolTurns {
       toolCalls.push({ id: call.id, name: call.name, arguments: chatArguments(call.arguments) });
     }
     const text = contentToText(content);
-    this.#out.push({ role: 'assistant', content: text === '' ? null : text, toolCalls });
+    const turn: ChatMessage = { role: 'assistant', content: text === '' ? null : text, toolCalls };
+    // The reasoning that led to the calls: a provider may need it back (Claude's signed thinking blocks).
+    if (extraInfo !== null) withReasoning(turn, extraInfo);
+    this.#out.push(turn);
     this.#calls = toolCalls;
     this.#answeredMask = 0;
     this.#answeredBeyond = null;
