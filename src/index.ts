@@ -149,6 +149,7 @@ export {
   StreamingSequential,
 } from './agents/index';
 export type { MemoryStoreOptions } from './agents/lifecycle/persist';
+export { pendingInterrupts } from './agents/pending-interrupts';
 export type { Budget, CallUsage } from './core/budget';
 export type { InternLMActionProcessorOptions } from './hooks/action-preprocessor';
 export { ActionPreprocessor, actionReturnText, InternLMActionProcessor } from './hooks/action-preprocessor';
