@@ -235,7 +235,7 @@ export function createProgram(): Command {
       program
         .command('chat')
         .description(
-          'a streaming REPL with the agent (/reset, /save FILE, /load FILE, /exit; Ctrl-C stops a reply)',
+          'a streaming REPL with the agent (/approve, /decline, /pending, /reset, /save FILE, /load FILE, /exit; Ctrl-C stops a reply)',
         ),
     ),
   )
