@@ -381,18 +381,20 @@ export class Turn {
    */
   close(): void {
     const { parent, frame, finished, span } = this;
+    // A stream its caller stopped reading (a closed connection, a Stop) ends the call too: listeners hear it.
+    if (!finished && this.failure === undefined) this.fail(new Error(ABANDONED));
     if (parent !== undefined || frame !== undefined || !finished) {
       settle(parent, frame, finished, this.memory, this.inputs, this.result);
     }
     this.agent[LANES].release(this.sessionKey);
     if (span) {
-      endSpan(
-        span,
-        finished ? undefined : (this.failure ?? new Error('the call was abandoned before it finished')),
-      );
+      endSpan(span, finished ? undefined : this.failure);
     }
   }
 }
+
+/** Why a call whose stream was left before its end did not finish. */
+const ABANDONED = 'the call was abandoned before it finished (its stream was closed)';
 
 // Every turn is dropped when its call ends, so between bursts none is left: see keepShape.
 keepShape(new Turn(Object.create(null) as AgentBase, undefined));
