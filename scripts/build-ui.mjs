@@ -2,8 +2,8 @@
 // bundled in), one stylesheet and the HTML, so the page needs no network when it is served. Run after tsup, which
 // empties dist/.
 import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
-import { gzipSync } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
 
 const page = fileURLToPath(new URL('../src/ui/page/', import.meta.url));
