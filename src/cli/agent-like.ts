@@ -45,6 +45,8 @@ export interface RunOptions {
   signal?: AbortSignal | undefined;
   /** Told about every streamed message, the final one included (streaming agents only). */
   onChunk?: ((chunk: AgentMessage) => void) | undefined;
+  /** The call's budget (`{}` limits nothing and has the reply say what the call spent). */
+  budget?: Record<string, number | undefined> | undefined;
 }
 
 /**
