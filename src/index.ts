@@ -150,6 +150,8 @@ export {
 } from './agents/index';
 export type { MemoryStoreOptions } from './agents/lifecycle/persist';
 export { pendingInterrupts } from './agents/pending-interrupts';
+export type { SyncBridgeCallOptions, SyncBridgeOptions, SyncBridgeTarget } from './bridge/sync-bridge';
+export { SyncBridge } from './bridge/sync-bridge';
 export type { Budget, CallUsage } from './core/budget';
 export type { InternLMActionProcessorOptions } from './hooks/action-preprocessor';
 export { ActionPreprocessor, actionReturnText, InternLMActionProcessor } from './hooks/action-preprocessor';
@@ -202,6 +204,7 @@ export type {
   RecordingOptions,
   ReplayOptions,
   ResolvedGenParams,
+  RetryNotice,
   StreamChunk,
   TokenUsage,
   ToolChoice,
@@ -343,5 +346,3 @@ export type {
   SyncSessionStore,
 } from './stores/types';
 export { applyTurn } from './stores/types';
-export type { SyncBridgeCallOptions, SyncBridgeOptions, SyncBridgeTarget } from './utils/sync-bridge';
-export { SyncBridge } from './utils/sync-bridge';

@@ -1,7 +1,7 @@
 import type { Meter } from '../core/budget';
 import { type CallFrame, currentFrame, type DurableScope } from '../core/call-context';
 import { toolStep } from '../core/durable-steps';
-import { type GuardSpec, runCheck, toolCallMessage } from '../core/guards';
+import { CheckContext, type GuardSpec, runCheck, toolCallMessage } from '../core/guards';
 import { PromiseInSyncCall, type Steps } from '../core/steps';
 import { activeTracer, endSpan, startToolSpan } from '../core/tracing';
 import { ActionReturn } from '../schema/action-return';
@@ -182,9 +182,13 @@ function* guardedActionSteps(
   const owner = (frame.owner as { name?: unknown }).name;
   const name = typeof owner === 'string' ? owner : action.name;
   const message = toolCallMessage(name, toolCall);
-  const context = { name, sessionId: frame.sessionKey, on: 'tool', toolCall };
+  const signal = settings.signal ?? frame.signal;
   for (const guard of guards) {
-    const verdict = runCheck(guard, message, context);
+    const verdict = runCheck(
+      guard,
+      message,
+      new CheckContext(name, frame.sessionKey, 'tool', signal, toolCall),
+    );
     if (verdict !== undefined) yield verdict;
   }
   return yield* journaledActionSteps(scope, action, parameters, apiName, settings, meter);

@@ -78,13 +78,16 @@ export interface AgentOptions<L, F = unknown, H extends Hook = Hook> {
 /**
  * Options of `call()`: the session, generation overrides, and anything else for `llm.chat` and sub-calls.
  * `budget` limits what the call, with every call made inside it, may spend (its reply's `extraInfo.usage`
- * says what it spent); `callId` and `durable` are those of durable calls.
+ * says what it spent); `callId` and `durable` are those of durable calls. `askBeforeTools` makes the call
+ * stop before every tool call it would run, with an interrupt of kind `'check'` (what a remote client asks
+ * of the agent it calls when its own caller has tool guardrails); resumed with approval, the call runs it.
  */
 export type CallOptions = {
   sessionId?: SessionId | undefined;
   budget?: Budget | undefined;
   callId?: string | undefined;
   durable?: DurableOptions | undefined;
+  askBeforeTools?: boolean | undefined;
 } & GenParams &
   Record<string, unknown>;
 /** What `forward()` receives: the call options with the session always set. */

@@ -90,6 +90,7 @@ export function throwIfInterrupted<R extends AgentMessage>(place: RemotePlace | 
       agent: place.owner,
       toolCall: interrupt.toolCall,
       path: interrupt.path === '' ? place.key : `${place.key}.${interrupt.path}`,
+      kind: interrupt.kind,
     })),
   );
 }

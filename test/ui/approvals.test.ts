@@ -78,8 +78,9 @@ describe('lagent ui approvals', () => {
     await send(page, 'delete in two tabs');
     await card(page).waitFor();
     const id = await card(page).getAttribute('data-id');
+    // Another tab opened at the printed address (each tab keeps the secret of its own address).
     const second = track(await context.newPage());
-    await second.goto(`${ui.base}/`);
+    await second.goto(ui.pageUrl);
     await card(second).waitFor();
     expect(await card(second).getAttribute('data-id')).toBe(id);
 

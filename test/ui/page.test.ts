@@ -142,7 +142,13 @@ describe('lagent ui chat page', () => {
     );
     const session = await page.getByTestId('session').inputValue();
     const memory = async () =>
-      JSON.stringify(await (await page.request.get(`${ui.base}/memory/${session}`)).json());
+      JSON.stringify(
+        await (
+          await page.request.get(`${ui.base}/memory/${session}`, {
+            headers: { authorization: `Bearer ${TOKEN}` },
+          })
+        ).json(),
+      );
     await expect.poll(memory).not.toContain('be slow');
     expect(await page.locator('[data-testid=messages]').textContent()).not.toContain('THE-END');
     await failed.getByTestId('dismiss').click();

@@ -2,11 +2,18 @@ import type { ExecutorBase } from '../../actions/executor-base';
 import { answeredCall } from '../../actions/tool-call-steps';
 import { executorGate, type GatePlan } from '../../core/approval-gate';
 import { currentFrame, decisionIn, rootFrame } from '../../core/call-context';
+import { type CallerChecks, callerChecksIn } from '../../core/guards';
 import type { Steps } from '../../core/steps';
 import { ActionReturn } from '../../schema/action-return';
 import { AgentMessage } from '../../schema/agent-message';
 import type { ToolCall } from '../../schema/chat-message';
-import { type Decision, InterruptSignal, interruptId, SUPERSEDED_REASON } from '../../schema/interrupts';
+import {
+  checkInterruptId,
+  type Decision,
+  InterruptSignal,
+  interruptId,
+  SUPERSEDED_REASON,
+} from '../../schema/interrupts';
 import type { SessionId } from '../../schema/session';
 import { ActionStatusCode } from '../../schema/status';
 import { toolCallsOf } from '../../schema/tool-calls';
@@ -82,7 +89,8 @@ export function* planRound(
     needs ??= new Array<boolean>(calls.length).fill(false);
     needs[i] = true;
   }
-  if (needs === undefined) return RUN_AS_IS;
+  const checks = callerChecksIn(frame?.toolGuards);
+  if (needs === undefined && checks === undefined) return RUN_AS_IS;
   const path = pathOf(owner, frame);
   const answers = new Array<ActionReturn | undefined>(calls.length).fill(undefined);
   const ran: ToolCall[] = calls.slice();
@@ -93,14 +101,16 @@ export function* planRound(
       answers[i] = declined(call, SUPERSEDED_REASON);
       continue;
     }
-    if (!needs[i]) continue;
-    const decision = decisionIn(frame, interruptId(path, call)) as Decision | undefined;
+    if (!needs?.[i]) continue;
+    const decision = (decisionIn(frame, interruptId(path, call)) ??
+      (checks === undefined ? undefined : checkedApproval(frame, path, call))) as Decision | undefined;
     if (decision === undefined) waiting.push(call);
     else if (!decision.approve) answers[i] = declined(call, decision.reason);
     else if (decision.arguments !== undefined)
       ran[i] = { id: call.id, name: call.name, arguments: decision.arguments };
   }
   if (waiting.length > 0) throw new InterruptSignal(waiting.map((toolCall) => ({ agent: owner, toolCall })));
+  if (checks !== undefined) askCallerChecks(checks, owner, frame, path, ran, answers);
   const toRun = ran.filter((_, i) => answers[i] === undefined);
   const message =
     toRun.length === 0
@@ -118,6 +128,51 @@ executorGate.run = (executor, message, sessionId) =>
     sessionId as SessionId,
     false,
   ) as Steps<GatePlan>;
+
+/**
+ * The caller checks every tool call (`askBeforeTools`): once every person's decision is in, each call that
+ * would run needs the caller's approval too (asked with the arguments it would run with). Throws the
+ * `InterruptSignal` of kind `'check'` while one is missing; a call the caller declined is answered as such.
+ */
+function askCallerChecks(
+  checks: CallerChecks,
+  owner: AgentBase,
+  frame: ReturnType<typeof currentFrame>,
+  path: string,
+  ran: ToolCall[],
+  answers: (ActionReturn | undefined)[],
+): void {
+  const waiting: ToolCall[] = [];
+  const approved: ToolCall[] = [];
+  for (let i = 0; i < ran.length; i++) {
+    if (answers[i] !== undefined) continue;
+    const call = ran[i]!;
+    const decision = decisionIn(frame, checkInterruptId(path, call)) as Decision | undefined;
+    if (decision === undefined) waiting.push(call);
+    else if (!decision.approve) answers[i] = declined(call, decision.reason);
+    else approved.push(call);
+  }
+  if (waiting.length > 0) {
+    throw new InterruptSignal(
+      waiting.map((toolCall) => ({ agent: owner, toolCall, kind: 'check' as const })),
+    );
+  }
+  for (const call of approved) checks.approve(call.name, call.arguments);
+}
+
+/**
+ * The caller's approval of its check of a call that needs a person's approval: the check came after that
+ * approval and saw the arguments it approved, so it stands for it (a call that is not durable keeps no
+ * decisions between resumes, and the caller resumes the check alone).
+ */
+function checkedApproval(
+  frame: ReturnType<typeof currentFrame>,
+  path: string,
+  call: ToolCall,
+): Decision | undefined {
+  const checked = decisionIn(frame, checkInterruptId(path, call)) as Decision | undefined;
+  return checked?.approve === true ? checked : undefined;
+}
 
 /** The executor's reply to the calls that ran, with the known answers put back in their places. */
 export function mergeRound(

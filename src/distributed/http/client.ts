@@ -1,11 +1,18 @@
 import type { LagentStateDict } from '../../agents/state-dict';
+import { locateBridge } from '../../bridge/location';
+import { sameThreadServerHint } from '../../bridge/same-thread';
+import { SyncBridge } from '../../bridge/sync-bridge';
 import { AgentMessage, type LagentMessageJSON, type MessageInput } from '../../schema/agent-message';
 import { ConfigurationError, LagentError, TimeoutError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
-import { SyncBridge } from '../../utils/sync-bridge';
-import { locateBridge } from '../../utils/sync-bridge-location';
-import { sameThreadServerHint } from '../../utils/sync-bridge-same-thread';
-import { chargeRemote, remoteRefusal, withRemoteBudget } from '../remote-budget';
+import { beginRemote, remoteRefusal } from '../remote-budget';
+import {
+  approveChecks,
+  checkRemoteCalls,
+  checksAsked,
+  toolGuardsHere,
+  withToolChecks,
+} from '../remote-guards';
 import { remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
 import {
   AsyncHTTPAgentClient,
@@ -110,16 +117,60 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
     options.signal?.throwIfAborted();
     const place = remotePlace(this, this.name);
     const sent = remoteInput(place, input);
-    const json = this.#run(() =>
-      this.#bridge.call<LagentMessageJSON>(
-        'call',
-        [wire(sent), bridgeOptions(withRemoteBudget(options))],
-        this.#callTimeout(options),
-      ),
+    const guards = toolGuardsHere();
+    const approved = new Set<string>();
+    let next: unknown = sent;
+    for (;;) {
+      // Each request of the call holds what it is sent of the local budget, and is charged what it spent.
+      const spend = beginRemote(options, `${this.url}/chat_completion`);
+      let reply: AgentMessage<C, F>;
+      try {
+        const json = this.#run(() =>
+          this.#bridge.call<LagentMessageJSON>(
+            'call',
+            [wire(next as MessageInput), bridgeOptions(withToolChecks(spend.options, guards))],
+            this.#callTimeout(options),
+          ),
+        );
+        reply = AgentMessage.from(json) as AgentMessage<C, F>;
+      } catch (error) {
+        spend.fail();
+        throw error;
+      }
+      spend.settle(reply);
+      const asks = guards === undefined ? [] : checksAsked(reply, this.url);
+      if (asks.length === 0) return throwIfInterrupted(place, reply);
+      next = this.#checked(asks, approved, options);
+    }
+  }
+
+  /**
+   * The remote call stopped before tool calls: the local tool guardrails check them (they must answer at
+   * once: this thread cannot wait), and the message that resumes it approving them.
+   */
+  #checked(
+    asks: ReturnType<typeof checksAsked>,
+    approved: Set<string>,
+    options: RemoteCallOptions,
+  ): AgentMessage {
+    const pending = checkRemoteCalls(
+      toolGuardsHere()!,
+      asks,
+      this.name,
+      options.sessionId ?? 0,
+      options.signal,
     );
-    const reply = AgentMessage.from(json) as AgentMessage<C, F>;
-    chargeRemote(reply, options);
-    return throwIfInterrupted(place, reply);
+    if (pending !== undefined) {
+      pending.catch(() => {});
+      throw new ConfigurationError({
+        message: `${this.name}: a tool guardrail's check returned a promise, which a synchronous client cannot wait for; use checks that answer at once, or AsyncHTTPAgentClient`,
+      });
+    }
+    return approveChecks(
+      asks,
+      approved,
+      (message) => new HTTPAgentError({ message: `${this.url}: ${message}`, url: this.url }),
+    );
   }
 
   /** Streams the remote reply: chunks, then the final message (also the return value); each step blocks. */
@@ -130,33 +181,60 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
     options.signal?.throwIfAborted();
     const place = remotePlace(this, this.name);
     const sent = remoteInput(place, input);
+    const guards = toolGuardsHere();
+    const approved = new Set<string>();
+    let next: unknown = sent;
+    for (;;) {
+      const final = yield* this.#streamOnce(next, options, guards);
+      const asks = guards === undefined ? [] : checksAsked(final, this.url);
+      if (asks.length === 0) return throwIfInterrupted(place, final as AgentMessage<C, F>);
+      next = this.#checked(asks, approved, options);
+    }
+  }
+
+  /**
+   * One streamed request: yields its messages and returns the final one. With tool guardrails in force each
+   * message is held until the next comes, so a final check interrupt is answered rather than yielded.
+   */
+  *#streamOnce(
+    sent: unknown,
+    options: RemoteCallOptions,
+    guards: ReturnType<typeof toolGuardsHere>,
+  ): Generator<AgentMessage<C, F>, AgentMessage, undefined> {
     let final: AgentMessage | undefined;
     let previous = '';
     // Each step waits for one event: up to the timeout for the first, the idle timeout for the others.
     const idle = options.idleTimeout ?? this.#idleTimeout;
     const wait = Math.max(options.timeout ?? this.#bridge.timeout - BRIDGE_MARGIN_MS, idle ?? 0);
-    const steps = this.#bridge.iterate<LagentMessageJSON>(
-      'stream',
-      [wire(sent), bridgeOptions(withRemoteBudget(options))],
-      this.#callTimeout({ timeout: wait }),
-    );
-    for (;;) {
-      const step = this.#run(() => steps.next());
-      if (step.done) break;
-      const message = AgentMessage.from(step.value);
-      if (typeof message.content === 'string') {
-        message.delta = message.content.startsWith(previous)
-          ? message.content.slice(previous.length)
-          : message.content;
-        previous = message.content;
+    const spend = beginRemote(options, `${this.url}/chat_completion/stream`);
+    try {
+      const steps = this.#bridge.iterate<LagentMessageJSON>(
+        'stream',
+        [wire(sent as MessageInput), bridgeOptions(withToolChecks(spend.options, guards))],
+        this.#callTimeout({ timeout: wait }),
+      );
+      for (;;) {
+        const step = this.#run(() => steps.next());
+        if (step.done) break;
+        const message = AgentMessage.from(step.value);
+        if (typeof message.content === 'string') {
+          message.delta = message.content.startsWith(previous)
+            ? message.content.slice(previous.length)
+            : message.content;
+          previous = message.content;
+        }
+        if (guards !== undefined && final !== undefined) yield final as AgentMessage<C, F>;
+        final = message;
+        if (guards === undefined) yield message as AgentMessage<C, F>;
       }
-      final = message;
-      yield message as AgentMessage<C, F>;
+      if (final === undefined)
+        throw new HTTPAgentError({ message: `${this.url} streamed nothing`, url: this.url });
+      spend.settle(final);
+    } finally {
+      spend.fail(); // a stream that failed or was left: charged all it was allowed (a no-op once settled)
     }
-    if (final === undefined)
-      throw new HTTPAgentError({ message: `${this.url} streamed nothing`, url: this.url });
-    chargeRemote(final, options);
-    return throwIfInterrupted(place, final as AgentMessage<C, F>);
+    if (guards !== undefined && checksAsked(final, this.url).length === 0) yield final as AgentMessage<C, F>;
+    return final;
   }
 
   /** The remote agent's state dict for a session, in Lagent's snake_case shape. */

@@ -11,7 +11,14 @@ import { AgentMessage, type LagentMessageJSON, type MessageInput } from '../../s
 import { ConfigurationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { isPlainObject } from '../../utils/is';
-import { chargeRemote, withRemoteBudget } from '../remote-budget';
+import { beginRemote } from '../remote-budget';
+import {
+  approveChecks,
+  checkRemoteCalls,
+  checksAsked,
+  toolGuardsHere,
+  withToolChecks,
+} from '../remote-guards';
 import { remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
 import {
   closeBullMQ,
@@ -149,13 +156,8 @@ export class AsyncQueueAgent {
     checkTimeout(timeoutMs);
     const sessionId: SessionId = options.sessionId ?? 0;
     const place = remotePlace(this, this.name);
-    const data: CallJobData = {
-      message: toMessages(remoteInput(place, input)).map(
-        (message) => message.toJSON({ format: 'lagent' }) as LagentMessageJSON,
-      ),
-      session_id: sessionId,
-      kwargs: jobKwargs(withRemoteBudget(options)),
-    };
+    const sent = remoteInput(place, input);
+    const guards = toolGuardsHere();
     const deadline = timeoutMs === undefined ? undefined : new Deadline(own, timeoutMs, this.name);
     const signal = deadline?.signal ?? own;
     try {
@@ -164,9 +166,36 @@ export class AsyncQueueAgent {
       const turn = this.#lanes.acquire(key, signal);
       if (turn !== undefined) await turn.ready;
       try {
-        const reply = await this.#submit(connected, data, signal);
-        chargeRemote(reply, options);
-        return throwIfInterrupted(place, reply);
+        const approved = new Set<string>();
+        let next: unknown = sent;
+        for (;;) {
+          // Each job of the call holds what it is sent of the local budget, and is charged what it spent.
+          const spend = beginRemote(options, `the queue ${this.name}`);
+          let reply: AgentMessage;
+          try {
+            const data: CallJobData = {
+              message: toMessages(next as MessageInput).map(
+                (message) => message.toJSON({ format: 'lagent' }) as LagentMessageJSON,
+              ),
+              session_id: sessionId,
+              kwargs: jobKwargs(withToolChecks(spend.options, guards), place !== undefined),
+            };
+            reply = await this.#submit(connected, data, signal);
+            spend.settle(reply);
+          } finally {
+            spend.fail(); // a job that failed: charged all it was allowed (a no-op once settled)
+          }
+          const asks = guards === undefined ? [] : checksAsked(reply, `the agent behind queue ${this.queue}`);
+          if (asks.length === 0) return throwIfInterrupted(place, reply);
+          // The remote call stopped before tool calls: the local tool guardrails check them, then it goes on.
+          await checkRemoteCalls(guards!, asks, this.name, sessionId, signal);
+          next = approveChecks(
+            asks,
+            approved,
+            (message) =>
+              new RemoteAgentError({ message: `${this.name}: ${message}`, jobId: '', remoteName: '' }),
+          );
+        }
       } finally {
         this.#lanes.release(key);
       }

@@ -1,13 +1,35 @@
-// The page's requests to its server. Every one goes through `request`, the one place that says how the page
-// reaches its server (and proves it may).
+// The page's requests to its server, each with the server's secret as an `Authorization` header.
+//
+// The secret comes in the address's fragment (`/#token=...`), which a browser never sends to a server. The page
+// keeps it in this tab's sessionStorage, which no other origin (no other local port) can read, and takes it out
+// of the address bar and history. No cookie: a browser sends a cookie of 127.0.0.1 to every port of the machine.
 
-/** Every request of the page: same-origin, its credentials as the server asks for them. */
+const SECRET_KEY = 'lagent-ui-secret';
+
+/** What the page says when the server wants the secret it does not have. */
+export const NO_SECRET =
+  'This page needs its secret: open the address `lagent ui` printed (it ends with #token=...).';
+
+/** Moves the secret from the address (`#token=`, or an older `?token=`) into this tab's storage. */
+export function takeSecret() {
+  const fromFragment = new URLSearchParams(location.hash.slice(1)).get('token');
+  const fromQuery = new URLSearchParams(location.search).get('token');
+  const given = fromFragment ?? fromQuery;
+  if (given) sessionStorage.setItem(SECRET_KEY, given);
+  if (fromFragment !== null || fromQuery !== null) history.replaceState(null, '', '/');
+}
+
+/** Every request of the page to its server (`fetch`, with the secret). */
 export function request(path, init = {}) {
-  return fetch(path, init);
+  const secret = sessionStorage.getItem(SECRET_KEY);
+  const headers = { ...init.headers };
+  if (secret) headers.authorization = `Bearer ${secret}`;
+  return fetch(path, { ...init, headers });
 }
 
 /** Reads a JSON answer; throws with the server's `detail` when it is an error. */
 async function json(response) {
+  if (response.status === 401) throw new Error(NO_SECRET);
   const text = await response.text();
   let body;
   try {
@@ -61,14 +83,19 @@ export async function readEvents(response, onEvent) {
 
 /**
  * Follows the server's agent events (`/ui/events`) until `signal` aborts, reconnecting after a dropped stream
- * (the server replays its recent events; the page drops those it has by `seq`). `onState` hears 'open' and
- * 'closed'.
+ * (the server replays its recent events; the page drops those it has by `seq`). It is read with fetch so that
+ * it carries the secret. `onState` hears 'open', 'closed' and 'refused' (the server wants the secret).
  */
 export async function watchEvents(onEvent, onState, signal) {
   let wait = 500;
   while (!signal.aborted) {
     try {
       const response = await request('/ui/events', { signal });
+      if (response.status === 401) {
+        // Without the secret no retry helps: say so once.
+        onState('refused');
+        return;
+      }
       if (!response.ok) await json(response);
       onState('open');
       wait = 500;

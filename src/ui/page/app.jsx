@@ -5,6 +5,7 @@ import {
   getMemory,
   getSessions,
   loadState,
+  NO_SECRET,
   resetSession,
   streamChat,
   watchEvents,
@@ -93,7 +94,14 @@ export function App() {
   useEffect(() => {
     getInfo().then(setInfo, (e) => setError(e.message));
     const stop = new AbortController();
-    watchEvents(onEvent, setConnection, stop.signal);
+    watchEvents(
+      onEvent,
+      (state) => {
+        setConnection(state);
+        if (state === 'refused') setError(NO_SECRET);
+      },
+      stop.signal,
+    );
     return () => stop.abort();
   }, [onEvent]);
 
