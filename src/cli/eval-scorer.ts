@@ -68,7 +68,7 @@ export async function loadNamedScorer(spec: string): Promise<NamedScorer> {
   if (spec === 'exact' || spec === 'includes') return named(spec, await loadScorer(spec));
   const { scorer, name } = await loadModule(spec);
   const path = relative(process.cwd(), resolvePath(spec)).split(sep).join('/');
-  return named(name ?? (path.startsWith('..') ? resolvePath(spec) : path), scorer);
+  return named(name ?? path, scorer);
 }
 
 /**
