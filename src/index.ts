@@ -149,6 +149,7 @@ export {
   StreamingSequential,
 } from './agents/index';
 export type { MemoryStoreOptions } from './agents/lifecycle/persist';
+export { pendingInterrupts } from './agents/pending-interrupts';
 export type { SyncBridgeCallOptions, SyncBridgeOptions, SyncBridgeTarget } from './bridge/sync-bridge';
 export { SyncBridge } from './bridge/sync-bridge';
 export type { Budget, CallUsage } from './core/budget';

@@ -23,6 +23,7 @@ import {
   SessionBinding,
 } from './lifecycle/persist';
 import { observers } from './observers';
+import { pendingInterrupts } from './pending-interrupts';
 import {
   type LagentStateDict,
   loadStateDict,
@@ -426,6 +427,15 @@ export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook>
     };
     const ids = durable.store.listJournals(namespace, String(sessionId), { unfinished: true });
     return isThenable(ids) ? Promise.resolve(ids).then(replay) : replay(ids);
+  }
+
+  /**
+   * The interrupts a session waits for (tool calls asking for approval), with the ids its interrupt reply
+   * gave: read from the session's memories and, for a durable agent, its journal, without calling anything.
+   * See {@link pendingInterrupts}. A promise of them for async agents.
+   */
+  pendingInterrupts(sessionId: SessionId = 0): Interrupt[] | Promise<Interrupt[]> {
+    return pendingInterrupts(this, sessionId);
   }
 
   /**

@@ -35,6 +35,16 @@ function integer(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
   };
 }
 
+function fraction(name: string) {
+  return (value: string): number => {
+    const parsed = Number(value);
+    if (value.trim() === '' || !Number.isFinite(parsed) || parsed < 0 || parsed > 1) {
+      throw new InvalidArgumentError(`${name} must be a number from 0 to 1.`);
+    }
+    return parsed;
+  };
+}
+
 /** The flags of what callers may set on a call (`serve` and `worker`). */
 function withCallerOptions(command: Command): Command {
   return command
@@ -249,7 +259,7 @@ export function createProgram(): Command {
       program
         .command('chat')
         .description(
-          'a streaming REPL with the agent (/reset, /save FILE, /load FILE, /exit; Ctrl-C stops a reply)',
+          'a streaming REPL with the agent (/approve, /decline, /pending, /reset, /save FILE, /load FILE, /exit; Ctrl-C stops a reply)',
         ),
     ),
   )
@@ -384,10 +394,29 @@ has "decisions": [{"id", "approve", ...}]. Failures, malformed lines and duplica
         .argument('<data>', 'data JSONL file: {"input": ..., "expected": ...} per line'),
     ),
   )
-    .requiredOption(
+    .option(
       '--scorer <scorer>',
-      'exact, includes, or a module exporting (reply, expected, line) => score',
+      'exact, includes, or a module exporting (reply, expected, line) => score; repeat for several',
+      (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
     )
+    .option('--judge <rubric>', 'an LLM judge scores each reply against this rubric (its text, or @file)')
+    .option('--judge-model <model>', "the judge's model (default: the agent's --model)")
+    .option('--judge-base-url <url>', "the judge's OpenAI-compatible API (default: the agent's --base-url)")
+    .option('--judge-api-key <key>', "the judge's API key (default: the agent's --api-key)")
+    .option(
+      '--threshold <accuracy>',
+      'exit 1 when the accuracy is below it: 0.8 (the first scorer) or name=0.8; repeat for several',
+      (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
+    )
+    .option(
+      '--pass-score <score>',
+      'an item with a score below it failed (listed, and in --junit)',
+      fraction('--pass-score'),
+      1,
+    )
+    .option('--compare <results>', 'an earlier results file: what got better or worse, item by item')
+    .option('--junit <file>', 'write a JUnit XML report (one test case per item) for CI')
+    .option('--show-failures <n>', 'failed items listed with their diff', integer('--show-failures', 0), 10)
     .option('-o, --output <file>', 'results JSONL file, appended to (resumable)', 'results.jsonl')
     .option('-c, --concurrency <n>', 'items in flight at once', integer('--concurrency', 1), 4)
     .option('--summary-json <file>', 'also write the JSON summary to this file')
@@ -396,13 +425,28 @@ has "decisions": [{"id", "approve", ...}]. Failures, malformed lines and duplica
     .action(async (data: string, _options, command: Command) => {
       const { prepareEval } = await import('./eval-command');
       const options = command.opts<{
-        scorer: string;
+        scorer?: string[];
+        judge?: string;
+        judgeModel?: string;
+        judgeBaseUrl?: string;
+        judgeApiKey?: string;
+        threshold?: string[];
+        passScore: number;
+        compare?: string;
+        junit?: string;
+        showFailures: number;
         output: string;
         concurrency: number;
         summaryJson?: string;
         progress: boolean;
       }>();
-      const run = await prepareEval(data, options);
+      const flags = agentFlags(command);
+      const run = await prepareEval(data, {
+        ...options,
+        model: flags.model,
+        baseUrl: flags.baseUrl,
+        apiKey: flags.apiKey,
+      });
       await withAgent(command, 'eval', false, (loaded) => run(loaded.agent));
     });
 

@@ -23,7 +23,7 @@ export interface JournalStore {
 /** A journal entry as written. */
 export interface StepEntry {
   key: string;
-  kind: 'begin' | 'model' | 'tool' | 'started' | 'resume';
+  kind: 'begin' | 'model' | 'tool' | 'started' | 'resume' | 'interrupt';
   name: string;
   digest: string;
   result?: unknown;
@@ -59,7 +59,8 @@ export class CallJournal {
       if (entry.kind === 'begin') this.begin = entry as BeginEntry;
       else if (entry.kind === 'started') this.started.add(entry.key);
       else if (entry.kind === 'resume') this.decisions.push(...(entry.result as unknown[]));
-      else this.done.set(entry.key, entry);
+      // The interrupts the call returned are for readers of the journal (pendingInterrupts), not its replay.
+      else if (entry.kind !== 'interrupt') this.done.set(entry.key, entry);
     }
   }
 

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AgentBase } from '../agents/agent-base';
 import type { MemoryStoreOptions } from '../agents/lifecycle/persist';
+import { TOOL_TURNS } from '../agents/pending-interrupts';
 import type { CallerOptionsPolicy } from '../distributed/caller-options';
 import type { HTTPAgentServer, ServedAgent } from '../distributed/http/server';
 import { ConfigurationError } from '../schema/errors';
@@ -84,8 +85,11 @@ function sendError(reply: FastifyReply, status: number, error: unknown, code: st
  * and token checks) with the page and the routes it needs:
  *
  * - `GET /`, `/ui/app.js`, `/ui/app.css`: the page (built into `dist/ui/`, so nothing is fetched from the network);
- * - `GET /ui/info`: the agent's name and tree (every agent's path, name and class);
+ * - `GET /ui/info`: the agent's name and tree (every agent's path, name and class), and `transcript`: the
+ *   state-dict key of the memory that holds the conversation with its tool turns (a prebuilt loop's sub-agent);
  * - `GET /ui/sessions`: the sessions any agent of the tree has in memory;
+ * - `GET /ui/sessions/:id/interrupts`: what the session waits for (`pendingInterrupts`), so a page reloaded,
+ *   switched back or opened in another tab shows the approvals still open;
  * - `POST /ui/sessions/:id/reset`: clears a session in every agent of the tree;
  * - `PUT /ui/state/:id`: loads a state dict (either shape) into a session (`GET /memory/:id` downloads one);
  * - `GET /ui/events`: server-sent events, one `agent` event per event of the tree ({@link UIEvent}): the recent
@@ -208,6 +212,15 @@ export class UIServer {
     app.get('/ui/sessions', (_request, reply) => {
       sendJSON(reply, { sessions: this.#sessions() });
     });
+    app.get('/ui/sessions/:id/interrupts', async (request, reply) => {
+      const id = (request.params as { id: string }).id;
+      try {
+        const interrupts = this.agent instanceof AgentBase ? await this.agent.pendingInterrupts(id) : [];
+        sendJSON(reply, { sessionId: id, interrupts });
+      } catch (error) {
+        sendError(reply, 500, error, (error as Error)?.name ?? 'Error');
+      }
+    });
     app.post('/ui/sessions/:id/reset', (request, reply) => {
       const id = (request.params as { id: string }).id;
       const agent = this.agent as { reset?: (id: SessionId, options?: object) => unknown };
@@ -235,8 +248,20 @@ export class UIServer {
       name: agent.name ?? 'agent',
       className: agent.constructor.name,
       tree,
+      transcript: this.#transcriptKey(),
       events: this.#relay !== undefined,
     };
+  }
+
+  /** The memory the page shows as the conversation: a prebuilt loop's tool turns, else the root's. */
+  #transcriptKey(): string {
+    const agent = this.agent;
+    if (!(agent instanceof AgentBase)) return 'memory';
+    const turns = (agent as unknown as { [TOOL_TURNS]?: unknown })[TOOL_TURNS];
+    if (turns === undefined) return 'memory';
+    for (const [prefix, node] of agent.namedAgents())
+      if (node === turns && prefix !== '') return `${prefix}memory`;
+    return 'memory';
   }
 
   #sessions(): SessionId[] {

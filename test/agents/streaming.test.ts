@@ -145,6 +145,18 @@ describe('AsyncStreamingAgent', () => {
     expect(agent.memory!.getMemory()).toEqual([]);
   });
 
+  it('a stream left before its end is an error to listeners (a page whose tree said "running" forever)', async () => {
+    const agent = new AsyncStreamingAgent({
+      llm: new AsyncMockLLM({ responses: () => 'x'.repeat(100), chunkSize: 1 }),
+    });
+    const heard: string[] = [];
+    agent.events.on('callEnd', () => heard.push('callEnd'));
+    agent.events.on('error', ({ error }) => heard.push(`error: ${(error as Error).message}`));
+    for await (const _ of agent.call('hi', { sessionId: 's' })) break;
+    expect(heard).toEqual(['error: the call was abandoned before it finished (its stream was closed)']);
+    expect(agent.memory!.get('s')?.length ?? 0).toBe(0);
+  });
+
   it('an abort signal stops a slow stream with the abort reason', async () => {
     const agent = new AsyncStreamingAgent({
       llm: new AsyncMockLLM({ responses: ['slow'], latencyMs: 5_000 }),

@@ -171,6 +171,31 @@ describe.skipIf(!hasTmux)('lagent chat in a terminal', () => {
     await waitFor(session, shows('EXITED 0'));
   });
 
+  it('approves and declines a tool call waiting for approval; a typed message is held, not a silent decline', async () => {
+    const session = 'approval';
+    await startChat(session, ['--agent', `${FIXTURES}approval-agent.ts`]);
+    await tmux('send-keys', '-t', session, 'delete /tmp/a', 'Enter');
+    await waitFor(session, shows('Delete {"path":"/tmp/a"} (id call_1)'));
+    // "yes" would decline the call if it were sent: the REPL says so and sends nothing.
+    await tmux('send-keys', '-t', session, 'yes', 'Enter');
+    const held = await waitFor(session, shows('[waiting] Delete still waits for a decision'));
+    expect(held).not.toContain('echo: yes');
+    await tmux('send-keys', '-t', session, '/pending', 'Enter');
+    await waitFor(session, (text) => (text.match(/\(id call_1\)/g) ?? []).length >= 2);
+    await tmux('send-keys', '-t', session, '/approve', 'Enter');
+    await waitFor(session, shows('Done: deleted /tmp/a'));
+    expect(await screen(session)).toContain('[approved] Delete {"path":"/tmp/a"} (id call_1)');
+
+    await tmux('send-keys', '-t', session, 'delete /tmp/b', 'Enter');
+    await waitFor(session, shows('(id call_2)'));
+    await tmux('send-keys', '-t', session, '/decline keep it', 'Enter');
+    const declined = await waitFor(session, shows('Done: The user declined this call of Delete: keep it'));
+    expect(declined).toContain('[declined] Delete {"path":"/tmp/b"} (id call_2): keep it');
+    expect(declined).not.toContain('deleted /tmp/b');
+    await tmux('send-keys', '-t', session, 'C-d');
+    await waitFor(session, shows('EXITED 0'));
+  });
+
   it('runs an agent module and leaves on Ctrl-D', async () => {
     const session = 'module';
     await startChat(session, ['--agent', `${FIXTURES}echo-agent.ts`]);
@@ -263,6 +288,53 @@ describe('lagent chat and what it prints (in process)', () => {
     // biome-ignore lint/suspicious/noControlCharactersInRegex: looking for control characters
     expect(out).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/);
     expect(out).toContain('Hello red\tdone end\nnext line\n');
+  });
+
+  it('answers calls waiting for approval: /pending, /approve (edited), /decline with a reason; a typed message asks first', async () => {
+    const { default: createAgent } = await import('./fixtures/approval-agent');
+    const agent = createAgent() as unknown as AgentLike;
+    const { out, err } = await chat(agent, [
+      'delete /tmp/a',
+      'yes',
+      '/pending',
+      '/approve',
+      'delete /tmp/b /tmp/c',
+      '/approve',
+      '/approve call_2 {"path": "/tmp/b2"}',
+      '/decline not that one',
+      'delete /tmp/d',
+      'hello',
+      'hello',
+    ]);
+    // The call waits, named with its arguments and id; "yes" is not sent (it would decline it) but held.
+    expect(out).toContain(
+      '[waiting for approval]\n  Delete {"path":"/tmp/a"} (id call_1)\n/approve [JSON], /decline [REASON]\n',
+    );
+    expect(out).not.toContain('Waiting for approval:');
+    expect(err).toContain(
+      '[waiting] Delete still waits for a decision: /approve or /decline; type the message again to send it and decline it\n',
+    );
+    expect(out).not.toContain('echo: yes');
+    expect(out).toContain(
+      '[approved] Delete {"path":"/tmp/a"} (id call_1)\n[tool] Delete {"path":"/tmp/a"}\n[result] deleted /tmp/a\nDone: deleted /tmp/a\n',
+    );
+    // Two wait: /approve must name one; the round runs once both are decided, the edited call with its arguments.
+    expect(err).toContain('[error] 2 calls wait: /approve ID (or all); /pending lists them\n');
+    expect(out).toContain(
+      '[approved] Delete {"path":"/tmp/b"} (id call_2) with {"path":"/tmp/b2"}\n[waiting] still to decide: call_3\n',
+    );
+    expect(out).toContain('[declined] Delete {"path":"/tmp/c"} (id call_3): not that one\n');
+    expect(out).toMatch(
+      /\[result\] deleted \/tmp\/b2\n\[result\] error: The user declined this call of Delete: not that one/,
+    );
+    // The repeated message is sent, and the decline it makes is said.
+    expect(out).toMatch(
+      /\[declined\] Delete \{"path":"\/tmp\/d"\} \(id call_4\): you sent a new message\n\[tool\] Delete .*\n\[result\] error: The user declined this call of Delete: the user sent a new message\. It was not run\.\necho: hello\n/,
+    );
+    expect(out.match(/echo: hello/g)).toHaveLength(1);
+    expect(
+      await (agent as unknown as { pendingInterrupts(id: number): Promise<unknown[]> }).pendingInterrupts(0),
+    ).toEqual([]);
   });
 
   it.skipIf(spawnSync('mkfifo', ['--version']).status !== 0)(

@@ -425,12 +425,14 @@ describe('lagent eval', () => {
     const total = results.reduce((sum, line) => sum + line.usage.totalTokens, 0);
     expect(total).toBeGreaterThan(0);
     expect(summary.tokens.total).toBe(total);
-    expect(summary.usd).toBeNull();
+    // The model has no price: its tokens count, its cost is 0 and said to be unknown.
+    expect(summary.usd).toBe(0);
+    expect(summary.unpriced).toEqual(['fake-model']);
     expect(summary.latencyMs.p50).toBeGreaterThanOrEqual(0);
     expect(summary.latencyMs.p95).toBeGreaterThanOrEqual(summary.latencyMs.p50);
     expect(rest.stderr).toMatch(/items\s+50\n/);
     expect(rest.stderr).toMatch(/accuracy\s+50\.0%/);
-    expect(rest.stderr).toMatch(/cost USD\s+-\n/);
+    expect(rest.stderr).toMatch(/cost USD\s+0\.0000 \(no price for fake-model\)\n/);
     expect(rest.stderr).toMatch(new RegExp(`tokens total\\s+${total}\\n`));
   }, 40_000);
 

@@ -10,7 +10,14 @@ import { InterruptSignal } from '../../schema/interrupts';
 import type { SessionKey } from '../../schema/session';
 import { isThenable } from '../../utils/is';
 import type { AgentBase } from '../agent-base';
-import { beginDurable, durableOf, finishDurable, withCallId, withExtraInfo } from './durable';
+import {
+  beginDurable,
+  durableOf,
+  finishDurable,
+  journalInterrupts,
+  withCallId,
+  withExtraInfo,
+} from './durable';
 import { guardedStream, settleChecks } from './guard-stream';
 import { bindingFor, type SessionHold } from './persist';
 import { needsDriving, Turn } from './turn';
@@ -84,6 +91,8 @@ export function* agentCallSteps(
       if (reply === undefined) throw error;
       // What the call did before it stopped is kept, in the store too.
       if (hold !== undefined) yield* hold.binding.commit(agent, hold);
+      // The journal says what the call waits for, so another process (or a reloaded page) can ask.
+      if (turn.durable !== undefined) yield* journalInterrupts(turn.durable, agent.name, reply);
       turn.finished = true;
       if (turn.budgeted) withUsage(reply, turn.meter!);
       if (turn.callerChecks) withExtraInfo(reply, 'askBeforeTools', true);

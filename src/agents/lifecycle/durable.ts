@@ -129,6 +129,15 @@ export function* finishDurable(scope: DurableScope): Steps<void> {
   yield* settled((journal.store as SessionStore).finishJournal(journal.namespace, journal.callId));
 }
 
+/** Records the interrupts an interrupted durable call returned, for readers of the journal (`pendingInterrupts`). */
+export function* journalInterrupts(scope: DurableScope, name: string, reply: AgentMessage): Steps<void> {
+  const journal = scope.journal as CallJournal;
+  const interrupts = (reply.formatted as { interrupts?: unknown } | null)?.interrupts ?? [];
+  yield* settled(
+    journal.write({ key: 'r.interrupt', kind: 'interrupt', name, digest: '', result: interrupts }),
+  );
+}
+
 /** The length of every memory of the tree for a session, by dotted path. */
 function lengthsOf(agent: AgentBase, sessionId: SessionId): Record<string, number> {
   const lengths: Record<string, number> = {};

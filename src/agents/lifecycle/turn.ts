@@ -465,27 +465,26 @@ export class Turn {
    */
   close(): void {
     const { parent, frame, finished, span } = this;
+    // A stream its caller stopped reading (a closed connection, a Stop) ends the call too: listeners hear it.
+    if (!finished && this.failure === undefined) this.fail(abandoned());
     if (parent !== undefined || frame !== undefined || !finished) {
       settle(parent, frame, finished, this.memory, this.inputs, this.result);
     }
     this.agent[LANES].release(this.sessionKey);
     const cancel = this.#cancel;
     if (cancel !== undefined) {
-      if (!finished) cancel.abort(this.failure ?? abandoned());
+      if (!finished) cancel.abort(this.failure);
       stopFollowing(cancel);
     }
     if (span) {
-      endSpan(
-        span,
-        finished ? undefined : (this.failure ?? new Error('the call was abandoned before it finished')),
-      );
+      endSpan(span, finished ? undefined : this.failure);
     }
   }
 }
 
 /** The error of a call left before it finished (a stream its consumer stopped reading). */
 function abandoned(): Error {
-  return new Error('the call was abandoned before it finished');
+  return new Error('the call was abandoned before it finished (its stream was closed)');
 }
 
 function noop(): void {}

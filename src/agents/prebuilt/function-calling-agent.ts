@@ -30,10 +30,12 @@ import { AsyncAgent } from '../async-agent';
 import { AsyncStreamingAgent } from '../async-streaming-agent';
 import { agentCallSteps, emitEvent } from '../lifecycle';
 import type { DurableOptions } from '../lifecycle/durable';
+import { TOOL_TURNS, WAITING_CALLS, type WaitingCalls } from '../pending-interrupts';
 import { StreamingAgent } from '../streaming-agent';
 import { type GatedLoop, mergeRound, pendingCallsOf, planRound } from './approval';
 import { checkMaxTurn, type MaxTurnInfo, subCall } from './loop-turns';
 import { markedChunk } from './stream-states';
+import { stoppedUnanswered } from './text-approval';
 
 /** Options of the function-calling agents; `L` is the kind of model, `H` the kind of hooks. */
 export interface FunctionCallingAgentOptions<L, H, A extends ActionBase = ActionBase> {
@@ -260,6 +262,18 @@ function functionCallingAgentClass<
         name: this.name,
         tools: [this.executor],
       });
+    }
+
+    /** The calls of the model's last message when the loop never answered them (see `pendingInterrupts`). */
+    [WAITING_CALLS](sessionId: SessionId): WaitingCalls | undefined {
+      const message = pendingCallsOf(this as unknown as GatedLoop, sessionId);
+      // A loop that stopped at maxTurn leaves its last calls there too, but waits for nothing.
+      if (message === undefined || !stoppedUnanswered(this, sessionId, 0)) return undefined;
+      return { calls: toolCallsOf(message.formatted)!, executor: this.executor };
+    }
+
+    get [TOOL_TURNS](): AgentBase {
+      return this.agent;
     }
   }
   return FunctionCallingBase as unknown as AgentClass<A & FunctionCallingAgentFields<I, E>> & {

@@ -32,6 +32,7 @@ import type { DefaultAggregator, SystemInstruction } from '../aggregator/default
 import { InternLMToolAggregator } from '../aggregator/internlm-tool-aggregator';
 import { AsyncAgent } from '../async-agent';
 import type { DurableOptions } from '../lifecycle/durable';
+import { TOOL_TURNS, WAITING_CALLS, type WaitingCalls } from '../pending-interrupts';
 import { type CompatMode, checkCompat } from './compat';
 import { INTERNLM_PROMPTS, type InternLMPrompts, type PromptLanguage } from './internlm-prompts';
 import { LAGENT_INTERPRETER_CN, LAGENT_META_CN, LAGENT_PLUGIN_CN } from './lagent-prompts';
@@ -424,6 +425,22 @@ export function internLMAgentClass<A extends AgentBase, I extends AgentBase, E, 
 
     getSteps(sessionId: SessionId = 0): ChatMessage[] {
       return toolSteps(this.agent, sessionId);
+    }
+
+    /** The call of the inner agent's last reply when the loop never answered it (see `pendingInterrupts`). */
+    [WAITING_CALLS](sessionId: SessionId): WaitingCalls | undefined {
+      const owner = this as unknown as InternLMLoop;
+      const reply = pendingCall(owner, sessionId, 0);
+      if (reply === undefined) return undefined;
+      const executor = executorFor(owner, asToolResponse(reply.formatted)!.toolType!)!;
+      const action = callOf(executor, reply)!;
+      const id = textCallId(owner.agent, sessionId);
+      const call: ToolCall = { id, name: action.name, arguments: action.parameters as ToolCall['arguments'] };
+      return { calls: [call], executor };
+    }
+
+    get [TOOL_TURNS](): AgentBase {
+      return this.agent;
     }
   }
   return InternLMAgent as unknown as AgentClass<A & InternLMAgentFields<I, E>> & {

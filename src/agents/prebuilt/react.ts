@@ -28,6 +28,7 @@ import type { DefaultAggregator } from '../aggregator/default-aggregator';
 import { AsyncAgent } from '../async-agent';
 import { emitEvent } from '../lifecycle';
 import type { DurableOptions } from '../lifecycle/durable';
+import { TOOL_TURNS, WAITING_CALLS, type WaitingCalls } from '../pending-interrupts';
 import { asciiPythonJSON, type CompatMode, checkCompat } from './compat';
 import type { PromptLanguage } from './internlm-prompts';
 import { LAGENT_REACT_TEMPLATE } from './lagent-prompts';
@@ -310,6 +311,21 @@ function reactAgentClass<A extends AgentBase, I extends AgentBase, E extends Exe
       });
       this.maxTurn = parts.maxTurn;
       this.finishCondition = parts.finishCondition;
+    }
+
+    /** The call of the select agent's last step when the loop never answered it (see `pendingInterrupts`). */
+    [WAITING_CALLS](sessionId: SessionId): WaitingCalls | undefined {
+      const owner = this as unknown as ReActLoop;
+      const step = pendingStep(owner, sessionId, 0);
+      const action = step === undefined ? null : actionOf(step);
+      if (action === null) return undefined;
+      const id = textCallId(owner.selectAgent, sessionId);
+      const call: ToolCall = { id, name: action.name, arguments: action.parameters as ToolCall['arguments'] };
+      return { calls: [call], executor: this.actions };
+    }
+
+    get [TOOL_TURNS](): AgentBase {
+      return this.selectAgent;
     }
   }
   return ReActAgent as unknown as AgentClass<A & ReActAgentFields<I, E>> & {
