@@ -81,12 +81,13 @@ export class AsyncStreamingAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F,
     let failure: unknown = STREAM_LEFT;
     try {
       for await (const chunk of llm.streamChat(prompt, request.params as typeof options)) {
+        const previousLength = content.length;
         content = chunk.content;
         if (chunk.state !== ModelStatusCode.STREAM_ING) {
           toolCalls = chunk.toolCalls;
           break;
         }
-        yield buildChunk(this, content, chunk.delta, reader);
+        yield buildChunk(this, content, chunk.delta, reader, previousLength);
       }
       failure = undefined;
     } catch (error) {

@@ -85,12 +85,13 @@ export class StreamingAgent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook>
     let failure: unknown = STREAM_LEFT;
     try {
       for (const chunk of llm.streamChat(prompt, request.params as typeof options)) {
+        const previousLength = content.length;
         content = chunk.content;
         if (chunk.state !== ModelStatusCode.STREAM_ING) {
           toolCalls = chunk.toolCalls;
           break;
         }
-        yield buildChunk(this, content, chunk.delta, reader);
+        yield buildChunk(this, content, chunk.delta, reader, previousLength);
       }
       failure = undefined;
     } catch (error) {
