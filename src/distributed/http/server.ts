@@ -12,6 +12,7 @@ import type { SessionId } from '../../schema/session';
 import { AgentStatusCode } from '../../schema/status';
 import type { SessionStore } from '../../stores/types';
 import { isAsyncIterator, isIterator, isThenable } from '../../utils/is';
+import { printable } from '../../utils/printable';
 import { registerSameThreadServer } from '../../utils/sync-bridge-same-thread';
 import { errorMessage } from '../../utils/text';
 import { refusalBody } from '../remote-budget';
@@ -266,7 +267,10 @@ export class HTTPAgentServer {
       options.onError ??
       ((error, { route, sessionId }) => {
         const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-        process.stderr.write(`HTTPAgentServer: ${route} (session ${String(sessionId)}) failed: ${text}\n`);
+        // The session id, and often the message, are the client's: escaped, they cannot drive the terminal.
+        process.stderr.write(
+          `HTTPAgentServer: ${route} (session ${printable(String(sessionId))}) failed: ${printable(text)}\n`,
+        );
       });
   }
 
