@@ -352,7 +352,7 @@ describe('sub-agents and state', () => {
     // An uploaded state whose key names would clear the screen and retitle the terminal of whoever reads the log.
     const hostile: Record<string, unknown[]> = { '\x1b[2J\x1b]0;owned\x07\x9b31m': [] };
     for (let i = 0; i < 1_000; i++) hostile[`extra${i}`] = [];
-    team.loadStateDict({ ...team.stateDict(), ...hostile });
+    team.loadStateDict({ ...team.stateDict(), ...hostile } as never);
     const text = String(warn.mock.calls[0]![0]);
     warn.mockRestore();
     // biome-ignore lint/suspicious/noControlCharactersInRegex: what must not be there

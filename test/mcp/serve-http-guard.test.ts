@@ -4,7 +4,7 @@ import http from 'node:http';
 import { connect } from 'node:net';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { tool } from 'lagent-ts';
+import { asyncTool, tool } from 'lagent-ts';
 import { type MCPServerHandle, MCPToolkit, serveMCP } from 'lagent-ts/mcp';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -157,7 +157,7 @@ describe('serveMCP over HTTP, guarded', () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     let running = 0;
-    const wait = tool({
+    const wait = asyncTool({
       name: 'wait',
       description: 'Waits',
       parameters: z.object({}),
