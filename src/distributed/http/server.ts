@@ -17,6 +17,7 @@ import { registerSameThreadServer } from '../../utils/sync-bridge-same-thread';
 import { errorMessage } from '../../utils/text';
 import { refusalBody } from '../remote-budget';
 import { checkSessionId, MAX_SESSION_ID_LENGTH, readChatRequest, SSE_EVENTS } from './protocol';
+import { ServedSessions } from './served-sessions';
 import { SSEWriter, type StreamContent } from './sse-writer';
 
 /**
@@ -62,6 +63,14 @@ export interface HTTPAgentServerOptions {
    * @default 'delta'
    */
   streamContent?: StreamContent | undefined;
+  /**
+   * Sessions kept in memory for an agent without a store: past it, the least recently used sessions with no
+   * call in flight are forgotten (reset in the whole agent tree, with a warning the first time), so clients
+   * that invent session ids cannot grow the process without end. With a store, the store's own `maxSessions`
+   * applies (forgotten sessions are reloaded from it). `Infinity` keeps every session.
+   * @default 10_000
+   */
+  maxSessions?: number | undefined;
   /** Largest request body in bytes; a larger one is answered 413. @default 1_048_576 */
   bodyLimit?: number | undefined;
   /** Milliseconds a client has to send a request's headers. @default 10_000 */
@@ -195,6 +204,8 @@ export class HTTPAgentServer {
   #forget: (() => void) | undefined;
   #inFlight = 0;
   #drained: (() => void) | undefined;
+  /** The sessions clients used, bounded, for an agent that keeps them in memory only. */
+  readonly #sessions: ServedSessions | undefined;
   readonly #calls = new Set<AbortController>();
 
   constructor(options: HTTPAgentServerOptions) {
@@ -231,6 +242,19 @@ export class HTTPAgentServer {
       attachStore(agent, 'acquireSession' in store ? { store } : store);
     }
     this.agent = agent;
+    const maxSessions = options.maxSessions ?? 10_000;
+    if (maxSessions !== Number.POSITIVE_INFINITY && !(Number.isInteger(maxSessions) && maxSessions > 0)) {
+      throw new ConfigurationError({
+        message: `HTTPAgentServer: maxSessions must be a positive integer or Infinity, got ${String(maxSessions)}`,
+      });
+    }
+    const reset = (agent as { reset?: unknown }).reset;
+    this.#sessions =
+      typeof reset === 'function' &&
+      sessionBindingOf(agent) === undefined &&
+      maxSessions !== Number.POSITIVE_INFINITY
+        ? new ServedSessions(maxSessions, (id) => reset.call(agent, id, { recursive: true }))
+        : undefined;
     this.host = options.host ?? '127.0.0.1';
     this.#port = port;
     this.#token = options.token === undefined ? undefined : Buffer.from(options.token);
@@ -513,13 +537,15 @@ export class HTTPAgentServer {
     reply.code(500).type(JSON_TYPE).send(errorBody(detail, name));
   }
 
-  #begin(controller: AbortController): () => void {
+  #begin(controller: AbortController, sessionId: SessionId): () => void {
     this.#inFlight++;
     this.#calls.add(controller);
+    const session = this.#sessions?.begin(sessionId);
     let done = false;
     return () => {
       if (done) return;
       done = true;
+      session?.();
       this.#inFlight--;
       this.#calls.delete(controller);
       if (this.#inFlight === 0 && this.#drained) {
@@ -539,7 +565,7 @@ export class HTTPAgentServer {
       return;
     }
     const controller = new AbortController();
-    const end = this.#begin(controller);
+    const end = this.#begin(controller, parsed.sessionId);
     const onClose = () => {
       if (!reply.raw.writableFinished) controller.abort(new Error('the client closed the connection'));
     };
@@ -570,7 +596,7 @@ export class HTTPAgentServer {
       return;
     }
     const controller = new AbortController();
-    const end = this.#begin(controller);
+    const end = this.#begin(controller, parsed.sessionId);
     const raw = reply.raw;
     const writer = new SSEWriter(raw, this.#streamContent);
     let gone = false;
