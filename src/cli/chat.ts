@@ -5,6 +5,7 @@ import type { AgentMessage } from '../schema/agent-message';
 import type { SessionId } from '../schema/session';
 import { type AgentLike, runAgent } from './agent-like';
 import { messageOf } from './errors';
+import { ReplyPrinter } from './reply-printer';
 import { terminalText } from './terminal-text';
 
 /** Options of {@link runChat}. */
@@ -107,18 +108,13 @@ export async function runChat(agent: AgentLike, options: ChatOptions = {}): Prom
   const ask = async (text: string) => {
     const controller = new AbortController();
     current = controller;
-    let printed = '';
-    const show = (message: AgentMessage) => {
-      const content = render(message.content);
-      if (content === printed) return;
-      output.write(content.startsWith(printed) ? content.slice(printed.length) : `\n${content}`);
-      printed = content;
-    };
+    const printer = new ReplyPrinter((piece) => output.write(piece));
+    const show = (message: AgentMessage) => printer.show(message.content, message.delta, render);
     try {
       show(await runAgent(agent, text, { sessionId, signal: controller.signal, onChunk: show }));
       output.write('\n');
     } catch (error) {
-      if (printed !== '') output.write('\n');
+      if (printer.printed) output.write('\n');
       if (controller.signal.aborted) errors.write('[stopped]\n');
       else errors.write(`[error] ${terminalText(messageOf(error))}\n`);
     } finally {
