@@ -14,7 +14,7 @@ const shared: Options = {
     // Internal: the hosts the sync bridge's worker loads by path (not in package.json's exports).
     'bridge-hosts/index': 'src/bridge-hosts/index.ts',
     // The sync bridge starts a worker thread from this file; it must stay a separate file next to index.*.
-    'sync-bridge-worker': 'src/utils/sync-bridge-worker.ts',
+    'sync-bridge-worker': 'src/bridge/worker.ts',
   },
   dts: true,
   sourcemap: true,

@@ -21,9 +21,9 @@ const UNIT = [
   'utils',
   'testing',
 ];
-const INTEGRATION = ['tools', 'distributed', 'mcp', 'cli', 'examples', 'interop', 'stores', 'ui'];
+const INTEGRATION = ['bridge', 'tools', 'distributed', 'mcp', 'cli', 'examples', 'interop', 'stores', 'ui'];
 /**
- * Tests of the unit folders that start processes or worker threads (crash trials, the sync bridge, the sync
+ * Tests of the unit folders that start processes or worker threads (crash trials, the sync
  * model clients and their servers in workers): they run with the integration tests, so the unit project
  * stays in process and fast.
  */
@@ -31,7 +31,6 @@ const OUT_OF_PROCESS = [
   'test/agents/durable-kill.test.ts',
   'test/agents/durable-composite.test.ts',
   'test/agents/keep-shape.test.ts',
-  'test/utils/sync-bridge.test.ts',
   'test/llms/gpt-api.test.ts',
   'test/llms/gpt-api-tools.test.ts',
   'test/llms/claude/claude-agents.test.ts',

@@ -62,6 +62,14 @@ for (const [name, source] of Object.entries(entries)) {
     throw new Error(`${name}: the ESM and CJS builds printed different output`);
 }
 
+// The package's files that are not modules are next to the code that reads them (scripts/copy-assets.mjs); the
+// python entry above ran the driver, the page-extraction worker is only read here.
+for (const asset of ['tools/python/driver.py', 'tools/web/extract/worker.cjs']) {
+  const built = readFileSync(new URL(`../dist/${asset}`, import.meta.url), 'utf8');
+  if (built !== readFileSync(new URL(`../src/${asset}`, import.meta.url), 'utf8'))
+    throw new Error(`dist/${asset} is not src/${asset}`);
+}
+
 // The root entry loads only its four runtime dependencies (and Node's modules): every other package, the CLI's
 // included, is reached through a subpath or a dynamic import where it is used. The CLI's own dependencies
 // (commander, cli-progress) are reached from no library entry at all: only the `lagent` bin loads them.

@@ -8,6 +8,7 @@
 # - redis-server: the queue tests start their own on a free port;
 # - python3-requests, python3-fastapi, python3-uvicorn: the HTTP interop tests run Python Lagent's client
 #   protocol against our server, and ours against a Python server;
+# - python3-pyflakes: `npm run lint` lints the interpreters' Python driver (src/tools/python/driver.py);
 # - tmux: the `lagent chat` test drives the REPL in a real terminal;
 # - postgresql: the PostgresStore tests run their own server (initdb and postgres as the postgres user) on
 #   a free port;
@@ -19,7 +20,7 @@
 set -euo pipefail
 
 packages=(python3 python3-numpy python3-matplotlib python3-sympy ipython3 bubblewrap redis-server
-  python3-requests python3-fastapi python3-uvicorn tmux postgresql chromium)
+  python3-requests python3-fastapi python3-uvicorn python3-pyflakes tmux postgresql chromium)
 
 if [ "${LAGENT_SKIP_SYSTEM_PACKAGES:-}" = "1" ]; then exit 0; fi
 

@@ -149,6 +149,8 @@ export {
   StreamingSequential,
 } from './agents/index';
 export type { MemoryStoreOptions } from './agents/lifecycle/persist';
+export type { SyncBridgeCallOptions, SyncBridgeOptions, SyncBridgeTarget } from './bridge/sync-bridge';
+export { SyncBridge } from './bridge/sync-bridge';
 export type { Budget, CallUsage } from './core/budget';
 export type { InternLMActionProcessorOptions } from './hooks/action-preprocessor';
 export { ActionPreprocessor, actionReturnText, InternLMActionProcessor } from './hooks/action-preprocessor';
@@ -201,6 +203,7 @@ export type {
   RecordingOptions,
   ReplayOptions,
   ResolvedGenParams,
+  RetryNotice,
   StreamChunk,
   TokenUsage,
   ToolChoice,
@@ -342,5 +345,3 @@ export type {
   SyncSessionStore,
 } from './stores/types';
 export { applyTurn } from './stores/types';
-export type { SyncBridgeCallOptions, SyncBridgeOptions, SyncBridgeTarget } from './utils/sync-bridge';
-export { SyncBridge } from './utils/sync-bridge';

@@ -95,6 +95,8 @@ export class AsyncStreamingAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F,
       throw error;
     } finally {
       if (span) endChatSpan(span, this, failure);
+      // A failed stream, or one left early, still used what the model sent: the budget counts it.
+      if (failure !== undefined) request.fail(failure, content);
     }
     await request.end(content, toolCalls);
     return buildReply(this, content, options.sessionId, toolCalls);

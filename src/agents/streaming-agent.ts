@@ -99,6 +99,8 @@ export class StreamingAgent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook>
       throw error;
     } finally {
       if (span) endChatSpan(span, this, failure);
+      // A failed stream, or one left early, still used what the model sent: the budget counts it.
+      if (failure !== undefined) request.fail(failure, content);
     }
     request.end(content, toolCalls);
     return buildReply(this, content, options.sessionId, toolCalls);

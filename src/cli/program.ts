@@ -36,6 +36,20 @@ function integer(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
   };
 }
 
+/** The flags of what callers may set on a call (`serve` and `worker`). */
+function withCallerOptions(command: Command): Command {
+  return command
+    .option(
+      '--allow-params <list>',
+      'generation parameters callers may set, with bounds: max_new_tokens=1..2048,temperature,top_p=0..1,stop_words=8 (others are ignored)',
+    )
+    .option(
+      '--max-budget <list>',
+      'the most one call may spend: tokens=50000,usd=0.5,model_calls=20,tool_calls=50',
+    )
+    .option('--refuse-out-of-bounds', 'refuse (422) a parameter outside its bounds instead of clamping it');
+}
+
 const MODEL_FLAGS = ['model', 'baseUrl', 'apiKey', 'tools', 'system', 'maxTurn'] as const;
 
 /** Adds the flags that say which agent a command drives. */
@@ -247,12 +261,14 @@ export function createProgram(): Command {
       await withAgent(command, 'chat', true, (loaded) => runChat(loaded.agent, { sessionId: session }));
     });
 
-  withAgentOptions(
-    program
-      .command('serve')
-      .description(
-        "serve the agent over HTTP with Lagent's protocol (POST /chat_completion, GET /memory/:id, ...)",
-      ),
+  withCallerOptions(
+    withAgentOptions(
+      program
+        .command('serve')
+        .description(
+          "serve the agent over HTTP with Lagent's protocol (POST /chat_completion, GET /memory/:id, ...)",
+        ),
+    ),
   )
     .option('--host <host>', 'address to bind', '127.0.0.1')
     .option('-p, --port <port>', 'port (0: a free one)', integer('--port', 0, 65535), 8090)
@@ -264,7 +280,7 @@ export function createProgram(): Command {
     .option('--allowed-hosts <names>', 'comma-separated Host names to accept besides this host and loopback')
     .option('--allowed-origins <origins>', 'comma-separated origins whose web pages may call the server')
     .action(async (_options, command: Command) => {
-      const { checkServeOptions, runServe } = await import('./serve');
+      const { callerOptionsOf, checkServeOptions, runServe } = await import('./serve');
       const flags = command.opts<Record<string, string | undefined>>();
       const list = (value: string | undefined) =>
         value
@@ -277,18 +293,23 @@ export function createProgram(): Command {
         token: flags.token || undefined,
         allowedHosts: list(flags.allowedHosts),
         allowedOrigins: list(flags.allowedOrigins),
+        callerOptions: callerOptionsOf(command.opts()),
       };
       checkServeOptions(options);
       await withAgent(command, 'serve', true, (loaded) => runServe(loaded, options));
     });
 
-  withAgentOptions(program.command('worker').description('host the agent on a BullMQ queue (Redis)'))
+  withCallerOptions(
+    withAgentOptions(program.command('worker').description('host the agent on a BullMQ queue (Redis)')),
+  )
     .addOption(new Option('--redis <url>', 'Redis URL').env('REDIS_URL').default('redis://127.0.0.1:6379'))
     .option('-q, --queue <name>', 'queue name', 'agents')
     .option('-c, --concurrency <n>', 'calls at once (on different sessions)', integer('--concurrency', 1), 1)
     .action(async (_options, command: Command) => {
       const { runWorker } = await import('./worker');
-      const options = command.opts<{ redis: string; queue: string; concurrency: number }>();
+      const { callerOptionsOf } = await import('./serve');
+      const flags = command.opts<{ redis: string; queue: string; concurrency: number }>();
+      const options = { ...flags, callerOptions: callerOptionsOf(command.opts()) };
       await withAgent(command, 'worker', false, (loaded) => runWorker(loaded, options));
     });
 
@@ -391,9 +412,10 @@ has "decisions": [{"id", "approve", ...}]. Failures, malformed lines and duplica
   )
     .option('-p, --port <port>', 'port on 127.0.0.1 (0: a free one)', integer('--port', 0, 65535), 8091)
     .addOption(
-      new Option('--token <token>', 'require this token (the printed URL carries it for the browser)').env(
-        'LAGENT_TOKEN',
-      ),
+      new Option(
+        '--token <token>',
+        "the page's secret, needed by every request (default: a new one at each start; the printed URL carries it)",
+      ).env('LAGENT_TOKEN'),
     )
     .option('--allowed-hosts <names>', 'comma-separated Host names to accept besides 127.0.0.1 and localhost')
     .action(async (_options, command: Command) => {

@@ -3,9 +3,9 @@ import { BudgetExceededError, type BudgetKind, ConfigurationError } from '../sch
 /*
  * Budgets. A call given `budget` opens a Meter; the calls made inside it (sub-agents, models, executors,
  * tools) find it through their frame, as they find the call's signal. A model or tool call asks the meter
- * first: one that would pass a limit is not made (`BudgetExceededError`); what it spent is added after. A
- * sub-call with a budget of its own opens a meter inside its caller's: both limits hold, and what it spends
- * counts in both.
+ * first: one that could pass a limit is not made (`BudgetExceededError`); a model request holds its worst
+ * case (prompt and capped completion) until it settles, then what it spent is added. A sub-call with a
+ * budget of its own opens a meter inside its caller's: both limits hold, and what it spends counts in both.
  */
 
 /** The `budget` call option: limits on what one call, with everything made inside it, may spend. */
@@ -59,7 +59,27 @@ export function checkBudget(owner: string, value: unknown): Budget | undefined {
   return value as Budget;
 }
 
-/** The spending of one budgeted call (and of everything made inside it). */
+/**
+ * What asks a meter for room: says, when it is refused, what it was (`a model request (a prompt of 120
+ * tokens ...)`). An object rather than a string so that nothing is built unless a limit refuses.
+ */
+export interface Asker {
+  describe(kind: BudgetKind): string;
+}
+
+/** Relative slack of a limit's comparison: sums of dollar amounts are not exact in binary. */
+const SLACK = 1e-12;
+
+function passes(total: number, limit: number): boolean {
+  return total > limit + limit * SLACK;
+}
+
+/**
+ * The spending of one budgeted call (and of everything made inside it). Work in flight holds what it may
+ * spend at most (a model request its worst case, a remote call what it was allowed): a limit refuses what
+ * would pass it counting the holds, so concurrent branches never spend the same room. A hold is released
+ * when its work settles, and what the work really spent is added.
+ */
 export class Meter {
   readonly spent: CallUsage = {
     promptTokens: 0,
@@ -69,6 +89,8 @@ export class Meter {
     toolCalls: 0,
     usd: 0,
   };
+  /** What work in flight holds, of each kind. */
+  readonly held: Record<BudgetKind, number> = { tokens: 0, usd: 0, modelCalls: 0, toolCalls: 0 };
 
   constructor(
     readonly limits: Budget,
@@ -85,20 +107,88 @@ export class Meter {
   }
 
   /**
-   * Before a model request: refused when one more request, or its prompt's tokens or cost (when known),
-   * would pass a limit here or in an enclosing meter. Counts the request.
+   * The room left of `kind` for new work: the tightest, over this meter and the enclosing ones, of the limit
+   * less what was spent and what work in flight holds; `Infinity` when nothing limits it.
    */
-  beginModel(promptTokens: number | undefined, promptUsd: number | undefined): void {
+  left(kind: BudgetKind): number {
+    let left = Number.POSITIVE_INFINITY;
     for (let meter: Meter | undefined = this; meter !== undefined; meter = meter.parent) {
-      meter.#refuse('modelCalls', meter.spent.modelCalls + 1);
-      if (promptTokens !== undefined) meter.#refuse('tokens', meter.spent.totalTokens + promptTokens);
-      if (promptUsd !== undefined) meter.#refuse('usd', meter.spent.usd + promptUsd);
+      const limit = meter.limits[kind];
+      if (limit === undefined) continue;
+      const rest = limit - spentOn(meter.spent, kind) - meter.held[kind];
+      if (rest < left) left = rest;
     }
-    for (let meter: Meter | undefined = this; meter !== undefined; meter = meter.parent)
-      meter.spent.modelCalls++;
+    return Math.max(left, 0);
   }
 
-  /** After a model request: its tokens and cost (`usd` undefined: the model has no known price). */
+  /**
+   * Before a model request (or another attempt of one): refused when one more request, or holding its worst
+   * case (`tokens`, `usd`) beside what was spent and what other work holds, would pass a limit here or in an
+   * enclosing meter. Counts the request and holds its worst case.
+   */
+  beginModel(tokens: number, usd: number, asker: Asker): void {
+    for (let meter: Meter | undefined = this; meter !== undefined; meter = meter.parent) {
+      const { limits, spent, held } = meter;
+      if (
+        limits.modelCalls !== undefined &&
+        passes(spent.modelCalls + held.modelCalls + 1, limits.modelCalls)
+      )
+        throw meter.#refusal('modelCalls', asker);
+      if (limits.tokens !== undefined && passes(spent.totalTokens + held.tokens + tokens, limits.tokens))
+        throw meter.#refusal('tokens', asker);
+      if (limits.usd !== undefined && passes(spent.usd + held.usd + usd, limits.usd))
+        throw meter.#refusal('usd', asker);
+    }
+    for (let meter: Meter | undefined = this; meter !== undefined; meter = meter.parent) {
+      meter.spent.modelCalls++;
+      meter.held.tokens += tokens;
+      meter.held.usd += usd;
+    }
+  }
+
+  /**
+   * Holds room for work in flight, here and in every enclosing meter: refused, holding nothing, when it would
+   * pass a limit counting what was spent and what other work holds.
+   */
+  hold(tokens: number, usd: number, modelCalls: number, toolCalls: number, asker: Asker): void {
+    for (let meter: Meter | undefined = this; meter !== undefined; meter = meter.parent) {
+      const { limits, spent, held } = meter;
+      if (limits.tokens !== undefined && passes(spent.totalTokens + held.tokens + tokens, limits.tokens))
+        throw meter.#refusal('tokens', asker);
+      if (limits.usd !== undefined && passes(spent.usd + held.usd + usd, limits.usd))
+        throw meter.#refusal('usd', asker);
+      if (
+        limits.modelCalls !== undefined &&
+        passes(spent.modelCalls + held.modelCalls + modelCalls, limits.modelCalls)
+      )
+        throw meter.#refusal('modelCalls', asker);
+      if (
+        limits.toolCalls !== undefined &&
+        passes(spent.toolCalls + held.toolCalls + toolCalls, limits.toolCalls)
+      )
+        throw meter.#refusal('toolCalls', asker);
+    }
+    for (let meter: Meter | undefined = this; meter !== undefined; meter = meter.parent) {
+      const held = meter.held;
+      held.tokens += tokens;
+      held.usd += usd;
+      held.modelCalls += modelCalls;
+      held.toolCalls += toolCalls;
+    }
+  }
+
+  /** Gives back what {@link hold} held. */
+  release(tokens: number, usd: number, modelCalls: number, toolCalls: number): void {
+    for (let meter: Meter | undefined = this; meter !== undefined; meter = meter.parent) {
+      const held = meter.held;
+      held.tokens -= tokens;
+      held.usd -= usd;
+      held.modelCalls -= modelCalls;
+      held.toolCalls -= toolCalls;
+    }
+  }
+
+  /** Adds a model request's tokens and cost (`usd` undefined: the model has no known price). */
   endModel(promptTokens: number, completionTokens: number, usd: number | undefined, model: string): void {
     for (let meter: Meter | undefined = this; meter !== undefined; meter = meter.parent) {
       const spent = meter.spent;
@@ -111,15 +201,34 @@ export class Meter {
     }
   }
 
+  /**
+   * After work settled: refused when what it really spent passed a limit (it used more than was held for it:
+   * a provider that counted more prompt tokens than the local count, a model that ignored its completion
+   * cap, retries a sync client made in its worker).
+   */
+  checkSpent(asker: Asker): void {
+    for (let meter: Meter | undefined = this; meter !== undefined; meter = meter.parent) {
+      const { limits, spent } = meter;
+      if (limits.tokens !== undefined && passes(spent.totalTokens, limits.tokens))
+        throw meter.#refusal('tokens', asker, true);
+      if (limits.usd !== undefined && passes(spent.usd, limits.usd)) throw meter.#refusal('usd', asker, true);
+      if (limits.modelCalls !== undefined && passes(spent.modelCalls, limits.modelCalls))
+        throw meter.#refusal('modelCalls', asker, true);
+    }
+  }
+
   /** Before a tool call: refused when one more would pass a limit. Counts the call. */
   beginTool(): void {
-    for (let meter: Meter | undefined = this; meter !== undefined; meter = meter.parent)
-      meter.#refuse('toolCalls', meter.spent.toolCalls + 1);
+    for (let meter: Meter | undefined = this; meter !== undefined; meter = meter.parent) {
+      const limit = meter.limits.toolCalls;
+      if (limit !== undefined && passes(meter.spent.toolCalls + meter.held.toolCalls + 1, limit))
+        throw meter.#refusal('toolCalls', TOOL_CALL);
+    }
     for (let meter: Meter | undefined = this; meter !== undefined; meter = meter.parent)
       meter.spent.toolCalls++;
   }
 
-  /** Adds what a call made elsewhere (a remote agent) reports it spent. */
+  /** Adds what a call made elsewhere (a remote agent) spent: numbers checked by the caller (>= 0, finite). */
   add(usage: Partial<CallUsage>): void {
     for (let meter: Meter | undefined = this; meter !== undefined; meter = meter.parent) {
       const spent = meter.spent;
@@ -132,17 +241,10 @@ export class Meter {
     }
   }
 
-  /** What is left of every limit set here or in an enclosing meter (the tightest of each). */
+  /** What is left of every limit set here or in an enclosing meter (the tightest of each), net of holds. */
   remaining(): Budget {
     const left: Budget = {};
-    for (let meter: Meter | undefined = this; meter !== undefined; meter = meter.parent) {
-      for (const kind of KINDS) {
-        const limit = meter.limits[kind];
-        if (limit === undefined) continue;
-        const rest = Math.max(0, limit - spentOn(meter.spent, kind));
-        left[kind] = left[kind] === undefined ? rest : Math.min(left[kind], rest);
-      }
-    }
+    for (const kind of KINDS) if (this.isLimited(kind)) left[kind] = this.left(kind);
     return left;
   }
 
@@ -154,31 +256,25 @@ export class Meter {
     return usage;
   }
 
-  #refuse(kind: BudgetKind, total: number): void {
-    const limit = this.limits[kind];
-    if (limit === undefined || total <= limit) return;
+  #refusal(kind: BudgetKind, asker: Asker, passed = false): BudgetExceededError {
+    const limit = this.limits[kind]!;
     const spent = spentOn(this.spent, kind);
-    const what =
-      kind === 'modelCalls'
-        ? 'a model request'
-        : kind === 'toolCalls'
-          ? 'a tool call'
-          : kind === 'tokens'
-            ? `a model request (prompt of ${total - spent} tokens)`
-            : `a model request (prompt costing $${(total - spent).toFixed(6)})`;
-    throw new BudgetExceededError({
-      message: `${this.owner}: the ${kind} budget (${limit}) would be passed by ${what}: ${formatSpent(kind, spent)} spent so far`,
-      budget: kind,
-      spent: total,
-      limit,
-    });
+    const held = this.held[kind];
+    const holding = held > 0 ? `, ${formatAmount(kind, held)} held by work in flight` : '';
+    const message = passed
+      ? `${this.owner}: the ${kind} budget (${limit}) was passed by ${asker.describe(kind)}: ${formatAmount(kind, spent)} spent`
+      : `${this.owner}: the ${kind} budget (${limit}) would be passed by ${asker.describe(kind)}: ${formatAmount(kind, spent)} spent so far${holding}`;
+    return new BudgetExceededError({ message, budget: kind, spent, limit });
   }
 }
+
+const TOOL_CALL: Asker = { describe: () => 'a tool call' };
 
 function spentOn(spent: CallUsage, kind: BudgetKind): number {
   return kind === 'tokens' ? spent.totalTokens : spent[kind];
 }
 
-function formatSpent(kind: BudgetKind, spent: number): string {
-  return kind === 'usd' ? `$${spent.toFixed(6)}` : String(spent);
+/** An amount of `kind` as messages show it: dollars to the micro-dollar, the others as they are. */
+export function formatAmount(kind: BudgetKind, amount: number): string {
+  return kind === 'usd' ? `$${amount.toFixed(6)}` : String(amount);
 }

@@ -57,6 +57,10 @@ export class AISDKModelHost {
     return (await this.#load()).getTotalUsage();
   }
 
+  async getRetryCount(): Promise<number> {
+    return (await this.#load()).getRetryCount();
+  }
+
   async getLastUsage(): Promise<TokenUsage | undefined> {
     return (await this.#load()).getLastUsage();
   }

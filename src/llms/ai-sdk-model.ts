@@ -1,7 +1,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { locateBridge } from '../bridge/location';
 import { ConfigurationError } from '../schema/errors';
-import { locateBridge } from '../utils/sync-bridge-location';
 import type { AISDKModelHostOptions } from './ai-sdk-model-host';
 import type { AISDKModelOptions } from './async-ai-sdk-model';
 import { BridgedLLM } from './bridged-llm';

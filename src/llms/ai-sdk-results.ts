@@ -7,7 +7,7 @@ import type { ToolCall } from '../schema/chat-message';
 import { LLMRequestError } from '../schema/errors';
 import type { AISDKContent, AISDKFinishReason, AISDKStreamPart, AISDKUsage } from './ai-sdk-types';
 import { parseToolArguments, type RequestTools, type ToolCallAssembler } from './tool-calls';
-import type { TokenUsage } from './usage';
+import { reportedCount, type TokenUsage } from './usage';
 
 /** The fields of a `tool-call` content or stream part that are read. */
 interface ToolCallPart {
@@ -97,13 +97,17 @@ export function readStreamPart(
   }
 }
 
+/** A reported count (a number, or `{ total }`): finite and >= 0, else undefined. */
 function count(value: unknown): number | undefined {
-  if (typeof value === 'number' && Number.isFinite(value)) return value;
-  const total = (value as { total?: unknown } | null | undefined)?.total;
-  return typeof total === 'number' && Number.isFinite(total) ? total : undefined;
+  const number = typeof value === 'number' ? value : (value as { total?: unknown } | null | undefined)?.total;
+  return typeof number === 'number' && Number.isFinite(number) && number >= 0 ? number : undefined;
 }
 
-/** An AI SDK usage (flat `v2` or split `v3`/`v4`) as a {@link TokenUsage}; undefined when it has no counts. */
+/**
+ * An AI SDK usage (flat `v2` or split `v3`/`v4`) as a {@link TokenUsage}; undefined when it has no counts.
+ * Completion tokens include reasoning: a `v2` provider that counts reasoning apart from `outputTokens`
+ * (Google's) says so in `totalTokens`, which is then what the prompt leaves of it.
+ */
 export function usageOf(usage: AISDKUsage | undefined): TokenUsage | undefined {
   if (usage === null || typeof usage !== 'object') return undefined;
   const input = count(usage.inputTokens);
@@ -111,8 +115,24 @@ export function usageOf(usage: AISDKUsage | undefined): TokenUsage | undefined {
   const total = count((usage as { totalTokens?: unknown }).totalTokens);
   if (input === undefined && output === undefined && total === undefined) return undefined;
   const promptTokens = input ?? 0;
-  const completionTokens = output ?? 0;
-  return { promptTokens, completionTokens, totalTokens: total ?? promptTokens + completionTokens };
+  let completionTokens = output ?? 0;
+  if (total !== undefined && total - promptTokens > completionTokens) completionTokens = total - promptTokens;
+  const result: TokenUsage = {
+    promptTokens,
+    completionTokens,
+    totalTokens: Math.max(total ?? 0, promptTokens + completionTokens),
+  };
+  const split = typeof usage.inputTokens === 'object' && usage.inputTokens !== null;
+  const flat = usage as { reasoningTokens?: unknown; cachedInputTokens?: unknown };
+  const inputs = usage.inputTokens as { cacheRead?: unknown; cacheWrite?: unknown } | undefined;
+  const outputs = usage.outputTokens as { reasoning?: unknown } | undefined;
+  const cacheRead = reportedCount(split ? inputs?.cacheRead : flat.cachedInputTokens);
+  const cacheWrite = split ? reportedCount(inputs?.cacheWrite) : 0;
+  const reasoning = reportedCount(split ? outputs?.reasoning : flat.reasoningTokens);
+  if (cacheRead > 0) result.cacheReadTokens = Math.min(cacheRead, promptTokens);
+  if (cacheWrite > 0) result.cacheWriteTokens = Math.min(cacheWrite, promptTokens);
+  if (reasoning > 0) result.reasoningTokens = reasoning;
+  return result;
 }
 
 const FINISH_REASONS: Readonly<Record<string, string>> = {

@@ -63,10 +63,20 @@ export interface AISDKCallOptions {
 
 /** Token usage: flat numbers (`v2`) or split by kind (`v3`, `v4`). */
 export type AISDKUsage =
-  | { inputTokens: number | undefined; outputTokens: number | undefined; totalTokens?: number | undefined }
   | {
-      inputTokens: { total: number | undefined };
-      outputTokens: { total: number | undefined };
+      inputTokens: number | undefined;
+      outputTokens: number | undefined;
+      totalTokens?: number | undefined;
+      reasoningTokens?: number | undefined;
+      cachedInputTokens?: number | undefined;
+    }
+  | {
+      inputTokens: {
+        total: number | undefined;
+        cacheRead?: number | undefined;
+        cacheWrite?: number | undefined;
+      };
+      outputTokens: { total: number | undefined; reasoning?: number | undefined };
     };
 
 /** Why generation stopped: a string (`v2`) or `{ unified, raw }` (`v3`, `v4`). */

@@ -144,7 +144,14 @@ export class AsyncAISDKModel extends MeteredLLM {
     // A model called inside an agent's forward stops with that call even when not handed its signal.
     const signal = effectiveSignal(call.signal);
     signal?.throwIfAborted();
-    const result = await withRetries(() => this.#attempt(request, signal), this.#policy, this.#where, signal);
+    const result = await withRetries(
+      () => this.#attempt(request, signal),
+      this.#policy,
+      this.#where,
+      signal,
+      call,
+      this,
+    );
     const { text, toolCalls } = readContent(result.content, tools, this.#where);
     const usage = usageOf(result.usage);
     const finishReason = finishReasonOf(result.finishReason);
@@ -178,6 +185,8 @@ export class AsyncAISDKModel extends MeteredLLM {
       this.#policy,
       this.#where,
       signal,
+      call,
+      this,
     );
     const state = { calls: 0, usage: undefined as TokenUsage | undefined, finishReason: undefined };
     yield* this.relayStream({

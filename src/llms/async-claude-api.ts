@@ -11,6 +11,7 @@ import {
   usageFromClaude,
 } from './claude-messages';
 import { type AnthropicSDK, loadAnthropicSDK, toSharedError } from './claude-sdk';
+import { addExtraBody, checkExtraBody } from './extra-body';
 import { type LoadedImages, loadImages } from './image-inputs';
 import { MeteredLLM } from './metered-llm';
 import { type RetryPolicy, withRetries } from './request-retry';
@@ -54,7 +55,10 @@ export interface ClaudeAPIOptions extends GenParams, TimingOptions {
 
 /** Per-call params of {@link AsyncClaudeAPI}. */
 export interface ClaudeCallParams extends LLMCallParams {
-  /** Extra body fields for this call, merged over the client's `extraBody`. */
+  /**
+   * Extra body fields for this call, merged over the client's `extraBody`; neither may replace what the client
+   * writes itself (`model`, `messages`, `system`, `tools`, `tool_choice`, `stream`): a `ConfigurationError`.
+   */
   extraBody?: Record<string, unknown> | undefined;
 }
 
@@ -148,6 +152,7 @@ export class AsyncClaudeAPI extends MeteredLLM {
     this.maxRetryAfter = timing.maxRetryAfter;
     this.#policy = timing.policy;
     this.#headers = options.headers;
+    checkExtraBody(name, options.extraBody);
     this.extraBody = { ...options.extraBody };
     this.#sendTopP = options.topP !== undefined;
     this.#sendTopK = options.topK !== undefined;
@@ -188,6 +193,8 @@ export class AsyncClaudeAPI extends MeteredLLM {
       this.#policy,
       this.#where,
       signal,
+      call,
+      this,
     );
     const { text, toolCalls, finishReason, usage } = readClaudeMessage(response, tools, this.#where);
     return this.reply(text, toolCalls, finishReason, usage, resolved.stopWords, call);
@@ -227,6 +234,8 @@ export class AsyncClaudeAPI extends MeteredLLM {
       this.#policy,
       this.#where,
       signal,
+      call,
+      this,
     );
     let rawUsage: Record<string, unknown> | undefined;
     yield* this.relayStream({
@@ -329,7 +338,7 @@ export class AsyncClaudeAPI extends MeteredLLM {
       const choice = toClaudeToolChoice(call.toolChoice, call.parallelToolCalls);
       if (choice !== undefined) body.tool_choice = choice;
     }
-    Object.assign(body, this.extraBody, call.extraBody);
+    addExtraBody(this.clientName, body, this.extraBody, call.extraBody);
     return body;
   }
 }

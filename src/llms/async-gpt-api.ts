@@ -1,4 +1,5 @@
 import { type APIMetaTemplate, APITemplateParser, DEFAULT_API_META_TEMPLATE } from './api-template-parser';
+import { addExtraBody } from './extra-body';
 import {
   type CompletionRequest,
   type OpenAICallParams,
@@ -94,7 +95,7 @@ export class AsyncGPTAPI extends OpenAICompatibleLLM {
       if (params.stopWords.length > 0) body.stop = params.stopWords.slice(0, MAX_STOP_SEQUENCES);
     }
     if (call.jsonMode ?? this.jsonMode) body.response_format = { type: 'json_object' };
-    Object.assign(body, this.extraBody, call.extraBody);
+    addExtraBody(this.clientName, body, this.extraBody, call.extraBody);
     return { endpoint: 'chat', body };
   }
 }

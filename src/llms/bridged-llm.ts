@@ -1,12 +1,21 @@
+import { sameThreadServerHint } from '../bridge/same-thread';
+import { SyncBridge } from '../bridge/sync-bridge';
 import { LLMRequestError, TimeoutError } from '../schema/errors';
-import { SyncBridge } from '../utils/sync-bridge';
-import { sameThreadServerHint } from '../utils/sync-bridge-same-thread';
 import { BaseLLM } from './base-llm';
 import type { OpenAICallParams, OpenAICompatibleOptions } from './openai-compatible-llm';
 import { bridgedCallBudget, resolveTiming } from './timing';
 import { toolsAsJSON } from './tool-calls';
-import type { ChatMessage, GenParams, ModelReply, StreamChunk } from './types';
+import type { ChatMessage, GenParams, ModelReply, RetryNotice, StreamChunk } from './types';
 import type { TokenUsage } from './usage';
+
+/** What a budgeted call reads before it: the usage and retries counted on the other side. */
+interface Counted {
+  usage: TokenUsage;
+  retries: number;
+}
+
+/** What `onRetry` is told of a retry made on the other side. */
+const MADE: RetryNotice = Object.freeze({ made: true });
 
 /** The call params that cross the bridge; everything else an agent passes along is dropped. */
 function bridgeParams(call: OpenAICallParams | undefined, resolved: GenParams): Record<string, unknown> {
@@ -142,21 +151,32 @@ export abstract class BridgedLLM extends BaseLLM {
     }
   }
 
-  /** The usage counted so far, when the call wants its own (`onUsage`: a budgeted call). */
-  #usageBefore(params: OpenAICallParams | undefined): TokenUsage | undefined {
-    return params?.onUsage === undefined ? undefined : this.getTotalUsage();
+  /** The usage and retries counted so far, when the call wants its own (`onUsage`: a budgeted call). */
+  #usageBefore(params: OpenAICallParams | undefined): Counted | undefined {
+    if (params?.onUsage === undefined) return undefined;
+    return { usage: this.getTotalUsage(), retries: this.getRetryCount() };
   }
 
-  /** Gives `onUsage` what the call added to the usage counted on the other side, when it added any. */
-  #reportUsage(params: OpenAICallParams | undefined, before: TokenUsage | undefined): void {
+  /**
+   * Tells `onRetry` of each retry the call made on the other side (they were sent: a budget counts them after
+   * the fact), then gives `onUsage` what the call added to the usage counted there, when it added any.
+   */
+  #reportUsage(params: OpenAICallParams | undefined, before: Counted | undefined): void {
     if (before === undefined) return;
+    const retries = this.getRetryCount() - before.retries;
+    for (let retry = 0; retry < retries; retry++) params!.onRetry?.(MADE);
     const after = this.getTotalUsage();
-    if (after.totalTokens === before.totalTokens) return;
+    if (after.totalTokens === before.usage.totalTokens) return;
     params!.onUsage!({
-      promptTokens: after.promptTokens - before.promptTokens,
-      completionTokens: after.completionTokens - before.completionTokens,
-      totalTokens: after.totalTokens - before.totalTokens,
+      promptTokens: after.promptTokens - before.usage.promptTokens,
+      completionTokens: after.completionTokens - before.usage.completionTokens,
+      totalTokens: after.totalTokens - before.usage.totalTokens,
     });
+  }
+
+  /** How many retries the client has sent, over all its requests (first attempts not counted). */
+  getRetryCount(): number {
+    return this.#bridge.call<number>('getRetryCount');
   }
 
   /** Summed token usage of one session (calls without a `sessionId` count under `0`). */

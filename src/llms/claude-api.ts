@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { locateBridge } from '../utils/sync-bridge-location';
+import { locateBridge } from '../bridge/location';
 import { type ClaudeAPIOptions, DEFAULT_CLAUDE_MAX_TOKENS } from './async-claude-api';
 import { BridgedLLM } from './bridged-llm';
 import type { TokenCountInput } from './token-count';

@@ -3,7 +3,7 @@ import { LLMRequestError } from '../schema/errors';
 import { type LoadedImage, type LoadedImages, skippedNote } from './image-inputs';
 import { parseToolArguments, type RequestTools, toAPIToolName } from './tool-calls';
 import type { ToolChoice } from './types';
-import type { TokenUsage } from './usage';
+import { reportedCount, type TokenUsage } from './usage';
 
 /** One content block of an Anthropic message, as the Messages API takes it. */
 export type ClaudeBlock =
@@ -189,11 +189,14 @@ export function finishReasonOf(stopReason: unknown): string | undefined {
 export function usageFromClaude(usage: unknown): TokenUsage | undefined {
   if (usage === null || typeof usage !== 'object') return undefined;
   const raw = usage as Record<string, unknown>;
-  const number = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
-  const promptTokens =
-    number(raw.input_tokens) + number(raw.cache_creation_input_tokens) + number(raw.cache_read_input_tokens);
-  const completionTokens = number(raw.output_tokens);
-  return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
+  const cacheWrite = reportedCount(raw.cache_creation_input_tokens);
+  const cacheRead = reportedCount(raw.cache_read_input_tokens);
+  const promptTokens = reportedCount(raw.input_tokens) + cacheWrite + cacheRead;
+  const completionTokens = reportedCount(raw.output_tokens);
+  const result: TokenUsage = { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
+  if (cacheRead > 0) result.cacheReadTokens = cacheRead;
+  if (cacheWrite > 0) result.cacheWriteTokens = cacheWrite;
+  return result;
 }
 
 /** The text and tool calls of a non-streaming reply; throws `LLMRequestError` when it is not a message. */

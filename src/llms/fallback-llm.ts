@@ -92,23 +92,24 @@ function answeredBy(chain: Chain<AnyModel>, index: number): AnsweredBy {
   return { index, name: nameOf(chain.models[index]!) };
 }
 
-/** The next model after a retryable failure of model `index`, or the error to throw. */
+/**
+ * The next model after a retryable failure of model `index`, or the error to throw. The call's `onRetry` is
+ * told which model is asked next (a budget counts it, or refuses it).
+ */
 function next(
   chain: Chain<AnyModel>,
   index: number,
   error: unknown,
   failures: LLMRequestError[],
-  signal: AbortSignal | undefined,
+  params: LLMCallParams | undefined,
 ): void {
-  const failure = failureOf(error, chain.models[index]!, signal);
+  const failure = failureOf(error, chain.models[index]!, params?.signal);
   if (failure === undefined) throw error;
   failures.push(failure);
   if (index === chain.models.length - 1) throw allFailed(chain.models, failures, error);
-  chain.options.onFallback?.({
-    from: answeredBy(chain, index),
-    to: answeredBy(chain, index + 1),
-    error: failure,
-  });
+  const to = answeredBy(chain, index + 1);
+  chain.options.onFallback?.({ from: answeredBy(chain, index), to, error: failure });
+  params?.onRetry?.({ model: to.name });
 }
 
 /**
@@ -118,7 +119,8 @@ function next(
  * the failure came before its first chunk.
  *
  * `lastModel` (and `answeredBy` on a `generate()` reply) says which model answered. `genParams` is the first
- * model's; per-call params go to every model. Usage (`getUsage()`, ...) is summed over the models.
+ * model's; per-call params go to every model, and `onRetry` is told before each model after the first (a
+ * budget counts every model tried). Usage (`getUsage()`, ...) is summed over the models.
  */
 export class FallbackLLM extends BaseLLM implements Chain<BaseLLM> {
   readonly models: readonly BaseLLM[];
@@ -142,7 +144,7 @@ export class FallbackLLM extends BaseLLM implements Chain<BaseLLM> {
         this.lastModel = answeredBy(this, index);
         return [result, index];
       } catch (error) {
-        next(this, index, error, failures, params?.signal);
+        next(this, index, error, failures, params);
       }
     }
   }
@@ -227,7 +229,7 @@ export class AsyncFallbackLLM extends AsyncBaseLLM implements Chain<AsyncBaseLLM
         this.lastModel = answeredBy(this, index);
         return [result, index];
       } catch (error) {
-        next(this, index, error, failures, params?.signal);
+        next(this, index, error, failures, params);
       }
     }
   }

@@ -47,6 +47,7 @@ export type {
   LLMCallParams,
   ModelReply,
   ResolvedGenParams,
+  RetryNotice,
   StreamChunk,
   ToolChoice,
   ToolSpec,

@@ -2,7 +2,7 @@ import type { Deadline } from '../core/deadline';
 import type { ToolCall } from '../schema/chat-message';
 import { ModelStatusCode } from '../schema/status';
 import { AsyncBaseLLM } from './base-llm';
-import { toRequestError } from './request-retry';
+import { COUNT_RETRY, type RetryCounting, toRequestError } from './request-retry';
 import { StopWordFilter } from './stop-word-filter';
 import { cutAtStopWords } from './stop-words';
 import { type RequestTools, ToolCallAssembler } from './tool-calls';
@@ -16,7 +16,7 @@ export interface StreamRelay {
   attempt: Deadline;
   /** The text one event adds; tool-call pieces go to `assembler`, usage wherever the client keeps it. */
   read(event: unknown, assembler: ToolCallAssembler): string;
-  /** The usage the events reported, read once the stream ended. */
+  /** The usage the events reported, read once the stream ended (or failed, or was left). */
   usage(): TokenUsage | undefined;
   /** The caller's (effective) signal. */
   signal: AbortSignal | undefined;
@@ -38,12 +38,23 @@ export type CallUsageTarget = Pick<LLMCallParams, 'sessionId' | 'onUsage'>;
  * server reports it, and a short description for logs. Subclasses record each call's usage with
  * {@link recordUsage}.
  */
-export abstract class MeteredLLM extends AsyncBaseLLM {
+export abstract class MeteredLLM extends AsyncBaseLLM implements RetryCounting {
   /** The model name sent with every request. */
   abstract readonly model: string;
   /** The server's base URL. */
   abstract readonly baseURL: string;
   readonly #usage = new UsageTracker();
+  #retries = 0;
+
+  /** Counts a retry sent (see `withRetries`). */
+  [COUNT_RETRY](): void {
+    this.#retries++;
+  }
+
+  /** How many retries this client has sent, over all its requests (first attempts not counted). */
+  getRetryCount(): number {
+    return this.#retries;
+  }
 
   /**
    * Counts one call's usage under its session (calls without a `sessionId` count under `0`), and gives it to
@@ -78,6 +89,7 @@ export abstract class MeteredLLM extends AsyncBaseLLM {
     const { stream, attempt, signal, where } = relay;
     const filter = new StopWordFilter(relay.stopWords);
     const assembler = new ToolCallAssembler(relay.tools);
+    let counted = false;
     try {
       try {
         for await (const event of stream) {
@@ -98,6 +110,7 @@ export abstract class MeteredLLM extends AsyncBaseLLM {
       if (attempt.timedOut) throw toRequestError(attempt.signal.reason, where, 1);
       const rest = filter.flush();
       if (rest.length > 0) yield { state: ModelStatusCode.STREAM_ING, content: filter.text, delta: rest };
+      counted = true;
       const usage = relay.usage();
       if (usage) this.recordUsage(usage, relay.call);
       const end: StreamChunk = { state: ModelStatusCode.END, content: filter.text, delta: '' };
@@ -106,6 +119,12 @@ export abstract class MeteredLLM extends AsyncBaseLLM {
       yield end;
     } finally {
       attempt.abort();
+      // A stream that failed or was left still used what the server reported so far (Anthropic reports the
+      // prompt first): a budget counts it.
+      if (!counted) {
+        const usage = relay.usage();
+        if (usage) this.recordUsage(usage, relay.call);
+      }
     }
   }
 

@@ -3,6 +3,7 @@ import { effectiveSignal } from '../core/call-context';
 import { Deadline } from '../core/deadline';
 import { ConfigurationError, LLMRequestError } from '../schema/errors';
 import { MAX_TIMER_MS } from '../utils/timers';
+import { checkExtraBody } from './extra-body';
 import { type LoadedImages, loadImages } from './image-inputs';
 import { MeteredLLM } from './metered-llm';
 import { postJSON } from './post-json';
@@ -42,7 +43,11 @@ export interface OpenAICompatibleOptions extends GenParams, TimingOptions {
   clientName?: string | undefined;
   /** Extra HTTP headers on every request. */
   headers?: Record<string, string> | undefined;
-  /** Extra body fields on every request, for parameters OpenAI lacks (e.g. `{ top_k: 20 }` for vLLM). */
+  /**
+   * Extra body fields on every request, for parameters OpenAI lacks (e.g. `{ top_k: 20 }` for vLLM). They add
+   * to the request, never replace what the client writes itself (`model`, `messages`, `prompt`, `tools`,
+   * `tool_choice`, `parallel_tool_calls`, `stream`, `stream_options`): naming one is a `ConfigurationError`.
+   */
   extraBody?: Record<string, unknown> | undefined;
   /** Ask streaming servers for token usage (`stream_options.include_usage`). @default true */
   streamUsage?: boolean | undefined;
@@ -58,7 +63,10 @@ export interface OpenAICompatibleOptions extends GenParams, TimingOptions {
 
 /** Per-call params of OpenAI-compatible clients. */
 export interface OpenAICallParams extends LLMCallParams {
-  /** Extra body fields for this call, merged over the client's `extraBody`. */
+  /**
+   * Extra body fields for this call, merged over the client's `extraBody`; like it, they cannot replace what the
+   * client writes itself (a `ConfigurationError`, before anything is sent).
+   */
   extraBody?: Record<string, unknown> | undefined;
   /** Ask for a JSON object reply (`response_format: { type: 'json_object' }`), chat endpoints only. */
   jsonMode?: boolean | undefined;
@@ -163,6 +171,7 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
     this.#policy = timing.policy;
     this.#organization = options.organization;
     this.#headers = options.headers;
+    checkExtraBody(name, options.extraBody);
     this.extraBody = { ...options.extraBody };
     this.#streamUsage = options.streamUsage ?? true;
     this.#sendImages = options.sendImages ?? true;
@@ -208,6 +217,8 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
       this.#policy,
       where,
       signal,
+      call,
+      this,
     );
     return this.reply(text, toolCalls, finishReason, usage, resolved.stopWords, call);
   }
@@ -243,6 +254,8 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
       this.#policy,
       where,
       signal,
+      call,
+      this,
     );
     let usage: TokenUsage | undefined;
     yield* this.relayStream({

@@ -1,9 +1,10 @@
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
-import pRetry from 'p-retry';
+import pRetry, { AbortError } from 'p-retry';
 import { LLMRequestError, TimeoutError } from '../schema/errors';
 import { retryAfterMs } from '../utils/retry-after';
 import { errorMessage } from '../utils/text';
 import { sleep } from '../utils/timers';
+import type { RetryNotice } from './types';
 
 /** How a client retries failed requests. */
 export interface RetryPolicy {
@@ -18,6 +19,14 @@ export interface RetryPolicy {
 }
 
 /** The longest delay Node's timers support. */
+
+/** How {@link withRetries} tells a client that it sends a request again (the client counts its retries). */
+export const COUNT_RETRY: unique symbol = Symbol('lagent.countRetry');
+
+/** A client that counts its retries. */
+export interface RetryCounting {
+  [COUNT_RETRY](): void;
+}
 
 /** Extra facts about a failed attempt that only the retry loop needs. */
 interface AttemptFacts {
@@ -119,13 +128,16 @@ function backoff(retriesConsumed: number, policy: RetryPolicy): number {
  * exponential backoff, or after the server's `retry-after-ms` / `retry-after` when it sent one (at most
  * `maxRetryAfterMs`). The final error carries the number of attempts, and says when the server asked for a
  * longer wait than `maxRetryAfterMs`. An abort of `signal` stops the attempt and any backoff wait at once and
- * rejects with the signal's reason.
+ * rejects with the signal's reason. The call's `onRetry` is told before each retry is sent (after the wait);
+ * what it throws ends the request as it is (a budget refusing the attempt). `client` counts each retry sent.
  */
 export async function withRetries<T>(
   attempt: (attemptNumber: number) => Promise<T>,
   policy: RetryPolicy,
   where: string,
   signal: AbortSignal | undefined,
+  call?: { onRetry?: ((next: RetryNotice) => void) | undefined } | undefined,
+  client?: RetryCounting | undefined,
 ): Promise<T> {
   if (signal?.aborted) throw signal.reason;
   // The first attempt runs on its own: most calls succeed at once, and under load p-retry's set-up per call
@@ -142,8 +154,13 @@ export async function withRetries<T>(
     policy,
     where,
     signal,
+    call?.onRetry,
+    client,
   );
 }
+
+/** Told of a retry of the same model. */
+const SAME_MODEL: RetryNotice = Object.freeze({});
 
 /** p-retry over `attempt`, whose first call replays the first attempt's failure. */
 async function retryAfterFirstFailure<T>(
@@ -151,6 +168,8 @@ async function retryAfterFirstFailure<T>(
   policy: RetryPolicy,
   where: string,
   signal: AbortSignal | undefined,
+  onRetry: ((next: RetryNotice) => void) | undefined,
+  client: RetryCounting | undefined,
 ): Promise<T> {
   let attempts = 0;
   let lastError: LLMRequestError | undefined;
@@ -159,6 +178,16 @@ async function retryAfterFirstFailure<T>(
   try {
     return await pRetry(
       async (attemptNumber) => {
+        if (attemptNumber > 1) {
+          if (onRetry !== undefined) {
+            try {
+              onRetry(SAME_MODEL);
+            } catch (refusal) {
+              throw new AbortError(refusal instanceof Error ? refusal : new Error(String(refusal)));
+            }
+          }
+          client?.[COUNT_RETRY]();
+        }
         attempts = attemptNumber;
         try {
           return await attempt(attemptNumber);

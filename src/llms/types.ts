@@ -56,7 +56,24 @@ export interface LLMCallParams extends GenParams {
   parallelToolCalls?: boolean | undefined;
   /** Called with the request's token usage when the server reports it (how a call's `budget` counts). */
   onUsage?: ((usage: TokenUsage) => void) | undefined;
+  /**
+   * Called before the request is sent again: a client's retry after a failed attempt, or the next model of a
+   * fallback chain (`next.model` names it). Throwing stops the request with that error: a call's `budget`
+   * counts every attempt this way, and refuses one it has no room for.
+   */
+  onRetry?: ((next: RetryNotice) => void) | undefined;
   [key: string]: unknown;
+}
+
+/** What {@link LLMCallParams.onRetry} is told about the attempt about to be sent. */
+export interface RetryNotice {
+  /** The model asked next, when it is another one (a fallback chain's next model). */
+  model?: string | undefined;
+  /**
+   * The attempt was sent already (a sync client's retries, made in its worker, are told when its answer
+   * comes): it is counted, and what is thrown then fails the call after the fact.
+   */
+  made?: boolean | undefined;
 }
 
 /**

@@ -2,9 +2,17 @@ import type { SessionId } from '../schema/session';
 
 /** Token counts of one call, or summed over calls. */
 export interface TokenUsage {
+  /** Every prompt token, cached ones included. */
   promptTokens: number;
+  /** Every completion token, reasoning included. */
   completionTokens: number;
   totalTokens: number;
+  /** Of `promptTokens`, those read from the provider's prompt cache (when it reported them). */
+  cacheReadTokens?: number | undefined;
+  /** Of `promptTokens`, those written to the provider's prompt cache (when it reported them). */
+  cacheWriteTokens?: number | undefined;
+  /** Of `completionTokens`, the model's reasoning (when the provider reported it). */
+  reasoningTokens?: number | undefined;
 }
 
 /** A zero {@link TokenUsage}. */
@@ -12,15 +20,32 @@ export function emptyUsage(): TokenUsage {
   return { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
 }
 
-/** Reads an OpenAI `usage` object (snake_case); undefined when the server sent none. */
+/** A count a server reported: a finite number >= 0, else 0. */
+export function reportedCount(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0;
+}
+
+/**
+ * Reads an OpenAI `usage` object (snake_case); undefined when the server sent none. Cached prompt tokens
+ * (`prompt_tokens_details.cached_tokens`) and reasoning tokens (`completion_tokens_details.reasoning_tokens`)
+ * are kept when the server reported some.
+ */
 export function usageFromAPI(usage: unknown): TokenUsage | undefined {
   if (usage === null || typeof usage !== 'object') return undefined;
   const raw = usage as Record<string, unknown>;
-  const number = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
-  const promptTokens = number(raw.prompt_tokens);
-  const completionTokens = number(raw.completion_tokens);
-  const totalTokens = number(raw.total_tokens) || promptTokens + completionTokens;
-  return { promptTokens, completionTokens, totalTokens };
+  const promptTokens = reportedCount(raw.prompt_tokens);
+  const completionTokens = reportedCount(raw.completion_tokens);
+  const totalTokens = reportedCount(raw.total_tokens) || promptTokens + completionTokens;
+  const result: TokenUsage = { promptTokens, completionTokens, totalTokens };
+  const cached = reportedCount(
+    (raw.prompt_tokens_details as { cached_tokens?: unknown } | null)?.cached_tokens,
+  );
+  if (cached > 0) result.cacheReadTokens = Math.min(cached, promptTokens);
+  const reasoning = reportedCount(
+    (raw.completion_tokens_details as { reasoning_tokens?: unknown } | null)?.reasoning_tokens,
+  );
+  if (reasoning > 0) result.reasoningTokens = reasoning;
+  return result;
 }
 
 /**

@@ -1,5 +1,5 @@
-import { SyncBridge } from '../utils/sync-bridge';
-import { locateBridge } from '../utils/sync-bridge-location';
+import { locateBridge } from '../bridge/location';
+import { SyncBridge } from '../bridge/sync-bridge';
 import {
   type FakeOpenAIOptions,
   type FakeOpenAIServer,

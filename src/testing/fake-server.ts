@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { registerSameThreadServer } from '../utils/sync-bridge-same-thread';
+import { registerSameThreadServer } from '../bridge/same-thread';
 
 /**
  * What the fake model servers (`startFakeOpenAI`, `startFakeAnthropic`) share: reading bodies, waits that

@@ -1,8 +1,8 @@
 import { BaseAction } from '../actions/base-action';
 import type { ActionApi, ToolApiSpec, ToolContext } from '../actions/types';
+import { locateBridge } from '../bridge/location';
+import { SyncBridge } from '../bridge/sync-bridge';
 import { ActionReturn, type ActionReturnInit } from '../schema/action-return';
-import { SyncBridge } from '../utils/sync-bridge';
-import { locateBridge } from '../utils/sync-bridge-location';
 
 /** What a sync tool twin is built from. */
 export interface BridgedToolTarget {

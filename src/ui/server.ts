@@ -1,6 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AgentBase } from '../agents/agent-base';
 import type { MemoryStoreOptions } from '../agents/lifecycle/persist';
+import type { CallerOptionsPolicy } from '../distributed/caller-options';
 import type { HTTPAgentServer, ServedAgent } from '../distributed/http/server';
 import { ConfigurationError } from '../schema/errors';
 import type { SessionId } from '../schema/session';
@@ -19,10 +21,13 @@ export interface UIServerOptions {
   /** The port; `0` picks a free one. @default 0 */
   port?: number | undefined;
   /**
-   * When set, every request needs it: as `Authorization: Bearer <token>`, as the cookie the page gets when it is
-   * opened with `?token=<token>` ({@link UIServer.pageUrl}), else 401.
+   * The page's secret: every request but those of the page's own files (which hold nothing) needs it as
+   * `Authorization: Bearer <token>`, else 401. The page gets it from {@link UIServer.pageUrl}'s fragment.
+   * @default a new random secret at every start (read it from `pageUrl` or `token`)
    */
   token?: string | undefined;
+  /** What the page's requests may set on a call besides the session (HTTPAgentServer's `callerOptions`). */
+  callerOptions?: CallerOptionsPolicy | undefined;
   /** Keep every session in this store (HTTPAgentServer's `store`). */
   store?: SessionStore | MemoryStoreOptions | undefined;
   /** More names the `Host` header may carry (HTTPAgentServer's `allowedHosts`). */
@@ -61,21 +66,6 @@ function canonicalOrigin(value: string): string | undefined {
   }
 }
 
-function cookieValue(header: string | undefined, name: string): string | undefined {
-  if (!header) return undefined;
-  for (const part of header.split(';')) {
-    const index = part.indexOf('=');
-    if (index > 0 && part.slice(0, index).trim() === name) {
-      try {
-        return decodeURIComponent(part.slice(index + 1).trim());
-      } catch {
-        return undefined;
-      }
-    }
-  }
-  return undefined;
-}
-
 function sendJSON(reply: FastifyReply, value: unknown, status = 200): void {
   reply.code(status).type(JSON_TYPE).send(JSON.stringify(value));
 }
@@ -93,15 +83,20 @@ function sendError(reply: FastifyReply, status: number, error: unknown, code: st
  * - `GET /ui/sessions`: the sessions any agent of the tree has in memory;
  * - `POST /ui/sessions/:id/reset`: clears a session in every agent of the tree;
  * - `PUT /ui/state/:id`: loads a state dict (either shape) into a session (`GET /memory/:id` downloads one);
- * - `GET /ui/events`: server-sent events, one `agent` event per event of the tree ({@link UIEvent}): the recent
+ * - `GET /ui/events`: server-sent events, one `agent` event per event of the tree (`UIEvent`): the recent
  *   ones first, then each as it happens.
  *
- * The page's own requests carry its origin, which is accepted (a page of any other origin is refused). With a
- * `token`, the page opened at {@link pageUrl} gets it as an `HttpOnly`, `SameSite=Strict` cookie.
+ * The page's own requests carry its origin, which is accepted (a page of any other origin is refused). Every
+ * route that reads or changes anything needs the server's secret ({@link token}: given, or made at start) as an
+ * `Authorization: Bearer` header; the page's own files (`/`, `/ui/app.js`, `/ui/app.css`) hold nothing and load
+ * without it. The page opened at {@link pageUrl} takes the secret from the address's fragment (which no request
+ * carries) into its tab's `sessionStorage`, cleans the address, and sends the secret with each of its requests
+ * and on its event stream. No cookie: a browser sends a cookie of 127.0.0.1 to every local port, so any other
+ * local server would receive it.
  */
 export class UIServer {
   readonly agent: ServedAgent;
-  readonly #token: string | undefined;
+  readonly #token: string;
   readonly #assets: UIAssets;
   readonly #relay: EventRelay | undefined;
   readonly #streams: EventStreams;
@@ -117,7 +112,8 @@ export class UIServer {
     if (options.token !== undefined && (typeof options.token !== 'string' || options.token === '')) {
       throw new ConfigurationError({ message: 'UIServer: token must be a non-empty string' });
     }
-    this.#token = options.token;
+    // 256 random bits: the page approves tool calls, so no local process may guess its way in.
+    this.#token = options.token ?? randomBytes(32).toString('base64url');
     this.#options = options;
     this.#assets = readAssets(options.assetsDir);
     this.#relay = options.agent instanceof AgentBase ? new EventRelay(options.agent) : undefined;
@@ -132,11 +128,17 @@ export class UIServer {
     return this.#url;
   }
 
-  /** The URL to open in a browser: the base URL, with `?token=` when the server has a token. */
+  /** The page's secret (the `token` option, or the one made at start). */
+  get token(): string {
+    return this.#token;
+  }
+
+  /**
+   * The URL to open in a browser: the base URL with the secret in its fragment (`/#token=...`), which the
+   * browser never sends in a request; the page moves it to its tab's storage and cleans the address.
+   */
   get pageUrl(): string {
-    return this.#token === undefined
-      ? `${this.url}/`
-      : `${this.url}/?token=${encodeURIComponent(this.#token)}`;
+    return `${this.url}/#token=${encodeURIComponent(this.#token)}`;
   }
 
   /** Starts listening; resolves to the base URL. */
@@ -150,6 +152,7 @@ export class UIServer {
         token: this.#token,
         store: this.#options.store,
         allowedHosts: this.#options.allowedHosts,
+        callerOptions: this.#options.callerOptions,
         // The page shows why a call failed; the server is the user's own.
         exposeErrors: true,
         bodyLimit: 16 * 1024 * 1024,
@@ -168,7 +171,6 @@ export class UIServer {
   }
 
   #setup(app: FastifyInstance): void {
-    const token = this.#token;
     app.addHook('onRequest', (request, _reply, done) => {
       // The page's own requests: a browser sends its origin with them (POSTs always), and the origin is that of
       // the `Host` the server was reached by, which the server's own check then vouches for.
@@ -176,35 +178,23 @@ export class UIServer {
       if (origin !== undefined && canonicalOrigin(origin) === ownOrigin(request.headers.host)) {
         delete request.headers.origin;
       }
-      if (token !== undefined && request.headers.authorization === undefined) {
-        const given =
-          cookieValue(request.headers.cookie, this.#cookieName(request)) ??
-          (request.method === 'GET' && request.url.split('?', 1)[0] === '/'
-            ? (request.query as { token?: unknown } | undefined)?.token
-            : undefined);
-        if (typeof given === 'string') request.headers.authorization = `Bearer ${given}`;
-      }
       done();
     });
 
-    app.get('/', (request, reply) => {
-      reply.headers(PAGE_HEADERS).type('text/html; charset=utf-8');
-      if (token !== undefined && (request.query as { token?: unknown }).token !== undefined) {
-        // The token passed the server's check: keep it as a cookie this server's page alone sends back.
-        reply.header(
-          'set-cookie',
-          `${this.#cookieName(request)}=${encodeURIComponent(token)}; Path=/; HttpOnly; SameSite=Strict`,
-        );
-      }
-      reply.send(this.#assets.html);
+    // The page's own files: the package's, the same for everyone, holding nothing of the agent. They load without
+    // the secret (a `<script src>` cannot carry a header, and a reload must find the page), which the page then
+    // sends with every request that reads or changes anything.
+    const open = { config: { public: true } };
+    app.get('/', open, (_request, reply) => {
+      reply.headers(PAGE_HEADERS).type('text/html; charset=utf-8').send(this.#assets.html);
     });
-    app.get('/ui/app.js', (_request, reply) => {
+    app.get('/ui/app.js', open, (_request, reply) => {
       reply.headers(PAGE_HEADERS).type('text/javascript; charset=utf-8').send(this.#assets.js);
     });
-    app.get('/ui/app.css', (_request, reply) => {
+    app.get('/ui/app.css', open, (_request, reply) => {
       reply.headers(PAGE_HEADERS).type('text/css; charset=utf-8').send(this.#assets.css);
     });
-    app.get('/favicon.ico', (_request, reply) => {
+    app.get('/favicon.ico', open, (_request, reply) => {
       reply.code(204).send();
     });
 
@@ -225,10 +215,6 @@ export class UIServer {
     });
     app.put('/ui/state/:id', (request, reply) => this.#load(request, reply));
     app.get('/ui/events', (_request, reply) => this.#events(reply));
-  }
-
-  #cookieName(request: FastifyRequest): string {
-    return `lagent_ui_${request.socket.localPort ?? 0}`;
   }
 
   #info(): unknown {

@@ -1,6 +1,7 @@
 import {
   type AgentMessage,
   AsyncAgent,
+  AsyncFallbackLLM,
   AsyncFunctionCallingAgent,
   AsyncGPTAPI,
   AsyncStreamingAgent,
@@ -15,6 +16,7 @@ import {
 import { AsyncMockLLM, MockLLM, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { AsyncCappedMockLLM, CappedMockLLM } from '../helpers/capped-models';
 
 /** A model that calls `Count` on every turn, for ever. */
 function looping(model?: string) {
@@ -77,7 +79,7 @@ describe('budgets', () => {
     const error = caught(() => agent.call('loop', { sessionId: 's', budget: { modelCalls: 3 } }));
     expect(error.budget).toBe('modelCalls');
     expect(error.limit).toBe(3);
-    expect(error.spent).toBe(4);
+    expect(error.spent).toBe(3); // what was spent: the refused request is not
     expect(llm.calls.length - calls).toBe(3); // zero requests past the budget
     expect(agent.stateDict('s')).toEqual(before);
   });
@@ -101,7 +103,7 @@ describe('budgets', () => {
     const agent = new FunctionCallingAgent({ llm, actions: [counter(runs)], maxTurn: 50 });
     const error = caught(() => agent.call('loop '.repeat(40), { sessionId: 's', budget: { tokens: 600 } }));
     expect(error.budget).toBe('tokens');
-    expect(error.spent).toBeGreaterThan(600);
+    expect(error.spent).toBeLessThanOrEqual(600);
     // Every request made fitted: what was spent before the refused one is within the limit.
     const made = llm.calls.length;
     expect(made).toBeGreaterThan(1);
@@ -214,5 +216,198 @@ describe('budgets', () => {
     expect(() => agent.call('x', { budget: { tokenz: 3 } as never })).toThrow(/unknown limit "tokenz"/);
     expect(() => agent.call('x', { budget: { tokens: -1 } })).toThrow(/budget.tokens must be a number >= 0/);
     expect(() => agent.call('x', { budget: 5 as never })).toThrow(ConfigurationError);
+  });
+});
+
+describe('budgets that hold', () => {
+  const price = { input: 1_000_000, output: 2_000_000 }; // 'priced-mock': $1 a prompt token, $2 a completion token
+
+  it('usd counts the completion: the request is capped to what is left, and the cost stays within the limit', async () => {
+    const long = 'word '.repeat(400); // ~500 tokens
+    const llm = new AsyncCappedMockLLM({ model: 'priced-mock', responses: [long, long] });
+    const agent = new AsyncAgent({ llm });
+    const prompt = llm.countTokens([{ role: 'user', content: 'hi' }]);
+    const limit = prompt + 2 * 40 + 0.5; // the prompt and 40 completion tokens (and half a dollar)
+    const reply = await agent.call('hi', { sessionId: 1, budget: { usd: limit } });
+    expect(llm.calls[0]!.params.maxNewTokens).toBe(40);
+    expect(llm.cost(price)).toBeLessThanOrEqual(limit);
+    expect(usageOf(reply).usd).toBe(llm.cost(price));
+    // No room for one completion token after the prompt: not made.
+    const error = await rejected(agent.call('hi', { sessionId: 2, budget: { usd: prompt + 1.5 } }));
+    expect(error.budget).toBe('usd');
+    expect(llm.calls).toHaveLength(1);
+  });
+
+  it('usd: a completion the model may make past the limit is not asked for ($0.512 on $0.001)', async () => {
+    const llm = new AsyncCappedMockLLM({ model: 'gpt-4o', responses: ['word '.repeat(50_000)] });
+    const agent = new AsyncAgent({ llm, name: 'writer' });
+    await agent.call('Write a long essay', { budget: { usd: 0.001 } }).catch(() => undefined);
+    expect(llm.cost({ input: 2.5, output: 10 })).toBeLessThanOrEqual(0.001);
+  });
+
+  it('BudgetExceededError.spent is what its message says was spent', () => {
+    const agent = new FunctionCallingAgent({ llm: looping(), actions: [counter([])], maxTurn: 50 });
+    const calls = caught(() => agent.call('loop', { budget: { modelCalls: 3 } }));
+    expect(calls.spent).toBe(3);
+    expect(calls.message).toContain(`${calls.spent} spent`);
+    const tokens = caught(() => agent.call('loop '.repeat(40), { budget: { tokens: 600 } }));
+    expect(tokens.spent).toBeLessThanOrEqual(600);
+    expect(tokens.message).toContain(`${tokens.spent} spent`);
+  });
+
+  it('tool definitions count in the prompt ({ tokens: 500 } never spends 2,000)', () => {
+    const llm = new CappedMockLLM({ responses: ['done'] });
+    const big = tool({
+      name: 'Lookup',
+      description: `Looks a record up. ${'It takes a key and answers with the record. '.repeat(150)}`,
+      parameters: z.object({ key: z.string() }),
+      run: ({ key }) => key,
+    });
+    const agent = new FunctionCallingAgent({ llm, actions: [big] });
+    const error = caught(() => agent.call('find the record of Ada', { budget: { tokens: 500 } }));
+    expect(error.budget).toBe('tokens');
+    expect(error.message).toMatch(/tool definitions/);
+    expect(llm.calls).toHaveLength(0);
+    expect(llm.total()).toBe(0);
+    // With room for them, a request's prompt is what the provider bills: messages and tools.
+    const reply = agent.call('find the record of Ada', { budget: { tokens: 5_000 } });
+    expect(usageOf(reply).promptTokens).toBe(llm.spent[0]!.promptTokens);
+    expect(usageOf(reply).promptTokens).toBeGreaterThan(1_000);
+  });
+
+  it('parallel sub-agents cannot together pass the budget (4,000 tokens of 1,000)', async () => {
+    const llm = new AsyncCappedMockLLM({ responses: () => 'word '.repeat(800), latencyMs: 1 });
+    class Fan extends AsyncAgent {
+      branches = [0, 1, 2, 3].map((i) => new AsyncAgent({ llm, name: `branch${i}` }));
+      override async forward(messages: AgentMessage[], options: { sessionId: string | number }) {
+        const replies = await Promise.all(
+          this.branches.map((branch) => branch.call(messages, { sessionId: options.sessionId })),
+        );
+        return replies.map((reply) => reply.content).join('\n');
+      }
+    }
+    await new Fan().call('go', { budget: { tokens: 1_000 } }).catch(() => undefined);
+    expect(llm.total()).toBeLessThanOrEqual(1_000);
+  });
+});
+
+describe('every attempt counts', () => {
+  it('each HTTP attempt of a retry is a model request, with its prompt; a retry past the budget is not sent', async () => {
+    const server = await startFakeOpenAI({
+      script: [
+        { status: 500 },
+        { status: 503 },
+        { content: 'at last', usage: { prompt_tokens: 20, completion_tokens: 2 } },
+      ],
+    });
+    try {
+      const llm = new AsyncGPTAPI({
+        model: 'gpt-4o',
+        apiKey: 'k',
+        baseURL: server.baseURL,
+        retryMinDelayMs: 1,
+      });
+      const agent = new AsyncAgent({ llm });
+      const reply = await agent.call('hi', { budget: {} });
+      expect(usageOf(reply).modelCalls).toBe(3);
+      const prompt = llm.countTokens([{ role: 'user', content: 'hi' }]);
+      expect(usageOf(reply).promptTokens).toBe(20 + 2 * prompt);
+      server.setScript([{ status: 500 }, { status: 500 }, 'never sent']);
+      const error = await rejected(agent.call('hi', { sessionId: 2, budget: { modelCalls: 2 } }));
+      expect(error.budget).toBe('modelCalls');
+      expect(server.requests).toHaveLength(5);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('each model a fallback chain tries is a model request', async () => {
+    const failing = await startFakeOpenAI({ script: () => ({ status: 500 }) });
+    const working = await startFakeOpenAI({
+      script: () => ({ content: 'ok', usage: { prompt_tokens: 9, completion_tokens: 1 } }),
+    });
+    try {
+      const llm = new AsyncFallbackLLM([
+        new AsyncGPTAPI({ model: 'gpt-4o', apiKey: 'k', baseURL: failing.baseURL, retry: 0 }),
+        new AsyncGPTAPI({ model: 'gpt-4o-mini', apiKey: 'k', baseURL: working.baseURL, retry: 0 }),
+      ]);
+      const reply = await new AsyncAgent({ llm }).call('hi', { budget: { usd: 1 } });
+      expect(usageOf(reply).modelCalls).toBe(2);
+      expect(usageOf(reply).promptTokens).toBeGreaterThan(9);
+      // The answer is priced as the model that gave it (gpt-4o-mini), the failed attempt's prompt as gpt-4o.
+      expect(usageOf(reply).usd).toBeGreaterThan((9 * 0.15 + 0.6) / 1_000_000);
+      const error = await rejected(new AsyncAgent({ llm }).call('hi', { budget: { modelCalls: 1 } }));
+      expect(error.budget).toBe('modelCalls');
+      expect(working.requests).toHaveLength(1);
+    } finally {
+      await failing.close();
+      await working.close();
+    }
+  });
+});
+
+describe('usd at the rates the provider bills', () => {
+  it('cached prompt tokens cost the cache rate, reasoning tokens the output rate', async () => {
+    const server = await startFakeOpenAI({
+      script: [
+        {
+          content: 'ok',
+          usage: {
+            prompt_tokens: 1000,
+            completion_tokens: 100,
+            prompt_tokens_details: { cached_tokens: 800 },
+            completion_tokens_details: { reasoning_tokens: 60 },
+          } as never,
+        },
+      ],
+    });
+    try {
+      const llm = new AsyncGPTAPI({ model: 'gpt-4o', apiKey: 'k', baseURL: server.baseURL });
+      const reply = await new AsyncAgent({ llm }).call('hi', { budget: { usd: 1 } });
+      expect(usageOf(reply).usd).toBeCloseTo((200 * 2.5 + 800 * 1.25 + 100 * 10) / 1_000_000, 15);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('a failed request gives its hold back and is charged what it used', () => {
+  it('a stream that fails midway is charged its prompt and the text it gave; its hold is released', async () => {
+    class Breaking extends AsyncMockLLM {
+      override async *streamChat(messages: never, params?: never) {
+        let sent = 0;
+        for await (const chunk of super.streamChat(messages, params)) {
+          if (++sent > 2) throw new Error('connection lost');
+          yield chunk;
+        }
+      }
+    }
+    const failing = new AsyncStreamingAgent({
+      llm: new Breaking({ responses: ['word '.repeat(100)], chunkSize: 20 }),
+      name: 'failing',
+    });
+    const after = new AsyncCappedMockLLM({ responses: ['fine'], maxNewTokens: 5_000 });
+    class Tolerant extends AsyncAgent {
+      first = failing;
+      second = new AsyncAgent({ llm: after, name: 'second' });
+      override async forward(messages: AgentMessage[]) {
+        try {
+          for await (const _ of this.first.call(messages));
+        } catch {
+          // the first answer is optional
+        }
+        return this.second.call(messages);
+      }
+    }
+    const reply = await new Tolerant().call('go', { budget: { tokens: 1_000 } });
+    const usage = usageOf(reply);
+    expect(usage.modelCalls).toBe(2);
+    // The failed stream: its prompt and the 40 characters it gave (10 tokens); the second request had the rest.
+    const failedPrompt = usage.promptTokens - after.spent[0]!.promptTokens;
+    expect(failedPrompt).toBeGreaterThan(0);
+    expect(usage.completionTokens - after.spent[0]!.completionTokens).toBe(10);
+    expect(after.calls[0]!.params.maxNewTokens).toBe(
+      1_000 - failedPrompt - 10 - after.spent[0]!.promptTokens,
+    );
   });
 });

@@ -106,6 +106,29 @@ describe('GPTAPI (sync, through the bridge)', () => {
     expect(llm.getLastUsage()).toEqual({ promptTokens: 7, completionTokens: 3, totalTokens: 10 });
   });
 
+  it("a budget counts the retries made in the worker, and a failed request's attempts", () => {
+    server.setScript([{ status: 500 }, { content: 'ok', usage: { prompt_tokens: 7, completion_tokens: 3 } }]);
+    const llm = client({ retry: 2 });
+    const reply = new Agent({ llm }).call('hi', { budget: {} });
+    const usage = (reply.extraInfo as { usage: { modelCalls: number; promptTokens: number } }).usage;
+    expect(usage.modelCalls).toBe(2);
+    expect(usage.promptTokens).toBe(7 + llm.countTokens(user('hi') as never));
+    // Made in the worker before the budget could refuse it: the call fails after the fact.
+    server.setScript([{ status: 500 }, { content: 'ok', usage: { prompt_tokens: 7, completion_tokens: 3 } }]);
+    expect(() => new Agent({ llm }).call('hi', { budget: { modelCalls: 1 } })).toThrow(
+      /modelCalls budget \(1\) was passed by the 2 attempts of a model request/,
+    );
+    server.setScript({ status: 503 });
+    let error: unknown;
+    try {
+      new Agent({ llm }).call('hi', { budget: { modelCalls: 5 } });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(LLMRequestError);
+    expect(llm.getRetryCount()).toBe(4);
+  });
+
   it('constructor errors cross the bridge too', () => {
     expect(() => client({ timeout: -1 })).toThrow(/timeout must be a positive number/);
   });

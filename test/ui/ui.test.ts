@@ -116,12 +116,14 @@ describe('lagent ui', () => {
     if (cli) expect(await cli.stop('SIGTERM')).toBe(0);
   });
 
-  it('prints a URL with the token; without it every route answers 401', async () => {
-    expect(pageUrl).toBe(`${base}/?token=${TOKEN}`);
+  it('prints a URL with the token; without it every route but the page’s own files answers 401', async () => {
+    expect(pageUrl).toBe(`${base}/#token=${TOKEN}`);
     expect(base).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    for (const path of ['/', '/ui/app.js', '/ui/info', '/ui/events', '/memory/x', '/?token=wrong']) {
+    for (const path of ['/ui/info', '/ui/sessions', '/ui/events', '/memory/x']) {
       expect(await status(`${base}${path}`, {}), path).toBe(401);
     }
+    for (const path of ['/', '/ui/app.js', '/ui/app.css'])
+      expect(await status(`${base}${path}`, {}), path).toBe(200);
     expect(
       await status(`${base}/chat_completion/stream`, { 'content-type': 'application/json' }, 'POST'),
     ).toBe(401);
@@ -173,7 +175,7 @@ describe('lagent ui', () => {
       ['agent', 'assistant'],
       ['researcher', 'researcher'],
     ]);
-    // The token went into an HttpOnly cookie: the page's script cannot read it, and the address lost it.
+    // The token went from the address's fragment into the tab's storage: the address lost it, no cookie holds it.
     expect(page.url()).toBe(`${base}/`);
     expect(await page.evaluate(() => document.cookie)).toBe('');
 

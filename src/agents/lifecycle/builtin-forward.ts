@@ -70,9 +70,15 @@ export const MODEL_TURN: ForwardParts = {
     );
     if (meter !== undefined) {
       const call = beginModelCall(meter, agent.name, llm, prompt, modelParams(agent, options));
-      return call.end(
-        agent.tools === undefined ? llm.chat(prompt, call.params) : llm.generate(prompt, call.params),
-      );
+      let answer: unknown;
+      try {
+        answer =
+          agent.tools === undefined ? llm.chat(prompt, call.params) : llm.generate(prompt, call.params);
+      } catch (error) {
+        call.fail(error);
+        throw error;
+      }
+      return call.end(answer);
     }
     return agent.tools === undefined
       ? llm.chat(prompt, options)
@@ -116,18 +122,21 @@ function askNow(agent: AgentBase, messages: AgentMessage[], options: ForwardOpti
 
 /**
  * A streamed model request of a built-in streaming forward: its params (with the budget's `onUsage`), the
- * answer recorded by its durable call when it is replayed, and `end`, to call once the stream has ended
- * (counts it and journals it: a value, or a promise with an async store).
+ * answer recorded by its durable call when it is replayed, `end`, to call once the stream has ended
+ * (counts it and journals it: a value, or a promise with an async store), and `fail`, to call when it
+ * failed or was left early (counts what it used: `content`, the text it gave).
  */
 export interface StreamedRequest {
   readonly params: object;
   readonly recorded: { content: string; toolCalls?: ToolCall[] | undefined } | undefined;
   end(content: string, toolCalls: ToolCall[] | undefined): unknown;
+  fail(error: unknown, content: string): void;
 }
 
 const UNMETERED_STREAM = {
   recorded: undefined,
   end: () => undefined,
+  fail: () => undefined,
 };
 
 /** Begins the streamed model request of a built-in streaming forward (see {@link StreamedRequest}). */
@@ -144,8 +153,14 @@ export function beginStreamedRequest(
   const scope = frame?.durable;
   if (meter === undefined && scope === undefined) return { params, ...UNMETERED_STREAM };
   const step = scope === undefined ? undefined : streamStep(scope, agent.name, digestInput(messages));
-  if (step?.recorded !== undefined)
-    return { params, recorded: step.recorded as StreamedRequest['recorded'], end: () => undefined };
+  if (step?.recorded !== undefined) {
+    return {
+      params,
+      recorded: step.recorded as StreamedRequest['recorded'],
+      end: UNMETERED_STREAM.end,
+      fail: UNMETERED_STREAM.fail,
+    };
+  }
   const call = meter === undefined ? undefined : beginModelCall(meter, agent.name, llm, prompt, params);
   return {
     params: call?.params ?? params,
@@ -154,6 +169,9 @@ export function beginStreamedRequest(
       const answer = toolCalls === undefined ? { content } : { content, toolCalls };
       call?.end(answer);
       return step?.record(answer);
+    },
+    fail(error, content) {
+      call?.fail(error, content);
     },
   };
 }

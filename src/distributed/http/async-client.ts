@@ -5,7 +5,7 @@ import { effectiveSignal } from '../../core/call-context';
 import { AgentMessage, type MessageInput } from '../../schema/agent-message';
 import { ConfigurationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
-import { chargeRemote, remoteRefusal, withRemoteBudget } from '../remote-budget';
+import { beginRemote, remoteRefusal } from '../remote-budget';
 import { remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
 import { HTTPAgentError } from './errors';
 import { chatRequestBody, messageToWire, SSE_EVENTS } from './protocol';
@@ -188,16 +188,24 @@ export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
   ): Promise<AgentMessage<C, F>> {
     const place = remotePlace(this, this.name);
     const sent = remoteInput(place, input);
-    const sentOptions = withRemoteBudget(options);
-    const body = JSON.stringify(chatRequestBody(wireMessages(sent), options.sessionId ?? 0, sentOptions));
-    let json: unknown;
+    const spend = beginRemote(options, `${this.url}/chat_completion`);
+    let reply: AgentMessage<C, F>;
     try {
-      json = await this.#requestJSON('POST', 'chat_completion', body, options);
+      const body = JSON.stringify(
+        chatRequestBody(wireMessages(sent), options.sessionId ?? 0, spend.options, place !== undefined),
+      );
+      let json: unknown;
+      try {
+        json = await this.#requestJSON('POST', 'chat_completion', body, options);
+      } catch (error) {
+        throw (error instanceof HTTPAgentError ? remoteRefusal(error.body) : undefined) ?? error;
+      }
+      reply = toMessage(json, `${this.url}/chat_completion`) as AgentMessage<C, F>;
     } catch (error) {
-      throw (error instanceof HTTPAgentError ? remoteRefusal(error.body) : undefined) ?? error;
+      spend.fail();
+      throw error;
     }
-    const reply = toMessage(json, `${this.url}/chat_completion`) as AgentMessage<C, F>;
-    chargeRemote(reply, options);
+    spend.settle(reply);
     return throwIfInterrupted(place, reply);
   }
 
@@ -217,9 +225,6 @@ export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
     signal?.throwIfAborted();
     const place = remotePlace(this, this.name);
     const sent = remoteInput(place, input);
-    const body = JSON.stringify(
-      chatRequestBody(wireMessages(sent), options.sessionId ?? 0, withRemoteBudget(options)),
-    );
     const url = `${this.url}/chat_completion/stream`;
     const timeout = options.timeout ?? this.#transport.timeout;
     const idleTimeout = checkNumber('idleTimeout', options.idleTimeout, this.#idleTimeout ?? timeout, 1);
@@ -228,7 +233,11 @@ export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
     const combined = signal === undefined ? controller.signal : AbortSignal.any([signal, controller.signal]);
     const maxBytes = this.#transport.maxResponseBytes;
     let response: http.IncomingMessage | undefined;
+    const spend = beginRemote(options, url);
     try {
+      const body = JSON.stringify(
+        chatRequestBody(wireMessages(sent), options.sessionId ?? 0, spend.options, place !== undefined),
+      );
       response = await exchange(
         this.#transport,
         'POST',
@@ -254,8 +263,14 @@ export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
       );
       const { single, fallback } = response as { single?: unknown; fallback?: boolean };
       if (single !== undefined || fallback) {
-        const message: AgentMessage =
-          single !== undefined ? toMessage(single, url) : await this.call(sent, { ...options, signal });
+        let message: AgentMessage;
+        if (single !== undefined) {
+          message = toMessage(single, url);
+          spend.settle(message);
+        } else {
+          spend.cancel(); // the stream route is not there: the call counts its own
+          message = await this.call(sent, { ...options, signal });
+        }
         message.delta = typeof message.content === 'string' ? message.content : '';
         yield message as AgentMessage<C, F>;
         return throwIfInterrupted(place, message as AgentMessage<C, F>);
@@ -302,9 +317,10 @@ export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
       if (final === undefined) {
         throw new HTTPAgentError({ message: `${url} ended the stream without a final message`, url });
       }
-      chargeRemote(final, options);
+      spend.settle(final);
       return throwIfInterrupted(place, final as AgentMessage<C, F>);
     } finally {
+      spend.fail(); // a stream that failed or was left: charged all it was allowed (a no-op once settled)
       // Leaving early (or failing) closes the request; the server then stops the remote call.
       controller.abort(new Error('the stream was left'));
       response?.destroy();

@@ -1,11 +1,11 @@
 import type { LagentStateDict } from '../../agents/state-dict';
+import { locateBridge } from '../../bridge/location';
+import { sameThreadServerHint } from '../../bridge/same-thread';
+import { SyncBridge } from '../../bridge/sync-bridge';
 import { AgentMessage, type LagentMessageJSON, type MessageInput } from '../../schema/agent-message';
 import { ConfigurationError, LagentError, TimeoutError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
-import { SyncBridge } from '../../utils/sync-bridge';
-import { locateBridge } from '../../utils/sync-bridge-location';
-import { sameThreadServerHint } from '../../utils/sync-bridge-same-thread';
-import { chargeRemote, remoteRefusal, withRemoteBudget } from '../remote-budget';
+import { beginRemote, remoteRefusal } from '../remote-budget';
 import { remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
 import {
   AsyncHTTPAgentClient,
@@ -110,15 +110,22 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
     options.signal?.throwIfAborted();
     const place = remotePlace(this, this.name);
     const sent = remoteInput(place, input);
-    const json = this.#run(() =>
-      this.#bridge.call<LagentMessageJSON>(
-        'call',
-        [wire(sent), bridgeOptions(withRemoteBudget(options))],
-        this.#callTimeout(options),
-      ),
-    );
-    const reply = AgentMessage.from(json) as AgentMessage<C, F>;
-    chargeRemote(reply, options);
+    const spend = beginRemote(options, `${this.url}/chat_completion`);
+    let reply: AgentMessage<C, F>;
+    try {
+      const json = this.#run(() =>
+        this.#bridge.call<LagentMessageJSON>(
+          'call',
+          [wire(sent), bridgeOptions(spend.options)],
+          this.#callTimeout(options),
+        ),
+      );
+      reply = AgentMessage.from(json) as AgentMessage<C, F>;
+    } catch (error) {
+      spend.fail();
+      throw error;
+    }
+    spend.settle(reply);
     return throwIfInterrupted(place, reply);
   }
 
@@ -135,27 +142,32 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
     // Each step waits for one event: up to the timeout for the first, the idle timeout for the others.
     const idle = options.idleTimeout ?? this.#idleTimeout;
     const wait = Math.max(options.timeout ?? this.#bridge.timeout - BRIDGE_MARGIN_MS, idle ?? 0);
-    const steps = this.#bridge.iterate<LagentMessageJSON>(
-      'stream',
-      [wire(sent), bridgeOptions(withRemoteBudget(options))],
-      this.#callTimeout({ timeout: wait }),
-    );
-    for (;;) {
-      const step = this.#run(() => steps.next());
-      if (step.done) break;
-      const message = AgentMessage.from(step.value);
-      if (typeof message.content === 'string') {
-        message.delta = message.content.startsWith(previous)
-          ? message.content.slice(previous.length)
-          : message.content;
-        previous = message.content;
+    const spend = beginRemote(options, `${this.url}/chat_completion/stream`);
+    try {
+      const steps = this.#bridge.iterate<LagentMessageJSON>(
+        'stream',
+        [wire(sent), bridgeOptions(spend.options)],
+        this.#callTimeout({ timeout: wait }),
+      );
+      for (;;) {
+        const step = this.#run(() => steps.next());
+        if (step.done) break;
+        const message = AgentMessage.from(step.value);
+        if (typeof message.content === 'string') {
+          message.delta = message.content.startsWith(previous)
+            ? message.content.slice(previous.length)
+            : message.content;
+          previous = message.content;
+        }
+        final = message;
+        yield message as AgentMessage<C, F>;
       }
-      final = message;
-      yield message as AgentMessage<C, F>;
+      if (final === undefined)
+        throw new HTTPAgentError({ message: `${this.url} streamed nothing`, url: this.url });
+      spend.settle(final);
+    } finally {
+      spend.fail(); // a stream that failed or was left: charged all it was allowed (a no-op once settled)
     }
-    if (final === undefined)
-      throw new HTTPAgentError({ message: `${this.url} streamed nothing`, url: this.url });
-    chargeRemote(final, options);
     return throwIfInterrupted(place, final as AgentMessage<C, F>);
   }
 

@@ -11,7 +11,7 @@ import { AgentMessage, type LagentMessageJSON, type MessageInput } from '../../s
 import { ConfigurationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { isPlainObject } from '../../utils/is';
-import { chargeRemote, withRemoteBudget } from '../remote-budget';
+import { beginRemote } from '../remote-budget';
 import { remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
 import {
   closeBullMQ,
@@ -149,28 +149,31 @@ export class AsyncQueueAgent {
     checkTimeout(timeoutMs);
     const sessionId: SessionId = options.sessionId ?? 0;
     const place = remotePlace(this, this.name);
-    const data: CallJobData = {
-      message: toMessages(remoteInput(place, input)).map(
-        (message) => message.toJSON({ format: 'lagent' }) as LagentMessageJSON,
-      ),
-      session_id: sessionId,
-      kwargs: jobKwargs(withRemoteBudget(options)),
-    };
+    const messages = toMessages(remoteInput(place, input)).map(
+      (message) => message.toJSON({ format: 'lagent' }) as LagentMessageJSON,
+    );
     const deadline = timeoutMs === undefined ? undefined : new Deadline(own, timeoutMs, this.name);
     const signal = deadline?.signal ?? own;
+    const spend = beginRemote(options, `the queue ${this.name}`);
     try {
+      const data: CallJobData = {
+        message: messages,
+        session_id: sessionId,
+        kwargs: jobKwargs(spend.options, place !== undefined),
+      };
       const connected = await this.#connect();
       const key = String(sessionId);
       const turn = this.#lanes.acquire(key, signal);
       if (turn !== undefined) await turn.ready;
       try {
         const reply = await this.#submit(connected, data, signal);
-        chargeRemote(reply, options);
+        spend.settle(reply);
         return throwIfInterrupted(place, reply);
       } finally {
         this.#lanes.release(key);
       }
     } finally {
+      spend.fail(); // a call that failed: charged all it was allowed (a no-op once settled)
       deadline?.dispose();
     }
   }

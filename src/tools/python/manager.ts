@@ -1,8 +1,8 @@
+import { locateBridge } from '../../bridge/location';
+import { SyncBridge } from '../../bridge/sync-bridge';
 import { ActionReturn, type ActionReturnInit } from '../../schema/action-return';
 import { ConfigurationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
-import { SyncBridge } from '../../utils/sync-bridge';
-import { locateBridge } from '../../utils/sync-bridge-location';
 import { AsyncIPythonInteractive, type IPythonInteractiveOptions } from './interpreters';
 
 /** Options of the interactive managers: the shell's options, and how many runs go at once. */

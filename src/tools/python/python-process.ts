@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
-import { DRIVER_SOURCE } from './driver-source';
+import { driverSource } from './driver-source';
 import { SETPRIV } from './python-host';
 import { killTagged, killTaggedSync, TAG_VARIABLE } from './stray-processes';
 
@@ -202,7 +202,7 @@ export class PythonProcess {
    * (e.g. the Python installation is unreadable for the unprivileged uid).
    */
   static start(spec: DriverSpawn, startTimeout: number): Promise<PythonProcess> {
-    const args = [...spec.args, '-I', '-u', '-c', DRIVER_SOURCE, JSON.stringify(spec.config)];
+    const args = [...spec.args, '-I', '-u', '-c', driverSource(), JSON.stringify(spec.config)];
     if (spec.switchTo) {
       const { uid, gid } = spec.switchTo;
       // setpriv switches before Python starts; without it the driver switches as its first statement.

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { getInfo, getMemory, getSessions, loadState, resetSession, streamChat } from './api.js';
+import { followEvents, getInfo, getMemory, getSessions, loadState, resetSession, streamChat } from './api.js';
 import { Chat } from './chat.jsx';
 import { MemoryView } from './memory.jsx';
 import { Tree } from './tree.jsx';
@@ -44,14 +44,14 @@ export function App() {
 
   useEffect(() => {
     getInfo().then(setInfo, (e) => setError(e.message));
-    const source = new EventSource('/ui/events');
-    source.addEventListener('agent', (message) => {
-      const event = JSON.parse(message.data);
-      if (seqs.current.has(event.seq)) return;
-      seqs.current.add(event.seq);
-      setEvents((old) => (old.length >= 1000 ? [...old.slice(-999), event] : [...old, event]));
-    });
-    return () => source.close();
+    return followEvents(
+      (name, event) => {
+        if (name !== 'agent' || seqs.current.has(event.seq)) return;
+        seqs.current.add(event.seq);
+        setEvents((old) => (old.length >= 1000 ? [...old.slice(-999), event] : [...old, event]));
+      },
+      (e) => setError(e.message),
+    );
   }, []);
 
   useEffect(() => {

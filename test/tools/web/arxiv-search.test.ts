@@ -1,8 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { SyncBridge } from '../../../src/bridge/sync-bridge';
 import { ActionStatusCode } from '../../../src/schema/status';
 import { ArxivSearch, type ArxivSearchOptions, AsyncArxivSearch } from '../../../src/tools/web/index';
-import { SyncBridge } from '../../../src/utils/sync-bridge';
 import { type FakeArticle, type FakeArxivServer, startFakeArxiv } from '../fakes/arxiv';
 
 const ARTICLES: FakeArticle[] = [

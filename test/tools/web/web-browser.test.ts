@@ -1,9 +1,9 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { SyncBridge } from '../../../src/bridge/sync-bridge';
 import { ConfigurationError } from '../../../src/schema/errors';
 import { ActionStatusCode } from '../../../src/schema/status';
 import { AsyncWebBrowser, WebBrowser, type WebBrowserOptions } from '../../../src/tools/web/index';
-import { SyncBridge } from '../../../src/utils/sync-bridge';
 import { type FakeHit, type FakeSearchServer, startFakeSearch } from '../fakes/search-services';
 
 const paragraph = (topic: string, n: number) =>

@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { missingPeer } from '../../../schema/errors';
-import { EXTRACT_WORKER_SOURCE } from './worker-source';
+import { extractWorkerSource } from './worker-source';
 
 /** The readable text of a page. */
 export interface PageText {
@@ -187,7 +187,7 @@ export class ExtractorPool {
   }
 
   #start(modules: PeerModules): Thread {
-    const worker = new Worker(EXTRACT_WORKER_SOURCE, {
+    const worker = new Worker(extractWorkerSource(), {
       eval: true,
       workerData: modules,
       resourceLimits: { maxOldGenerationSizeMb: this.#maxHeapMb },

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { SyncBridge } from '../../../../src/utils/sync-bridge';
+import { SyncBridge } from '../../../../src/bridge/sync-bridge';
 import type { FakeHttpServer, RecordedRequest, Reply } from '../../../helpers/http-server';
 import { startFakeBingMaps } from './bing-maps';
 import { startFakeSerpApi } from './serpapi';

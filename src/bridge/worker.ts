@@ -6,7 +6,7 @@
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { isMainThread, type MessagePort, workerData } from 'node:worker_threads';
-import { type BridgeReply, type BridgeRequest, REPLY_COUNTER, serializeError } from './sync-bridge-protocol';
+import { type BridgeReply, type BridgeRequest, REPLY_COUNTER, serializeError } from './protocol';
 
 interface WorkerInit {
   port: MessagePort;

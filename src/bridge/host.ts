@@ -7,15 +7,15 @@ import {
   Worker,
 } from 'node:worker_threads';
 import { ConfigurationError, SyncBridgeError, TimeoutError } from '../schema/errors';
-import { deserializeError } from './sync-bridge-errors';
-import { locateBridge } from './sync-bridge-location';
+import { deserializeError } from './errors';
+import { locateBridge } from './location';
 import {
   type BridgeReply,
   type BridgeRequest,
   REPLY_COUNTER,
   WORKER_EXITED,
   type WorkerExitReport,
-} from './sync-bridge-protocol';
+} from './protocol';
 
 /** How long a fresh worker may take to load its modules before the first call gives up. */
 const STARTUP_TIMEOUT_MS = 60_000;

@@ -1,9 +1,9 @@
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it, vi } from 'vitest';
+import { serializeError } from '../../src/bridge/protocol';
+import { SyncBridge } from '../../src/bridge/sync-bridge';
 import { ConfigurationError, LLMRequestError, SyncBridgeError, TimeoutError } from '../../src/schema/errors';
-import { SyncBridge } from '../../src/utils/sync-bridge';
-import { serializeError } from '../../src/utils/sync-bridge-protocol';
 
 const counterModule = fileURLToPath(new URL('./fixtures/async-counter.ts', import.meta.url));
 const counter = (start = 0) =>
@@ -89,7 +89,7 @@ describe('SyncBridge', () => {
         parentPort.postMessage(bridge.call('add', [2]));
       }).catch((error) => parentPort.postMessage(String(error)));`;
     const tsx = new URL('../../node_modules/tsx/dist/esm/api/index.mjs', import.meta.url).href;
-    const bridge = new URL('../../src/utils/sync-bridge.ts', import.meta.url).href;
+    const bridge = new URL('../../src/bridge/sync-bridge.ts', import.meta.url).href;
     const worker = new Worker(code, { eval: true, workerData: { tsx, bridge, counter: counterModule } });
     const answer = await new Promise((resolve) => worker.once('message', resolve));
     await worker.terminate();

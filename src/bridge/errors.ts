@@ -1,5 +1,5 @@
 import * as errors from '../schema/errors';
-import type { SerializedError } from './sync-bridge-protocol';
+import type { SerializedError } from './protocol';
 
 type ErrorClass = new (options: any) => Error;
 

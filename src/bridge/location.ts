@@ -45,7 +45,7 @@ let cached: BridgeLocation | undefined;
 
 /**
  * Finds the worker entry for the three ways lagent-ts runs:
- * - from TypeScript sources (vitest, tsx): `src/utils/sync-bridge-worker.ts`, loaded after registering tsx;
+ * - from TypeScript sources (vitest, tsx): `src/bridge/worker.ts`, loaded after registering tsx;
  * - from the ESM build: `dist/sync-bridge-worker.js` next to `dist/index.js`;
  * - from the CJS build: `dist/sync-bridge-worker.cjs` next to `dist/index.cjs`.
  * The bundler may put this code in a chunk, so the build layout is searched in this file's folder and its parent.
@@ -56,7 +56,7 @@ export function locateBridge(): BridgeLocation {
   const folder = dirname(file);
   const extension = extname(file);
   if (extension === '.ts' || extension === '.mts' || extension === '.cts') {
-    const worker = join(folder, 'sync-bridge-worker.ts');
+    const worker = join(folder, 'worker.ts');
     const library = join(folder, '..', 'index.ts');
     const tsxApi = findTsxApi(file);
     if (!existsSync(worker)) {

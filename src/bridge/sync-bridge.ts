@@ -1,7 +1,7 @@
 import type { ResourceLimits } from 'node:worker_threads';
 import { ConfigurationError } from '../schema/errors';
-import { assertCanBlock, BridgeHost, MAX_TIMEOUT_MS, sharedHost } from './sync-bridge-host';
-import { locateBridge } from './sync-bridge-location';
+import { assertCanBlock, BridgeHost, MAX_TIMEOUT_MS, sharedHost } from './host';
+import { locateBridge } from './location';
 
 /** Which async object a {@link SyncBridge} hosts: a class exported by a module, and its constructor arguments. */
 export interface SyncBridgeTarget {
