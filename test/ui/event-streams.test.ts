@@ -33,6 +33,9 @@ function chattyAgent(): AsyncAgent {
   return new AsyncAgent({ llm: new AsyncMockLLM({ responses: () => LONG, record: false }), memory: null });
 }
 
+/** The UI servers' secret in these tests. */
+const TOKEN = 'event-streams-secret';
+
 /** Opens `GET /ui/events` on a raw socket; resolves with the socket (paused: it reads nothing more) and the status. */
 function openStream(url: URL): Promise<{ socket: Socket; status: number }> {
   return new Promise((resolve, reject) => {
@@ -43,7 +46,7 @@ function openStream(url: URL): Promise<{ socket: Socket; status: number }> {
       resolve({ socket, status: Number(head.toString('latin1').split(' ', 2)[1]) });
     });
     socket.once('close', () => reject(new Error('closed before answering')));
-    socket.write(`GET /ui/events HTTP/1.1\r\nHost: ${url.host}\r\n\r\n`);
+    socket.write(`GET /ui/events HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`);
     cleanup.push(() => socket.destroy());
   });
 }
@@ -62,7 +65,7 @@ function warnings(code: string): Error[] {
 describe('lagent ui: event streams of clients that do not read', () => {
   it('drops a client that stopped reading once it falls behind the kept events, with a warning', async () => {
     const agent = chattyAgent();
-    const server = new UIServer({ agent, assetsDir: assets });
+    const server = new UIServer({ agent, assetsDir: assets, token: TOKEN });
     const url = new URL(await server.listen());
     cleanup.push(() => server.close());
     const dropped = warnings('LAGENT_UI_SLOW_CLIENT');
@@ -79,7 +82,7 @@ describe('lagent ui: event streams of clients that do not read', () => {
     expect(dropped).toHaveLength(1);
     expect(dropped[0]!.message).toMatch(/dropped an event stream whose client stopped reading/);
     // A client that reads gets the recent events and goes on.
-    const reader = await fetch(`${url.origin}/ui/events`);
+    const reader = await fetch(`${url.origin}/ui/events`, { headers: { authorization: `Bearer ${TOKEN}` } });
     const text = reader.body!.getReader();
     const first = new TextDecoder().decode((await text.read()).value);
     expect(first).toMatch(/^: events of the agent tree/);
@@ -87,7 +90,7 @@ describe('lagent ui: event streams of clients that do not read', () => {
   }, 60_000);
 
   it('answers 503 past 32 open event streams', async () => {
-    const server = new UIServer({ agent: chattyAgent(), assetsDir: assets });
+    const server = new UIServer({ agent: chattyAgent(), assetsDir: assets, token: TOKEN });
     const url = new URL(await server.listen());
     cleanup.push(() => server.close());
     const statuses: number[] = [];
