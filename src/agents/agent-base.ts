@@ -4,7 +4,7 @@ import { SessionLanes } from '../core/session-lanes';
 import { type Hook, HookList, type RemovableHandle } from '../hooks/hook';
 import type { GenParams, ToolSpec } from '../llms/types';
 import { Memory, type MemoryOptions } from '../memory/memory';
-import { MemoryManager, type MemoryManagerOptions } from '../memory/memory-manager';
+import { MemoryManager, type MemoryManagerOptions, SESSION_IN_USE } from '../memory/memory-manager';
 import type { OutputParser } from '../prompts/output-parser';
 import { AgentMessage } from '../schema/agent-message';
 import type { ChatMessage, ToolCall } from '../schema/chat-message';
@@ -311,6 +311,9 @@ export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook>
     this.llm = options.llm;
     this.template = options.template;
     this.memory = createMemoryManager(options.memory);
+    // A bounded memory never drops a session this agent is answering.
+    if (this.memory?.maxSessions !== undefined)
+      this.memory[SESSION_IN_USE] = (key) => this[LANES].isBusy(key);
     this.tools = options.tools;
     this.outputFormat = options.outputFormat;
     this.aggregator = options.aggregator ?? new DefaultAggregator();

@@ -85,6 +85,7 @@ export class AsyncStreamingAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F,
     let failure: unknown = STREAM_LEFT;
     try {
       for await (const chunk of llm.streamChat(prompt, request.params as typeof options)) {
+        const previousLength = content.length;
         content = chunk.content;
         if (chunk.state !== ModelStatusCode.STREAM_ING) {
           toolCalls = chunk.toolCalls;
@@ -95,7 +96,7 @@ export class AsyncStreamingAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F,
           yield reasoningChunk(this, content, chunk.reasoningDelta, formatted);
           continue;
         }
-        const built = buildChunk(this, content, chunk.delta, reader, chunk.reasoningDelta);
+        const built = buildChunk(this, content, chunk.delta, reader, previousLength, chunk.reasoningDelta);
         formatted = built.formatted;
         yield built;
       }

@@ -89,6 +89,7 @@ export class StreamingAgent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook>
     let failure: unknown = STREAM_LEFT;
     try {
       for (const chunk of llm.streamChat(prompt, request.params as typeof options)) {
+        const previousLength = content.length;
         content = chunk.content;
         if (chunk.state !== ModelStatusCode.STREAM_ING) {
           toolCalls = chunk.toolCalls;
@@ -99,7 +100,7 @@ export class StreamingAgent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook>
           yield reasoningChunk(this, content, chunk.reasoningDelta, formatted);
           continue;
         }
-        const built = buildChunk(this, content, chunk.delta, reader, chunk.reasoningDelta);
+        const built = buildChunk(this, content, chunk.delta, reader, previousLength, chunk.reasoningDelta);
         formatted = built.formatted;
         yield built;
       }

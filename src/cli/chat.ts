@@ -14,6 +14,7 @@ import { AgentStatusCode } from '../schema/status';
 import { toolCallsOf } from '../schema/tool-calls';
 import { type AgentLike, runAgent } from './agent-like';
 import { messageOf } from './errors';
+import { ReplyPrinter } from './reply-printer';
 import { terminalText } from './terminal-text';
 
 /** Options of {@link runChat}. */
@@ -235,7 +236,7 @@ export async function runChat(agent: AgentLike, options: ChatOptions = {}): Prom
   const ask = async (input: string | AgentMessage) => {
     const controller = new AbortController();
     current = controller;
-    let printed = '';
+    let printer = new ReplyPrinter((piece) => output.write(piece));
     let reasoning = '';
     let thought = '';
     let thinking = false;
@@ -260,7 +261,7 @@ export async function runChat(agent: AgentLike, options: ChatOptions = {}): Prom
       const calls = state === S.PLUGIN_END || state === S.CODE_END ? toolCallsOf(message.formatted) : null;
       if (calls !== null || state === S.PLUGIN_RETURN || state === S.CODE_RETURN) {
         // A round of tools: the calls the model made, then their results, one line each.
-        if (printed !== '' || thinking) output.write('\n');
+        if (printer.printed || thinking) output.write('\n');
         thinking = false;
         const lines =
           calls !== null
@@ -273,30 +274,27 @@ export async function runChat(agent: AgentLike, options: ChatOptions = {}): Prom
               );
         output.write(`${lines.join('\n')}\n`);
         // The next model turn's text starts anew.
-        printed = '';
+        printer = new ReplyPrinter((piece) => output.write(piece));
         return;
       }
-      const content = render(message.content);
-      if (content === printed) return;
-      if (thinking) {
+      if (thinking && !(typeof message.content === 'string' && message.content === '')) {
         output.write('\n');
         thinking = false;
       }
-      output.write(content.startsWith(printed) ? content.slice(printed.length) : `\n${content}`);
-      printed = content;
+      printer.show(message.content, message.delta, render);
     };
     try {
       const reply = await runAgent(agent, input, { sessionId, signal: controller.signal, onChunk: show });
       if (interruptsOf(reply).length > 0) {
-        if (printed !== '') output.write('\n');
+        if (printer.printed) output.write('\n');
       } else {
         show(reply);
-        if (printed !== '') output.write('\n');
+        if (printer.printed) output.write('\n');
       }
       await refreshWaiting(reply);
       showWaiting();
     } catch (error) {
-      if (printed !== '') output.write('\n');
+      if (printer.printed) output.write('\n');
       if (controller.signal.aborted) errors.write('[stopped]\n');
       else errors.write(`[error] ${terminalText(messageOf(error))}\n`);
     } finally {

@@ -14,6 +14,7 @@ import {
 import { defaultErrorsPath } from './batch';
 import { CliError, messageOf } from './errors';
 import { EVAL_HELP } from './eval-help';
+import { terminalText } from './terminal-text';
 
 /** The package version, for `lagent --version`. */
 function version(): string {
@@ -495,7 +496,8 @@ export async function main(argv: readonly string[] = process.argv): Promise<numb
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode;
     const debug = process.env.LAGENT_DEBUG === '1';
-    process.stderr.write(`lagent: ${messageOf(error)}\n`);
+    // A message may quote what a model or a server sent: shown without the escape sequences it could carry.
+    process.stderr.write(`lagent: ${terminalText(messageOf(error))}\n`);
     if (debug && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
     return error instanceof CliError ? error.exitCode : 1;
   }

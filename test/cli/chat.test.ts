@@ -15,6 +15,7 @@ import {
   type FakeRequest,
   startFakeOpenAI,
 } from '../../src/testing/index';
+import { comparedCharacters } from '../helpers/compared-text';
 import { CLI, childEnv, FIXTURES, ROOT } from './helpers';
 
 /**
@@ -335,6 +336,18 @@ describe('lagent chat and what it prints (in process)', () => {
     expect(
       await (agent as unknown as { pendingInterrupts(id: number): Promise<unknown[]> }).pendingInterrupts(0),
     ).toEqual([]);
+  });
+
+  it('prints a long streamed reply from its deltas: no chunk is compared with what was printed', async () => {
+    const reply = 'abcdefghij'.repeat(2_000);
+    const agent = new AsyncStreamingAgent({ llm: new AsyncMockLLM({ responses: [reply], chunkSize: 4 }) });
+    let out = '';
+    // 5,000 chunks: comparing each with what was printed would read 50 million characters.
+    const compared = await comparedCharacters(async () => {
+      out = (await chat(agent, ['hi'])).out;
+    });
+    expect(out).toContain(`${reply}\n`);
+    expect(compared).toBeLessThanOrEqual(4 * reply.length);
   });
 
   it.skipIf(spawnSync('mkfifo', ['--version']).status !== 0)(

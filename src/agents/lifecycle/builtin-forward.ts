@@ -389,20 +389,22 @@ export function streamReader(agent: AgentBase): StreamReader | undefined {
 
 /**
  * A streaming chunk of the default forward; `formatted` is best effort on partial text. With a `reader`,
- * it is the reader's live partial value, read from the chunk's `delta` only (see `PartialJSONParser`). A chunk of
- * reasoning carries its `reasoningDelta` (and the text so far, unchanged).
+ * it is the reader's live partial value, read from the chunk's `delta` only (see `PartialJSONParser`).
+ * `previousLength` is the length of the stream's previous chunk: when the model's `delta` accounts for
+ * exactly what the content grew by, it becomes the chunk's `delta`, so nothing downstream compares the
+ * whole text so far with the previous chunk's (which would make a long stream quadratic in its length).
+ * A chunk of reasoning carries its `reasoningDelta` (and the text so far, unchanged).
  */
 export function buildChunk(
   agent: AgentBase,
   content: string,
   delta?: string | undefined,
   reader?: StreamReader | undefined,
+  previousLength = 0,
   reasoningDelta?: string | undefined,
 ): AgentMessage {
   let formatted: unknown = null;
   const parser = agent.outputFormat;
-  const extendsText =
-    reader !== undefined && delta !== undefined && reader.received + delta.length === content.length;
   if (reader) formatted = reader.feed(content, delta) ?? null;
   else if (parser) {
     try {
@@ -417,8 +419,7 @@ export function buildChunk(
     formatted,
     streamState: AgentStatusCode.STREAM_ING,
   });
-  // The stream driver then need not compare the whole text with the previous chunk's to find the delta.
-  if (extendsText) chunk.delta = delta;
+  if (delta !== undefined && previousLength + delta.length === content.length) chunk.delta = delta;
   if (reasoningDelta !== undefined) chunk.reasoningDelta = reasoningDelta;
   return chunk;
 }

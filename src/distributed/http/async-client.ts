@@ -26,13 +26,15 @@ export interface HTTPAgentClientOptions {
   /** Sent as `Authorization: Bearer <token>` (an `HTTPAgentServer` started with `token` needs it). */
   token?: string | undefined;
   /**
-   * Milliseconds one call may take, retries included (for `stream()`, until its first event); `Infinity` for none.
+   * Milliseconds one call may take, retries included (for `stream()`, until its first event: SSE comments do not
+   * count); `Infinity` for none.
    * @default 300_000
    */
   timeout?: number | undefined;
   /**
-   * `stream()` only: milliseconds the stream may stay silent between two events (the time your loop spends
-   * on an event is not counted); `Infinity` for none.
+   * `stream()` only: milliseconds the stream may go without an event between two events (the time your loop
+   * spends on an event is not counted; SSE comments, such as keep-alives, do not count as events);
+   * `Infinity` for none.
    * @default the `timeout`
    */
   idleTimeout?: number | undefined;
