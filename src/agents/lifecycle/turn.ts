@@ -89,6 +89,11 @@ export class Turn {
   failure: unknown = undefined;
   /** The journal of a durable call this call opened (the outermost durable call only). */
   durable: DurableScope | undefined = undefined;
+  /**
+   * This call's place in its caller's durable journal, taken when the call is made (program order), before
+   * anything it awaits: sibling calls made at once keep their keys whatever order their checks answer in.
+   */
+  readonly step: DurableScope | undefined;
   /** The decisions of a resume message the call was given, by interrupt id. */
   resume: ReadonlyMap<string, Decision> | undefined = undefined;
   /** The budget's meter the call counts in (its own when it was given `budget`, else its caller's). */
@@ -129,6 +134,7 @@ export class Turn {
         ? parent?.meter
         : new Meter(checkBudget(agent.name, budget)!, parent?.meter, agent.name);
     this.toolGuards = parent?.toolGuards;
+    this.step = parent?.durable === undefined ? undefined : childScope(parent.durable);
   }
 
   /**
@@ -312,18 +318,17 @@ export class Turn {
     const forward = (agent as unknown as Forwarding).forward;
     // A summarising aggregator folds turns inside the call's own frame, which a failure then takes back.
     const plain = this.span === undefined && !summarizes(agent) ? plainForwardOf(forward) : undefined;
-    const parentScope = this.parent?.durable;
+    const scope = this.durable ?? this.step;
     if (plain !== undefined && plain !== null) {
       this.parts = plain;
       const meter = this.meter;
-      if (this.durable === undefined && parentScope === undefined)
-        return plain.ask(agent, this.memory, messages, this.options, meter);
-      return modelStep(this.durable ?? childScope(parentScope!), agent.name, digestInput(messages), () =>
+      if (scope === undefined) return plain.ask(agent, this.memory, messages, this.options, meter);
+      return modelStep(scope, agent.name, digestInput(messages), () =>
         plain.ask(agent, this.memory, messages, this.options, meter),
       );
     }
     // A plain streaming forward finds a budget or a durable journal in a frame of its own.
-    if (plain === null && this.meter === undefined && this.durable === undefined && parentScope === undefined)
+    if (plain === null && this.meter === undefined && scope === undefined)
       return forward.call(agent, messages, this.options);
     if (this.inputs && plain === undefined) this.inputs = this.inputs.slice(); // a custom forward may change the array it is given
     const frame: CallFrame = {
@@ -335,7 +340,7 @@ export class Turn {
       failed: false,
       span: this.span,
       resume: this.resume,
-      durable: this.durable ?? (parentScope ? childScope(parentScope) : undefined),
+      durable: scope,
       meter: this.meter,
       toolGuards: this.toolGuards,
     };
