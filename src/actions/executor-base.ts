@@ -106,6 +106,18 @@ export abstract class ExecutorBase<A extends ActionBase, H extends Hook = Hook> 
     return Promise.resolve(own).then((needed) => needed || rule);
   }
 
+  /**
+   * Whether some call could need a person's approval: the executor has `needsApproval`, or a tool API has
+   * its own. An agent tree holding no such executor never stops to ask.
+   */
+  mayNeedApproval(): boolean {
+    if (this.#needsApproval !== undefined) return true;
+    for (const action of this.#actions.values()) {
+      for (const api of action.apis.values()) if (api.needsApproval) return true;
+    }
+    return false;
+  }
+
   /** Whether the tool a call names is declared safe to run twice (`retrySafe`). */
   retrySafe(call: ToolCall): boolean {
     const target = this.#resolve(call.name);

@@ -20,9 +20,9 @@ import { z } from 'zod';
  */
 
 /** A promise to resolve from outside, and a way to wait for a named event. */
-function deferred<T = void>() {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((done) => {
+function deferred() {
+  let resolve!: () => void;
+  const promise = new Promise<void>((done) => {
     resolve = done;
   });
   return { promise, resolve };

@@ -1,9 +1,10 @@
+import { uniqueToolCallIds } from '../../actions/tool-call-steps';
 import type { Meter } from '../../core/budget';
 import { currentFrame } from '../../core/call-context';
 import { modelStep } from '../../core/durable-steps';
 import { streamStep } from '../../core/durable-stream';
 import type { ModelReply } from '../../llms/types';
-import { Memory } from '../../memory/memory';
+import { Memory, RECENT } from '../../memory/memory';
 import { AgentMessage } from '../../schema/agent-message';
 import type { ChatMessage, ToolCall } from '../../schema/chat-message';
 import { ConfigurationError, LagentError, ParseError } from '../../schema/errors';
@@ -260,9 +261,15 @@ export function buildReply(
 ): AgentMessage | string {
   if (agent[EMITTER] !== undefined || observers.count > 0)
     emitEvent(agent, 'llmEnd', { agent, sessionId, response: raw, path: '' });
-  // A reply that calls tools is not parsed: its `formatted` is the calls, for an executor to run.
+  // A reply that calls tools is not parsed: its `formatted` is the calls (their ids unique in the session,
+  // whatever the server sent: an approval names one call), for an executor to run.
   if (toolCalls !== undefined && toolCalls.length > 0) {
-    return new AgentMessage({ sender: agent.name, content: raw, formatted: { toolCalls } });
+    const history = agent.memory?.get(sessionId)?.[RECENT]();
+    return new AgentMessage({
+      sender: agent.name,
+      content: raw,
+      formatted: { toolCalls: uniqueToolCallIds(toolCalls, history) },
+    });
   }
   const parser = agent.outputFormat;
   if (!parser) return raw;

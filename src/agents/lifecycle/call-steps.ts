@@ -1,16 +1,26 @@
 import type { Meter } from '../../core/budget';
+import { ResumeDecisions } from '../../core/decisions';
 import type { CallJournal } from '../../core/durable-steps';
 import { hookStep } from '../../core/hook-step';
 import type { PendingTurn } from '../../core/session-lanes';
 import { PromiseInSyncCall, type Steps } from '../../core/steps';
 import type { AgentMessage, MessageInput } from '../../schema/agent-message';
 import { ConfigurationError } from '../../schema/errors';
-import { InterruptSignal } from '../../schema/interrupts';
+import { InterruptSignal, interruptsOf } from '../../schema/interrupts';
 import type { SessionId, SessionKey } from '../../schema/session';
 import { isThenable } from '../../utils/is';
 import type { AgentBase } from '../agent-base';
-import { beginDurable, durableOf, finishDurable, withCallId, withExtraInfo } from './durable';
+import { type Forwarding, plainForwardOf } from './builtin-forward';
+import {
+  beginDurable,
+  durableOf,
+  finishDurable,
+  recordInterrupt,
+  withCallId,
+  withExtraInfo,
+} from './durable';
 import { guardedStream, settleChecks } from './guard-stream';
+import { implicitJournal, isInProcess, refuseRerunsBeforeDecisions } from './in-process-journal';
 import { bindingFor, type SessionHold } from './persist';
 import { needsDriving, Turn } from './turn';
 
@@ -45,15 +55,29 @@ export function* agentCallSteps(
     turn.begin();
     if (agent.hooks.length > 0) turn.armGuards();
     let messages = turn.inputsOf(input);
-    const durable = turn.parent?.durable === undefined ? durableOf(agent, turn.options) : undefined;
+    let durable = turn.parent?.durable === undefined ? durableOf(agent, turn.options) : undefined;
+    // A composite that may stop for approval journals its calls in this process (see in-process-journal.ts).
+    if (durable === undefined && turn.parent === undefined) {
+      const forward = (agent as unknown as Forwarding).forward;
+      durable = implicitJournal(
+        agent,
+        forward,
+        plainForwardOf(forward) !== undefined,
+        turn.resume !== undefined,
+      );
+    }
     if (durable !== undefined) {
-      const given = turn.resume === undefined ? undefined : [...turn.resume.values()];
-      const begun = yield* beginDurable(turn, durable, messages, given);
+      const given = turn.resume?.givenList;
+      turn.implicit = isInProcess(durable);
+      const begun = yield* beginDurable(turn, durable, messages, given, turn.implicit);
       turn.durable = begun.scope;
-      turn.watchReplays(begun.scope.journal as CallJournal);
+      const journal = begun.scope.journal as CallJournal;
+      turn.watchReplays(journal);
       messages = begun.messages;
-      // Every decision the call was ever given (a replay after a crash has them from the journal).
-      if (begun.decisions.length > 0) turn.resume = new Map(begun.decisions.map((d) => [d.id, d]));
+      // The decisions given now, and those of earlier resumes (a replay takes them again, round by round).
+      if (given !== undefined || begun.earlier.length > 0)
+        turn.resume = new ResumeDecisions(given ?? [], begun.earlier);
+      if (begun.fallback) refuseRerunsBeforeDecisions(journal, turn.resume!, agent);
     }
     if (agent.hooks.length > 0) messages = yield* beforeAgentSteps(agent, messages, turn.options.sessionId);
     turn.remember(messages);
@@ -68,7 +92,7 @@ export function* agentCallSteps(
     if (hold !== undefined) yield* hold.binding.commit(agent, hold);
     if (turn.durable !== undefined) {
       yield* finishDurable(turn.durable);
-      reply = withCallId(reply, turn.durable);
+      if (!turn.implicit) reply = withCallId(reply, turn.durable);
     }
     if (turn.budgeted) reply = withUsage(reply, turn.meter!);
     return turn.succeed(reply);
@@ -76,11 +100,13 @@ export function* agentCallSteps(
     if (error instanceof InterruptSignal && !turn.finished) {
       const reply = turn.interrupted(error);
       if (reply === undefined) throw error;
+      // The journal says what waits: a resume may answer that, and only once.
+      if (turn.durable !== undefined) yield* recordInterrupt(turn.durable, interruptIdsOf(reply));
       // What the call did before it stopped is kept, in the store too.
       if (hold !== undefined) yield* hold.binding.commit(agent, hold);
       turn.finished = true;
       if (turn.budgeted) withUsage(reply, turn.meter!);
-      return turn.durable === undefined ? reply : withCallId(reply, turn.durable);
+      return turn.durable === undefined || turn.implicit ? reply : withCallId(reply, turn.durable);
     }
     const failure = turn.failureOf(error);
     turn.fail(failure);
@@ -89,6 +115,11 @@ export function* agentCallSteps(
     if (hold !== undefined) hold.binding.release(hold);
     turn.close();
   }
+}
+
+/** The ids of an interrupt reply's interrupts. */
+function interruptIdsOf(reply: AgentMessage): string[] {
+  return interruptsOf(reply).map((interrupt) => interrupt.id);
 }
 
 /** The reply with what its call spent in `extraInfo.usage` (an object `extraInfo` keeps its other keys). */

@@ -10,6 +10,7 @@ import {
   runInFrame,
   streamInFrame,
 } from '../../core/call-context';
+import { ResumeDecisions } from '../../core/decisions';
 import { type CallJournal, childScope, modelStep } from '../../core/durable-steps';
 import { type GuardSpec, guardOf, runCheck } from '../../core/guards';
 import type { PendingTurn } from '../../core/session-lanes';
@@ -19,7 +20,6 @@ import { MEMORY_AT, MemoryManager } from '../../memory/memory-manager';
 import { AgentMessage, type MessageInput, messageOf, toAgentMessage } from '../../schema/agent-message';
 import { ConfigurationError, type GuardrailTripped } from '../../schema/errors';
 import {
-  type Decision,
   decisionsOf,
   INTERRUPT_TYPE,
   type Interrupt,
@@ -89,13 +89,15 @@ export class Turn {
   failure: unknown = undefined;
   /** The journal of a durable call this call opened (the outermost durable call only). */
   durable: DurableScope | undefined = undefined;
+  /** True when that journal is an in-process one of a composite that may pause (no `callId` on replies). */
+  implicit = false;
   /**
    * This call's place in its caller's durable journal, taken when the call is made (program order), before
    * anything it awaits: sibling calls made at once keep their keys whatever order their checks answer in.
    */
   readonly step: DurableScope | undefined;
-  /** The decisions of a resume message the call was given, by interrupt id. */
-  resume: ReadonlyMap<string, Decision> | undefined = undefined;
+  /** The decisions of a resume message the call was given (and, replayed, those its journal recorded). */
+  resume: ResumeDecisions | undefined = undefined;
   /** The budget's meter the call counts in (its own when it was given `budget`, else its caller's). */
   readonly meter: Meter | undefined;
   /** True when the call was given a `budget` of its own: its reply says what it spent. */
@@ -251,7 +253,7 @@ export class Turn {
   /** A resume message is not a message of the conversation: its decisions go to the call's frame. */
   #resumeWith(message: AgentMessage): AgentMessage[] {
     const decisions = decisionsOf(message)!;
-    this.resume = new Map(decisions.map((decision) => [decision.id, decision]));
+    this.resume = new ResumeDecisions(decisions);
     this.span?.addEvent?.('lagent.resume', { 'lagent.decisions': decisions.map((d) => d.id) });
     if (this.observed) {
       emitEvent(this.agent, 'resume', {

@@ -1,7 +1,7 @@
 import type { ExecutorBase } from '../../actions/executor-base';
 import { answeredCall } from '../../actions/tool-call-steps';
 import { executorGate, type GatePlan } from '../../core/approval-gate';
-import { currentFrame, decisionIn, rootFrame } from '../../core/call-context';
+import { currentFrame, resumeOf, rootFrame } from '../../core/call-context';
 import type { Steps } from '../../core/steps';
 import { ActionReturn } from '../../schema/action-return';
 import { AgentMessage } from '../../schema/agent-message';
@@ -61,16 +61,28 @@ export type RoundPlan =
 const RUN_AS_IS: RoundPlan = Object.freeze({ run: true });
 
 /**
- * Plans a round (see {@link RoundPlan}). With `superseded`, the session got a new message instead of a
- * decision: every call of a round that needed approval is declined with that reason.
+ * Which round of tool calls is planned: one the model just asked for (`live`), or the one a session waited
+ * on (a loop's calls left unanswered in its memory), given a resume message (`resumed`) or a new message
+ * instead (`superseded`: every call of it that needs approval is declined with that reason).
+ */
+export type RoundKind = 'live' | 'resumed' | 'superseded';
+
+/**
+ * Plans a round (see {@link RoundPlan}). A resume message sent to a `resumed` round must answer something
+ * of it.
+ *
+ * Decisions are taken as `ResumeDecisions` (core/decisions.ts) says: those of earlier resumes (a durable replay) by the
+ * rounds that asked for them, those of the resume message by the first round that still waits, once. A
+ * decision for an id that does not wait there is a `ValidationError`, before anything of the round runs.
  */
 export function* planRound(
   owner: AgentBase,
   executor: ExecutorBase<never>,
   reply: AgentMessage,
   sessionId: SessionId,
-  superseded: boolean,
+  round: RoundKind,
 ): Steps<RoundPlan> {
+  const superseded = round === 'superseded';
   const calls = toolCallsOf(reply.formatted)!;
   const frame = currentFrame();
   const context = { sessionId, signal: frame?.signal };
@@ -82,11 +94,16 @@ export function* planRound(
     needs ??= new Array<boolean>(calls.length).fill(false);
     needs[i] = true;
   }
-  if (needs === undefined) return RUN_AS_IS;
+  const resume = superseded ? undefined : resumeOf(frame);
+  if (needs === undefined) {
+    // A resume message for a round where nothing needs approval answers nothing.
+    if (round === 'resumed' && resume !== undefined) resume.answer([], owner.name);
+    return RUN_AS_IS;
+  }
   const path = pathOf(owner, frame);
   const answers = new Array<ActionReturn | undefined>(calls.length).fill(undefined);
   const ran: ToolCall[] = calls.slice();
-  const waiting: ToolCall[] = [];
+  let waiting: number[] = [];
   for (let i = 0; i < calls.length; i++) {
     const call = calls[i]!;
     if (superseded) {
@@ -94,19 +111,45 @@ export function* planRound(
       continue;
     }
     if (!needs[i]) continue;
-    const decision = decisionIn(frame, interruptId(path, call)) as Decision | undefined;
-    if (decision === undefined) waiting.push(call);
-    else if (!decision.approve) answers[i] = declined(call, decision.reason);
-    else if (decision.arguments !== undefined)
-      ran[i] = { id: call.id, name: call.name, arguments: decision.arguments };
+    const decision = resume?.takeEarlier(interruptId(path, call));
+    if (decision === undefined) waiting.push(i);
+    else apply(decision, i, calls, ran, answers);
   }
-  if (waiting.length > 0) throw new InterruptSignal(waiting.map((toolCall) => ({ agent: owner, toolCall })));
+  if (waiting.length > 0 && resume !== undefined) {
+    const ids = waiting.map((i) => interruptId(path, calls[i]!));
+    const given = resume.answer(ids, owner.name);
+    if (given !== undefined) {
+      waiting = waiting.filter((i, at) => {
+        const decision = given.get(ids[at]!);
+        if (decision === undefined) return true;
+        apply(decision, i, calls, ran, answers);
+        return false;
+      });
+    }
+  }
+  if (waiting.length > 0) {
+    throw new InterruptSignal(waiting.map((i) => ({ agent: owner, toolCall: calls[i]! })));
+  }
   const toRun = ran.filter((_, i) => answers[i] === undefined);
   const message =
     toRun.length === 0
       ? undefined
       : new AgentMessage({ sender: reply.sender, content: reply.content, formatted: { toolCalls: toRun } });
   return { run: false, message, calls: ran, answers };
+}
+
+/** Applies a decision to call `i` of a round: declined (its answer), or approved (with edited arguments). */
+function apply(
+  decision: Decision,
+  i: number,
+  calls: readonly ToolCall[],
+  ran: ToolCall[],
+  answers: (ActionReturn | undefined)[],
+): void {
+  const call = calls[i]!;
+  if (!decision.approve) answers[i] = declined(call, decision.reason);
+  else if (decision.arguments !== undefined)
+    ran[i] = { id: call.id, name: call.name, arguments: decision.arguments, edited: true };
 }
 
 // An executor called by a user's own forward asks the same question about a native tool-call message.
@@ -116,7 +159,7 @@ executorGate.run = (executor, message, sessionId) =>
     executor as ExecutorBase<never>,
     message,
     sessionId as SessionId,
-    false,
+    'live',
   ) as Steps<GatePlan>;
 
 /** The executor's reply to the calls that ran, with the known answers put back in their places. */

@@ -6,7 +6,7 @@ import { SyncBridge } from '../../utils/sync-bridge';
 import { locateBridge } from '../../utils/sync-bridge-location';
 import { sameThreadServerHint } from '../../utils/sync-bridge-same-thread';
 import { chargeRemote, remoteRefusal, withRemoteBudget } from '../remote-budget';
-import { remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
+import { REMOTE_AGENT, remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
 import {
   AsyncHTTPAgentClient,
   type HTTPAgentClientOptions,
@@ -83,6 +83,8 @@ export class HTTPAgentClientHost {
  * default to `unknown`. For an agent that answers text: `new AsyncHTTPAgentClient<string>({ url })`.
  */
 export class HTTPAgentClient<C = unknown, F = unknown> {
+  /** A remote agent: a local tree holding it may stop for its questions (see `interruptsOf`). */
+  readonly [REMOTE_AGENT] = true as const;
   readonly url: string;
   readonly name: string;
   readonly #bridge: SyncBridge;

@@ -497,6 +497,11 @@ export class HTTPAgentServer {
 
   /** Answers a failed call with 500 (the error's message in `detail` only with `exposeErrors`). */
   #fail(reply: FastifyReply, error: unknown): void {
+    // The caller's own input refused by the agent (a malformed resume, a decision for nothing that waits): 400.
+    if (error instanceof ValidationError) {
+      badRequest(reply, error);
+      return;
+    }
     // A budget passed or a guardrail tripped is the caller's to know: their fields go back (422).
     const refusal = refusalBody(error);
     if (refusal !== undefined) {

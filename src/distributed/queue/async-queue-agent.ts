@@ -12,7 +12,7 @@ import { ConfigurationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { isPlainObject } from '../../utils/is';
 import { chargeRemote, withRemoteBudget } from '../remote-budget';
-import { remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
+import { REMOTE_AGENT, remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
 import {
   closeBullMQ,
   closeRedis,
@@ -86,6 +86,8 @@ const SWEEP_MS = 5_000;
  * await remote.close();
  */
 export class AsyncQueueAgent {
+  /** A remote agent: a local tree holding it may stop for its questions (see `interruptsOf`). */
+  readonly [REMOTE_AGENT] = true as const;
   name: string;
   description: string | undefined;
   readonly queue: string;
