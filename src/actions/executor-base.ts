@@ -1,3 +1,4 @@
+import { approvalRules } from '../core/approval-gate';
 import type { Steps } from '../core/steps';
 import { type Hook, HookList, type RemovableHandle } from '../hooks/hook';
 import { ActionReturn } from '../schema/action-return';
@@ -91,6 +92,7 @@ export abstract class ExecutorBase<A extends ActionBase, H extends Hook = Hook> 
       });
     }
     this.#needsApproval = options.needsApproval;
+    approvalRules.version++;
   }
 
   /**
@@ -172,6 +174,7 @@ export abstract class ExecutorBase<A extends ActionBase, H extends Hook = Hook> 
   /** Registers a tool, replacing one of the same name. */
   set(action: A): this {
     this.#frozenTools = undefined;
+    approvalRules.version++;
     this.checkAction(action);
     this.#actions.set(action.name, action);
     return this;

@@ -110,10 +110,12 @@ export function* executeSteps(
   let message = toAgentMessage(input);
   // Called by a user's forward inside a durable call, the executor takes its place in the journal now, before
   // its hooks and approval checks await anything: executors called at once keep their keys on a replay.
-  const scope = currentFrame()?.durable;
-  if (scope !== undefined && !GATED.has(input as object) && toolCallsOf(message.formatted) !== null) {
-    settings = Object.assign({}, settings); // the caller's may be shared
-    settings.scope = childScope(scope);
+  if (!GATED.has(input as object)) {
+    const scope = currentFrame()?.durable;
+    if (scope !== undefined && toolCallsOf(message.formatted) !== null) {
+      settings = Object.assign({}, settings); // the caller's may be shared
+      settings.scope = childScope(scope);
+    }
   }
   const hooks = executor.hooks;
   for (const hook of hooks) {

@@ -79,7 +79,9 @@ function isTaken(
   for (let i = 0; i < end; i++) if (calls[i]!.id === id) return true;
   if (history === undefined) return false;
   for (const message of history) {
-    const held = toolCallsOf(message.formatted);
+    const formatted = message.formatted;
+    if (formatted === null || typeof formatted !== 'object') continue;
+    const held = toolCallsOf(formatted);
     if (held === null) continue;
     for (const call of held) if (call.id === id) return true;
   }

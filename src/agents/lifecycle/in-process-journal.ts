@@ -1,3 +1,4 @@
+import { approvalRules } from '../../core/approval-gate';
 import type { ResumeDecisions } from '../../core/decisions';
 import type { CallJournal } from '../../core/durable-steps';
 import { ValidationError } from '../../schema/errors';
@@ -98,13 +99,29 @@ export function implicitJournal(
   resuming: boolean,
 ): DurableOptions | undefined {
   if (builtin || RESUMES_FROM_MEMORY.has(forward)) return undefined;
-  if (!resuming && !mayAsk(agent)) return undefined;
+  if (!resuming && !mayAskCached(agent)) return undefined;
   let journals = JOURNALS.get(agent);
   if (journals === undefined) {
     journals = { store: new InProcessJournals() as unknown as SessionStore };
     JOURNALS.set(agent, journals);
   }
   return journals;
+}
+
+/** What {@link mayAsk} found for a tree, and the version of the approval rules it looked at. */
+const FOUND = new WeakMap<AgentBase, { version: number; mayAsk: boolean }>();
+
+/**
+ * {@link mayAsk}, looked up again only when an executor was made or its tools changed since (a walk of the
+ * tree costs a few µs per call), or when the tree's own forward met a remote agent.
+ */
+function mayAskCached(agent: AgentBase): boolean {
+  if (CALLS_REMOTE.has(agent)) return true;
+  const found = FOUND.get(agent);
+  if (found !== undefined && found.version === approvalRules.version) return found.mayAsk;
+  const value = mayAsk(agent);
+  FOUND.set(agent, { version: approvalRules.version, mayAsk: value });
+  return value;
 }
 
 /** Whether some agent of the tree holds an executor with an approval rule, or a remote agent's client. */

@@ -94,12 +94,12 @@ export function* planRound(
     needs ??= new Array<boolean>(calls.length).fill(false);
     needs[i] = true;
   }
-  const resume = superseded ? undefined : resumeOf(frame);
   if (needs === undefined) {
     // A resume message for a round where nothing needs approval answers nothing.
-    if (round === 'resumed' && resume !== undefined) resume.answer([], owner.name);
+    if (round === 'resumed') resumeOf(frame)?.answer([], owner.name);
     return RUN_AS_IS;
   }
+  const resume = superseded ? undefined : resumeOf(frame);
   const path = pathOf(owner, frame);
   const answers = new Array<ActionReturn | undefined>(calls.length).fill(undefined);
   const ran: ToolCall[] = calls.slice();
