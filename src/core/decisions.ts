@@ -16,6 +16,8 @@ export class ResumeDecisions {
   readonly given: ReadonlyMap<string, Decision>;
   /** True once the round that waited took {@link given} (or when nothing was given). */
   answered: boolean;
+  /** True once a round that waits for a decision (or a remote agent's) was reached. */
+  reached = false;
   /** Decisions of earlier resumes of the call (from its journal) not yet taken by a round, oldest first. */
   readonly #earlier: Map<string, Decision[]> | undefined;
 
@@ -52,6 +54,7 @@ export class ResumeDecisions {
    * were taken already (this round is a later one: its calls wait for decisions of their own).
    */
   answer(waiting: readonly string[], owner: string): ReadonlyMap<string, Decision> | undefined {
+    this.reached = true;
     if (this.answered) return undefined;
     const unknown = [...this.given.keys()].filter((id) => !waiting.includes(id));
     if (unknown.length > 0) throw unknownDecisions(owner, unknown, waiting);
@@ -65,6 +68,7 @@ export class ResumeDecisions {
    * The decisions given now must then all be for that remote agent.
    */
   forRemote(prefix: string, owner: string): Decision[] {
+    this.reached = true;
     const decisions: Decision[] = [];
     if (this.#earlier !== undefined) {
       for (const [id, queue] of this.#earlier) {

@@ -149,7 +149,7 @@ export function refuseRerunsBeforeDecisions(
   agent: AgentBase,
 ): void {
   journal.beforeLive = (key, kind, name) => {
-    if (resume.answered) {
+    if (resume.reached) {
       journal.beforeLive = undefined;
       return;
     }
