@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { SessionKey } from '../schema/session';
 import { unwatchAbort, watchAbort } from './abort-watch';
 import type { Meter } from './budget';
+import type { ResumeDecisions } from './decisions';
 import type { GuardSpec } from './guards';
 import type { Span } from './tracing';
 
@@ -36,8 +37,8 @@ export interface CallFrame {
   readonly span?: Span | undefined;
   /** The durable call's journal and this call's place in it (durable calls only). */
   readonly durable?: DurableScope | undefined;
-  /** Set on the call that was given a resume message: the decisions, by interrupt id. */
-  readonly resume?: ReadonlyMap<string, unknown> | undefined;
+  /** Set on the call that was given a resume message (or replays decisions from its journal). */
+  readonly resume?: ResumeDecisions | undefined;
   /** The budget's meter this call counts in: its own, or the one it inherited (budgeted calls only). */
   readonly meter?: Meter | undefined;
   /** The tool guardrails of this call and its callers: checked before every tool call made inside it. */
@@ -182,12 +183,10 @@ export function rootFrame(frame: CallFrame | undefined): CallFrame | undefined {
   return current;
 }
 
-/** The decision a resume message of this chain of calls holds for interrupt `id`, if any. */
-export function decisionIn(frame: CallFrame | undefined, id: string): unknown {
-  for (let current = frame; current !== undefined; current = current.parent) {
-    const decision = current.resume?.get(id);
-    if (decision !== undefined) return decision;
-  }
+/** The decisions of the resumed call of this chain of calls (the innermost one), if any. */
+export function resumeOf(frame: CallFrame | undefined): ResumeDecisions | undefined {
+  for (let current = frame; current !== undefined; current = current.parent)
+    if (current.resume !== undefined) return current.resume;
   return undefined;
 }
 

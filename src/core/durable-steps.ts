@@ -43,6 +43,8 @@ export class CallJournal {
   readonly started = new Set<string>();
   /** The decisions of the resume messages the call was given, oldest first. */
   readonly decisions: unknown[] = [];
+  /** Told of each step about to run live (none recorded): may refuse it by throwing (see approvals). */
+  beforeLive: ((key: string, kind: StepEntry['kind'], name: string) => void) | undefined = undefined;
   begin: BeginEntry | undefined;
 
   constructor(
@@ -72,7 +74,10 @@ export class CallJournal {
   /** The recorded result of the step at `key`, checked against what runs now; undefined when none. */
   recorded(key: string, kind: StepEntry['kind'], name: string, digest: string): StepEntry | undefined {
     const entry = this.done.get(key);
-    if (entry === undefined) return undefined;
+    if (entry === undefined) {
+      this.beforeLive?.(key, kind, name);
+      return undefined;
+    }
     if (entry.kind !== kind || entry.name !== name || entry.digest !== digest) {
       throw new NonDeterminismError({
         message: `call ${this.callId}: step ${key} was ${describe(entry)} when recorded, but now is ${describe({ key, kind, name, digest })}; a durable forward must make the same calls in the same order on every run`,

@@ -12,6 +12,11 @@ export interface ToolCall {
   /** The tool's name (a toolkit's API as `Name__api`, or `Name.api` in Lagent's text protocol). */
   name: string;
   arguments: Record<string, unknown> | string;
+  /**
+   * Set on a call as it ran when a person edited its arguments before approving it (`arguments` are the
+   * edited ones): the executor's answer carries it, and the model's history then shows the call with them.
+   */
+  edited?: true | undefined;
 }
 
 /**

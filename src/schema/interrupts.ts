@@ -62,7 +62,7 @@ export function resumeWith(decisions: readonly Decision[]): ResumeMessage {
       field: 'decisions',
     });
   }
-  const checked = decisions.map(checkDecision);
+  const checked = checkedDecisions(decisions);
   return new AgentMessage({
     sender: 'user',
     type: RESUME_TYPE,
@@ -81,7 +81,25 @@ export function decisionsOf(message: AgentMessage): Decision[] | undefined {
       field: 'formatted.decisions',
     });
   }
-  return decisions.map(checkDecision);
+  return checkedDecisions(decisions);
+}
+
+/** Each decision checked; an id decided twice (the same way or not) is refused rather than one of them winning. */
+function checkedDecisions(decisions: readonly unknown[]): Decision[] {
+  const checked = decisions.map(checkDecision);
+  if (checked.length > 1) {
+    const seen = new Set<string>();
+    for (const decision of checked) {
+      if (seen.has(decision.id)) {
+        throw new ValidationError({
+          message: `the decisions name the interrupt ${JSON.stringify(decision.id)} twice; give one decision per interrupt`,
+          field: 'decisions',
+        });
+      }
+      seen.add(decision.id);
+    }
+  }
+  return checked;
 }
 
 function checkDecision(value: unknown, index: number): Decision {

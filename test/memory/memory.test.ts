@@ -123,12 +123,12 @@ describe('MemoryManager', () => {
     const held = new Promise<void>((resolve) => (release = resolve));
     let asked = 0;
     const llm = new AsyncMockLLM({ responses: (messages) => `re: ${String(messages.at(-1)?.content)}` });
-    const chat = llm.chat.bind(llm);
+    const generate = llm.generate.bind(llm);
     // The model answers 'slow' only once released.
-    llm.chat = async (messages, params) => {
+    llm.generate = async (messages, params) => {
       asked++;
       if (messages.at(-1)?.content === 'slow') await held;
-      return chat(messages, params);
+      return generate(messages, params);
     };
     const agent = new AsyncAgent({ llm, memory: { maxSessions: 2 } });
     const slow = agent.call('slow', { sessionId: 'a' });

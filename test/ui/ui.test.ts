@@ -188,14 +188,15 @@ describe('lagent ui', () => {
     await card.waitFor();
     await page.getByTestId('interrupt-arguments').fill('{"path": "/tmp/b.txt"}');
     await page.getByTestId('approve').click();
-    await shown(/^Done: .*deleted \/tmp\/b\.txt$/);
+    // The model reads (on a line of its own) that a person edited the arguments.
+    await shown(/^Done: .*edited the arguments.*\ndeleted \/tmp\/b\.txt$/s);
 
     // Declined with a reason: the tool does not run, the model reads why.
     await send(page, 'delete once more');
     await card.waitFor();
     await page.getByTestId('decline-reason').fill('keep it');
     await page.getByTestId('decline').click();
-    await shown(/^Done: .*keep it/);
+    await shown(/^Done: .*keep it/s);
     expect(problems).toEqual([]);
   }, 30_000);
 
@@ -213,7 +214,7 @@ describe('lagent ui', () => {
     expect(Object.keys(state)).toEqual(['memory', 'agent.memory', 'researcher.memory']);
     expect(state.memory![0]!.content).toBe('hello world');
     // The last reply, to the declined call, is in it.
-    expect(state.memory!.at(-1)!.content).toMatch(/^Done: .*keep it/);
+    expect(state.memory!.at(-1)!.content).toMatch(/^Done: .*keep it/s);
 
     await page.getByTestId('new-session').click();
     await expect.poll(() => page.getByTestId('session').inputValue()).not.toBe(first);

@@ -10,6 +10,10 @@ import { withReasoning } from './reasoning';
 /** The content of the `tool` message that stands in for a call that got no result. */
 export const NOT_RUN_TEXT = 'This tool call was not run, so it has no result.';
 
+/** What a `tool` message says first when a person edited the call's arguments before approving it. */
+export const EDITED_TEXT =
+  'The user edited the arguments of this call before approving it; it ran with the arguments shown.';
+
 /** A call's arguments as a chat message carries them: a fresh JSON object, or text. */
 function chatArguments(value: unknown): Record<string, unknown> | string {
   if (typeof value === 'string') return value;
@@ -111,7 +115,7 @@ export class ToolTurns {
     for (let i = 0; i < count; i++) {
       const call = calls[i]!;
       const at = this.#waitingIndex(call.id);
-      if (at !== -1) this.#answer(at, content[i]);
+      if (at !== -1) this.#answer(at, content[i], call.edited === true ? call : undefined);
       else if (!this.#wasAnswered(call.id)) {
         orphans += `${orphans ? '\n' : ''}Result of ${call.name}: ${resultText(content[i])}`;
       }
@@ -141,14 +145,23 @@ export class ToolTurns {
     return at < 30 ? (this.#answeredMask & (1 << at)) !== 0 : this.#answeredBeyond?.[at] === true;
   }
 
-  /** Writes the `tool` message of call `at` (`undefined`: it was not run); the turn ends when none is left. */
-  #answer(at: number, result: unknown): void {
-    const call = this.#calls![at]!;
+  /**
+   * Writes the `tool` message of call `at` (`undefined`: it was not run); the turn ends when none is left.
+   * With `edited` (the call as it ran, its arguments edited by a person), the assistant's call shows the
+   * arguments it ran with, and the result says a person edited them.
+   */
+  #answer(at: number, result: unknown, edited?: ToolCall): void {
+    let call = this.#calls![at]!;
+    if (edited !== undefined) {
+      call = { id: call.id, name: call.name, arguments: chatArguments(edited.arguments) };
+      this.#calls![at] = call;
+    }
+    const text = result === undefined ? NOT_RUN_TEXT : resultText(result);
     const message: ChatMessage = {
       role: 'tool',
       toolCallId: call.id,
       name: call.name,
-      content: result === undefined ? NOT_RUN_TEXT : resultText(result),
+      content: edited === undefined ? text : `${EDITED_TEXT}\n${text}`,
     };
     if (result instanceof ActionReturn) {
       if (result.state !== ActionStatusCode.SUCCESS) message.isError = true;

@@ -1,3 +1,4 @@
+import { uniqueToolCallIds } from '../../actions/tool-call-steps';
 import type { Meter } from '../../core/budget';
 import { currentFrame } from '../../core/call-context';
 import { modelStep } from '../../core/durable-steps';
@@ -5,7 +6,7 @@ import { streamStep } from '../../core/durable-stream';
 import { AsyncBaseLLM, BaseLLM } from '../../llms/base-llm';
 import { toolCallsError } from '../../llms/tool-calls';
 import type { ModelReply } from '../../llms/types';
-import { Memory } from '../../memory/memory';
+import { Memory, RECENT } from '../../memory/memory';
 import { AgentMessage, messageOf } from '../../schema/agent-message';
 import type { ChatMessage, ToolCall } from '../../schema/chat-message';
 import { ConfigurationError, LagentError, ParseError } from '../../schema/errors';
@@ -317,12 +318,14 @@ export function buildReply(
     if (thought?.reasoning !== undefined) event.reasoning = thought.reasoning;
     emitEvent(agent, 'llmEnd', event);
   }
-  // A reply that calls tools is not parsed: its `formatted` is the calls, for an executor to run.
+  // A reply that calls tools is not parsed: its `formatted` is the calls (their ids unique in the session,
+  // whatever the server sent: an approval names one call), for an executor to run.
   if (toolCalls !== undefined && toolCalls.length > 0) {
+    const history = agent.memory?.get(sessionId)?.[RECENT]();
     return new AgentMessage({
       sender: agent.name,
       content: raw,
-      formatted: { toolCalls },
+      formatted: { toolCalls: uniqueToolCallIds(toolCalls, history) },
       extraInfo: thought,
     });
   }

@@ -1,4 +1,5 @@
 import type { Meter } from '../../core/budget';
+import { ResumeDecisions } from '../../core/decisions';
 import type { CallJournal } from '../../core/durable-steps';
 import { type GuardSpec, guardOf } from '../../core/guards';
 import { hookStep } from '../../core/hook-step';
@@ -10,15 +11,17 @@ import { InterruptSignal } from '../../schema/interrupts';
 import type { SessionKey } from '../../schema/session';
 import { isThenable } from '../../utils/is';
 import type { AgentBase } from '../agent-base';
+import { type Forwarding, plainForwardOf } from './builtin-forward';
 import {
   beginDurable,
   durableOf,
   finishDurable,
-  journalInterrupts,
+  recordInterrupts,
   withCallId,
   withExtraInfo,
 } from './durable';
 import { guardedStream, settleChecks } from './guard-stream';
+import { implicitJournal, isInProcess, refuseRerunsBeforeDecisions } from './in-process-journal';
 import { bindingFor, type SessionHold } from './persist';
 import { needsDriving, Turn } from './turn';
 
@@ -53,15 +56,29 @@ export function* agentCallSteps(
     turn.begin();
     if (agent.hooks.length > 0) turn.armGuards();
     let messages = turn.inputsOf(input);
-    const durable = turn.parent?.durable === undefined ? durableOf(agent, turn.options) : undefined;
+    let durable = turn.parent?.durable === undefined ? durableOf(agent, turn.options) : undefined;
+    // A composite that may stop for approval journals its calls in this process (see in-process-journal.ts).
+    if (durable === undefined && turn.parent === undefined) {
+      const forward = (agent as unknown as Forwarding).forward;
+      durable = implicitJournal(
+        agent,
+        forward,
+        plainForwardOf(forward) !== undefined,
+        turn.resume !== undefined,
+      );
+    }
     if (durable !== undefined) {
-      const given = turn.resume === undefined ? undefined : [...turn.resume.values()];
-      const begun = yield* beginDurable(turn, durable, messages, given);
+      const given = turn.resume?.givenList;
+      turn.implicit = isInProcess(durable);
+      const begun = yield* beginDurable(turn, durable, messages, given, turn.implicit);
       turn.durable = begun.scope;
-      turn.watchReplays(begun.scope.journal as CallJournal);
+      const journal = begun.scope.journal as CallJournal;
+      turn.watchReplays(journal);
       messages = begun.messages;
-      // Every decision the call was ever given (a replay after a crash has them from the journal).
-      if (begun.decisions.length > 0) turn.resume = new Map(begun.decisions.map((d) => [d.id, d]));
+      // The decisions given now, and those of earlier resumes (a replay takes them again, round by round).
+      if (given !== undefined || begun.earlier.length > 0)
+        turn.resume = new ResumeDecisions(given ?? [], begun.earlier);
+      if (begun.fallback) refuseRerunsBeforeDecisions(journal, turn.resume!, agent);
     }
     if (agent.hooks.length > 0) messages = yield* beforeAgentSteps(turn, messages);
     turn.remember(messages);
@@ -80,7 +97,7 @@ export function* agentCallSteps(
     if (hold !== undefined) yield* hold.binding.commit(agent, hold);
     if (turn.durable !== undefined) {
       yield* finishDurable(turn.durable);
-      reply = withCallId(reply, turn.durable);
+      if (!turn.implicit) reply = withCallId(reply, turn.durable);
     }
     if (turn.budgeted) reply = withUsage(reply, turn.meter!);
     if (turn.callerChecks) reply = withExtraInfo(reply, 'askBeforeTools', true);
@@ -91,12 +108,13 @@ export function* agentCallSteps(
       if (reply === undefined) throw error;
       // What the call did before it stopped is kept, in the store too.
       if (hold !== undefined) yield* hold.binding.commit(agent, hold);
-      // The journal says what the call waits for, so another process (or a reloaded page) can ask.
-      if (turn.durable !== undefined) yield* journalInterrupts(turn.durable, agent.name, reply);
+      // The journal says what the call waits for: what a resume may answer (once), what another process or a
+      // reloaded page shows.
+      if (turn.durable !== undefined) yield* recordInterrupts(turn.durable, agent.name, reply);
       turn.finished = true;
       if (turn.budgeted) withUsage(reply, turn.meter!);
       if (turn.callerChecks) withExtraInfo(reply, 'askBeforeTools', true);
-      return turn.durable === undefined ? reply : withCallId(reply, turn.durable);
+      return turn.durable === undefined || turn.implicit ? reply : withCallId(reply, turn.durable);
     }
     const failure = turn.failureOf(error);
     turn.fail(failure);

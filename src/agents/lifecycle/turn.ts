@@ -14,6 +14,7 @@ import {
   stopFollowing,
   streamInFrame,
 } from '../../core/call-context';
+import { ResumeDecisions } from '../../core/decisions';
 import { type CallJournal, childScope, modelStep } from '../../core/durable-steps';
 import { CallerChecks, CheckContext, checkEach, type GuardSpec, guardOf, runCheck } from '../../core/guards';
 import type { PendingTurn } from '../../core/session-lanes';
@@ -24,7 +25,6 @@ import { AgentMessage, type MessageInput, messageOf, toAgentMessage } from '../.
 import { ConfigurationError } from '../../schema/errors';
 import {
   checkInterruptId,
-  type Decision,
   decisionsOf,
   INTERRUPT_TYPE,
   type Interrupt,
@@ -94,8 +94,15 @@ export class Turn {
   failure: unknown = undefined;
   /** The journal of a durable call this call opened (the outermost durable call only). */
   durable: DurableScope | undefined = undefined;
-  /** The decisions of a resume message the call was given, by interrupt id. */
-  resume: ReadonlyMap<string, Decision> | undefined = undefined;
+  /** True when that journal is an in-process one of a composite that may pause (no `callId` on replies). */
+  implicit = false;
+  /**
+   * This call's place in its caller's durable journal, taken when the call is made (program order), before
+   * anything it awaits: sibling calls made at once keep their keys whatever order their checks answer in.
+   */
+  readonly step: DurableScope | undefined;
+  /** The decisions of a resume message the call was given (and, replayed, those its journal recorded). */
+  resume: ResumeDecisions | undefined = undefined;
   /** The budget's meter the call counts in (its own when it was given `budget`, else its caller's). */
   readonly meter: Meter | undefined;
   /** True when the call was given a `budget` of its own: its reply says what it spent. */
@@ -150,6 +157,7 @@ export class Turn {
       this.toolGuards = this.toolGuards === undefined ? [checks] : [...this.toolGuards, checks];
       this.callerChecks = true;
     }
+    this.step = parent?.durable === undefined ? undefined : childScope(parent.durable);
   }
 
   /**
@@ -337,7 +345,7 @@ export class Turn {
   /** A resume message is not a message of the conversation: its decisions go to the call's frame. */
   #resumeWith(message: AgentMessage): AgentMessage[] {
     const decisions = decisionsOf(message)!;
-    this.resume = new Map(decisions.map((decision) => [decision.id, decision]));
+    this.resume = new ResumeDecisions(decisions);
     this.span?.addEvent?.('lagent.resume', { 'lagent.decisions': decisions.map((d) => d.id) });
     if (this.observed) {
       emitEvent(this.agent, 'resume', {
@@ -406,21 +414,20 @@ export class Turn {
     const forward = (agent as unknown as Forwarding).forward;
     // A summarising aggregator folds turns inside the call's own frame, which a failure then takes back.
     const plain = this.span === undefined && !summarizes(agent) ? plainForwardOf(forward) : undefined;
-    const parentScope = this.parent?.durable;
+    const scope = this.durable ?? this.step;
     if (plain !== undefined && plain !== null) {
       this.parts = plain;
       const meter = this.meter;
-      if (this.durable === undefined && parentScope === undefined)
-        return plain.ask(agent, this.memory, messages, this.options, meter);
-      return modelStep(this.durable ?? childScope(parentScope!), agent.name, digestInput(messages), () =>
+      if (scope === undefined) return plain.ask(agent, this.memory, messages, this.options, meter);
+      return modelStep(scope, agent.name, digestInput(messages), () =>
         plain.ask(agent, this.memory, messages, this.options, meter),
       );
     }
     // A plain streaming forward finds a budget or a durable journal in a frame of its own.
-    if (plain === null && this.meter === undefined && this.durable === undefined && parentScope === undefined)
+    if (plain === null && this.meter === undefined && scope === undefined)
       return forward.call(agent, messages, this.options);
     if (this.inputs && plain === undefined) this.inputs = this.inputs.slice(); // a custom forward may change the array it is given
-    const frame = new TurnFrame(this, parentScope);
+    const frame = new TurnFrame(this, scope);
     this.frame = frame;
     return forwardInFrame(frame, agent, forward, messages, this.options);
   }
@@ -511,19 +518,19 @@ class TurnFrame implements CallFrame {
   journal: JournalEntry[] | undefined = undefined;
   failed = false;
   readonly span: Span | undefined;
-  readonly resume: ReadonlyMap<string, Decision> | undefined;
+  readonly resume: ResumeDecisions | undefined;
   readonly durable: DurableScope | undefined;
   readonly meter: Meter | undefined;
   readonly toolGuards: readonly GuardSpec[] | undefined;
   readonly #turn: Turn;
 
-  constructor(turn: Turn, parentScope: DurableScope | undefined) {
+  constructor(turn: Turn, scope: DurableScope | undefined) {
     this.parent = turn.parent;
     this.owner = turn.agent;
     this.sessionKey = turn.sessionKey;
     this.span = turn.span;
     this.resume = turn.resume;
-    this.durable = turn.durable ?? (parentScope ? childScope(parentScope) : undefined);
+    this.durable = scope;
     this.meter = turn.meter;
     this.toolGuards = turn.toolGuards;
     this.#turn = turn;

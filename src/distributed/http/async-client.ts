@@ -13,7 +13,7 @@ import {
   toolGuardsHere,
   withToolChecks,
 } from '../remote-guards';
-import { remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
+import { REMOTE_AGENT, remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
 import { HTTPAgentError } from './errors';
 import { chatRequestBody, messageToWire, SSE_EVENTS } from './protocol';
 import { readEvents } from './sse-reader';
@@ -133,6 +133,8 @@ function toMessage(json: unknown, url: string): AgentMessage {
  * default to `unknown`. For an agent that answers text: `new AsyncHTTPAgentClient<string>({ url })`.
  */
 export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
+  /** A remote agent: a local tree holding it may stop for its questions (see `interruptsOf`). */
+  readonly [REMOTE_AGENT] = true as const;
   readonly url: string;
   readonly name: string;
   readonly #transport: Transport;

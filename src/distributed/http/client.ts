@@ -13,7 +13,7 @@ import {
   toolGuardsHere,
   withToolChecks,
 } from '../remote-guards';
-import { remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
+import { REMOTE_AGENT, remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
 import {
   AsyncHTTPAgentClient,
   type HTTPAgentClientOptions,
@@ -90,6 +90,8 @@ export class HTTPAgentClientHost {
  * default to `unknown`. For an agent that answers text: `new AsyncHTTPAgentClient<string>({ url })`.
  */
 export class HTTPAgentClient<C = unknown, F = unknown> {
+  /** A remote agent: a local tree holding it may stop for its questions (see `interruptsOf`). */
+  readonly [REMOTE_AGENT] = true as const;
   readonly url: string;
   readonly name: string;
   readonly #bridge: SyncBridge;

@@ -563,11 +563,17 @@ export class HTTPAgentServer {
       reply.code(422).type(JSON_TYPE).send(JSON.stringify(refusal));
       return;
     }
+    // A call id (Idempotency-Key) reused for another session or input: well formed, but refused (422).
     if (isCallIdRefusal(error)) {
       reply
         .code(422)
         .type(JSON_TYPE)
         .send(errorBody(errorMessage(error), errorName(error)));
+      return;
+    }
+    // The caller's own input refused by the agent (a malformed resume, a decision for nothing that waits): 400.
+    if (error instanceof ValidationError) {
+      badRequest(reply, error);
       return;
     }
     const name = errorName(error);

@@ -19,7 +19,7 @@ import {
   toolGuardsHere,
   withToolChecks,
 } from '../remote-guards';
-import { remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
+import { REMOTE_AGENT, remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
 import {
   closeBullMQ,
   closeRedis,
@@ -93,6 +93,8 @@ const SWEEP_MS = 5_000;
  * await remote.close();
  */
 export class AsyncQueueAgent {
+  /** A remote agent: a local tree holding it may stop for its questions (see `interruptsOf`). */
+  readonly [REMOTE_AGENT] = true as const;
   name: string;
   description: string | undefined;
   readonly queue: string;

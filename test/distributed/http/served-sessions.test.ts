@@ -68,11 +68,11 @@ describe('HTTPAgentServer: sessions without a store', () => {
     const held = new Promise<void>((resolve) => (release = resolve));
     let asked = 0;
     const llm = new AsyncMockLLM({ responses: (messages) => `re: ${String(messages.at(-1)?.content)}` });
-    const chat = llm.chat.bind(llm);
-    llm.chat = async (messages, params) => {
+    const generate = llm.generate.bind(llm);
+    llm.generate = async (messages, params) => {
       asked++;
       if (messages.at(-1)?.content === 'slow') await held;
-      return chat(messages, params);
+      return generate(messages, params);
     };
     const agent = new AsyncAgent({ llm });
     const client = await serve(agent, 2);
