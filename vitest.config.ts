@@ -29,6 +29,7 @@ const INTEGRATION = ['tools', 'distributed', 'mcp', 'cli', 'examples', 'interop'
  */
 const OUT_OF_PROCESS = [
   'test/agents/durable-kill.test.ts',
+  'test/agents/durable-stop.test.ts',
   'test/agents/durable-composite.test.ts',
   'test/agents/keep-shape.test.ts',
   'test/utils/sync-bridge.test.ts',

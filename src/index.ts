@@ -93,6 +93,7 @@ export type {
   ReActPrompts,
   ReActStep,
   RecoverOptions,
+  RecoveredSession,
   ReplyOf,
   ResetOptions,
   SequentialCallOptions,
@@ -328,7 +329,9 @@ export type {
   AcquireOptions,
   BusySession,
   CommitOptions,
+  FinishJournalOptions,
   JournalEntry,
+  JournalFence,
   ListOptions,
   MaybePromise,
   SessionInfo,
@@ -340,6 +343,8 @@ export type {
   StoredState,
   StoreOptions,
   SyncSessionStore,
+  UnfinishedCall,
+  UnfinishedCallPage,
 } from './stores/types';
 export { applyTurn } from './stores/types';
 export type { SyncBridgeCallOptions, SyncBridgeOptions, SyncBridgeTarget } from './utils/sync-bridge';

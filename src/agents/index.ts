@@ -12,6 +12,7 @@ export type {
   MemoryConfig,
   ParsedReply,
   RecoverOptions,
+  RecoveredSession,
   ReplyOf,
   ResetOptions,
   StreamFinal,

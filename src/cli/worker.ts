@@ -9,6 +9,8 @@ export interface WorkerOptions {
   redis: string;
   queue: string;
   concurrency: number;
+  /** The job lock and session lease, in ms (QueueAgentWorker's `lockDuration`). */
+  leaseMs?: number | undefined;
 }
 
 /** A Redis URL with its password hidden, for messages. */
@@ -34,6 +36,7 @@ export async function runWorker(loaded: LoadedAgent, options: WorkerOptions): Pr
     queue: options.queue,
     connection: options.redis,
     concurrency: options.concurrency,
+    lockDuration: options.leaseMs,
   });
   let signal: NodeJS.Signals | undefined;
   try {

@@ -52,6 +52,11 @@ export interface StepEntry {
   result?: unknown;
   /** What the call had spent when the step was recorded (budgeted calls): a replay counts it again. */
   spent?: CallUsage | undefined;
+  /**
+   * The version of the call's stored session when it began (or was resumed), when it has one: its turn is
+   * committed at that version, so a replay never commits over turns made since.
+   */
+  version?: number | undefined;
 }
 
 /** The first entry of a journal: what the call was given and where each memory stood. */
@@ -75,6 +80,8 @@ export class CallJournal {
   readonly decisions: unknown[] = [];
   /** How many resume messages the call was given. */
   resumes = 0;
+  /** The version of the stored session this run of the call commits at (see {@link StepEntry.version}). */
+  version: number | undefined = undefined;
   begin: BeginEntry | undefined;
   /** The lease the journal's writes are fenced by. */
   hold: StepHold | undefined = undefined;
@@ -82,6 +89,8 @@ export class CallJournal {
   alsoHeld: StepHold | undefined = undefined;
   /** The budget's meter of the call (budgeted calls): steps record what was spent, replays count it again. */
   meter: Meter | undefined = undefined;
+  /** Puts back what a replay took out of the memories (its call failed): set by the replay. */
+  undo: (() => void) | undefined = undefined;
 
   constructor(
     readonly store: JournalStore,
@@ -95,11 +104,14 @@ export class CallJournal {
     for (const { data } of stored.entries) {
       const entry = data as StepEntry;
       const kind = entry.kind;
-      if (kind === 'begin') this.begin = entry as BeginEntry;
-      else if (kind === 'started') this.started.add(entry.key);
+      if (kind === 'begin') {
+        this.begin = entry as BeginEntry;
+        this.version = entry.version;
+      } else if (kind === 'started') this.started.add(entry.key);
       else if (kind === 'resume') {
         this.decisions.push(...(entry.result as unknown[]));
         this.resumes++;
+        this.version = entry.version;
       } else if (kind === 'model' || kind === 'tool') this.done.set(entry.key, entry);
     }
   }

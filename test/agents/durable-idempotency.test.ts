@@ -12,7 +12,7 @@ import {
   ValidationError,
 } from 'lagent-ts';
 import { AsyncMockLLM, MockLLM, type MockReply } from 'lagent-ts/testing';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import type { ChatMessage } from '../../src/schema/chat-message';
 import { dyingStore } from '../helpers/durable';
@@ -231,6 +231,42 @@ describe('durable calls: call ids, retries and recovery', () => {
     expect(runs).toEqual(['u1', 'u2']);
   });
 
+  it('a call left unfinished whose session had a turn since is not recovered over it: the newer turn stays', () => {
+    const store = new MemoryStore();
+    const runs: string[] = [];
+    let dead = true;
+    const agent = new FunctionCallingAgent({
+      llm: new MockLLM({
+        responses: (messages) => {
+          const reply = answer(messages);
+          if (reply.content !== undefined && dead) throw new Error('the process died');
+          return reply;
+        },
+      }),
+      actions: [sendTool(runs)],
+      memory: { store },
+      name: 'mailer',
+    });
+    // A durable call dies; a call that is not durable (no durable option) goes on with the session.
+    expect(() => agent.call('first', { sessionId: 's', durable: { store: dyingStore(store) } })).toThrow(
+      /the process died/,
+    );
+    dead = false;
+    agent.call('plain', { sessionId: 's' });
+    const plain = store.readSession('mailer', 's')!.state.memory!.map((m) => m.content);
+    expect(plain).toEqual(['plain', 'done 1']);
+    // The next durable call finds the dead one, and recovering it would take the session back: refused.
+    expect(() => agent.call('third', { sessionId: 's', durable: { store } })).toThrow(StoreConflictError);
+    expect(store.readSession('mailer', 's')!.state.memory!.map((m) => m.content)).toEqual(plain);
+    // The dead call is failed now: the message again goes on.
+    expect(agent.call('third', { sessionId: 's', durable: { store } }).content).toBe('done 2');
+    expect(store.readSession('mailer', 's')!.state.memory!.map((m) => m.content)).toEqual([
+      ...plain,
+      'third',
+      'done 2',
+    ]);
+  });
+
   it('a failed call keeps what it did: a retry with its callId does not run its tools again', () => {
     // The budget runs out after the Send ran (the model's second request): the call fails.
     const store = new MemoryStore();
@@ -373,6 +409,49 @@ describe('durable calls: call ids, retries and recovery', () => {
     const fresh = mailer(store, runs, new MockLLM({ responses: answer }));
     expect(() => fresh.recover({ sessionId: 's' })).toThrow(BudgetExceededError);
     expect(runs).toEqual(['u1']);
+  });
+
+  it('durable without memory: { store } holds a lease of its own: a call of another process on the session waits for it', async () => {
+    const store = new MemoryStore();
+    const runs: string[] = [];
+    const asked: string[] = [];
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const process1 = new AsyncFunctionCallingAgent({
+      llm: new AsyncMockLLM({
+        responses: (messages) => {
+          asked.push('first');
+          return answer(messages);
+        },
+      }),
+      actions: [asyncSendTool(runs, () => held)],
+      durable: { store },
+      name: 'mailer',
+    });
+    const process2 = new AsyncFunctionCallingAgent({
+      llm: new AsyncMockLLM({
+        responses: (messages) => {
+          asked.push('second');
+          return answer(messages);
+        },
+      }),
+      actions: [asyncSendTool(runs)],
+      durable: { store },
+      name: 'mailer',
+    });
+    const waited = new Promise<Error>((resolve) => process.once('warning', resolve));
+    const first = process1.call('one', { sessionId: 's' });
+    await vi.waitFor(() => expect(asked).toEqual(['first']));
+    const second = process2.call('two', { sessionId: 's' });
+    expect((await waited).message).toMatch(/session "s" of "mailer" is held by another call/);
+    // The second process waits: it has not asked its model while the first call runs its Send.
+    expect(asked).toEqual(['first']);
+    release();
+    await Promise.all([first, second]);
+    expect(asked).toEqual(['first', 'first', 'second', 'second']);
+    expect(runs).toEqual(['u1', 'u1']);
   });
 
   it('a holder whose lease another took records nothing more and never starts a tool the other ran', async () => {

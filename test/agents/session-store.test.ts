@@ -236,7 +236,7 @@ describe('memory: { store }', () => {
     store.acquireSession('r', 's', { owner: 'other', leaseMs: 60_000 });
     await renewed;
     open!();
-    await expect(call).rejects.toThrow(/was taken by another owner while this call held it/);
+    await expect(call).rejects.toThrow(/no longer held by this call: another owner took its lease/);
     expect(store.readSession('r', 's')).toBeUndefined();
   });
 

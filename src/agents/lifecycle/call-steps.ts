@@ -23,6 +23,7 @@ import {
   finishDurable,
   interruptDurable,
   RECOVERING,
+  undoReplay,
   withCallId,
   withExtraInfo,
 } from './durable';
@@ -113,7 +114,7 @@ export function* agentCallSteps(
     if (hold !== undefined) {
       // A durable call keeps the lease until its journal is finished (the finish is fenced by it too).
       const release = held === undefined && turn.durable === undefined;
-      yield* hold.binding.commit(agent, hold, { turnId: turnIdOf(turn), release });
+      yield* hold.binding.commit(agent, hold, commitOf(turn, release));
       committed = true;
     }
     if (turn.durable !== undefined) reply = withCallId(reply, turn.durable);
@@ -127,7 +128,7 @@ export function* agentCallSteps(
       // What the call did before it stopped is kept, in the store too.
       if (hold !== undefined) {
         const release = held === undefined && turn.durable === undefined;
-        yield* hold.binding.commit(agent, hold, { turnId: turnIdOf(turn), release });
+        yield* hold.binding.commit(agent, hold, commitOf(turn, release));
       }
       if (turn.durable !== undefined) yield* interruptDurable(turn.durable);
       turn.finished = true;
@@ -149,17 +150,19 @@ export function* agentCallSteps(
       if (lease?.own) lease.lease.release();
     }
     turn.close();
+    if (!turn.finished) undoReplay(turn.durable);
   }
 }
 
 /**
- * The id of a durable call's turn: its call id and how many resume messages it had (one turn per run between
- * two pauses), the same when the call is replayed, so a replay never commits its turn twice.
+ * How a call commits its turn. A durable call's turn id is its call id and how many resume messages it had (one
+ * turn per run between two pauses), the same when it is replayed, and it commits at the version its session
+ * had when it began (or was resumed): a replay never commits its turn twice, nor over turns made since.
  */
-function turnIdOf(turn: Turn): string | undefined {
-  if (turn.durable === undefined) return undefined;
+function commitOf(turn: Turn, release: boolean) {
+  if (turn.durable === undefined) return { release };
   const journal = turn.durable.journal as CallJournal;
-  return `${journal.callId}#${journal.resumes}`;
+  return { turnId: `${journal.callId}#${journal.resumes}`, version: journal.version, release };
 }
 
 /**

@@ -7,6 +7,7 @@ import { AgentMessage } from '../../schema/agent-message';
 import { ConfigurationError, ValidationError } from '../../schema/errors';
 import type { Decision } from '../../schema/interrupts';
 import type { SessionId, SessionKey } from '../../schema/session';
+import type { Memory } from '../../memory/memory';
 import type { SessionStore, StoredJournal } from '../../stores/types';
 import { isThenable } from '../../utils/is';
 import { errorMessage } from '../../utils/text';
@@ -238,6 +239,7 @@ export function* beginDurable(
     kind: 'begin',
     name: agent.name,
     digest: '',
+    version: hold?.cached.version,
     result: {
       inputs: messages.map((m) => m.toJSON()),
       lengths: lengthsOf(agent, turn.options.sessionId),
@@ -246,6 +248,7 @@ export function* beginDurable(
   };
   yield* settled(journal.write(begin));
   journal.begin = begin;
+  journal.version = begin.version;
   return {
     scope: { journal, key: 'r', next: 0 },
     messages,
@@ -316,8 +319,9 @@ function* continueCall(
     if (recovering && outcome.status === 'waiting') throw new CallNotRecovered();
     journal.load(stored);
   }
-  // A replay: every memory back where it stood, the recorded inputs, and the call's own budget.
-  restoreLengths(agent, turn.options.sessionId, begin.result.lengths);
+  // A replay: every memory back where it stood (put back if it fails), the recorded inputs, and the call's own
+  // budget.
+  journal.undo = restoreLengths(agent, turn.options.sessionId, begin.result.lengths);
   const inputs = begin.result.inputs.map((json) => AgentMessage.from(json));
   if (!turn.budgeted && begin.result.budget !== undefined) {
     turn.meter = new Meter(checkBudget(agent.name, begin.result.budget)!, turn.parent?.meter, agent.name);
@@ -327,9 +331,13 @@ function* continueCall(
   // The decisions given now are kept with the call: replayed after a crash, it has them again.
   if (decisions !== undefined && decisions.length > 0) {
     const key = `r.resume.${journal.decisions.length}`;
-    yield* settled(journal.write({ key, kind: 'resume', name: agent.name, digest: '', result: decisions }));
+    const version = hold?.cached.version;
+    yield* settled(
+      journal.write({ key, kind: 'resume', name: agent.name, digest: '', result: decisions, version }),
+    );
     journal.decisions.push(...decisions);
     journal.resumes++;
+    journal.version = version;
   }
   return {
     scope: { journal, key: 'r', next: 0 },
@@ -466,13 +474,38 @@ function lengthsOf(agent: AgentBase, sessionId: SessionId): Record<string, numbe
   return lengths;
 }
 
-/** Takes every memory of the tree back to its recorded length (what a suspended call added goes). */
-function restoreLengths(agent: AgentBase, sessionId: SessionId, lengths: Record<string, number>): void {
+/**
+ * Takes every memory of the tree back to its recorded length (what a suspended call added goes); returns what
+ * puts the messages taken out back, once the call's own are gone (a replay that failed).
+ */
+function restoreLengths(
+  agent: AgentBase,
+  sessionId: SessionId,
+  lengths: Record<string, number>,
+): (() => void) | undefined {
+  let removed: [Memory, AgentMessage[]][] | undefined;
   for (const [prefix, node] of agent.namedAgents()) {
     const memory = node.memory?.get(sessionId);
     const length = lengths[`${prefix}memory`] ?? 0;
-    if (memory !== undefined && memory.length > length) memory.remove(memory.getMemory().slice(length));
+    if (memory !== undefined && memory.length > length) {
+      const tail = memory.getMemory({ recentN: Number.MAX_SAFE_INTEGER }).slice(length);
+      memory.remove(tail);
+      (removed ??= []).push([memory, tail]);
+    }
   }
+  if (removed === undefined) return undefined;
+  return () => {
+    for (const [memory, tail] of removed) memory.add(tail);
+  };
+}
+
+/** Puts back what a failed replay took out of the memories (after the call took its own messages back). */
+export function undoReplay(scope: DurableScope | undefined): void {
+  const journal = scope?.journal as CallJournal | undefined;
+  const undo = journal?.undo;
+  if (undo === undefined) return;
+  journal!.undo = undefined;
+  undo();
 }
 
 function isSync(agent: AgentBase): boolean {

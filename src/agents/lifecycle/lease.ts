@@ -91,7 +91,7 @@ export class SessionLease {
     };
     const refused = () =>
       new StoreConflictError({
-        message: `${this.store.description}: session ${JSON.stringify(this.sessionId)} of ${JSON.stringify(this.namespace)} was taken by another owner while this call held it (its lease ran out: was this process stopped or busy longer than leaseMs?); the call stops before its next step`,
+        message: `${this.store.description}: session ${JSON.stringify(this.sessionId)} of ${JSON.stringify(this.namespace)} is no longer held by this call: another owner took its lease (it ran out: was this process stopped or busy longer than leaseMs?), or the session was deleted or expired; the call stops before its next step`,
         store: this.store.description,
         operation: 'renewLease',
         sessionId: this.sessionId,

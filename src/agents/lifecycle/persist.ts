@@ -169,7 +169,12 @@ export class SessionBinding {
   *commit(
     agent: AgentBase,
     hold: SessionHold,
-    options: { turnId?: string | undefined; release?: boolean | undefined } = {},
+    options: {
+      turnId?: string | undefined;
+      release?: boolean | undefined;
+      /** The version to commit at, when not the one loaded (a replayed call's, as it began). */
+      version?: number | undefined;
+    } = {},
   ): Steps<void> {
     const release = options.release !== false;
     hold.lease.check();
@@ -181,7 +186,7 @@ export class SessionBinding {
     }
     const commit: CommitOptions = {
       owner: hold.lease.owner,
-      version: cached.version,
+      version: options.version ?? cached.version,
       turn,
       release,
       turnId: options.turnId ?? randomUUID(),
