@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AsyncAgent } from '../../src/agents/async-agent';
 import { AgentMessage } from '../../src/schema/agent-message';
 import { ConfigurationError, StoreConflictError, StoreError } from '../../src/schema/errors';
 import { PostgresStore, type PostgresStoreOptions } from '../../src/stores/postgres-store';
@@ -181,6 +182,31 @@ describe.runIf('bin' in binaries)('PostgresStore', () => {
     ]);
     expect(rows).toEqual([{ session_id: "it's" }]);
   });
+
+  it('a commit held past timeoutMs is checked before the call reports failure: the turn lands once, the call succeeds', async () => {
+    const store = open({ timeoutMs: 200 });
+    const ns = fresh('held');
+    const locker = new pg.Client({ connectionString: server.connectionString });
+    await locker.connect();
+    /** Another connection holds the session's row for 600 ms once the model has answered. */
+    class Paying extends AsyncAgent {
+      override async forward(messages: AgentMessage[]): Promise<string> {
+        await locker.query('BEGIN');
+        await locker.query('SELECT 1 FROM lagent_sessions WHERE namespace = $1 FOR UPDATE', [ns]);
+        setTimeout(() => void locker.query('COMMIT'), 600);
+        return `paid ${String(messages.at(-1)?.content)}`;
+      }
+    }
+    const agent = new Paying({ memory: { store, namespace: ns } });
+    try {
+      expect((await agent.call('bob $80', { sessionId: 's' })).content).toBe('paid bob $80');
+      const read = await store.readSession(ns, 's');
+      expect(read?.version).toBe(1);
+      expect(read?.state.memory?.map((m) => m.content)).toEqual(['bob $80', 'paid bob $80']);
+    } finally {
+      await locker.end();
+    }
+  }, 30_000);
 
   it('a failed commit writes nothing; a turn JSON cannot hold is a StoreError', async () => {
     const store = open();
