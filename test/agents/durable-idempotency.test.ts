@@ -411,6 +411,26 @@ describe('durable calls: call ids, retries and recovery', () => {
     expect(runs).toEqual(['u1']);
   });
 
+  it('a resume keeps the budget its call was given: what the paused run spent counts', () => {
+    const store = new MemoryStore();
+    const runs: string[] = [];
+    const llm = new MockLLM({ responses: answer });
+    const agent = new FunctionCallingAgent({
+      llm,
+      actions: [sendTool(runs, true)],
+      durable: { store },
+      name: 'payer',
+    });
+    const paused = agent.call('pay', { sessionId: 's', budget: { modelCalls: 1 } });
+    const [ask] = interruptsOf(paused);
+    // The resume carries no budget: the call's own (one model request, spent) still holds.
+    expect(() => agent.call(resumeWith([{ id: ask!.id, approve: true }]), { sessionId: 's' })).toThrow(
+      BudgetExceededError,
+    );
+    expect(llm.calls).toHaveLength(1);
+    expect(runs).toEqual(['u1']);
+  });
+
   it('durable without memory: { store } holds a lease of its own: a call of another process on the session waits for it', async () => {
     const store = new MemoryStore();
     const runs: string[] = [];
