@@ -337,18 +337,15 @@ export class MemoryStore implements SyncSessionStore {
    * else extends the lease (a write is the holder's sign of life).
    */
   #fenced(namespace: string, sessionId: string, fence: JournalFence, operation: string, now: number): void {
-    const existed = this.#sessions.get(namespace)?.has(sessionId) === true;
-    const session = this.#live(namespace, sessionId, operation, now);
-    if (session === undefined || session.leaseOwner !== fence.owner) {
-      throw fenceConflict(
-        this.description,
-        namespace,
-        sessionId,
-        operation,
-        session === undefined && existed,
-      );
+    // The keys were checked by the caller.
+    const session = this.#sessions.get(namespace)?.get(sessionId);
+    if (session !== undefined && session.leaseOwner === fence.owner && !expired(session, now)) {
+      session.leaseUntil = now + fence.leaseMs;
+      return;
     }
-    session.leaseUntil = now + fence.leaseMs;
+    const gone = session !== undefined && expired(session, now);
+    if (gone) this.#delete(namespace, sessionId);
+    throw fenceConflict(this.description, namespace, sessionId, operation, gone);
   }
 
   /** True for a finished journal past its retention. */
