@@ -3,11 +3,11 @@ import { checkBudget, Meter } from '../../core/budget';
 import type { CallFrame, DurableScope } from '../../core/call-context';
 import { type BeginEntry, CallJournal, digestOf, type StepEntry, settled } from '../../core/durable-steps';
 import type { Steps } from '../../core/steps';
+import type { Memory } from '../../memory/memory';
 import { AgentMessage } from '../../schema/agent-message';
 import { ConfigurationError, ValidationError } from '../../schema/errors';
 import type { Decision } from '../../schema/interrupts';
 import type { SessionId, SessionKey } from '../../schema/session';
-import type { Memory } from '../../memory/memory';
 import type { SessionStore, StoredJournal } from '../../stores/types';
 import { isThenable } from '../../utils/is';
 import { errorMessage } from '../../utils/text';
@@ -483,17 +483,17 @@ function restoreLengths(
   sessionId: SessionId,
   lengths: Record<string, number>,
 ): (() => void) | undefined {
-  let removed: [Memory, AgentMessage[]][] | undefined;
+  const removed: [Memory, AgentMessage[]][] = [];
   for (const [prefix, node] of agent.namedAgents()) {
     const memory = node.memory?.get(sessionId);
     const length = lengths[`${prefix}memory`] ?? 0;
     if (memory !== undefined && memory.length > length) {
       const tail = memory.getMemory({ recentN: Number.MAX_SAFE_INTEGER }).slice(length);
       memory.remove(tail);
-      (removed ??= []).push([memory, tail]);
+      removed.push([memory, tail]);
     }
   }
-  if (removed === undefined) return undefined;
+  if (removed.length === 0) return undefined;
   return () => {
     for (const [memory, tail] of removed) memory.add(tail);
   };
