@@ -460,7 +460,20 @@ export function describeStoreContract(name: string, harness: () => StoreHarness)
               turn: { append: { memory: [message('2')] } },
             }),
           ),
-        ).rejects.toThrow(/expired \(its ttlMs passed\) during the call/);
+        ).rejects.toThrow(/expired \(its ttlMs passed\) during the call; the turn was not committed/);
+        await run(short.acquireSession(ns, 't', { owner: 'a', leaseMs: 10_000 }));
+        await run(
+          short.commitTurn(ns, 't', {
+            owner: 'a',
+            version: 0,
+            turn: { append: { memory: [message('1')] } },
+            release: false,
+          }),
+        );
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        await expect(
+          attempt(() => short.appendJournal(ns, 't', 'c', { step: 0 }, { owner: 'a', leaseMs: 10_000 })),
+        ).rejects.toThrow(/expired \(its ttlMs passed\) during the call; the journal entry was not written/);
       } finally {
         await run(short.close());
       }
