@@ -30,6 +30,41 @@ export const DEFAULT_LEASE_MS = 10_000;
 /** The longest wait between two tries of a busy session, in ms. */
 const MAX_BUSY_WAIT_MS = 200;
 
+/**
+ * The leases this process holds, renewed by one timer (a timer per call would cost more than a durable call's
+ * journal): it ticks every third of the shortest lease held, and renews each lease a third of its time after
+ * its last renewal. It keeps no process alive, and stops while no lease is held.
+ */
+class Renewals {
+  readonly #leases = new Set<SessionLease>();
+  #timer: ReturnType<typeof setInterval> | undefined = undefined;
+  #every = Number.POSITIVE_INFINITY;
+
+  add(lease: SessionLease): void {
+    this.#leases.add(lease);
+    const every = lease.renewEvery;
+    if (this.#timer !== undefined && every >= this.#every) return;
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#every = every;
+    this.#timer = setInterval(() => this.#tick(), every);
+    this.#timer.unref?.();
+  }
+
+  delete(lease: SessionLease): void {
+    if (!this.#leases.delete(lease) || this.#leases.size > 0) return;
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    this.#every = Number.POSITIVE_INFINITY;
+  }
+
+  #tick(): void {
+    const now = Date.now();
+    for (const lease of this.#leases) if (now >= lease.renewAt) lease.renew(now);
+  }
+}
+
+const renewals = new Renewals();
+
 /** One acquisition of a session's lease: its fence, its renewal, and whether it was lost. */
 export class SessionLease {
   /** What fenced writes name: this acquisition's owner, and the lease time each write extends it by. */
@@ -37,7 +72,11 @@ export class SessionLease {
   /** Why the lease is no longer this call's (a renewal refused or failed); the call stops at its next step. */
   lost: Error | undefined = undefined;
   released = false;
-  #renewal: ReturnType<typeof setInterval> | undefined = undefined;
+  /** How often the lease is renewed, in ms: a third of its time. */
+  readonly renewEvery: number;
+  /** When it is renewed next (epoch ms, this process's clock). */
+  renewAt = 0;
+  #renewing = false;
 
   constructor(
     readonly store: SessionStore,
@@ -47,6 +86,7 @@ export class SessionLease {
     leaseMs: number,
   ) {
     this.fence = { owner, leaseMs };
+    this.renewEvery = Math.max(1, Math.floor(leaseMs / 3));
   }
 
   get owner(): string {
@@ -58,11 +98,12 @@ export class SessionLease {
     if (this.lost !== undefined) throw this.lost;
   }
 
-  /** Renews the lease every third of its time while the call runs (a timer that keeps no process alive). */
+  /** Renews the lease every third of its time while the call runs. */
   startRenewal(): void {
-    const timer = setInterval(() => this.#renew(), Math.max(1, Math.floor(this.fence.leaseMs / 3)));
-    timer.unref?.();
-    this.#renewal = timer;
+    if (this.#renewing || this.released) return;
+    this.#renewing = true;
+    this.renewAt = Date.now() + this.renewEvery;
+    renewals.add(this);
   }
 
   /** Ends the hold: the renewal stops, and the lease goes back (not waited for: it ends by itself anyway). */
@@ -79,11 +120,14 @@ export class SessionLease {
   }
 
   stopRenewal(): void {
-    if (this.#renewal !== undefined) clearInterval(this.#renewal);
-    this.#renewal = undefined;
+    if (!this.#renewing) return;
+    this.#renewing = false;
+    renewals.delete(this);
   }
 
-  #renew(): void {
+  /** Renews the lease now (called by the process's renewal timer); a refusal or failure marks it lost. */
+  renew(now: number): void {
+    this.renewAt = now + this.renewEvery;
     if (this.released || this.lost !== undefined) return;
     const lose = (error: Error) => {
       this.lost ??= error;
