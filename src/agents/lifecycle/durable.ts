@@ -413,7 +413,8 @@ export function* finishDurable(
     kind: 'end',
     name: '',
     digest: '',
-    result: { status: 'done', reply: reply.toJSON() },
+    // The message itself: the store's JSON.stringify calls its toJSON (no copy made before).
+    result: { status: 'done', reply },
   };
   yield* settled(
     (journal.store as SessionStore).finishJournal(journal.namespace, journal.callId, {
