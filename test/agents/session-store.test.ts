@@ -240,6 +240,38 @@ describe('memory: { store }', () => {
     expect(store.readSession('r', 's')).toBeUndefined();
   });
 
+  it('back-to-back calls on a session of an async store never wait for the lease of the call before', async () => {
+    const store = new MemoryStore();
+    // The store answers a release late (another connection of a pool): the next acquire must not find it held.
+    const late = new Proxy(store, {
+      get(target, key) {
+        if (key === 'synchronous') return false;
+        const value = Reflect.get(target, key, target);
+        if (typeof value !== 'function') return value;
+        return async (...args: unknown[]) => {
+          if (key === 'releaseSession') await new Promise((resolve) => setTimeout(resolve, 20));
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    }) as unknown as SessionStore;
+    const warnings: Error[] = [];
+    const listen = (warning: Error) => warnings.push(warning);
+    process.on('warning', listen);
+    try {
+      const agent = new AsyncAgent({
+        llm: echo(),
+        memory: { store: late },
+        durable: { store: late },
+        name: 'b2b',
+      });
+      for (let i = 0; i < 5; i++) await agent.call(`m${i}`, { sessionId: 's' });
+    } finally {
+      process.off('warning', listen);
+    }
+    expect(warnings.filter((warning) => /is held by another call/.test(warning.message))).toEqual([]);
+    expect(store.readSession('b2b', 's')!.version).toBe(5);
+  });
+
   it('a call waiting for a session another process holds says once which one, and until when', async () => {
     const store = new MemoryStore();
     const until = Date.now() + 60_000;

@@ -65,6 +65,16 @@ class Renewals {
 
 const renewals = new Renewals();
 
+/**
+ * Releases on their way to an async store, per store and session: the next acquisition of the session in this
+ * process waits for its release first (it would otherwise find the lease still held, by the call before it).
+ */
+const releasing = new WeakMap<SessionStore, Map<string, Promise<void>>>();
+
+function releaseKey(namespace: string, sessionId: string): string {
+  return `${namespace}\u0000${sessionId}`;
+}
+
 /** One acquisition of a session's lease: its fence, its renewal, and whether it was lost. */
 export class SessionLease {
   /** What fenced writes name: this acquisition's owner, and the lease time each write extends it by. */
@@ -113,7 +123,19 @@ export class SessionLease {
     this.stopRenewal();
     try {
       const done = this.store.releaseSession(this.namespace, this.sessionId, this.owner);
-      if (isThenable(done)) (done as Promise<void>).catch(() => undefined);
+      if (!isThenable(done)) return;
+      let pending = releasing.get(this.store);
+      if (pending === undefined) {
+        pending = new Map();
+        releasing.set(this.store, pending);
+      }
+      const key = releaseKey(this.namespace, this.sessionId);
+      const released: Promise<void> = (done as Promise<void>)
+        .catch(() => undefined)
+        .then(() => {
+          if (pending.get(key) === released) pending.delete(key);
+        });
+      pending.set(key, released);
     } catch {
       // the lease ends by itself
     }
@@ -198,6 +220,8 @@ export function* acquireLease(
   const { store, namespace, sessionId, leaseMs, signal } = request;
   const owner = request.owner ?? `${request.holder}.${(++acquisitions).toString(36)}`;
   const options: AcquireOptions = { owner, leaseMs, knownVersion: request.knownVersion };
+  const released = releasing.get(store)?.get(releaseKey(namespace, sessionId));
+  if (released !== undefined) yield released;
   let waited = 0;
   for (;;) {
     const acquire = () => store.acquireSession(namespace, sessionId, options);
