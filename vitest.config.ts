@@ -29,6 +29,7 @@ const INTEGRATION = ['bridge', 'tools', 'distributed', 'mcp', 'cli', 'examples',
  */
 const OUT_OF_PROCESS = [
   'test/agents/durable-kill.test.ts',
+  'test/agents/durable-stop.test.ts',
   'test/agents/durable-composite.test.ts',
   'test/agents/keep-shape.test.ts',
   'test/llms/gpt-api.test.ts',

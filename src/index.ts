@@ -92,6 +92,7 @@ export type {
   ReActParseFailure,
   ReActPrompts,
   ReActStep,
+  RecoveredSession,
   RecoverOptions,
   ReplyOf,
   ResetOptions,
@@ -355,7 +356,9 @@ export type {
   AcquireOptions,
   BusySession,
   CommitOptions,
+  FinishJournalOptions,
   JournalEntry,
+  JournalFence,
   ListOptions,
   MaybePromise,
   SessionInfo,
@@ -367,5 +370,7 @@ export type {
   StoredState,
   StoreOptions,
   SyncSessionStore,
+  UnfinishedCall,
+  UnfinishedCallPage,
 } from './stores/types';
 export { applyTurn } from './stores/types';

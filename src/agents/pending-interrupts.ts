@@ -44,7 +44,7 @@ interface Loop {
 }
 
 /** The `kind` of the journal entry an interrupted durable call writes: the interrupts of its reply. */
-export const INTERRUPT_ENTRY = 'interrupt';
+export const INTERRUPT_ENTRY = 'interrupted';
 
 interface Gate {
   approvalNeeded(call: ToolCall, context: { sessionId: SessionId }): boolean | Promise<boolean>;

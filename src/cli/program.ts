@@ -98,6 +98,15 @@ function withAgentOptions(command: Command): Command {
     );
 }
 
+/** Adds `--lease-ms` (serve, ui, worker). */
+function withLeaseOption(command: Command): Command {
+  return command.option(
+    '--lease-ms <ms>',
+    "how long a session's lease lasts unless renewed (every third of it): a process that died is taken over after this long (default 10000)",
+    integer('--lease-ms', 100),
+  );
+}
+
 /** Adds `--record` and `--replay` (chat and batch). */
 function withRecordReplayOptions(command: Command): Command {
   return command
@@ -165,7 +174,9 @@ async function withAgent(
         throw error;
       }
     }
-    if (storeUrl !== undefined) loaded = await withStore(loaded, storeUrl);
+    const leaseMs = command.opts<{ leaseMs?: number }>().leaseMs;
+    if (leaseMs !== undefined) await withLease(loaded, leaseMs);
+    if (storeUrl !== undefined) loaded = await withStore(loaded, storeUrl, leaseMs);
   } catch (error) {
     if (error instanceof LagentError) throw new CliError(error.message, { cause: error });
     throw error;
@@ -177,8 +188,20 @@ async function withAgent(
   }
 }
 
+/** The agent's durable calls take leases of `leaseMs` (unless its `durable` option sets its own). */
+async function withLease(loaded: LoadedAgent, leaseMs: number): Promise<void> {
+  const [{ AgentBase }, { DURABLE }] = await Promise.all([
+    import('../agents/agent-base'),
+    import('../agents/lifecycle/durable'),
+  ]);
+  if (!(loaded.agent instanceof AgentBase)) return;
+  const agent = loaded.agent as unknown as Record<symbol, { leaseMs?: number } | undefined>;
+  const durable = agent[DURABLE];
+  if (durable !== undefined && durable.leaseMs === undefined) agent[DURABLE] = { ...durable, leaseMs };
+}
+
 /** The loaded agent keeping its sessions in the store `url` names; the command's end closes the store. */
-async function withStore(loaded: LoadedAgent, url: string): Promise<LoadedAgent> {
+async function withStore(loaded: LoadedAgent, url: string, leaseMs?: number): Promise<LoadedAgent> {
   const [{ openStore }, { attachStore }, { AgentBase }] = await Promise.all([
     import('../stores/open-store'),
     import('../agents/lifecycle/persist'),
@@ -191,7 +214,7 @@ async function withStore(loaded: LoadedAgent, url: string): Promise<LoadedAgent>
   let store: Awaited<ReturnType<typeof openStore>>;
   try {
     store = await openStore(url);
-    attachStore(loaded.agent, { store });
+    attachStore(loaded.agent, { store, leaseMs });
   } catch (error) {
     await loaded.close();
     throw error;
@@ -275,13 +298,15 @@ export function createProgram(): Command {
       );
     });
 
-  withCallerOptions(
-    withAgentOptions(
-      program
-        .command('serve')
-        .description(
-          "serve the agent over HTTP with Lagent's protocol (POST /chat_completion, GET /memory/:id, ...)",
-        ),
+  withLeaseOption(
+    withCallerOptions(
+      withAgentOptions(
+        program
+          .command('serve')
+          .description(
+            "serve the agent over HTTP with Lagent's protocol (POST /chat_completion, GET /memory/:id, ...); a durable agent's calls a killed server left unfinished are recovered at start",
+          ),
+      ),
     ),
   )
     .option('--host <host>', 'address to bind', '127.0.0.1')
@@ -313,8 +338,10 @@ export function createProgram(): Command {
       await withAgent(command, 'serve', true, (loaded) => runServe(loaded, options));
     });
 
-  withCallerOptions(
-    withAgentOptions(program.command('worker').description('host the agent on a BullMQ queue (Redis)')),
+  withLeaseOption(
+    withCallerOptions(
+      withAgentOptions(program.command('worker').description('host the agent on a BullMQ queue (Redis)')),
+    ),
   )
     .addOption(new Option('--redis <url>', 'Redis URL').env('REDIS_URL').default('redis://127.0.0.1:6379'))
     .option('-q, --queue <name>', 'queue name', 'agents')
@@ -322,7 +349,7 @@ export function createProgram(): Command {
     .action(async (_options, command: Command) => {
       const { runWorker } = await import('./worker');
       const { callerOptionsOf } = await import('./serve');
-      const flags = command.opts<{ redis: string; queue: string; concurrency: number }>();
+      const flags = command.opts<{ redis: string; queue: string; concurrency: number; leaseMs?: number }>();
       const options = { ...flags, callerOptions: callerOptionsOf(command.opts()) };
       await withAgent(command, 'worker', false, (loaded) => runWorker(loaded, options));
     });
@@ -451,12 +478,14 @@ has "decisions": [{"id", "approve", ...}]. Failures, malformed lines and duplica
       await withAgent(command, 'eval', false, (loaded) => run(loaded.agent));
     });
 
-  withAgentOptions(
-    program
-      .command('ui')
-      .description(
-        'a local web page to watch and drive the agent: streamed chat, its tree live, interrupts, sessions, memories',
-      ),
+  withLeaseOption(
+    withAgentOptions(
+      program
+        .command('ui')
+        .description(
+          'a local web page to watch and drive the agent: streamed chat, its tree live, interrupts, sessions, memories',
+        ),
+    ),
   )
     .option('-p, --port <port>', 'port on 127.0.0.1 (0: a free one)', integer('--port', 0, 65535), 8091)
     .addOption(

@@ -120,7 +120,7 @@ export function waitingIn(entries: readonly { data: unknown }[]): Set<string> | 
   let waiting: Set<string> | undefined;
   for (const { data } of entries) {
     const entry = data as { kind?: unknown; result?: unknown };
-    if (entry.kind === 'interrupt') {
+    if (entry.kind === 'interrupted') {
       // The interrupts the call returned (journals of an earlier layout hold their ids alone).
       const asked = Array.isArray(entry.result) ? (entry.result as unknown[]) : [];
       waiting = new Set(asked.map((item) => (typeof item === 'string' ? item : (item as { id: string }).id)));

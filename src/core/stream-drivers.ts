@@ -118,6 +118,26 @@ async function* relayAsync(
   return finalOf(result.value, state.last);
 }
 
+/**
+ * Runs a stream that steps yielded to its end without relaying it (a durable call recovered before the one
+ * being streamed): its final message, as a relay sends it back into the steps; a promise for an async stream.
+ */
+export function drainStream(stream: Iterator<unknown> | AsyncIterator<unknown>): unknown {
+  const state: RelayState = { sender: '', last: undefined, text: '' };
+  if (isAsyncIterator(stream)) {
+    const relaying = relayAsync(stream, state);
+    return (async () => {
+      let result = await relaying.next();
+      while (!result.done) result = await relaying.next();
+      return result.value;
+    })();
+  }
+  const relaying = relay(stream as Iterator<unknown>, state);
+  let result = relaying.next();
+  while (!result.done) result = relaying.next();
+  return result.value;
+}
+
 /** Marks and yields an agent call's final reply; its `delta` is what it adds to the last chunk. */
 function finalReply(value: unknown, lastText: string): AgentMessage {
   const message = value as AgentMessage;

@@ -16,7 +16,8 @@ import { z } from 'zod';
  * Journal keys of parallel steps are taken in program order, before any awaited check: a recovery whose
  * async checks (a tool guardrail asking a moderation service) answer in another order than they did in the
  * crashed run replays each step under its own key. The crash is a call left hanging in a tool or in the
- * model (its process "died"); a fresh agent on the same store recovers the call.
+ * model (its process "died": its lease runs out on the store's clock, which the test moves); a fresh agent on the
+ * same store recovers the call.
  */
 
 /** A promise to resolve from outside, and a way to wait for a named event. */
@@ -124,7 +125,7 @@ describe('journal keys of parallel tool calls follow program order, not check ti
     let doubled = 0;
     let failures = 0;
     for (let trial = 0; trial < TRIALS; trial++) {
-      const store = new MemoryStore();
+      const { store, die } = storeWithClock();
       // The run that dies: Send's check answers first, Send runs and the process dies inside it; Lookup's
       // check never answered.
       const first = harness();
@@ -135,6 +136,8 @@ describe('journal keys of parallel tool calls follow program order, not check ti
       // A fresh process recovers; this time Lookup's check answers first.
       const second = harness();
       const recovering = agentOn(store, second, new Set(), false);
+      // The dead process's lease runs out.
+      die();
       const recovered = recovering.recover({ sessionId: 's' });
       second.gate('Lookup').resolve();
       await second.announced('Lookup').promise;
@@ -154,7 +157,7 @@ describe('journal keys of parallel tool calls follow program order, not check ti
     let nonDeterminism = 0;
     let reruns = 0;
     for (let trial = 0; trial < TRIALS; trial++) {
-      const store = new MemoryStore();
+      const { store, die } = storeWithClock();
       const first = harness();
       const dying = agentOn(store, first, new Set(), true);
       void dying.call('mail bob', { sessionId: 's' });
@@ -166,6 +169,8 @@ describe('journal keys of parallel tool calls follow program order, not check ti
       await waitFor(() => (dying.agent.llm as DyingModel).asked === 2);
       const second = harness();
       const recovering = agentOn(store, second, new Set(), false);
+      // The dead process's lease runs out.
+      die();
       const recovered = recovering.recover({ sessionId: 's' });
       second.gate('Lookup').resolve();
       second.gate('Send').resolve();
@@ -184,7 +189,7 @@ describe('journal keys of parallel tool calls follow program order, not check ti
   it(`parallel sub-calls whose input checks answer in the other order replay each under its own key (${TRIALS} trials)`, async () => {
     let mixed = 0;
     for (let trial = 0; trial < TRIALS; trial++) {
-      const store = new MemoryStore();
+      const { store, die } = storeWithClock();
       const order: string[][] = [[], []];
       const gates = [new Map<string, ReturnType<typeof deferred>>(), new Map()];
       const build = (run: number, answer: (name: string) => string) => {
@@ -243,6 +248,8 @@ describe('journal keys of parallel tool calls follow program order, not check ti
       await waitFor(() => order[0]!.length === 2);
       await new Promise((resolve) => setImmediate(resolve));
       const recovering = build(1, (name) => `${name} was asked again`);
+      // The dead process's lease runs out.
+      die();
       const recovered = recovering.recover({ sessionId: 's' });
       gateOf(1, 'alpha').resolve();
       gateOf(1, 'beta').resolve();
@@ -259,7 +266,7 @@ describe("executors called at once by a composite's forward keep their keys", ()
     let failures = 0;
     let reruns = 0;
     for (let trial = 0; trial < TRIALS; trial++) {
-      const store = new MemoryStore();
+      const { store, die } = storeWithClock();
       const build = (run: number, h: Harness) => {
         const executorFor = (name: string) =>
           new AsyncActionExecutor({
@@ -303,6 +310,8 @@ describe("executors called at once by a composite's forward keep their keys", ()
           5,
       );
       const second = harness();
+      // The dead process's lease runs out.
+      die();
       const recovered = build(1, second).recover({ sessionId: 's' });
       second.gate('Send').resolve();
       second.gate('Lookup').resolve();
@@ -322,4 +331,16 @@ describe("executors called at once by a composite's forward keep their keys", ()
 async function waitFor(condition: () => boolean): Promise<void> {
   for (let i = 0; i < 1_000 && !condition(); i++) await new Promise((resolve) => setImmediate(resolve));
   if (!condition()) throw new Error('the condition never held');
+}
+
+/** A store on a clock the test moves: `die()` lets the leases of the process that "died" run out. */
+function storeWithClock() {
+  let now = Date.now();
+  const store = new MemoryStore({ clock: () => now });
+  return {
+    store,
+    die: () => {
+      now += 3_600_000;
+    },
+  };
 }

@@ -103,10 +103,15 @@ export class Turn {
   readonly step: DurableScope | undefined;
   /** The decisions of a resume message the call was given (and, replayed, those its journal recorded). */
   resume: ResumeDecisions | undefined = undefined;
-  /** The budget's meter the call counts in (its own when it was given `budget`, else its caller's). */
-  readonly meter: Meter | undefined;
-  /** True when the call was given a `budget` of its own: its reply says what it spent. */
-  readonly budgeted: boolean;
+  /**
+   * The budget's meter the call counts in (its own when it was given `budget`, else its caller's; a replayed
+   * durable call's recorded one).
+   */
+  meter: Meter | undefined;
+  /** True when the call has a `budget` of its own: its reply says what it spent. */
+  budgeted: boolean;
+  /** The call runs in the session lane of another call of it (a durable call recovered first): not its own. */
+  sharesLane = false;
   /** The tool guardrails of this call and its callers (checked before every tool call made inside it). */
   toolGuards: readonly GuardSpec[] | undefined;
   /** Guardrails the lifecycle runs itself: parallel input checks, output checks of streams. */
@@ -477,7 +482,7 @@ export class Turn {
     if (parent !== undefined || frame !== undefined || !finished) {
       settle(parent, frame, finished, this.memory, this.inputs, this.result);
     }
-    this.agent[LANES].release(this.sessionKey);
+    if (!this.sharesLane) this.agent[LANES].release(this.sessionKey);
     const cancel = this.#cancel;
     if (cancel !== undefined) {
       if (!finished) cancel.abort(this.failure);
