@@ -79,6 +79,7 @@ interface LanceConnection {
 }
 interface LanceModule {
   connect(uri: string): Promise<LanceConnection>;
+  makeArrowTable(rows: Record<string, unknown>[], options: { schema: unknown }): unknown;
   Index: { ivfPq(options: Record<string, unknown>): unknown };
 }
 type ArrowType = object;
@@ -88,8 +89,16 @@ interface ArrowModule {
   Utf8: new () => ArrowType;
   Float64: new () => ArrowType;
   Float32: new () => ArrowType;
-  Bool: new () => ArrowType;
+  Int8: new () => ArrowType;
   FixedSizeList: new (size: number, child: unknown) => ArrowType;
+}
+
+/** The open table, its schema (rows are converted with it: a column of nulls has no type of its own) and the module. */
+interface OpenTable {
+  connection: LanceConnection;
+  table: LanceTable;
+  schema: unknown;
+  lance: LanceModule;
 }
 
 const FEATURE = 'LanceVectorStore';
@@ -100,7 +109,7 @@ const column = (field: string) => `f_${field}`;
 /** A value as a LanceDB SQL literal (strings quoted, quotes doubled). */
 function literal(value: FieldValue): string {
   if (typeof value === 'string') return `'${value.replaceAll("'", "''")}'`;
-  if (typeof value === 'boolean') return value ? 'true' : 'false';
+  if (typeof value === 'boolean') return value ? '1' : '0';
   return String(value);
 }
 
@@ -128,8 +137,7 @@ export class LanceVectorStore implements VectorStore {
   readonly fields: FieldTypes;
   readonly path: string;
   readonly #tableName: string;
-  #opening: Promise<{ connection: LanceConnection; table: LanceTable; lance: LanceModule }> | undefined;
-  #indexed = false;
+  #opening: Promise<OpenTable> | undefined;
   #closed = false;
 
   constructor(options: LanceVectorStoreOptions) {
@@ -151,7 +159,7 @@ export class LanceVectorStore implements VectorStore {
     requirePeer<ArrowModule>('apache-arrow', PEERS, FEATURE);
   }
 
-  #table(): Promise<{ table: LanceTable; lance: LanceModule }> {
+  #table(): Promise<OpenTable> {
     if (this.#closed) return Promise.reject(closedError(FEATURE));
     this.#opening ??= this.#open().catch((error: unknown) => {
       this.#opening = undefined;
@@ -160,7 +168,7 @@ export class LanceVectorStore implements VectorStore {
     return this.#opening;
   }
 
-  async #open(): Promise<{ connection: LanceConnection; table: LanceTable; lance: LanceModule }> {
+  async #open(): Promise<OpenTable> {
     const lance = requirePeer<LanceModule>('@lancedb/lancedb', PEERS, FEATURE);
     const arrow = requirePeer<ArrowModule>('apache-arrow', PEERS, FEATURE);
     let connection: LanceConnection;
@@ -180,20 +188,24 @@ export class LanceVectorStore implements VectorStore {
           ([name, type]) =>
             new arrow.Field(
               column(name),
+              // Booleans are kept as 0 and 1: apache-arrow cannot build a boolean column holding nulls.
               type === 'string'
                 ? new arrow.Utf8()
                 : type === 'number'
                   ? new arrow.Float64()
-                  : new arrow.Bool(),
+                  : new arrow.Int8(),
               true,
             ),
         ),
       ]);
-      table = await connection.createEmptyTable(this.#tableName, schema, { existOk: true });
+      table = (await connection.tableNames()).includes(this.#tableName)
+        ? await connection.openTable(this.#tableName)
+        : await connection.createEmptyTable(this.#tableName, schema, { existOk: true });
     } catch (error) {
       throw this.#error('open', error);
     }
-    const existing = (await table.schema()).fields;
+    const tableSchema = await table.schema();
+    const existing = tableSchema.fields;
     const vector = existing.find((field) => field.name === 'vector');
     if (vector?.type.listSize !== this.dimensions) {
       table.close();
@@ -211,7 +223,7 @@ export class LanceVectorStore implements VectorStore {
         message: `${FEATURE}: the table ${this.#tableName} in ${this.path} was created with the fields [${stored.join(', ')}], not [${declared.join(', ')}]; open it with the same fields, or use another table`,
       });
     }
-    return { connection, table, lance };
+    return { connection, table, schema: tableSchema, lance };
   }
 
   #error(operation: string, error: unknown): StoreError {
@@ -227,7 +239,7 @@ export class LanceVectorStore implements VectorStore {
     const namespace = namespaceOf(options);
     const prepared = prepareRecords(records, this.dimensions, this.fields);
     if (prepared.length === 0) return;
-    const { table } = await this.#table();
+    const { table, schema, lance } = await this.#table();
     const rows = prepared.map((record) => {
       const row: Record<string, unknown> = {
         namespace,
@@ -235,7 +247,10 @@ export class LanceVectorStore implements VectorStore {
         vector: Array.from(record.vector),
         metadata: record.json,
       };
-      for (const name of Object.keys(this.fields)) row[column(name)] = record.metadata[name] ?? null;
+      for (const name of Object.keys(this.fields)) {
+        const value = record.metadata[name] ?? null;
+        row[column(name)] = typeof value === 'boolean' ? Number(value) : value;
+      }
       return row;
     });
     try {
@@ -243,7 +258,7 @@ export class LanceVectorStore implements VectorStore {
         .mergeInsert(['namespace', 'id'])
         .whenMatchedUpdateAll()
         .whenNotMatchedInsertAll()
-        .execute(rows);
+        .execute(lance.makeArrowTable(rows, { schema }));
     } catch (error) {
       throw this.#error('upsert', error);
     }
@@ -258,14 +273,16 @@ export class LanceVectorStore implements VectorStore {
     let rows: Record<string, unknown>[];
     try {
       await table.checkoutLatest();
-      let search = table
+      // With an index: look at 20 partitions and re-rank 10 × topK candidates exactly (no effect on a scan).
+      rows = await table
         .vectorSearch(Array.from(unit))
         .distanceType('cosine')
         .where(predicate(namespace, filter))
         .select(['id', 'metadata'])
-        .limit(k);
-      if (this.#indexed) search = search.nprobes(20).refineFactor(10);
-      rows = await search.toArray();
+        .limit(k)
+        .nprobes(20)
+        .refineFactor(10)
+        .toArray();
     } catch (error) {
       throw this.#error('query', error);
     }
@@ -340,7 +357,6 @@ export class LanceVectorStore implements VectorStore {
     } catch (error) {
       throw this.#error('createIndex', error);
     }
-    this.#indexed = true;
   }
 
   async close(): Promise<void> {
