@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { answerEmbeddings, type FakeEmbeddingsOptions } from './fake-embeddings';
 import {
   countTokens,
   cutAtStop,
@@ -92,6 +93,8 @@ export interface FakeOpenAIOptions {
    * body is never buffered whole) and its connection is closed. @default 33554432 (32 MB)
    */
   maxBodyBytes?: number | undefined;
+  /** The `/v1/embeddings` route: deterministic `HashEmbedder` vectors, or scripted answers. */
+  embeddings?: FakeEmbeddingsOptions | undefined;
 }
 
 /** A running fake server. */
@@ -174,7 +177,8 @@ function parseBody(text: string): ParsedBody {
 /**
  * Starts an OpenAI-compatible server on 127.0.0.1 for integration tests: `/v1/chat/completions` and
  * `/v1/completions`, streaming (SSE) and not, with scriptable replies, errors, headers, latency, malformed
- * bodies and dropped connections. It records every request (headers and body) for assertions. Like OpenAI, it
+ * bodies and dropped connections; `/v1/embeddings` answers with deterministic vectors (see `embeddings`). It
+ * records every request (headers and body) for assertions. Like OpenAI, it
  * answers a body that is not a JSON object with a 400 `invalid_request_error`, and one over `maxBodyBytes`
  * with a 413; neither uses up a scripted reply.
  *
@@ -200,6 +204,8 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
   let served = 0;
   /** Tool calls ever sent: numbers their default ids. */
   let toolCallCount = 0;
+  /** Embeddings requests received: the index their script sees. */
+  let embeddingsIndex = 0;
 
   const replyFor = (request: FakeRequest, index: number): Promise<FakeReply> =>
     scriptedReply(script, request, index, (length) => ({
@@ -259,6 +265,11 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       return;
     }
     if (request.endpoint === 'other') {
+      if (path.endsWith('/embeddings')) {
+        requests.push(request);
+        await answerEmbeddings(text, request, response, wait, options.embeddings ?? {}, embeddingsIndex++);
+        return;
+      }
       if (path.endsWith('/models')) {
         response.writeHead(200, { 'content-type': 'application/json' });
         response.end(JSON.stringify({ object: 'list', data: [{ id: 'fake-model', object: 'model' }] }));
