@@ -211,11 +211,30 @@ export interface DotKernel {
   scoresAt(query: number, rows: number, indices: number, count: number, dims4: number, out: number): void;
 }
 
-let compiled: WebAssembly.Module | undefined;
+/** A WebAssembly memory: its bytes, growable by 64 KiB pages. */
+export interface WasmMemory {
+  readonly buffer: ArrayBuffer;
+  grow(pages: number): number;
+}
+
+/** The slice of the global `WebAssembly` used here (the project's type libraries do not declare it). */
+interface WasmApi {
+  Memory: new (descriptor: { initial: number }) => WasmMemory;
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object, imports: object) => { exports: unknown };
+}
+
+const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
+let compiled: object | undefined;
+
+/** A memory of one page, for {@link dotKernel}. */
+export function wasmMemory(): WasmMemory {
+  return new wasm.Memory({ initial: 1 });
+}
 
 /** The kernel bound to `memory` (compiled once per process, instantiated per memory). */
-export function dotKernel(memory: WebAssembly.Memory): DotKernel {
-  compiled ??= new WebAssembly.Module(assemble());
-  const instance = new WebAssembly.Instance(compiled, { env: { memory } });
-  return instance.exports as unknown as DotKernel;
+export function dotKernel(memory: WasmMemory): DotKernel {
+  compiled ??= new wasm.Module(assemble());
+  const instance = new wasm.Instance(compiled, { env: { memory } });
+  return instance.exports as DotKernel;
 }

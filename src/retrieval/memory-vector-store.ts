@@ -1,5 +1,5 @@
 import { StoreError } from '../schema/errors';
-import { type DotKernel, dotKernel } from './dot-kernel';
+import { type DotKernel, dotKernel, wasmMemory } from './dot-kernel';
 import { topK } from './top-k';
 import type {
   CountOptions,
@@ -44,7 +44,7 @@ const PAGE = 65_536;
  * rows stay contiguous.
  */
 class Matrix {
-  readonly #memory = new WebAssembly.Memory({ initial: 1 });
+  readonly #memory = wasmMemory();
   readonly #kernel: DotKernel;
   readonly #dims4: number;
   readonly #rowFloats: number;

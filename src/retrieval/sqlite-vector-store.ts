@@ -204,7 +204,7 @@ export class SQLiteVectorStore implements VectorStore {
             if (existing === undefined) {
               rowid = BigInt(
                 (
-                  insert.run(namespace, record.id, record.json, ...values) as {
+                  insert.run(namespace, record.id, record.json, ...values) as unknown as {
                     lastInsertRowid: number | bigint;
                   }
                 ).lastInsertRowid,
