@@ -278,7 +278,7 @@ export class LanceVectorStore implements VectorStore {
         .vectorSearch(Array.from(unit))
         .distanceType('cosine')
         .where(predicate(namespace, filter))
-        .select(['id', 'metadata'])
+        .select(['id', 'metadata', '_distance'])
         .limit(k)
         .nprobes(20)
         .refineFactor(10)
