@@ -1,3 +1,4 @@
+import { effectiveSignal } from '../core/call-context';
 import { Deadline } from '../core/deadline';
 import { toSharedAISDKError } from '../llms/ai-sdk-results';
 import { type RetryPolicy, withRetries } from '../llms/request-retry';
@@ -103,7 +104,8 @@ export class AISDKEmbedder implements Embedder {
       texts,
       batchSize,
       parallel,
-      options.signal,
+      // Inside an agent's call, an embedding stops with the call even when not handed its signal.
+      effectiveSignal(options.signal),
       (batch, signal) => this.#call(batch, signal),
       (usage) => {
         this.usage.tokens += usage.tokens;

@@ -1,3 +1,4 @@
+import { effectiveSignal } from '../core/call-context';
 import { Deadline } from '../core/deadline';
 import { postJSON } from '../llms/post-json';
 import { type RetryPolicy, withRetries } from '../llms/request-retry';
@@ -122,7 +123,8 @@ export class OpenAIEmbedder implements Embedder {
       texts,
       this.batchSize,
       this.maxParallel,
-      options.signal,
+      // Inside an agent's call, an embedding stops with the call even when not handed its signal.
+      effectiveSignal(options.signal),
       (batch, signal) => this.#request(batch, signal),
       (usage) => {
         this.usage.tokens += usage.tokens;
