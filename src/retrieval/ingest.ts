@@ -20,7 +20,10 @@ export interface IngestOptions extends Partial<Omit<SplitTextOptions, 'chunkToke
   /** @default 50, or an eighth of `chunkTokens` when that is less */
   overlapTokens?: number | undefined;
   namespace?: string | undefined;
-  /** Chunks embedded and written per step. @default 256 */
+  /**
+   * Documents are embedded and written together until they hold this many chunks (a longer document is
+   * written whole, in one upsert). @default 256
+   */
   batchSize?: number | undefined;
   signal?: AbortSignal | undefined;
   /** Told the usage of each embedding request. */
@@ -95,9 +98,10 @@ function checkDocuments(documents: unknown): IngestDocument[] {
  * Splits documents into chunks ({@link splitText}), embeds them in batches and upserts them into the store,
  * each chunk with the document's metadata, its text, `source` (the document's `metadata.source`, else its id),
  * `documentId` and its place (`chunk`, `start`, `end`); ids are `<document id>#<chunk>`. Ingesting a document
- * again replaces its chunks, and removes those of the old version beyond the new one's last. Every document is
- * checked and split before anything is embedded; a failure midway leaves each document either as it was or
- * with its new chunks written (ingesting it again completes it).
+ * again replaces its chunks, and then removes those of the old version beyond the new one's last. Every
+ * document is checked and split before anything is embedded, and each is written whole in one upsert: a
+ * failure leaves a document as it was or with all its new chunks (at worst, after a crash right after the
+ * upsert, with its old version's last chunks still there until it is ingested again).
  *
  * @example
  * await ingest([{ id: 'manual', text, metadata: { source: 'manual.pdf' } }], { embedder, store });
@@ -128,27 +132,37 @@ export async function ingest(
   // Split everything first: a document that cannot be split stops the ingestion before anything is written.
   const chunked = checked.map((document) => ({ document, chunks: splitText(document.text, split) }));
   const result: IngestResult = { documents: checked.length, chunks: 0, tokens: 0, removed: 0 };
+  // Whole documents are embedded, then written in one upsert (which every store applies all or nothing):
+  // a failure leaves each document as it was or wholly replaced, never its chunks of two versions mixed.
   let pending: { record: Omit<VectorRecord, 'vector'>; text: string }[] = [];
+  let pendingDocuments: { id: string; chunks: number }[] = [];
   const flush = async () => {
-    if (pending.length === 0) return;
+    if (pendingDocuments.length === 0) return;
     const batch = pending;
+    const written = pendingDocuments;
     pending = [];
+    pendingDocuments = [];
     options.signal?.throwIfAborted();
-    const vectors = await embedder.embed(
-      batch.map((item) => item.text),
-      {
-        signal: options.signal,
-        onUsage: (usage) => {
-          result.tokens += usage.tokens;
-          options.onUsage?.(usage);
+    if (batch.length > 0) {
+      const vectors = await embedder.embed(
+        batch.map((item) => item.text),
+        {
+          signal: options.signal,
+          onUsage: (usage) => {
+            result.tokens += usage.tokens;
+            options.onUsage?.(usage);
+          },
         },
-      },
-    );
-    await store.upsert(
-      batch.map((item, index) => ({ ...item.record, vector: vectors[index]! })),
-      namespace,
-    );
-    result.chunks += batch.length;
+      );
+      await store.upsert(
+        batch.map((item, index) => ({ ...item.record, vector: vectors[index]! })),
+        namespace,
+      );
+      result.chunks += batch.length;
+    }
+    for (const document of written) {
+      result.removed += await removeStale(store, document.id, document.chunks, namespace);
+    }
   };
   for (const { document, chunks } of chunked) {
     const source = typeof document.metadata?.source === 'string' ? document.metadata.source : document.id;
@@ -165,11 +179,11 @@ export async function ingest(
         record: { id: chunkId(document.id, index), metadata: { ...document.metadata, ...metadata } },
         text: chunk.text,
       });
-      if (pending.length >= batchSize) await flush();
     }
-    await flush();
-    result.removed += await removeStale(store, document.id, chunks.length, namespace);
+    pendingDocuments.push({ id: document.id, chunks: chunks.length });
+    if (pending.length >= batchSize) await flush();
   }
+  await flush();
   return result;
 }
 

@@ -112,7 +112,10 @@ export class SQLiteVectorStore implements VectorStore {
     this.#db = db;
   }
 
-  /** Creates the tables, checks the file's dimensions and adds the declared fields it lacks. */
+  /**
+   * Creates the tables, checks the file's dimensions and adds the declared fields it lacks, holding the write
+   * lock from the start: another process opening the file at once reads what this one wrote, not before it.
+   */
   #migrate(db: SqliteDatabase, table: string): void {
     db.transaction(() => {
       db.exec(`CREATE TABLE IF NOT EXISTS "${table}_config" (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
@@ -152,7 +155,7 @@ export class SQLiteVectorStore implements VectorStore {
           `CREATE INDEX IF NOT EXISTS "${table}_f_${field}" ON ${this.#table} (namespace, ${column(field)})`,
         );
       }
-    })();
+    }).immediate();
   }
 
   #statement(sql: string): SqliteStatement {

@@ -93,7 +93,11 @@ export interface FakeOpenAIOptions {
    * body is never buffered whole) and its connection is closed. @default 33554432 (32 MB)
    */
   maxBodyBytes?: number | undefined;
-  /** The `/v1/embeddings` route: deterministic `HashEmbedder` vectors, or scripted answers. */
+  /**
+   * The `/v1/embeddings` route: deterministic `HashEmbedder` vectors, or scripted answers. Its requests are
+   * recorded in `requests` too (with `endpoint: 'other'`; tell them by `path`) and leave the chat script's
+   * index alone.
+   */
   embeddings?: FakeEmbeddingsOptions | undefined;
 }
 

@@ -144,6 +144,40 @@ describe('ingest and retrievalTool', () => {
     expect(await store.count()).toBe(2);
   });
 
+  it('ingests a 10 MB document, and an embedding failure midway leaves the old version whole', async () => {
+    const { store } = await setUp();
+    const sentence = 'Check the pump seal and the priming plug before every start of the season. ';
+    const big = `${sentence.repeat(10)}\n\n`.repeat(Math.ceil(10_000_000 / (sentence.length * 10 + 2)));
+    expect(big.length).toBeGreaterThanOrEqual(10_000_000);
+    // An embedder that fails on its third request: the big document's chunks take several.
+    const failing = new HashEmbedder({ dimensions: 256 });
+    let requests = 0;
+    const flaky = {
+      dimensions: 256,
+      embed: async (texts: readonly string[]) => {
+        const vectors: number[][] = [];
+        for (let start = 0; start < texts.length; start += 1000) {
+          if (++requests === 3) throw new Error('the embedding server went away');
+          vectors.push(...(await failing.embed(texts.slice(start, start + 1000))));
+        }
+        return vectors;
+      },
+    };
+    await expect(
+      ingest([{ id: 'manual', text: big }], { embedder: flaky, store, chunkTokens: 400 }),
+    ).rejects.toThrow('the embedding server went away');
+    // The manual is still its old version: three chunks, none of the new text.
+    expect(await store.count({ filter: { documentId: 'manual' } })).toBe(3);
+    expect(await store.count()).toBe(4);
+    const result = await ingest([{ id: 'manual', text: big }], {
+      embedder: failing,
+      store,
+      chunkTokens: 400,
+    });
+    expect(result.chunks).toBeGreaterThan(10_000_000 / 4 / 400);
+    expect(await store.count({ filter: { documentId: 'manual' } })).toBe(result.chunks);
+  }, 60_000);
+
   it('checks every document before writing anything', async () => {
     const { embedder, store } = await setUp();
     const bad = [
