@@ -2,8 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { AsyncAgent } from '../../src/agents/async-agent';
 import { SQLiteVectorStore } from '../../src/retrieval/sqlite-vector-store';
 import { ConfigurationError } from '../../src/schema/errors';
+import { SQLiteStore } from '../../src/stores/sqlite-store';
+import { AsyncMockLLM } from '../../src/testing/index';
 import { runStoreWorker } from './fixtures/run-worker';
 import { describeVectorStoreContract, seededVector } from './vector-store-contract';
 
@@ -70,5 +73,25 @@ describe('SQLiteVectorStore', () => {
     expect(await documents.count()).toBe(0);
     await memory.close();
     await documents.close();
+  });
+
+  it('lives in the file of the session store, beside its sessions', async () => {
+    const path = freshFile();
+    const sessions = new SQLiteStore({ path });
+    const agent = new AsyncAgent({
+      llm: new AsyncMockLLM({ responses: ['noted'] }),
+      memory: { store: sessions, namespace: 'assistant' },
+    });
+    await agent.call('I keep my bicycle in the garage', { sessionId: 'alice' });
+    const vectors = new SQLiteVectorStore({ path, dimensions: 4, fields: { session: 'string' } });
+    await vectors.upsert([{ id: 'm1', vector: [1, 0, 0, 0], metadata: { session: 'alice' } }], {
+      namespace: 'alice',
+    });
+    expect(await vectors.count({ namespace: 'alice' })).toBe(1);
+    await vectors.close();
+    const reopened = new SQLiteStore({ path });
+    expect(reopened.readSession('assistant', 'alice')?.version).toBe(1);
+    reopened.close();
+    sessions.close();
   });
 });
