@@ -121,16 +121,9 @@ export function prepareRecords(
   records: unknown,
   dimensions: number,
   fields: FieldTypes,
-  maxRecords = Number.POSITIVE_INFINITY,
 ): PreparedRecord[] {
   if (!Array.isArray(records)) {
     throw new ValidationError({ message: 'upsert takes an array of records', field: 'records' });
-  }
-  if (records.length > maxRecords) {
-    throw new ValidationError({
-      message: `upsert takes at most ${maxRecords} records at once, got ${records.length}`,
-      field: 'records',
-    });
   }
   const byId = new Map<string, PreparedRecord>();
   for (const [index, record] of (records as unknown[]).entries()) {
