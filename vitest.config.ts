@@ -44,6 +44,7 @@ const OUT_OF_PROCESS = [
   'test/agents/keep-shape.test.ts',
   'test/llms/gpt-api.test.ts',
   'test/llms/gpt-api-tools.test.ts',
+  'test/llms/openai-responses-sync.test.ts',
   'test/llms/claude/claude-agents.test.ts',
   'test/llms/claude/missing-sdk.test.ts',
 ];

@@ -4,7 +4,7 @@ import { SessionLanes } from '../core/session-lanes';
 import { type Hook, HookList, type RemovableHandle } from '../hooks/hook';
 import type { GenParams, ToolSpec } from '../llms/types';
 import { Memory, type MemoryOptions } from '../memory/memory';
-import { MemoryManager, type MemoryManagerOptions } from '../memory/memory-manager';
+import { MemoryManager, type MemoryManagerOptions, SESSION_IN_USE } from '../memory/memory-manager';
 import type { OutputParser } from '../prompts/output-parser';
 import { AgentMessage } from '../schema/agent-message';
 import type { ChatMessage, ToolCall } from '../schema/chat-message';
@@ -23,6 +23,7 @@ import {
   SessionBinding,
 } from './lifecycle/persist';
 import { observers } from './observers';
+import { pendingInterrupts } from './pending-interrupts';
 import {
   type LagentStateDict,
   loadStateDict,
@@ -77,13 +78,16 @@ export interface AgentOptions<L, F = unknown, H extends Hook = Hook> {
 /**
  * Options of `call()`: the session, generation overrides, and anything else for `llm.chat` and sub-calls.
  * `budget` limits what the call, with every call made inside it, may spend (its reply's `extraInfo.usage`
- * says what it spent); `callId` and `durable` are those of durable calls.
+ * says what it spent); `callId` and `durable` are those of durable calls. `askBeforeTools` makes the call
+ * stop before every tool call it would run, with an interrupt of kind `'check'` (what a remote client asks
+ * of the agent it calls when its own caller has tool guardrails); resumed with approval, the call runs it.
  */
 export type CallOptions = {
   sessionId?: SessionId | undefined;
   budget?: Budget | undefined;
   callId?: string | undefined;
   durable?: DurableOptions | undefined;
+  askBeforeTools?: boolean | undefined;
 } & GenParams &
   Record<string, unknown>;
 /** What `forward()` receives: the call options with the session always set. */
@@ -172,7 +176,16 @@ export interface AgentEvents {
   llmStart: [
     event: { agent: AgentBase; sessionId: SessionId; messages: readonly ChatMessage[]; path: string },
   ];
-  llmEnd: [event: { agent: AgentBase; sessionId: SessionId; response: string; path: string }];
+  llmEnd: [
+    event: {
+      agent: AgentBase;
+      sessionId: SessionId;
+      response: string;
+      path: string;
+      /** What the model reasoned before answering, when it reported it. */
+      reasoning?: string | undefined;
+    },
+  ];
   error: [event: { agent: AgentBase; sessionId: SessionId; error: unknown; path: string }];
   /** A function-calling agent is about to run the tool calls its model asked for. */
   toolStart: [
@@ -298,6 +311,9 @@ export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook>
     this.llm = options.llm;
     this.template = options.template;
     this.memory = createMemoryManager(options.memory);
+    // A bounded memory never drops a session this agent is answering.
+    if (this.memory?.maxSessions !== undefined)
+      this.memory[SESSION_IN_USE] = (key) => this[LANES].isBusy(key);
     this.tools = options.tools;
     this.outputFormat = options.outputFormat;
     this.aggregator = options.aggregator ?? new DefaultAggregator();
@@ -414,6 +430,15 @@ export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook>
     };
     const ids = durable.store.listJournals(namespace, String(sessionId), { unfinished: true });
     return isThenable(ids) ? Promise.resolve(ids).then(replay) : replay(ids);
+  }
+
+  /**
+   * The interrupts a session waits for (tool calls asking for approval), with the ids its interrupt reply
+   * gave: read from the session's memories and, for a durable agent, its journal, without calling anything.
+   * See {@link pendingInterrupts}. A promise of them for async agents.
+   */
+  pendingInterrupts(sessionId: SessionId = 0): Interrupt[] | Promise<Interrupt[]> {
+    return pendingInterrupts(this, sessionId);
   }
 
   /**

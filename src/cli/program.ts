@@ -14,6 +14,7 @@ import {
 import { defaultErrorsPath } from './batch';
 import { CliError, messageOf } from './errors';
 import { EVAL_HELP } from './eval-help';
+import { terminalText } from './terminal-text';
 
 /** The package version, for `lagent --version`. */
 function version(): string {
@@ -33,6 +34,30 @@ function integer(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
     }
     return parsed;
   };
+}
+
+function fraction(name: string) {
+  return (value: string): number => {
+    const parsed = Number(value);
+    if (value.trim() === '' || !Number.isFinite(parsed) || parsed < 0 || parsed > 1) {
+      throw new InvalidArgumentError(`${name} must be a number from 0 to 1.`);
+    }
+    return parsed;
+  };
+}
+
+/** The flags of what callers may set on a call (`serve` and `worker`). */
+function withCallerOptions(command: Command): Command {
+  return command
+    .option(
+      '--allow-params <list>',
+      'generation parameters callers may set, with bounds: max_new_tokens=1..2048,temperature,top_p=0..1,stop_words=8 (others are ignored)',
+    )
+    .option(
+      '--max-budget <list>',
+      'the most one call may spend: tokens=50000,usd=0.5,model_calls=20,tool_calls=50',
+    )
+    .option('--refuse-out-of-bounds', 'refuse (422) a parameter outside its bounds instead of clamping it');
 }
 
 const MODEL_FLAGS = ['model', 'baseUrl', 'apiKey', 'tools', 'system', 'maxTurn'] as const;
@@ -235,23 +260,29 @@ export function createProgram(): Command {
       program
         .command('chat')
         .description(
-          'a streaming REPL with the agent (/reset, /save FILE, /load FILE, /exit; Ctrl-C stops a reply)',
+          'a streaming REPL with the agent (/approve, /decline, /pending, /reset, /save FILE, /load FILE, /exit; Ctrl-C stops a reply)',
         ),
     ),
   )
     .option('--session <id>', 'the session id of the conversation', '0')
+    .option('--reasoning', "show a reasoning model's thinking, dimmed, before its answer")
     .action(async (_options, command: Command) => {
       const { runChat } = await import('./chat');
-      const session = sessionId(command.opts<{ session: string }>().session);
-      await withAgent(command, 'chat', true, (loaded) => runChat(loaded.agent, { sessionId: session }));
+      const flags = command.opts<{ session: string; reasoning?: boolean }>();
+      const session = sessionId(flags.session);
+      await withAgent(command, 'chat', true, (loaded) =>
+        runChat(loaded.agent, { sessionId: session, showReasoning: flags.reasoning === true }),
+      );
     });
 
-  withAgentOptions(
-    program
-      .command('serve')
-      .description(
-        "serve the agent over HTTP with Lagent's protocol (POST /chat_completion, GET /memory/:id, ...)",
-      ),
+  withCallerOptions(
+    withAgentOptions(
+      program
+        .command('serve')
+        .description(
+          "serve the agent over HTTP with Lagent's protocol (POST /chat_completion, GET /memory/:id, ...)",
+        ),
+    ),
   )
     .option('--host <host>', 'address to bind', '127.0.0.1')
     .option('-p, --port <port>', 'port (0: a free one)', integer('--port', 0, 65535), 8090)
@@ -263,7 +294,7 @@ export function createProgram(): Command {
     .option('--allowed-hosts <names>', 'comma-separated Host names to accept besides this host and loopback')
     .option('--allowed-origins <origins>', 'comma-separated origins whose web pages may call the server')
     .action(async (_options, command: Command) => {
-      const { checkServeOptions, runServe } = await import('./serve');
+      const { callerOptionsOf, checkServeOptions, runServe } = await import('./serve');
       const flags = command.opts<Record<string, string | undefined>>();
       const list = (value: string | undefined) =>
         value
@@ -276,18 +307,23 @@ export function createProgram(): Command {
         token: flags.token || undefined,
         allowedHosts: list(flags.allowedHosts),
         allowedOrigins: list(flags.allowedOrigins),
+        callerOptions: callerOptionsOf(command.opts()),
       };
       checkServeOptions(options);
       await withAgent(command, 'serve', true, (loaded) => runServe(loaded, options));
     });
 
-  withAgentOptions(program.command('worker').description('host the agent on a BullMQ queue (Redis)'))
+  withCallerOptions(
+    withAgentOptions(program.command('worker').description('host the agent on a BullMQ queue (Redis)')),
+  )
     .addOption(new Option('--redis <url>', 'Redis URL').env('REDIS_URL').default('redis://127.0.0.1:6379'))
     .option('-q, --queue <name>', 'queue name', 'agents')
     .option('-c, --concurrency <n>', 'calls at once (on different sessions)', integer('--concurrency', 1), 1)
     .action(async (_options, command: Command) => {
       const { runWorker } = await import('./worker');
-      const options = command.opts<{ redis: string; queue: string; concurrency: number }>();
+      const { callerOptionsOf } = await import('./serve');
+      const flags = command.opts<{ redis: string; queue: string; concurrency: number }>();
+      const options = { ...flags, callerOptions: callerOptionsOf(command.opts()) };
       await withAgent(command, 'worker', false, (loaded) => runWorker(loaded, options));
     });
 
@@ -359,10 +395,29 @@ has "decisions": [{"id", "approve", ...}]. Failures, malformed lines and duplica
         .argument('<data>', 'data JSONL file: {"input": ..., "expected": ...} per line'),
     ),
   )
-    .requiredOption(
+    .option(
       '--scorer <scorer>',
-      'exact, includes, or a module exporting (reply, expected, line) => score',
+      'exact, includes, or a module exporting (reply, expected, line) => score; repeat for several',
+      (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
     )
+    .option('--judge <rubric>', 'an LLM judge scores each reply against this rubric (its text, or @file)')
+    .option('--judge-model <model>', "the judge's model (default: the agent's --model)")
+    .option('--judge-base-url <url>', "the judge's OpenAI-compatible API (default: the agent's --base-url)")
+    .option('--judge-api-key <key>', "the judge's API key (default: the agent's --api-key)")
+    .option(
+      '--threshold <accuracy>',
+      'exit 1 when the accuracy is below it: 0.8 (the first scorer) or name=0.8; repeat for several',
+      (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
+    )
+    .option(
+      '--pass-score <score>',
+      'an item with a score below it failed (listed, and in --junit)',
+      fraction('--pass-score'),
+      1,
+    )
+    .option('--compare <results>', 'an earlier results file: what got better or worse, item by item')
+    .option('--junit <file>', 'write a JUnit XML report (one test case per item) for CI')
+    .option('--show-failures <n>', 'failed items listed with their diff', integer('--show-failures', 0), 10)
     .option('-o, --output <file>', 'results JSONL file, appended to (resumable)', 'results.jsonl')
     .option('-c, --concurrency <n>', 'items in flight at once', integer('--concurrency', 1), 4)
     .option('--summary-json <file>', 'also write the JSON summary to this file')
@@ -371,13 +426,28 @@ has "decisions": [{"id", "approve", ...}]. Failures, malformed lines and duplica
     .action(async (data: string, _options, command: Command) => {
       const { prepareEval } = await import('./eval-command');
       const options = command.opts<{
-        scorer: string;
+        scorer?: string[];
+        judge?: string;
+        judgeModel?: string;
+        judgeBaseUrl?: string;
+        judgeApiKey?: string;
+        threshold?: string[];
+        passScore: number;
+        compare?: string;
+        junit?: string;
+        showFailures: number;
         output: string;
         concurrency: number;
         summaryJson?: string;
         progress: boolean;
       }>();
-      const run = await prepareEval(data, options);
+      const flags = agentFlags(command);
+      const run = await prepareEval(data, {
+        ...options,
+        model: flags.model,
+        baseUrl: flags.baseUrl,
+        apiKey: flags.apiKey,
+      });
       await withAgent(command, 'eval', false, (loaded) => run(loaded.agent));
     });
 
@@ -390,9 +460,10 @@ has "decisions": [{"id", "approve", ...}]. Failures, malformed lines and duplica
   )
     .option('-p, --port <port>', 'port on 127.0.0.1 (0: a free one)', integer('--port', 0, 65535), 8091)
     .addOption(
-      new Option('--token <token>', 'require this token (the printed URL carries it for the browser)').env(
-        'LAGENT_TOKEN',
-      ),
+      new Option(
+        '--token <token>',
+        "the page's secret, needed by every request (default: a new one at each start; the printed URL carries it)",
+      ).env('LAGENT_TOKEN'),
     )
     .option('--allowed-hosts <names>', 'comma-separated Host names to accept besides 127.0.0.1 and localhost')
     .action(async (_options, command: Command) => {
@@ -425,7 +496,8 @@ export async function main(argv: readonly string[] = process.argv): Promise<numb
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode;
     const debug = process.env.LAGENT_DEBUG === '1';
-    process.stderr.write(`lagent: ${messageOf(error)}\n`);
+    // A message may quote what a model or a server sent: shown without the escape sequences it could carry.
+    process.stderr.write(`lagent: ${terminalText(messageOf(error))}\n`);
     if (debug && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
     return error instanceof CliError ? error.exitCode : 1;
   }

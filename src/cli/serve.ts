@@ -1,4 +1,6 @@
+import type { Budget } from '../core/budget';
 import { isLoopbackHost } from '../core/request-guard';
+import { type CallerOptionsPolicy, camelKey, type GenerationBounds } from '../distributed/caller-options';
 import type { ServedAgent } from '../distributed/http/server';
 import type { LoadedAgent } from './agent-source';
 import { CliError, messageOf } from './errors';
@@ -13,6 +15,86 @@ export interface ServeOptions {
   allowedHosts?: readonly string[] | undefined;
   /** Origins whose web pages may call the server (HTTPAgentServer's `allowedOrigins`). */
   allowedOrigins?: readonly string[] | undefined;
+  /** What callers may set on a call (HTTPAgentServer's `callerOptions`), from `--allow-params` and `--max-budget`. */
+  callerOptions?: CallerOptionsPolicy | undefined;
+}
+
+const GENERATION_PARAMS = ['maxNewTokens', 'temperature', 'topP', 'topK', 'repetitionPenalty', 'stopWords'];
+const BUDGET_LIMITS = ['tokens', 'usd', 'modelCalls', 'toolCalls'];
+
+/**
+ * The caller policy of `--allow-params` (`max_new_tokens=1..2048,temperature,stop_words=8`: each generation
+ * parameter callers may set, with its bounds as `min..max` (either end may be left out: that end's default),
+ * a bare name for the default bounds; for `stop_words` the most words), `--max-budget`
+ * (`tokens=50000,usd=0.5,model_calls=20`: the most one call may spend) and `--refuse-out-of-bounds`.
+ * Throws a {@link CliError} naming what it cannot read.
+ */
+export function callerOptionsOf(flags: {
+  allowParams?: string | undefined;
+  maxBudget?: string | undefined;
+  refuseOutOfBounds?: boolean | undefined;
+}): CallerOptionsPolicy | undefined {
+  const policy: CallerOptionsPolicy = {};
+  if (flags.allowParams !== undefined) {
+    const generation: Record<string, unknown> = {};
+    for (const item of items(flags.allowParams)) {
+      const [key, bounds] = split(item);
+      const name = camelKey(key);
+      if (!GENERATION_PARAMS.includes(name)) {
+        throw new CliError(
+          `--allow-params: unknown parameter "${key}" (known: max_new_tokens, temperature, top_p, top_k, repetition_penalty, stop_words)`,
+        );
+      }
+      if (bounds === undefined) generation[name] = true;
+      else if (name === 'stopWords')
+        generation[name] = { maxCount: numberOf('--allow-params', item, bounds) };
+      else {
+        const ends = bounds.split('..').map((end) => end.trim());
+        if (ends.length !== 2) {
+          throw new CliError(`--allow-params: "${item}" must be name=min..max (either end may be left out)`);
+        }
+        const [min, max] = ends;
+        generation[name] = {
+          ...(min === '' ? {} : { min: numberOf('--allow-params', item, min!) }),
+          ...(max === '' ? {} : { max: numberOf('--allow-params', item, max!) }),
+        };
+      }
+    }
+    policy.generation = generation as GenerationBounds;
+  }
+  if (flags.maxBudget !== undefined) {
+    const budget: Record<string, number> = {};
+    for (const item of items(flags.maxBudget)) {
+      const [key, value] = split(item);
+      const name = camelKey(key);
+      if (!BUDGET_LIMITS.includes(name) || value === undefined) {
+        throw new CliError(`--max-budget: "${item}" must be tokens=N, usd=N, model_calls=N or tool_calls=N`);
+      }
+      budget[name] = numberOf('--max-budget', item, value);
+    }
+    policy.maxBudget = budget as Budget;
+  }
+  if (flags.refuseOutOfBounds) policy.outOfBounds = 'refuse';
+  return Object.keys(policy).length === 0 ? undefined : policy;
+}
+
+function items(list: string): string[] {
+  return list
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
+}
+
+function split(item: string): [string, string | undefined] {
+  const index = item.indexOf('=');
+  return index < 0 ? [item, undefined] : [item.slice(0, index).trim(), item.slice(index + 1).trim()];
+}
+
+function numberOf(flag: string, item: string, text: string): number {
+  const value = Number(text);
+  if (text === '' || !Number.isFinite(value))
+    throw new CliError(`${flag}: "${item}" has no number where one goes`);
+  return value;
 }
 
 /**
@@ -45,6 +127,7 @@ export async function runServe(loaded: LoadedAgent, options: ServeOptions): Prom
       token: options.token,
       allowedHosts: options.allowedHosts,
       allowedOrigins: options.allowedOrigins,
+      callerOptions: options.callerOptions,
     });
   } catch (error) {
     throw new CliError(messageOf(error), { cause: error });

@@ -1,3 +1,4 @@
+import { AgentBase } from '../agents/agent-base';
 import type { ServedAgent } from '../distributed/http/server';
 import type { LoadedAgent } from './agent-source';
 import { CliError, messageOf } from './errors';
@@ -14,7 +15,8 @@ export interface UiOptions {
 /**
  * `lagent ui`: serves a web page on 127.0.0.1 that chats with the agent (streamed), draws its tree live from
  * its events, answers interrupts, and shows, downloads and loads each session's memories; until SIGINT or
- * SIGTERM. Prints the page's URL (with the token, when there is one, so a browser can open it).
+ * SIGTERM. Prints the page's URL with its secret (the `--token` given, else one made now) in the fragment: every
+ * request needs the secret, so no other local process or user can read the sessions or approve a tool call.
  */
 export async function runUi(loaded: LoadedAgent, options: UiOptions): Promise<void> {
   const { UIServer } = await import('../ui/server');
@@ -38,7 +40,22 @@ export async function runUi(loaded: LoadedAgent, options: UiOptions): Promise<vo
   }
   const name = loaded.agent.name ? `${loaded.agent.name} ` : '';
   process.stdout.write(`lagent ui: ${name}at ${server.pageUrl}\n`);
+  if (fromAnotherCopy(loaded.agent)) {
+    process.stderr.write(
+      "lagent ui: the agent was built with another copy of lagent-ts than this lagent: chat, memories and approvals work, but the agent tree, its live events and the session list need the same copy (run the lagent of the agent's project: npx lagent ui ...)\n",
+    );
+  }
   const signal = await stopped;
   process.stderr.write(`lagent ui: ${signal}, shutting down\n`);
   await server.close();
+}
+
+/**
+ * Whether the agent is an agent of another copy of lagent-ts: not of this copy's classes, but with their
+ * `namedAgents()` (what every agent of lagent-ts has).
+ */
+function fromAnotherCopy(agent: object): boolean {
+  return (
+    !(agent instanceof AgentBase) && typeof (agent as { namedAgents?: unknown }).namedAgents === 'function'
+  );
 }

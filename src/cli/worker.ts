@@ -1,3 +1,4 @@
+import type { CallerOptionsPolicy } from '../distributed/caller-options';
 import type { QueueHostedAgent } from '../distributed/queue/worker';
 import { asMessageAgent } from './agent-like';
 import type { LoadedAgent } from './agent-source';
@@ -9,6 +10,8 @@ export interface WorkerOptions {
   redis: string;
   queue: string;
   concurrency: number;
+  /** What a job may set on its call (QueueAgentWorker's `callerOptions`), from `--allow-params` and `--max-budget`. */
+  callerOptions?: CallerOptionsPolicy | undefined;
 }
 
 /** A Redis URL with its password hidden, for messages. */
@@ -29,12 +32,18 @@ function safeURL(url: string): string {
 export async function runWorker(loaded: LoadedAgent, options: WorkerOptions): Promise<void> {
   const { QueueAgentWorker } = await import('../distributed/queue/worker');
   const stopped = untilStopped();
-  const worker = new QueueAgentWorker({
-    agent: asMessageAgent(loaded.agent) as unknown as QueueHostedAgent,
-    queue: options.queue,
-    connection: options.redis,
-    concurrency: options.concurrency,
-  });
+  let worker: InstanceType<typeof QueueAgentWorker>;
+  try {
+    worker = new QueueAgentWorker({
+      agent: asMessageAgent(loaded.agent) as unknown as QueueHostedAgent,
+      queue: options.queue,
+      connection: options.redis,
+      concurrency: options.concurrency,
+      callerOptions: options.callerOptions,
+    });
+  } catch (error) {
+    throw new CliError(messageOf(error), { cause: error });
+  }
   let signal: NodeJS.Signals | undefined;
   try {
     signal = await Promise.race([worker.ready().then(() => undefined), stopped]);

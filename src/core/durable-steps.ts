@@ -23,7 +23,7 @@ export interface JournalStore {
 /** A journal entry as written. */
 export interface StepEntry {
   key: string;
-  kind: 'begin' | 'model' | 'tool' | 'started' | 'resume';
+  kind: 'begin' | 'model' | 'tool' | 'started' | 'resume' | 'interrupt';
   name: string;
   digest: string;
   result?: unknown;
@@ -43,6 +43,8 @@ export class CallJournal {
   readonly started = new Set<string>();
   /** The decisions of the resume messages the call was given, oldest first. */
   readonly decisions: unknown[] = [];
+  /** Told of each step about to run live (none recorded): may refuse it by throwing (see approvals). */
+  beforeLive: ((key: string, kind: StepEntry['kind'], name: string) => void) | undefined = undefined;
   begin: BeginEntry | undefined;
 
   constructor(
@@ -59,7 +61,8 @@ export class CallJournal {
       if (entry.kind === 'begin') this.begin = entry as BeginEntry;
       else if (entry.kind === 'started') this.started.add(entry.key);
       else if (entry.kind === 'resume') this.decisions.push(...(entry.result as unknown[]));
-      else this.done.set(entry.key, entry);
+      // The interrupts the call returned are for readers of the journal (pendingInterrupts), not its replay.
+      else if (entry.kind !== 'interrupt') this.done.set(entry.key, entry);
     }
   }
 
@@ -71,7 +74,10 @@ export class CallJournal {
   /** The recorded result of the step at `key`, checked against what runs now; undefined when none. */
   recorded(key: string, kind: StepEntry['kind'], name: string, digest: string): StepEntry | undefined {
     const entry = this.done.get(key);
-    if (entry === undefined) return undefined;
+    if (entry === undefined) {
+      this.beforeLive?.(key, kind, name);
+      return undefined;
+    }
     if (entry.kind !== kind || entry.name !== name || entry.digest !== digest) {
       throw new NonDeterminismError({
         message: `call ${this.callId}: step ${key} was ${describe(entry)} when recorded, but now is ${describe({ key, kind, name, digest })}; a durable forward must make the same calls in the same order on every run`,

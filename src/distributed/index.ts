@@ -1,6 +1,12 @@
 // lagent-ts/distributed: agents served over HTTP and scaled out on BullMQ. fastify, bullmq and ioredis are
 // optional peers, loaded where they are used. `lagent-ts/distributed/http` and `lagent-ts/distributed/queue`
 // hold each half alone (the HTTP half's types need neither bullmq nor ioredis).
+export type {
+  CallerOptionsPolicy,
+  GenerationBounds,
+  NumberBounds,
+  StopWordBounds,
+} from './caller-options';
 export {
   AsyncHTTPAgentClient,
   HTTPAgentClient,

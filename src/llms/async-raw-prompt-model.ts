@@ -1,4 +1,5 @@
 import { type APIMetaTemplate, APITemplateParser, DEFAULT_API_META_TEMPLATE } from './api-template-parser';
+import { addExtraBody } from './extra-body';
 import { type LMMetaTemplate, LMTemplateParser } from './lm-template-parser';
 import {
   type CompletionRequest,
@@ -66,7 +67,7 @@ export class AsyncRawPromptModel extends OpenAICompatibleLLM {
     body.repetition_penalty = params.repetitionPenalty;
     if (params.stopWords.length > 0) body.stop = [...params.stopWords];
     if (this.#skipSpecialTokens !== undefined) body.skip_special_tokens = this.#skipSpecialTokens;
-    Object.assign(body, this.extraBody, call.extraBody);
+    addExtraBody(this.clientName, body, this.extraBody, call.extraBody);
     return { endpoint, body };
   }
 }

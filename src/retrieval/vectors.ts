@@ -117,11 +117,7 @@ export interface PreparedRecord {
  * have their declared types). A later record with the id of an earlier one replaces it, as a later upsert
  * would.
  */
-export function prepareRecords(
-  records: unknown,
-  dimensions: number,
-  fields: FieldTypes,
-): PreparedRecord[] {
+export function prepareRecords(records: unknown, dimensions: number, fields: FieldTypes): PreparedRecord[] {
   if (!Array.isArray(records)) {
     throw new ValidationError({ message: 'upsert takes an array of records', field: 'records' });
   }

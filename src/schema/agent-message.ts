@@ -3,6 +3,7 @@ import { deepClone } from '../utils/clone';
 import { isPlainObject } from '../utils/is';
 import { keepShape } from '../utils/keep-shape';
 import { ActionReturn } from './action-return';
+import { contentPartsToJSON, isContentParts } from './content-parts';
 import { ValidationError } from './errors';
 import { extraInfoFromLagent, extraInfoToLagent } from './lagent-extra-info';
 import { AgentStatusCode } from './status';
@@ -103,6 +104,14 @@ export class AgentMessage<C = unknown, F = unknown> {
    * for await (const chunk of agent.call('hi')) process.stdout.write(chunk.delta ?? '');
    */
   declare delta?: string;
+  /**
+   * On streamed chunks only: the reasoning text this chunk adds, while a reasoning model thinks (its `delta` is
+   * then `''`). The final reply keeps the whole reasoning in `extraInfo.reasoning`. Never stored or serialised.
+   *
+   * @example
+   * for await (const chunk of agent.call('hi')) if (chunk.reasoningDelta) dim(chunk.reasoningDelta);
+   */
+  declare reasoningDelta?: string;
 
   constructor(init: AgentMessageInit<C, F>) {
     this.content = init.content;
@@ -137,8 +146,12 @@ export class AgentMessage<C = unknown, F = unknown> {
   toJSON(options?: MessageJSONOptions): AgentMessageJSON<C, F> | LagentMessageJSON<C, F>;
   toJSON(options?: MessageJSONOptions | string): AgentMessageJSON<C, F> | LagentMessageJSON<C, F> {
     checkNesting('AgentMessage.toJSON', this, false);
+    const content = this.content;
     const json: AgentMessageJSON<C, F> = {
-      content: toJSONValue(this.content) as C,
+      // Image and file bytes are written as `data:` URLs, so a saved state keeps them.
+      content: (Array.isArray(content) && isContentParts(content)
+        ? toJSONValue(contentPartsToJSON(content))
+        : toJSONValue(content)) as C,
       sender: this.sender,
       formatted: toJSONValue(this.formatted) as F | null,
       extraInfo: toJSONValue(this.extraInfo),
@@ -156,12 +169,15 @@ export class AgentMessage<C = unknown, F = unknown> {
    * `stream_state`, `tool_type` in a tool parser's `formatted`, which comes back as `toolType`, and a loop's
    * `max_turn_reached` / `max_turn` in `extra_info`, which come back as `maxTurnReached` / `maxTurn`).
    * Content in an ActionReturn's JSON form (itself, or an item of a content list) comes back as an
-   * {@link ActionReturn}. Throws a {@link ValidationError} naming the field when the input does not fit,
-   * gives one key in both shapes, or nests deeper than {@link MAX_MESSAGE_DEPTH}.
+   * {@link ActionReturn}. A message of another copy of lagent-ts (an agent module with its own copy, served by
+   * a global `lagent`) is not an instance of this class: it is recognised by its fields and read through its
+   * JSON. Throws a {@link ValidationError} naming the field when the input does not fit, gives one key in both
+   * shapes, or nests deeper than {@link MAX_MESSAGE_DEPTH}.
    */
   static from(json: unknown): AgentMessage {
     if (json instanceof AgentMessage) return json.clone();
     if (!isPlainObject(json)) {
+      if (isForeignMessage(json)) return AgentMessage.from(foreignJSON(json));
       throw new ValidationError({
         field: '(root)',
         message: `AgentMessage.from expects an object, got ${describe(json)}`,
@@ -205,6 +221,44 @@ export class AgentMessage<C = unknown, F = unknown> {
       streamState: data.streamState,
     });
   }
+}
+
+/** The fields every AgentMessage has, of whichever copy of lagent-ts. */
+const MESSAGE_FIELDS = ['content', 'sender', 'formatted', 'extraInfo', 'type', 'receiver', 'streamState'];
+
+/**
+ * Whether `value` is an AgentMessage of another copy of lagent-ts (or of a class shaped like one): an object of
+ * a class, not this one, with every field of a message as its own, and a string `sender` and number `streamState`.
+ */
+function isForeignMessage(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value) || value instanceof AgentMessage) {
+    return false;
+  }
+  for (const field of MESSAGE_FIELDS) if (!Object.hasOwn(value, field)) return false;
+  const { sender, streamState } = value as { sender: unknown; streamState: unknown };
+  return typeof sender === 'string' && typeof streamState === 'number';
+}
+
+/** A message of another copy in its JSON form: its own `toJSON()` (content in JSON), else its fields. */
+function foreignJSON(message: Record<string, unknown>): Record<string, unknown> {
+  const toJSON = message.toJSON;
+  if (typeof toJSON === 'function') {
+    const json: unknown = toJSON.call(message);
+    if (isPlainObject(json)) return json;
+  }
+  const fields: Record<string, unknown> = {};
+  for (const field of MESSAGE_FIELDS) fields[field] = message[field];
+  return fields;
+}
+
+/**
+ * `value` as a message of this copy of lagent-ts: the message itself, a message of another copy read by its
+ * fields (see {@link AgentMessage.from}), or undefined for anything else. For hosts that take what an agent
+ * of any copy returns (servers, workers).
+ */
+export function asOwnMessage(value: unknown): AgentMessage | undefined {
+  if (value instanceof AgentMessage) return value;
+  return isForeignMessage(value) ? AgentMessage.from(foreignJSON(value)) : undefined;
 }
 
 /**

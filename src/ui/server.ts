@@ -1,13 +1,16 @@
+import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AgentBase } from '../agents/agent-base';
 import type { MemoryStoreOptions } from '../agents/lifecycle/persist';
+import { TOOL_TURNS } from '../agents/pending-interrupts';
+import type { CallerOptionsPolicy } from '../distributed/caller-options';
 import type { HTTPAgentServer, ServedAgent } from '../distributed/http/server';
 import { ConfigurationError } from '../schema/errors';
 import type { SessionId } from '../schema/session';
 import type { SessionStore } from '../stores/types';
 import { errorMessage } from '../utils/text';
 import { readAssets, type UIAssets } from './assets';
-import { EventRelay, type UIEvent } from './event-relay';
+import { EventRelay, EventStreams } from './event-relay';
 import { changeSession } from './stored-session';
 
 /** Options of {@link UIServer}. */
@@ -19,10 +22,13 @@ export interface UIServerOptions {
   /** The port; `0` picks a free one. @default 0 */
   port?: number | undefined;
   /**
-   * When set, every request needs it: as `Authorization: Bearer <token>`, as the cookie the page gets when it is
-   * opened with `?token=<token>` ({@link UIServer.pageUrl}), else 401.
+   * The page's secret: every request but those of the page's own files (which hold nothing) needs it as
+   * `Authorization: Bearer <token>`, else 401. The page gets it from {@link UIServer.pageUrl}'s fragment.
+   * @default a new random secret at every start (read it from `pageUrl` or `token`)
    */
   token?: string | undefined;
+  /** What the page's requests may set on a call besides the session (HTTPAgentServer's `callerOptions`). */
+  callerOptions?: CallerOptionsPolicy | undefined;
   /** Keep every session in this store (HTTPAgentServer's `store`). */
   store?: SessionStore | MemoryStoreOptions | undefined;
   /** More names the `Host` header may carry (HTTPAgentServer's `allowedHosts`). */
@@ -43,11 +49,6 @@ const PAGE_HEADERS = {
   'cache-control': 'no-store',
 };
 
-/** Milliseconds between the comments that keep an idle event stream open through proxies. */
-const KEEP_ALIVE_MS = 15_000;
-/** A page whose event stream has this many bytes waiting is too slow: its stream is closed (it reconnects). */
-const MAX_BUFFERED = 4 * 1024 * 1024;
-
 /** `http://host:port` of a `Host` header, lower-cased, as a browser writes a page's `Origin`. */
 function ownOrigin(host: string | undefined): string | undefined {
   if (!host) return undefined;
@@ -66,21 +67,6 @@ function canonicalOrigin(value: string): string | undefined {
   }
 }
 
-function cookieValue(header: string | undefined, name: string): string | undefined {
-  if (!header) return undefined;
-  for (const part of header.split(';')) {
-    const index = part.indexOf('=');
-    if (index > 0 && part.slice(0, index).trim() === name) {
-      try {
-        return decodeURIComponent(part.slice(index + 1).trim());
-      } catch {
-        return undefined;
-      }
-    }
-  }
-  return undefined;
-}
-
 function sendJSON(reply: FastifyReply, value: unknown, status = 200): void {
   reply.code(status).type(JSON_TYPE).send(JSON.stringify(value));
 }
@@ -94,22 +80,30 @@ function sendError(reply: FastifyReply, status: number, error: unknown, code: st
  * and token checks) with the page and the routes it needs:
  *
  * - `GET /`, `/ui/app.js`, `/ui/app.css`: the page (built into `dist/ui/`, so nothing is fetched from the network);
- * - `GET /ui/info`: the agent's name and tree (every agent's path, name and class);
+ * - `GET /ui/info`: the agent's name and tree (every agent's path, name and class), and `transcript`: the
+ *   state-dict key of the memory that holds the conversation with its tool turns (a prebuilt loop's sub-agent);
  * - `GET /ui/sessions`: the sessions any agent of the tree has in memory;
+ * - `GET /ui/sessions/:id/interrupts`: what the session waits for (`pendingInterrupts`), so a page reloaded,
+ *   switched back or opened in another tab shows the approvals still open;
  * - `POST /ui/sessions/:id/reset`: clears a session in every agent of the tree;
  * - `PUT /ui/state/:id`: loads a state dict (either shape) into a session (`GET /memory/:id` downloads one);
- * - `GET /ui/events`: server-sent events, one `agent` event per event of the tree ({@link UIEvent}): the recent
+ * - `GET /ui/events`: server-sent events, one `agent` event per event of the tree (`UIEvent`): the recent
  *   ones first, then each as it happens.
  *
- * The page's own requests carry its origin, which is accepted (a page of any other origin is refused). With a
- * `token`, the page opened at {@link pageUrl} gets it as an `HttpOnly`, `SameSite=Strict` cookie.
+ * The page's own requests carry its origin, which is accepted (a page of any other origin is refused). Every
+ * route that reads or changes anything needs the server's secret ({@link token}: given, or made at start) as an
+ * `Authorization: Bearer` header; the page's own files (`/`, `/ui/app.js`, `/ui/app.css`) hold nothing and load
+ * without it. The page opened at {@link pageUrl} takes the secret from the address's fragment (which no request
+ * carries) into its tab's `sessionStorage`, cleans the address, and sends the secret with each of its requests
+ * and on its event stream. No cookie: a browser sends a cookie of 127.0.0.1 to every local port, so any other
+ * local server would receive it.
  */
 export class UIServer {
   readonly agent: ServedAgent;
-  readonly #token: string | undefined;
+  readonly #token: string;
   readonly #assets: UIAssets;
   readonly #relay: EventRelay | undefined;
-  readonly #streams = new Set<() => void>();
+  readonly #streams: EventStreams;
   readonly #options: UIServerOptions;
   #server: HTTPAgentServer | undefined;
   #url: string | undefined;
@@ -122,10 +116,12 @@ export class UIServer {
     if (options.token !== undefined && (typeof options.token !== 'string' || options.token === '')) {
       throw new ConfigurationError({ message: 'UIServer: token must be a non-empty string' });
     }
-    this.#token = options.token;
+    // 256 random bits: the page approves tool calls, so no local process may guess its way in.
+    this.#token = options.token ?? randomBytes(32).toString('base64url');
     this.#options = options;
     this.#assets = readAssets(options.assetsDir);
     this.#relay = options.agent instanceof AgentBase ? new EventRelay(options.agent) : undefined;
+    this.#streams = new EventStreams(this.#relay);
   }
 
   /** The server's base URL, once `listen()` resolved. */
@@ -136,11 +132,17 @@ export class UIServer {
     return this.#url;
   }
 
-  /** The URL to open in a browser: the base URL, with `?token=` when the server has a token. */
+  /** The page's secret (the `token` option, or the one made at start). */
+  get token(): string {
+    return this.#token;
+  }
+
+  /**
+   * The URL to open in a browser: the base URL with the secret in its fragment (`/#token=...`), which the
+   * browser never sends in a request; the page moves it to its tab's storage and cleans the address.
+   */
   get pageUrl(): string {
-    return this.#token === undefined
-      ? `${this.url}/`
-      : `${this.url}/?token=${encodeURIComponent(this.#token)}`;
+    return `${this.url}/#token=${encodeURIComponent(this.#token)}`;
   }
 
   /** Starts listening; resolves to the base URL. */
@@ -154,6 +156,7 @@ export class UIServer {
         token: this.#token,
         store: this.#options.store,
         allowedHosts: this.#options.allowedHosts,
+        callerOptions: this.#options.callerOptions,
         // The page shows why a call failed; the server is the user's own.
         exposeErrors: true,
         bodyLimit: 16 * 1024 * 1024,
@@ -166,13 +169,12 @@ export class UIServer {
 
   /** Ends the event streams, then closes the server (calls in flight finish first). */
   async close(): Promise<void> {
-    for (const end of this.#streams) end();
+    this.#streams.close();
     this.#relay?.close();
     await this.#server?.close();
   }
 
   #setup(app: FastifyInstance): void {
-    const token = this.#token;
     app.addHook('onRequest', (request, _reply, done) => {
       // The page's own requests: a browser sends its origin with them (POSTs always), and the origin is that of
       // the `Host` the server was reached by, which the server's own check then vouches for.
@@ -180,35 +182,23 @@ export class UIServer {
       if (origin !== undefined && canonicalOrigin(origin) === ownOrigin(request.headers.host)) {
         delete request.headers.origin;
       }
-      if (token !== undefined && request.headers.authorization === undefined) {
-        const given =
-          cookieValue(request.headers.cookie, this.#cookieName(request)) ??
-          (request.method === 'GET' && request.url.split('?', 1)[0] === '/'
-            ? (request.query as { token?: unknown } | undefined)?.token
-            : undefined);
-        if (typeof given === 'string') request.headers.authorization = `Bearer ${given}`;
-      }
       done();
     });
 
-    app.get('/', (request, reply) => {
-      reply.headers(PAGE_HEADERS).type('text/html; charset=utf-8');
-      if (token !== undefined && (request.query as { token?: unknown }).token !== undefined) {
-        // The token passed the server's check: keep it as a cookie this server's page alone sends back.
-        reply.header(
-          'set-cookie',
-          `${this.#cookieName(request)}=${encodeURIComponent(token)}; Path=/; HttpOnly; SameSite=Strict`,
-        );
-      }
-      reply.send(this.#assets.html);
+    // The page's own files: the package's, the same for everyone, holding nothing of the agent. They load without
+    // the secret (a `<script src>` cannot carry a header, and a reload must find the page), which the page then
+    // sends with every request that reads or changes anything.
+    const open = { config: { public: true } };
+    app.get('/', open, (_request, reply) => {
+      reply.headers(PAGE_HEADERS).type('text/html; charset=utf-8').send(this.#assets.html);
     });
-    app.get('/ui/app.js', (_request, reply) => {
+    app.get('/ui/app.js', open, (_request, reply) => {
       reply.headers(PAGE_HEADERS).type('text/javascript; charset=utf-8').send(this.#assets.js);
     });
-    app.get('/ui/app.css', (_request, reply) => {
+    app.get('/ui/app.css', open, (_request, reply) => {
       reply.headers(PAGE_HEADERS).type('text/css; charset=utf-8').send(this.#assets.css);
     });
-    app.get('/favicon.ico', (_request, reply) => {
+    app.get('/favicon.ico', open, (_request, reply) => {
       reply.code(204).send();
     });
 
@@ -217,6 +207,15 @@ export class UIServer {
     });
     app.get('/ui/sessions', (_request, reply) => {
       sendJSON(reply, { sessions: this.#sessions() });
+    });
+    app.get('/ui/sessions/:id/interrupts', async (request, reply) => {
+      const id = (request.params as { id: string }).id;
+      try {
+        const interrupts = this.agent instanceof AgentBase ? await this.agent.pendingInterrupts(id) : [];
+        sendJSON(reply, { sessionId: id, interrupts });
+      } catch (error) {
+        sendError(reply, 500, error, (error as Error)?.name ?? 'Error');
+      }
     });
     app.post('/ui/sessions/:id/reset', (request, reply) => {
       const id = (request.params as { id: string }).id;
@@ -228,11 +227,7 @@ export class UIServer {
       return this.#change(reply, id, () => agent.reset!(id, { recursive: true }), { reset: true });
     });
     app.put('/ui/state/:id', (request, reply) => this.#load(request, reply));
-    app.get('/ui/events', (request, reply) => this.#events(request, reply));
-  }
-
-  #cookieName(request: FastifyRequest): string {
-    return `lagent_ui_${request.socket.localPort ?? 0}`;
+    app.get('/ui/events', (_request, reply) => this.#events(reply));
   }
 
   #info(): unknown {
@@ -249,8 +244,20 @@ export class UIServer {
       name: agent.name ?? 'agent',
       className: agent.constructor.name,
       tree,
+      transcript: this.#transcriptKey(),
       events: this.#relay !== undefined,
     };
+  }
+
+  /** The memory the page shows as the conversation: a prebuilt loop's tool turns, else the root's. */
+  #transcriptKey(): string {
+    const agent = this.agent;
+    if (!(agent instanceof AgentBase)) return 'memory';
+    const turns = (agent as unknown as { [TOOL_TURNS]?: unknown })[TOOL_TURNS];
+    if (turns === undefined) return 'memory';
+    for (const [prefix, node] of agent.namedAgents())
+      if (node === turns && prefix !== '') return `${prefix}memory`;
+    return 'memory';
   }
 
   #sessions(): SessionId[] {
@@ -294,35 +301,8 @@ export class UIServer {
     }
   }
 
-  #events(request: FastifyRequest, reply: FastifyReply): void {
+  #events(reply: FastifyReply): void {
     reply.hijack();
-    const raw = reply.raw;
-    raw.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      'x-accel-buffering': 'no',
-    });
-    const write = (event: UIEvent) => {
-      raw.write(`event: agent\ndata: ${JSON.stringify(event)}\n\n`);
-      if (raw.writableLength > MAX_BUFFERED) end();
-    };
-    raw.write(': events of the agent tree\n\n');
-    const relay = this.#relay;
-    for (const event of relay?.recent() ?? []) write(event);
-    const unsubscribe = relay?.subscribe(write) ?? (() => {});
-    const timer = setInterval(() => raw.write(': keep-alive\n\n'), KEEP_ALIVE_MS);
-    timer.unref();
-    let ended = false;
-    const end = () => {
-      if (ended) return;
-      ended = true;
-      clearInterval(timer);
-      unsubscribe();
-      this.#streams.delete(end);
-      raw.end();
-    };
-    this.#streams.add(end);
-    request.raw.once('close', end);
-    raw.once('close', end);
+    this.#streams.open(reply.raw);
   }
 }

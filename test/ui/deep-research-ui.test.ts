@@ -13,10 +13,13 @@ const AGENT = fileURLToPath(new URL('../../examples/deep-research/agent.ts', imp
 describe('lagent ui serving the deep-research agent', () => {
   let cli: RunningCli;
   let base: string;
+  let auth: { authorization: string };
 
   beforeAll(async () => {
     cli = await startCli(['ui', '--agent', AGENT, '--port', '0'], /^lagent ui: .* at http/);
-    base = new URL(/(http:\/\/\S+)/.exec(cli.line)![1]!).origin;
+    const pageUrl = /(http:\/\/\S+)/.exec(cli.line)![1]!;
+    base = new URL(pageUrl).origin;
+    auth = { authorization: `Bearer ${decodeURIComponent(pageUrl.split('#token=')[1]!)}` };
   }, 30_000);
 
   afterAll(async () => {
@@ -24,13 +27,15 @@ describe('lagent ui serving the deep-research agent', () => {
   });
 
   it('draws the planner, the searchers and the writer; streams a cited answer; relays their events', async () => {
-    const info = (await (await fetch(`${base}/ui/info`)).json()) as { tree: { path: string }[] };
+    const info = (await (await fetch(`${base}/ui/info`, { headers: auth })).json()) as {
+      tree: { path: string }[];
+    };
     const paths = info.tree.map((node) => node.path);
     expect(paths).toEqual(expect.arrayContaining(['', 'planner', 'searcher', 'writer']));
 
     const response = await fetch(`${base}/chat_completion/stream`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...auth },
       body: JSON.stringify({ message: ['How did GDP change?'], session_id: 'showcase' }),
     });
     const text = await response.text();
@@ -43,7 +48,7 @@ describe('lagent ui serving the deep-research agent', () => {
 
     // The page's event stream starts with the events kept so far: every agent of the tree took part.
     const controller = new AbortController();
-    const events = await fetch(`${base}/ui/events`, { signal: controller.signal });
+    const events = await fetch(`${base}/ui/events`, { signal: controller.signal, headers: auth });
     const reader = events.body!.getReader();
     let received = '';
     const deadline = Date.now() + 5_000;

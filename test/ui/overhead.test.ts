@@ -27,7 +27,7 @@ async function streamOnce(url: string, session: string): Promise<number> {
   const started = performance.now();
   const response = await fetch(`${url}/chat_completion/stream`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...AUTH },
     body: JSON.stringify({ message: ['write'], session_id: session }),
   });
   const text = await response.text();
@@ -35,6 +35,10 @@ async function streamOnce(url: string, session: string): Promise<number> {
   if (!text.includes('event: message')) throw new Error(`no final message: ${text.slice(0, 200)}`);
   return ms;
 }
+
+/** Both servers need it: the UI always has a secret. */
+const TOKEN = 'overhead-token';
+const AUTH = { authorization: `Bearer ${TOKEN}` };
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
@@ -76,14 +80,14 @@ describe('lagent ui: overhead on a streamed reply', () => {
   });
 
   async function start(latencyMs: number) {
-    const plain = new HTTPAgentServer({ agent: agent(latencyMs), port: 0 });
-    const ui = new UIServer({ agent: agent(latencyMs) });
+    const plain = new HTTPAgentServer({ agent: agent(latencyMs), port: 0, token: TOKEN });
+    const ui = new UIServer({ agent: agent(latencyMs), token: TOKEN });
     servers.push(plain, ui);
     const [plainUrl, uiUrl] = await Promise.all([plain.listen(), ui.listen()]);
     // A page watching: its event stream read as the events come.
     const controller = new AbortController();
     readers.push(controller);
-    const events = await fetch(`${uiUrl}/ui/events`, { signal: controller.signal });
+    const events = await fetch(`${uiUrl}/ui/events`, { signal: controller.signal, headers: AUTH });
     void (async () => {
       const reader = events.body!.getReader();
       const decoder = new TextDecoder();

@@ -28,7 +28,8 @@ describe('lagent ui with a store', () => {
     const store = new MemoryStore();
     const server = new UIServer({ agent: agent(), store });
     const url = await server.listen();
-    const json = { 'content-type': 'application/json' };
+    const auth = { authorization: `Bearer ${server.token}` };
+    const json = { 'content-type': 'application/json', ...auth };
     const say = (text: string) =>
       fetch(`${url}/chat_completion`, {
         method: 'POST',
@@ -36,13 +37,15 @@ describe('lagent ui with a store', () => {
         body: JSON.stringify({ message: [text], session_id: 'a' }),
       }).then((response) => response.status);
     const memoryOf = async (base: string) =>
-      ((await (await fetch(`${base}/memory/a`)).json()) as { memory: { content: string }[] }).memory.map(
-        (m) => m.content,
-      );
+      (
+        (await (await fetch(`${base}/memory/a`, { headers: auth })).json()) as {
+          memory: { content: string }[];
+        }
+      ).memory.map((m) => m.content);
     try {
       expect([await say('one'), await say('two')]).toEqual([200, 200]);
       expect(await memoryOf(url)).toEqual(['one', 'echo: one', 'two', 'echo: two']);
-      expect((await fetch(`${url}/ui/sessions/a/reset`, { method: 'POST' })).status).toBe(200);
+      expect((await fetch(`${url}/ui/sessions/a/reset`, { method: 'POST', headers: auth })).status).toBe(200);
       expect(await memoryOf(url)).toEqual([]);
       const loaded = await fetch(`${url}/ui/state/a`, {
         method: 'PUT',
@@ -66,7 +69,7 @@ describe('lagent ui with a store', () => {
     } finally {
       await server.close();
     }
-    const again = new UIServer({ agent: agent(), store });
+    const again = new UIServer({ agent: agent(), store, token: server.token });
     const url2 = await again.listen();
     try {
       expect((await memoryOf(url2)).slice(0, 2)).toEqual(['loaded', 'three']);

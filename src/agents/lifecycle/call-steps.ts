@@ -1,16 +1,27 @@
 import type { Meter } from '../../core/budget';
+import { ResumeDecisions } from '../../core/decisions';
 import type { CallJournal } from '../../core/durable-steps';
+import { type GuardSpec, guardOf } from '../../core/guards';
 import { hookStep } from '../../core/hook-step';
 import type { PendingTurn } from '../../core/session-lanes';
 import { PromiseInSyncCall, type Steps } from '../../core/steps';
 import type { AgentMessage, MessageInput } from '../../schema/agent-message';
 import { ConfigurationError } from '../../schema/errors';
 import { InterruptSignal } from '../../schema/interrupts';
-import type { SessionId, SessionKey } from '../../schema/session';
+import type { SessionKey } from '../../schema/session';
 import { isThenable } from '../../utils/is';
 import type { AgentBase } from '../agent-base';
-import { beginDurable, durableOf, finishDurable, withCallId, withExtraInfo } from './durable';
+import { type Forwarding, plainForwardOf } from './builtin-forward';
+import {
+  beginDurable,
+  durableOf,
+  finishDurable,
+  recordInterrupts,
+  withCallId,
+  withExtraInfo,
+} from './durable';
 import { guardedStream, settleChecks } from './guard-stream';
+import { implicitJournal, isInProcess, refuseRerunsBeforeDecisions } from './in-process-journal';
 import { bindingFor, type SessionHold } from './persist';
 import { needsDriving, Turn } from './turn';
 
@@ -45,32 +56,51 @@ export function* agentCallSteps(
     turn.begin();
     if (agent.hooks.length > 0) turn.armGuards();
     let messages = turn.inputsOf(input);
-    const durable = turn.parent?.durable === undefined ? durableOf(agent, turn.options) : undefined;
-    if (durable !== undefined) {
-      const given = turn.resume === undefined ? undefined : [...turn.resume.values()];
-      const begun = yield* beginDurable(turn, durable, messages, given);
-      turn.durable = begun.scope;
-      turn.watchReplays(begun.scope.journal as CallJournal);
-      messages = begun.messages;
-      // Every decision the call was ever given (a replay after a crash has them from the journal).
-      if (begun.decisions.length > 0) turn.resume = new Map(begun.decisions.map((d) => [d.id, d]));
+    let durable = turn.parent?.durable === undefined ? durableOf(agent, turn.options) : undefined;
+    // A composite that may stop for approval journals its calls in this process (see in-process-journal.ts).
+    if (durable === undefined && turn.parent === undefined) {
+      const forward = (agent as unknown as Forwarding).forward;
+      durable = implicitJournal(
+        agent,
+        forward,
+        plainForwardOf(forward) !== undefined,
+        turn.resume !== undefined,
+      );
     }
-    if (agent.hooks.length > 0) messages = yield* beforeAgentSteps(agent, messages, turn.options.sessionId);
+    if (durable !== undefined) {
+      const given = turn.resume?.givenList;
+      turn.implicit = isInProcess(durable);
+      const begun = yield* beginDurable(turn, durable, messages, given, turn.implicit);
+      turn.durable = begun.scope;
+      const journal = begun.scope.journal as CallJournal;
+      turn.watchReplays(journal);
+      messages = begun.messages;
+      // The decisions given now, and those of earlier resumes (a replay takes them again, round by round).
+      if (given !== undefined || begun.earlier.length > 0)
+        turn.resume = new ResumeDecisions(given ?? [], begun.earlier);
+      if (begun.fallback) refuseRerunsBeforeDecisions(journal, turn.resume!, agent);
+    }
+    if (agent.hooks.length > 0) messages = yield* beforeAgentSteps(turn, messages);
     turn.remember(messages);
     if (turn.guards !== undefined) turn.startInputChecks(messages);
     let output = turn.forward(messages);
-    if (turn.guards !== undefined && needsDriving(output) && !isThenable(output))
-      output = guardedStream(turn, output as Iterator<unknown>);
+    if (turn.guards !== undefined && needsDriving(output)) {
+      // A trip (or the caller's abort) ends the call even when its forward does not listen to the signal.
+      output = isThenable(output)
+        ? turn.untilStopped(output)
+        : guardedStream(turn, output as Iterator<unknown>);
+    }
     if (needsDriving(output)) output = yield output;
     if (turn.guards !== undefined) yield* settleChecks(turn);
     let reply = turn.reply(output);
-    if (agent.hooks.length > 0) reply = yield* afterAgentSteps(agent, reply, turn.options.sessionId);
+    if (agent.hooks.length > 0) reply = yield* afterAgentSteps(turn, reply);
     if (hold !== undefined) yield* hold.binding.commit(agent, hold);
     if (turn.durable !== undefined) {
       yield* finishDurable(turn.durable);
-      reply = withCallId(reply, turn.durable);
+      if (!turn.implicit) reply = withCallId(reply, turn.durable);
     }
     if (turn.budgeted) reply = withUsage(reply, turn.meter!);
+    if (turn.callerChecks) reply = withExtraInfo(reply, 'askBeforeTools', true);
     return turn.succeed(reply);
   } catch (error) {
     if (error instanceof InterruptSignal && !turn.finished) {
@@ -78,9 +108,13 @@ export function* agentCallSteps(
       if (reply === undefined) throw error;
       // What the call did before it stopped is kept, in the store too.
       if (hold !== undefined) yield* hold.binding.commit(agent, hold);
+      // The journal says what the call waits for: what a resume may answer (once), what another process or a
+      // reloaded page shows.
+      if (turn.durable !== undefined) yield* recordInterrupts(turn.durable, agent.name, reply);
       turn.finished = true;
       if (turn.budgeted) withUsage(reply, turn.meter!);
-      return turn.durable === undefined ? reply : withCallId(reply, turn.durable);
+      if (turn.callerChecks) withExtraInfo(reply, 'askBeforeTools', true);
+      return turn.durable === undefined || turn.implicit ? reply : withCallId(reply, turn.durable);
     }
     const failure = turn.failureOf(error);
     turn.fail(failure);
@@ -114,21 +148,44 @@ function* waitForLane(agent: AgentBase, pending: PendingTurn, sessionKey: Sessio
   }
 }
 
-function* beforeAgentSteps(
-  agent: AgentBase,
-  messages: AgentMessage[],
-  sessionId: SessionId,
-): Steps<AgentMessage[]> {
+function* beforeAgentSteps(turn: Turn, messages: AgentMessage[]): Steps<AgentMessage[]> {
+  const agent = turn.agent;
+  const sessionId = turn.options.sessionId;
   for (const hook of agent.hooks) {
-    if (hook.beforeAgent)
-      messages = (yield* hookStep(hook, 'beforeAgent', agent, messages, sessionId)) ?? messages;
+    if (!hook.beforeAgent) continue;
+    const guard = guardOf(hook);
+    if (guard !== undefined) yield* guardSteps(turn, guard, messages);
+    else messages = (yield* hookStep(hook, 'beforeAgent', agent, messages, sessionId)) ?? messages;
   }
   return messages;
 }
 
-function* afterAgentSteps(agent: AgentBase, reply: AgentMessage, sessionId: SessionId): Steps<AgentMessage> {
+function* afterAgentSteps(turn: Turn, reply: AgentMessage): Steps<AgentMessage> {
+  const agent = turn.agent;
+  const sessionId = turn.options.sessionId;
   for (const hook of agent.hooks) {
-    if (hook.afterAgent) reply = (yield* hookStep(hook, 'afterAgent', agent, reply, sessionId)) ?? reply;
+    if (!hook.afterAgent) continue;
+    const guard = guardOf(hook);
+    if (guard !== undefined) yield* guardSteps(turn, guard, [reply]);
+    else reply = (yield* hookStep(hook, 'afterAgent', agent, reply, sessionId)) ?? reply;
   }
   return reply;
+}
+
+/**
+ * A guardrail's checks as a step of the call, given the call's signal (the agent runs them itself rather than
+ * through the hook's method, which has no signal to give).
+ */
+function* guardSteps(turn: Turn, guard: GuardSpec, messages: readonly AgentMessage[]): Steps<void> {
+  const pending = turn.checkMessages(guard, messages);
+  if (pending === undefined) return;
+  try {
+    yield pending;
+  } catch (error) {
+    if (!(error instanceof PromiseInSyncCall)) throw error;
+    pending.catch(() => {});
+    throw new ConfigurationError({
+      message: `${turn.agent.name}: guardrail ${guard.name}'s check returned a promise, which a synchronous agent cannot wait for; use the Async variant of the agent or a check that answers at once`,
+    });
+  }
 }

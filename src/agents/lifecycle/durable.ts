@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { DurableScope } from '../../core/call-context';
+import { checkGiven, waitingIn } from '../../core/decisions';
 import { type BeginEntry, CallJournal, settled } from '../../core/durable-steps';
 import type { Steps } from '../../core/steps';
 import { AgentMessage } from '../../schema/agent-message';
-import { ConfigurationError } from '../../schema/errors';
+import { ConfigurationError, ValidationError } from '../../schema/errors';
 import type { Decision } from '../../schema/interrupts';
 import type { SessionId } from '../../schema/session';
 import type { SessionStore, StoredJournal } from '../../stores/types';
@@ -56,14 +57,19 @@ export interface DurableTurn {
 
 /**
  * Opens the journal of an outermost durable call: a new one, or the recorded one of `callId` (or, for a
- * resume message, the session's latest unfinished call) to replay. Returns the scope and the inputs to run.
+ * resume message, the session's latest unfinished call) to replay. Returns the scope, the inputs to run, and
+ * the decisions earlier resumes of the call gave (a replay takes them again). The decisions given now
+ * (`decisions`, for a resume message) are checked against what the journal says waits, before anything is
+ * replayed, then journaled. `inProcess`: the store is a composite's in-process journal; resumed without a
+ * paused call there (`fallback`), the call runs afresh (see `in-process-journal.ts`).
  */
 export function* beginDurable(
   turn: DurableTurn,
   options: DurableOptions,
   messages: AgentMessage[],
   decisions: readonly Decision[] | undefined,
-): Steps<{ scope: DurableScope; messages: AgentMessage[]; decisions: readonly Decision[] }> {
+  inProcess = false,
+): Steps<{ scope: DurableScope; messages: AgentMessage[]; earlier: readonly Decision[]; fallback: boolean }> {
   const resuming = decisions !== undefined;
   const { agent } = turn;
   const { store } = options;
@@ -75,6 +81,7 @@ export function* beginDurable(
   const namespace = options.namespace ?? agent.name;
   const sessionId = String(turn.options.sessionId);
   let callId = turn.options.callId as string | undefined;
+  let fallback = false;
   if (callId === undefined && resuming) {
     const unfinished = (yield* settled(
       store.listJournals(namespace, sessionId, { unfinished: true }),
@@ -88,24 +95,27 @@ export function* beginDurable(
   const journal = new CallJournal(store, namespace, sessionId, callId);
   const stored = (yield* settled(store.readJournal(namespace, callId))) as StoredJournal | undefined;
   if (stored !== undefined && !stored.finished) journal.load(stored);
+  if (resuming && journal.begin === undefined) {
+    // Nothing of the session waits: its paused call was resumed already (or superseded). Only a composite's
+    // in-process journal, lost with the process that paused, goes on (see in-process-journal.ts).
+    if (!inProcess) throw nothingWaits(agent.name, sessionId, store.description);
+    fallback = true;
+  }
+  const earlier = journal.decisions.slice() as Decision[];
   if (journal.begin !== undefined) {
+    // A resume answers what the journal says waits (not a pause a copy of the session answered already).
+    if (decisions !== undefined) checkGiven(agent.name, decisions, waitingIn(stored!.entries));
     // A replay: every memory back where it stood, and the recorded inputs.
     restoreLengths(agent, turn.options.sessionId, journal.begin.result.lengths);
     messages = journal.begin.result.inputs.map((json) => AgentMessage.from(json));
-    // The decisions given now are kept with the call: replayed after a crash, it has them again.
-    if (decisions !== undefined && decisions.length > 0) {
-      const key = `r.resume.${journal.decisions.length}`;
-      yield* settled(journal.write({ key, kind: 'resume', name: agent.name, digest: '', result: decisions }));
-      journal.decisions.push(...decisions);
-    }
   } else {
     if (stored?.finished) yield* settled(store.deleteJournal(namespace, callId));
     // The session goes on without the calls of it that failed or died before: replayed after this one,
     // such a call would take the session back to where it began, losing this call. They are closed.
-    const earlier = (yield* settled(
+    const earlierCalls = (yield* settled(
       store.listJournals(namespace, sessionId, { unfinished: true }),
     )) as string[];
-    for (const id of earlier) if (id !== callId) yield* settled(store.finishJournal(namespace, id));
+    for (const id of earlierCalls) if (id !== callId) yield* settled(store.finishJournal(namespace, id));
     const begin: BeginEntry = {
       key: 'r',
       kind: 'begin',
@@ -116,17 +126,38 @@ export function* beginDurable(
     yield* settled(journal.write(begin));
     journal.begin = begin;
   }
-  return {
-    scope: { journal, key: 'r', next: 0 },
-    messages,
-    decisions: (journal.decisions.length > 0 ? journal.decisions : (decisions ?? [])) as readonly Decision[],
-  };
+  // The decisions given now are kept with the call: replayed after a crash, it has them again.
+  if (decisions !== undefined && decisions.length > 0) {
+    const key = `r.resume.${journal.decisions.length}`;
+    yield* settled(journal.write({ key, kind: 'resume', name: agent.name, digest: '', result: decisions }));
+    journal.decisions.push(...decisions);
+  }
+  return { scope: { journal, key: 'r', next: 0 }, messages, earlier, fallback };
+}
+
+/** A resume of a durable call when nothing of the session waits for a decision. */
+function nothingWaits(owner: string, sessionId: string, store: string): ValidationError {
+  return new ValidationError({
+    message: `${owner}: no call of session ${JSON.stringify(sessionId)} waits for a decision in ${store} (the paused call was resumed already, by this or another copy of the session, or went on with a new message)`,
+    field: 'decisions',
+  });
 }
 
 /** Marks a durable call's journal finished. */
 export function* finishDurable(scope: DurableScope): Steps<void> {
   const journal = scope.journal as CallJournal;
   yield* settled((journal.store as SessionStore).finishJournal(journal.namespace, journal.callId));
+}
+
+/**
+ * Journals the interrupts an interrupted durable call returned: what a resume may answer (and only once), and
+ * what readers of the journal (`pendingInterrupts`, another process, a reloaded page) show as waiting.
+ */
+export function* recordInterrupts(scope: DurableScope, name: string, reply: AgentMessage): Steps<void> {
+  const journal = scope.journal as CallJournal;
+  const interrupts = (reply.formatted as { interrupts?: unknown } | null)?.interrupts ?? [];
+  const key = `r.interrupt.${journal.decisions.length}`;
+  yield* settled(journal.write({ key, kind: 'interrupt', name, digest: '', result: interrupts }));
 }
 
 /** The length of every memory of the tree for a session, by dotted path. */

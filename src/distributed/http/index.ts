@@ -1,4 +1,10 @@
 // HTTP serving: HTTPAgentServer, HTTPAgentClient, AsyncHTTPAgentClient (Lagent's protocol)
+export type {
+  CallerOptionsPolicy,
+  GenerationBounds,
+  NumberBounds,
+  StopWordBounds,
+} from '../caller-options';
 export type { HTTPAgentClientOptions, RemoteCallOptions, RemoteReadOptions } from './async-client';
 export { AsyncHTTPAgentClient } from './async-client';
 export { HTTPAgentClient } from './client';

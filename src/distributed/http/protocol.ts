@@ -2,16 +2,21 @@ import { AgentMessage } from '../../schema/agent-message';
 import { ValidationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { isPlainObject } from '../../utils/is';
+import { type CallerOptions, camelKey } from '../caller-options';
 
 /**
  * Lagent's HTTP protocol, the parts both ends share: snake_case on the wire, `message` a list of strings
- * and `AgentMessage.model_dump()`s, `session_id`, and every other key a keyword argument of the call.
+ * and `AgentMessage.model_dump()`s, `session_id`, and every other key a keyword argument of the call, of
+ * which the server takes only what its {@link CallerOptions} allow.
  */
 
 /** Body keys that are not keyword arguments of the call. */
 const RESERVED = new Set(['message', 'session_id']);
-/** Call options that never cross the wire (they belong to the calling process). */
-const LOCAL_OPTIONS = new Set(['sessionId', 'signal', 'timeout', 'idleTimeout']);
+/**
+ * Call options that never cross the wire: they belong to the calling process (a signal, a deadline, the
+ * store of its durable calls).
+ */
+const LOCAL_OPTIONS = new Set(['sessionId', 'signal', 'timeout', 'idleTimeout', 'durable']);
 
 /**
  * The longest session id, in characters, that both `POST /chat_completion` and `GET /memory/{session_id}`
@@ -19,32 +24,31 @@ const LOCAL_OPTIONS = new Set(['sessionId', 'signal', 'timeout', 'idleTimeout'])
  */
 export const MAX_SESSION_ID_LENGTH = 1_024;
 
-/** Generation parameters a model reads from the call options, and what each must be on the wire. */
-const NUMERIC_PARAMS = ['maxNewTokens', 'temperature', 'topP', 'topK', 'repetitionPenalty'];
-
 /** `maxNewTokens` -> `max_new_tokens`. */
 export function snakeKey(key: string): string {
   return key.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase();
 }
 
-/** `max_new_tokens` -> `maxNewTokens` (a key without underscores stays as it is). */
-export function camelKey(key: string): string {
-  return key.replace(/_([a-z0-9])/g, (_, letter: string) => letter.toUpperCase());
-}
+export { camelKey };
 
-/** What the server makes of a request body: the messages, the session, and the call's keyword arguments. */
+/**
+ * What the server makes of a request body: the messages, the session, the call's options (what the server's
+ * {@link CallerOptions} took) and the keys it ignored, as they were sent.
+ */
 export interface ChatRequest {
   messages: AgentMessage[];
   sessionId: SessionId;
-  kwargs: Record<string, unknown>;
+  options: Record<string, unknown>;
+  ignored: string[];
 }
 
 /**
  * Reads a `/chat_completion` body. `message` is a list of strings and message dumps (a single string or
- * dump is taken as a list of one); `session_id` a string or an integer (default 0); other keys become call
- * options in camelCase. Throws a {@link ValidationError} naming the field when the body does not fit.
+ * dump is taken as a list of one); `session_id` a string or an integer (default 0); the other keys go through
+ * `callers` (snake_case or camelCase). Throws a {@link ValidationError} naming the field when the body does not
+ * fit (answered 400, or 422 for a value the server's policy refuses: see `isUnprocessable`).
  */
-export function readChatRequest(body: unknown): ChatRequest {
+export function readChatRequest(body: unknown, callers: CallerOptions): ChatRequest {
   if (!isPlainObject(body)) {
     throw new ValidationError({ field: '(root)', message: 'the body must be a JSON object' });
   }
@@ -72,13 +76,10 @@ export function readChatRequest(body: unknown): ChatRequest {
   checkSessionId(sessionId);
   const kwargs: Record<string, unknown> = {};
   for (const key of Object.keys(body)) {
-    if (RESERVED.has(key)) continue;
-    const name = camelKey(key);
-    if (LOCAL_OPTIONS.has(name) || name === '__proto__') continue;
-    checkGenParam(key, name, body[key]);
-    kwargs[name] = body[key];
+    if (!RESERVED.has(key)) Object.defineProperty(kwargs, key, { value: body[key], enumerable: true });
   }
-  return { messages, sessionId, kwargs };
+  const { options, ignored } = callers.read(kwargs);
+  return { messages, sessionId, options, ignored };
 }
 
 /** Throws a {@link ValidationError} for a session id longer than {@link MAX_SESSION_ID_LENGTH}. */
@@ -92,36 +93,20 @@ export function checkSessionId(sessionId: SessionId): void {
 }
 
 /**
- * Throws a {@link ValidationError} when a generation parameter has a type no model accepts, so the caller's
- * mistake is answered 400 before the agent runs rather than failing inside the model as a 500.
+ * The request body a client sends: Lagent's shape, call options in snake_case. A client called inside an
+ * agent call (`insideCall`) leaves out `callId`: the options it was handed are the enclosing call's, and that
+ * id names the enclosing call, not this remote one.
  */
-function checkGenParam(key: string, name: string, value: unknown): void {
-  if (value === undefined || value === null) return;
-  if (NUMERIC_PARAMS.includes(name)) {
-    if (typeof value !== 'number' || !Number.isFinite(value)) {
-      throw new ValidationError({ field: key, message: `"${key}" must be a number` });
-    }
-  } else if (name === 'stopWords') {
-    if (
-      !(
-        typeof value === 'string' ||
-        (Array.isArray(value) && value.every((word) => typeof word === 'string'))
-      )
-    ) {
-      throw new ValidationError({ field: key, message: `"${key}" must be a string or an array of strings` });
-    }
-  }
-}
-
-/** The request body a client sends: Lagent's shape, call options in snake_case. */
 export function chatRequestBody(
   messages: readonly unknown[],
   sessionId: SessionId,
   options: Readonly<Record<string, unknown>>,
+  insideCall = false,
 ): Record<string, unknown> {
   const body: Record<string, unknown> = { message: messages, session_id: sessionId };
   for (const key of Object.keys(options)) {
     if (LOCAL_OPTIONS.has(key) || options[key] === undefined) continue;
+    if (insideCall && key === 'callId') continue;
     const name = snakeKey(key);
     if (RESERVED.has(name)) continue;
     body[name] = options[key];

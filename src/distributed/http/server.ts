@@ -7,15 +7,31 @@ import { attachStore, type MemoryStoreOptions, sessionBindingOf } from '../../ag
 import type { LagentStateDict } from '../../agents/state-dict';
 import { registerSameThreadServer } from '../../bridge/same-thread';
 import { bearerMatches, type Refusal, RequestGuard } from '../../core/request-guard';
-import { AgentMessage, type MessageInput } from '../../schema/agent-message';
+import { AgentMessage, asOwnMessage, type MessageInput } from '../../schema/agent-message';
 import { ConfigurationError, LagentError, missingPeer, ValidationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { AgentStatusCode } from '../../schema/status';
 import type { SessionStore } from '../../stores/types';
 import { isAsyncIterator, isIterator, isThenable } from '../../utils/is';
+import { printable } from '../../utils/printable';
 import { errorMessage } from '../../utils/text';
+import {
+  CallerOptions,
+  type CallerOptionsPolicy,
+  callIdNotHonoured,
+  checkCallId,
+  isUnprocessable,
+  replaysCalls,
+} from '../caller-options';
 import { refusalBody } from '../remote-budget';
-import { checkSessionId, MAX_SESSION_ID_LENGTH, readChatRequest, SSE_EVENTS } from './protocol';
+import {
+  type ChatRequest,
+  checkSessionId,
+  MAX_SESSION_ID_LENGTH,
+  readChatRequest,
+  SSE_EVENTS,
+} from './protocol';
+import { ServedSessions } from './served-sessions';
 import { SSEWriter, type StreamContent } from './sse-writer';
 
 /**
@@ -61,6 +77,21 @@ export interface HTTPAgentServerOptions {
    * @default 'delta'
    */
   streamContent?: StreamContent | undefined;
+  /**
+   * Sessions kept in memory for an agent without a store: past it, the least recently used sessions with no
+   * call in flight are forgotten (reset in the whole agent tree, with a warning the first time), so clients
+   * that invent session ids cannot grow the process without end. With a store, the store's own `maxSessions`
+   * applies (forgotten sessions are reloaded from it). `Infinity` keeps every session.
+   * @default 10_000
+   */
+  maxSessions?: number | undefined;
+  /**
+   * What callers may set on a call besides the session: generation parameters (with bounds), a budget ceiling,
+   * options of your own. Keys a body carries that this does not allow — `model`, `messages`, `tools`,
+   * `tool_choice`, `extra_body`, unknown ones — are ignored and named in the answer's `Lagent-Ignored-Options`
+   * header. @default callers may set `call_id` and `budget` only
+   */
+  callerOptions?: CallerOptionsPolicy | undefined;
   /** Largest request body in bytes; a larger one is answered 413. @default 1_048_576 */
   bodyLimit?: number | undefined;
   /** Milliseconds a client has to send a request's headers. @default 10_000 */
@@ -85,8 +116,9 @@ export interface HTTPAgentServerOptions {
   store?: SessionStore | MemoryStoreOptions | undefined;
   /**
    * Called with the server's Fastify app before the server adds its own hooks and routes: routes added here are
-   * answered behind the same `Host`, `Origin` and token checks, and `onRequest` hooks added here run before
-   * those checks (e.g. to read a credential from a cookie into `Authorization`). Used by `lagent ui`.
+   * answered behind the same `Host`, `Origin` and token checks (a route whose `config` has `public: true` is
+   * answered without the token, as `/health_check` is: for files that hold nothing), and `onRequest` hooks added
+   * here run before those checks. Used by `lagent ui`.
    */
   setup?: ((app: FastifyInstance) => void) | undefined;
   /** Told about every agent call that failed (the answer was a 500 or an SSE `error` event). @default writes one line to stderr */
@@ -142,7 +174,13 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  * the wire, so Lagent's `HTTPAgentClient` and lagent-ts's {@link AsyncHTTPAgentClient} both talk to it:
  *
  * - `POST /chat_completion` `{ message: [string | AgentMessage dump], session_id, ...kwargs }` answers the
- *   reply, `AgentMessage.model_dump()`'s shape; kwargs become call options (`max_new_tokens` as `maxNewTokens`).
+ *   reply, `AgentMessage.model_dump()`'s shape. Of the kwargs, the call gets only what `callerOptions` allows
+ *   (`max_new_tokens` as `maxNewTokens`, kept within its bounds), `budget` (within `callerOptions.maxBudget`)
+ *   and `call_id`; the others are ignored and named in a `Lagent-Ignored-Options` header.
+ * - An `Idempotency-Key` header (or `call_id` in the body) is the call's `callId`: a durable agent replays a
+ *   call it has seen rather than run it again; the answer carries the key in the same header. A key reused
+ *   with another session or input is answered 422, and so is a key sent to an agent that cannot replay calls
+ *   (no `durable` store in its tree).
  * - `POST /chat_completion/stream`, the same body, answers server-sent events: the streamed messages (a
  *   `chunk` event with the first one whole, then `delta` events with only the text each adds; every chunk whole
  *   with `streamContent: 'cumulative'`), then one `message` event with the final message (a non-streaming agent
@@ -153,7 +191,7 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  * - `GET /health_check` answers `{ status: 'success', timestamp }`, without the token.
  *
  * Bad requests are answered and touch no session: malformed JSON, a missing `message`, a mistyped generation
- * parameter or a session id over 1,024 characters 400, a body that is not `application/json` 415, a body over
+ * parameter, call id or budget, or a session id over 1,024 characters 400, a value `callerOptions` refuses 422, a body that is not `application/json` 415, a body over
  * `bodyLimit` 413, a bad or missing token 401, a `Host` that is not this server's (`allowedHosts`) or a web page's
  * `Origin` (`allowedOrigins`) 403, so a page in a browser cannot drive a server that has no token; every error
  * answer is `{ detail, error }`. A failing agent answers 500 and its call
@@ -187,6 +225,7 @@ export class HTTPAgentServer {
   readonly #streamContent: StreamContent;
   readonly #onError: NonNullable<HTTPAgentServerOptions['onError']>;
   readonly #setup: HTTPAgentServerOptions['setup'];
+  readonly #callers: CallerOptions;
   #app: Fastify | undefined;
   #url: string | undefined;
   #listening: Promise<string> | undefined;
@@ -194,6 +233,8 @@ export class HTTPAgentServer {
   #forget: (() => void) | undefined;
   #inFlight = 0;
   #drained: (() => void) | undefined;
+  /** The sessions clients used, bounded, for an agent that keeps them in memory only. */
+  readonly #sessions: ServedSessions | undefined;
   readonly #calls = new Set<AbortController>();
 
   constructor(options: HTTPAgentServerOptions) {
@@ -230,6 +271,19 @@ export class HTTPAgentServer {
       attachStore(agent, 'acquireSession' in store ? { store } : store);
     }
     this.agent = agent;
+    const maxSessions = options.maxSessions ?? 10_000;
+    if (maxSessions !== Number.POSITIVE_INFINITY && !(Number.isInteger(maxSessions) && maxSessions > 0)) {
+      throw new ConfigurationError({
+        message: `HTTPAgentServer: maxSessions must be a positive integer or Infinity, got ${String(maxSessions)}`,
+      });
+    }
+    const reset = (agent as { reset?: unknown }).reset;
+    this.#sessions =
+      typeof reset === 'function' &&
+      sessionBindingOf(agent) === undefined &&
+      maxSessions !== Number.POSITIVE_INFINITY
+        ? new ServedSessions(maxSessions, (id) => reset.call(agent, id, { recursive: true }))
+        : undefined;
     this.host = options.host ?? '127.0.0.1';
     this.#port = port;
     this.#token = options.token === undefined ? undefined : Buffer.from(options.token);
@@ -243,6 +297,7 @@ export class HTTPAgentServer {
       });
     }
     this.#exposeErrors = options.exposeErrors ?? false;
+    this.#callers = new CallerOptions('HTTPAgentServer', options.callerOptions);
     this.#guard = new RequestGuard({
       host: this.host,
       allowedHosts: options.allowedHosts,
@@ -266,7 +321,10 @@ export class HTTPAgentServer {
       options.onError ??
       ((error, { route, sessionId }) => {
         const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-        process.stderr.write(`HTTPAgentServer: ${route} (session ${String(sessionId)}) failed: ${text}\n`);
+        // The session id, and often the message, are the client's: escaped, they cannot drive the terminal.
+        process.stderr.write(
+          `HTTPAgentServer: ${route} (session ${printable(String(sessionId))}) failed: ${printable(text)}\n`,
+        );
       });
   }
 
@@ -400,11 +458,12 @@ export class HTTPAgentServer {
         // An allowed page: CORS headers on the answer (set on the raw response, so streams carry them too).
         reply.raw.setHeader('access-control-allow-origin', origin);
         reply.raw.setHeader('vary', 'Origin');
+        reply.raw.setHeader('access-control-expose-headers', 'idempotency-key, lagent-ignored-options');
         if (request.method === 'OPTIONS' && request.headers['access-control-request-method'] !== undefined) {
           reply
             .code(204)
             .header('access-control-allow-methods', 'GET, POST')
-            .header('access-control-allow-headers', 'authorization, content-type')
+            .header('access-control-allow-headers', 'authorization, content-type, idempotency-key')
             .header('access-control-max-age', '600')
             .send();
           return;
@@ -418,6 +477,7 @@ export class HTTPAgentServer {
       app.addHook('onRequest', (request, reply, done) => {
         if (
           request.url.split('?', 1)[0] === '/health_check' ||
+          (request.routeOptions.config as { public?: unknown } | undefined)?.public === true ||
           bearerMatches(request.headers.authorization, expected)
         ) {
           done();
@@ -503,19 +563,34 @@ export class HTTPAgentServer {
       reply.code(422).type(JSON_TYPE).send(JSON.stringify(refusal));
       return;
     }
+    // A call id (Idempotency-Key) reused for another session or input: well formed, but refused (422).
+    if (isCallIdRefusal(error)) {
+      reply
+        .code(422)
+        .type(JSON_TYPE)
+        .send(errorBody(errorMessage(error), errorName(error)));
+      return;
+    }
+    // The caller's own input refused by the agent (a malformed resume, a decision for nothing that waits): 400.
+    if (error instanceof ValidationError) {
+      badRequest(reply, error);
+      return;
+    }
     const name = errorName(error);
     const message = errorMessage(error);
     const detail = this.#exposeErrors ? message : 'Internal Server Error';
     reply.code(500).type(JSON_TYPE).send(errorBody(detail, name));
   }
 
-  #begin(controller: AbortController): () => void {
+  #begin(controller: AbortController, sessionId: SessionId): () => void {
     this.#inFlight++;
     this.#calls.add(controller);
+    const session = this.#sessions?.begin(sessionId);
     let done = false;
     return () => {
       if (done) return;
       done = true;
+      session?.();
       this.#inFlight--;
       this.#calls.delete(controller);
       if (this.#inFlight === 0 && this.#drained) {
@@ -526,23 +601,67 @@ export class HTTPAgentServer {
     };
   }
 
-  async #chat(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    let parsed: ReturnType<typeof readChatRequest>;
+  /**
+   * Reads a chat request: the body through the caller policy, the `Idempotency-Key` header into `callId`. Sets
+   * the answer's headers that say what was taken; answers and gives undefined when the request is refused.
+   */
+  #read(request: FastifyRequest, reply: FastifyReply): ChatRequest | undefined {
+    let parsed: ChatRequest;
     try {
-      parsed = readChatRequest(request.body);
+      parsed = readChatRequest(request.body, this.#callers);
+      const header = request.headers['idempotency-key'];
+      if (header !== undefined) {
+        const key = checkCallId('Idempotency-Key', Array.isArray(header) ? header.join(',') : header);
+        if (parsed.options.callId !== undefined && parsed.options.callId !== key) {
+          throw new ValidationError({
+            field: 'call_id',
+            message: 'the Idempotency-Key header and "call_id" name different calls; give one of them',
+          });
+        }
+        parsed.options.callId = key;
+      }
     } catch (error) {
-      badRequest(reply, error);
-      return;
+      if (isUnprocessable(error)) {
+        reply
+          .code(422)
+          .type(JSON_TYPE)
+          .send(errorBody(errorMessage(error), errorName(error)));
+      } else badRequest(reply, error);
+      return undefined;
     }
+    const callId = parsed.options.callId as string | undefined;
+    if (callId !== undefined && !replaysCalls(this.agent)) {
+      const error = callIdNotHonoured();
+      reply.code(422).type(JSON_TYPE).send(errorBody(error.message, error.name));
+      return undefined;
+    }
+    // Set on the raw response: a stream's headers carry them too.
+    if (callId !== undefined) reply.raw.setHeader('idempotency-key', callId);
+    if (parsed.ignored.length > 0) reply.raw.setHeader('lagent-ignored-options', headerList(parsed.ignored));
+    return parsed;
+  }
+
+  /**
+   * The request's messages as the agent takes them: this copy's messages for an agent of lagent-ts, their JSON
+   * for any other (an agent of another copy of lagent-ts, whose `AgentMessage.from` takes plain objects).
+   */
+  #inputs(parsed: ChatRequest): MessageInput[] {
+    if (this.agent instanceof AgentBase) return parsed.messages;
+    return parsed.messages.map((message) => message.toJSON() as MessageInput);
+  }
+
+  async #chat(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const parsed = this.#read(request, reply);
+    if (parsed === undefined) return;
     const controller = new AbortController();
-    const end = this.#begin(controller);
+    const end = this.#begin(controller, parsed.sessionId);
     const onClose = () => {
       if (!reply.raw.writableFinished) controller.abort(new Error('the client closed the connection'));
     };
     reply.raw.once('close', onClose);
     try {
-      const options = { ...parsed.kwargs, sessionId: parsed.sessionId, signal: controller.signal };
-      const json = toWire(await finalReply(this.agent.call(parsed.messages, options)));
+      const options = { ...parsed.options, sessionId: parsed.sessionId, signal: controller.signal };
+      const json = toWire(await finalReply(this.agent.call(this.#inputs(parsed), options)));
       reply.type(JSON_TYPE).send(JSON.stringify(json));
     } catch (error) {
       if (controller.signal.aborted)
@@ -558,15 +677,10 @@ export class HTTPAgentServer {
   }
 
   async #stream(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    let parsed: ReturnType<typeof readChatRequest>;
-    try {
-      parsed = readChatRequest(request.body);
-    } catch (error) {
-      badRequest(reply, error);
-      return;
-    }
+    const parsed = this.#read(request, reply);
+    if (parsed === undefined) return;
     const controller = new AbortController();
-    const end = this.#begin(controller);
+    const end = this.#begin(controller, parsed.sessionId);
     const raw = reply.raw;
     const writer = new SSEWriter(raw, this.#streamContent);
     let gone = false;
@@ -595,15 +709,17 @@ export class HTTPAgentServer {
       writer.event(event, data);
     };
     try {
-      const options = { ...parsed.kwargs, sessionId: parsed.sessionId, signal: controller.signal };
-      let result = this.agent.call(parsed.messages, options);
+      const options = { ...parsed.options, sessionId: parsed.sessionId, signal: controller.signal };
+      let result = this.agent.call(this.#inputs(parsed), options);
       if (isThenable(result)) result = await result;
       if (isAsyncIterator(result) || (isIterator(result) && !(result instanceof AgentMessage))) {
         const onChunk = (chunk: unknown) => {
           if (gone) return false;
           start();
           writer.chunk(
-            typeof chunk === 'string' ? new AgentMessage({ sender: 'assistant', content: chunk }) : chunk,
+            typeof chunk === 'string'
+              ? new AgentMessage({ sender: 'assistant', content: chunk })
+              : (asOwnMessage(chunk) ?? chunk),
           );
           return true;
         };
@@ -713,15 +829,29 @@ function relaySync(stream: Iterator<unknown>, onChunk: (chunk: unknown) => boole
 
 /** A streamed chunk rather than a final message. */
 function isChunk(value: unknown): boolean {
-  return value instanceof AgentMessage && value.streamState === AgentStatusCode.STREAM_ING;
+  return asOwnMessage(value)?.streamState === AgentStatusCode.STREAM_ING;
 }
 
 /** A call's result in its wire form. */
 function toWire(result: unknown): unknown {
-  if (result instanceof AgentMessage) return result.toJSON({ format: 'lagent' });
+  // A message of this copy, or of another copy of lagent-ts (an agent module with its own).
+  const message = asOwnMessage(result);
+  if (message !== undefined) return message.toJSON({ format: 'lagent' });
   if (typeof result === 'string')
     return new AgentMessage({ sender: 'assistant', content: result }).toJSON({ format: 'lagent' });
   return result;
+}
+
+/** A call refused for its id (reused with another session or input): the caller's to fix, 422. */
+function isCallIdRefusal(error: unknown): boolean {
+  return error instanceof ValidationError && error.field === 'callId';
+}
+
+/** Keys for a header: those that are plain names, at most 20, then how many more. */
+function headerList(keys: readonly string[]): string {
+  const shown = keys.filter((key) => /^[\w.-]{1,64}$/.test(key)).slice(0, 20);
+  const more = keys.length - shown.length;
+  return more > 0 ? [...shown, `(${more} more)`].join(', ') : shown.join(', ');
 }
 
 function errorBody(detail: string, error: string): string {

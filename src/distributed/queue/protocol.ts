@@ -15,14 +15,21 @@ export interface CallJobData {
 }
 
 /** Call options that belong to the calling process and never go into a job. */
-const LOCAL_OPTIONS = new Set(['sessionId', 'signal', 'timeout']);
+const LOCAL_OPTIONS = new Set(['sessionId', 'signal', 'timeout', 'durable']);
 
-/** The options of a call that travel with its job: JSON values, minus the local ones. */
-export function jobKwargs(options: Readonly<Record<string, unknown>> | undefined): Record<string, unknown> {
+/**
+ * The options of a call that travel with its job: JSON values, minus the local ones. A client called inside an
+ * agent call (`insideCall`) leaves out `callId`, which names the enclosing call.
+ */
+export function jobKwargs(
+  options: Readonly<Record<string, unknown>> | undefined,
+  insideCall = false,
+): Record<string, unknown> {
   const kwargs: Record<string, unknown> = {};
   if (options === undefined) return kwargs;
   for (const key of Object.keys(options)) {
     if (LOCAL_OPTIONS.has(key) || key === '__proto__') continue;
+    if (insideCall && key === 'callId') continue;
     const value = options[key];
     if (value === undefined || typeof value === 'function' || typeof value === 'symbol') continue;
     kwargs[key] = value;

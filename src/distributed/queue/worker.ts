@@ -1,16 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { ConnectionOptions, Job, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { AgentBase, AsyncCallOptions } from '../../agents/agent-base';
+import { AgentBase, type AsyncCallOptions } from '../../agents/agent-base';
 import { finalReply } from '../../agents/final-reply';
-import { AgentMessage, type MessageInput } from '../../schema/agent-message';
+import { AgentMessage, asOwnMessage, type MessageInput } from '../../schema/agent-message';
 import { ConfigurationError, ValidationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { isPlainObject } from '../../utils/is';
 import { sleep } from '../../utils/timers';
+import { CallerOptions, type CallerOptionsPolicy, callIdNotHonoured, replaysCalls } from '../caller-options';
 import { closeBullMQ, closeRedis, connectionOptions, connectRedis, type RedisConnection } from './connection';
 import { loadQueuePeers } from './load';
-import { type CallJobData, failureReason, jobKwargs } from './protocol';
+import { type CallJobData, failureReason } from './protocol';
 import { SessionCache } from './session-cache';
 import { applyChange, type LoadedState, loadState, type StateChange, stateChange } from './session-state';
 import {
@@ -43,6 +44,12 @@ export interface QueueAgentWorkerOptions extends QueueSessionPlace {
   queue?: string | undefined;
   /** Redis: a URL (`redis://127.0.0.1:6379`) or ioredis options. */
   connection: RedisConnection;
+  /**
+   * What a job may set on its call besides the session: the same policy as `HTTPAgentServer`'s. A job's other
+   * kwargs (`model`, `messages`, `tools`, `extraBody`, unknown ones) are ignored.
+   * @default a job may set `callId` and `budget` only
+   */
+  callerOptions?: CallerOptionsPolicy | undefined;
   /** Calls this worker runs at once (on different sessions). @default 1 */
   concurrency?: number | undefined;
   /**
@@ -96,6 +103,7 @@ export class QueueAgentWorker {
   readonly #leaseMs: number;
   readonly #place: SessionPlace;
   readonly #cache: SessionCache;
+  readonly #callers: CallerOptions;
   #starting: Promise<void> | undefined;
   #closing: Promise<void> | undefined;
   #worker: Worker | undefined;
@@ -148,6 +156,7 @@ export class QueueAgentWorker {
     this.#options = options;
     this.#leaseMs = options.lockDuration ?? DEFAULT_LOCK_MS;
     this.#cache = new SessionCache(options.sessionCacheSize ?? DEFAULT_SESSION_CACHE_SIZE);
+    this.#callers = new CallerOptions('QueueAgentWorker', options.callerOptions);
   }
 
   /** The BullMQ `Worker` (after `ready()`), for its events and metrics. */
@@ -244,7 +253,8 @@ export class QueueAgentWorker {
 
   async #process(job: Job, token: string | undefined, signal: AbortSignal | undefined): Promise<unknown> {
     const store = this.#store!;
-    const data = readJob(job);
+    const data = readJob(job, this.#callers);
+    if (data.kwargs.callId !== undefined && !replaysCalls(this.agent)) throw callIdNotHonoured();
     const jobId = job.id!;
     if (token === undefined) throw namedError('JobLostError', `job ${jobId} came without a lock token`);
     const sessionId = data.session_id;
@@ -353,10 +363,15 @@ export class QueueAgentWorker {
       // Frozen: the commit compares the new state with it, so the agent cannot change it in place.
       if (before.state === undefined) agent.reset(sessionId, { recursive: true });
       else agent.loadStateDict(before.state, sessionId);
-      const messages = data.message.map((json) => AgentMessage.from(json));
+      // An agent of another copy of lagent-ts takes the messages' JSON (its AgentMessage is not this one).
+      const own = agent instanceof AgentBase;
+      const messages = data.message.map((json) => {
+        const message = AgentMessage.from(json);
+        return own ? message : message.toJSON();
+      });
       const options: AsyncCallOptions = { ...data.kwargs, sessionId };
       if (signal) options.signal = signal;
-      const reply = await finalMessage(agent.call(messages, options));
+      const reply = await finalMessage(agent.call(messages as AgentMessage[], options));
       const after = agent.stateDict(sessionId, { format: 'lagent' });
       return { reply: reply.toJSON({ format: 'lagent' }), change: stateChange(before, after) };
     } finally {
@@ -400,7 +415,8 @@ function shapeOf(agent: QueueHostedAgent): AgentShape {
   };
 }
 
-function readJob(job: Job): CallJobData {
+/** A job's data, its kwargs read through the worker's caller policy. */
+function readJob(job: Job, callers: CallerOptions): CallJobData {
   const data = job.data as Partial<CallJobData> | undefined;
   if (
     !isPlainObject(data) ||
@@ -413,14 +429,18 @@ function readJob(job: Job): CallJobData {
       message: `job ${job.id} is not an agent call ({ message: [...], session_id, kwargs })`,
     });
   }
-  // Options that belong to a calling process (a signal, a timeout) never come from a job.
-  return { message: data.message, session_id: data.session_id, kwargs: jobKwargs(data.kwargs) };
+  // The worker decides what a job may set: never the model, its tools or a signal.
+  return {
+    message: data.message,
+    session_id: data.session_id,
+    kwargs: callers.read(data.kwargs ?? {}).options,
+  };
 }
 
 /** The reply of a call: the message itself, or the last message of a stream. */
 async function finalMessage(result: unknown): Promise<AgentMessage> {
-  const last = await finalReply(result);
-  if (!(last instanceof AgentMessage)) {
+  const last = asOwnMessage(await finalReply(result));
+  if (last === undefined) {
     throw new ValidationError({ field: '(root)', message: "the agent's stream ended without a message" });
   }
   return last;

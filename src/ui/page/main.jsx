@@ -1,7 +1,8 @@
 import { render } from 'preact';
+import { takeSecret } from './api.js';
 import { App } from './app.jsx';
 
-// The token came in the address (the server turned it into a cookie): take it out of the address bar and history.
-if (new URLSearchParams(location.search).has('token')) history.replaceState(null, '', '/');
+// The secret came in the address's fragment: keep it in this tab, out of the address bar and history.
+takeSecret();
 
 render(<App />, document.getElementById('app'));

@@ -81,7 +81,9 @@ describe('tool approval in ReAct', () => {
       const [ask] = interruptsOf(agent.call('Clean up'));
       agent.call(resumeWith([{ id: ask!.id, approve: true, arguments: edited }]));
       expect(runs).toEqual(['/tmp/b']);
-      expect(userTurns(llm, 1)[1]).toBe('deleted /tmp/b');
+      expect(userTurns(llm, 1)[1]).toBe(
+        'The user edited the arguments of this call before approving it: it ran as Delete with {"path":"/tmp/b"}.\ndeleted /tmp/b',
+      );
     }
   });
 

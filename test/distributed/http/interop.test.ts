@@ -54,7 +54,13 @@ describe.skipIf(!available)('Python Lagent’s HTTPAgentClient against HTTPAgent
   beforeAll(async () => {
     llm = new AsyncMockLLM({ responses: echo });
     agent = new AsyncAgent({ llm, name: 'served' });
-    server = new HTTPAgentServer({ agent, port: 0, onError: () => undefined });
+    server = new HTTPAgentServer({
+      agent,
+      port: 0,
+      onError: () => undefined,
+      // Python's keyword arguments reach the model for the parameters the operator allows.
+      callerOptions: { generation: { maxNewTokens: true } },
+    });
     await server.listen();
   });
   afterAll(() => server.close());

@@ -158,6 +158,8 @@ describe('HTTPAgentServer: web pages cannot drive a server without a token', () 
     expect(preflight.status).toBe(204);
     expect(preflight.headers['access-control-allow-origin']).toBe('https://app.example');
     expect(preflight.headers['access-control-allow-headers']).toMatch(/content-type/);
+    // A page may send an idempotency key, and read it and the ignored options back.
+    expect(preflight.headers['access-control-allow-headers']).toMatch(/idempotency-key/);
     const call = await send(
       port,
       'POST',
@@ -167,6 +169,7 @@ describe('HTTPAgentServer: web pages cannot drive a server without a token', () 
     );
     expect(call.status).toBe(200);
     expect(call.headers['access-control-allow-origin']).toBe('https://app.example');
+    expect(call.headers['access-control-expose-headers']).toBe('idempotency-key, lagent-ignored-options');
     expect((await send(port, 'GET', '/memory/x', { origin: 'https://app.example.evil' })).status).toBe(403);
     const agent = new AsyncAgent({ llm: new AsyncMockLLM({ responses: () => 'ok' }) });
     expect(() => new HTTPAgentServer({ agent, allowedOrigins: ['not an origin'] })).toThrow(/allowedOrigins/);
@@ -252,7 +255,11 @@ describe('HTTPAgentServer: session ids and bad input are answered consistently, 
 
   it('valid generation parameters still reach the model', async () => {
     const llm = new AsyncMockLLM({ responses: () => 'ok' });
-    const server = new HTTPAgentServer({ agent: new AsyncAgent({ llm }), port: 0 });
+    const server = new HTTPAgentServer({
+      agent: new AsyncAgent({ llm }),
+      port: 0,
+      callerOptions: { generation: { maxNewTokens: true, topP: true, stopWords: true } },
+    });
     await server.listen();
     started.push(server);
     const answer = await send(

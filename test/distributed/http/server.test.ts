@@ -121,9 +121,11 @@ describe('HTTPAgentServer: Lagent protocol', () => {
     expect(await (await fetch(`${server.url}/memory/unknown`)).json()).toEqual({ memory: [] });
   });
 
-  it('passes other body keys to the call as options, snake_case to camelCase', async () => {
+  it('passes the body keys the server allows to the call as options, snake_case to camelCase', async () => {
     const llm = new AsyncMockLLM({ responses: echo });
-    const server = await serve(new AsyncAgent({ llm }));
+    const server = await serve(new AsyncAgent({ llm }), {
+      callerOptions: { generation: { maxNewTokens: true, temperature: true } },
+    });
     const remote = client(server.url);
     await remote.call('hi', { sessionId: 'a', maxNewTokens: 7, temperature: 0.25 });
     expect(llm.calls[0]!.params).toMatchObject({ maxNewTokens: 7, temperature: 0.25 });

@@ -356,7 +356,10 @@ describe('QueueAgentWorker and AsyncQueueAgent', () => {
   it('passes the call’s options to the remote model, and keeps the caller’s own ones local', async () => {
     const queue = nextQueue();
     const llm = counting();
-    await worker(queue, { agent: new AsyncAgent({ llm }) }).ready();
+    await worker(queue, {
+      agent: new AsyncAgent({ llm }),
+      callerOptions: { generation: { temperature: true } },
+    }).ready();
     const remote = client(queue);
     await remote.call('warm', {
       sessionId: 8,
