@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { dataURLType, IMAGE_TYPES, strictSchemaProblem } from './fake-checks';
+import { answerEmbeddings, type FakeEmbeddingsOptions } from './fake-embeddings';
 import {
   type ResponsesReply,
   responseEvents,
@@ -121,6 +122,12 @@ export interface FakeOpenAIOptions {
    * body is never buffered whole) and its connection is closed. @default 33554432 (32 MB)
    */
   maxBodyBytes?: number | undefined;
+  /**
+   * The `/v1/embeddings` route: deterministic `HashEmbedder` vectors, or scripted answers. Its requests are
+   * recorded in `requests` too (with `endpoint: 'other'`; tell them by `path`) and leave the chat script's
+   * index alone.
+   */
+  embeddings?: FakeEmbeddingsOptions | undefined;
 }
 
 /** A running fake server. */
@@ -267,7 +274,8 @@ function parseBody(text: string): ParsedBody {
  * reasoning token counts, errors, headers, latency, malformed bodies and dropped connections. Like OpenAI, it
  * refuses (400) a strict `json_schema` that breaks the strict rules, content parts it does not take, message
  * fields it does not know, and on `/responses` a function call sent back without its reasoning item or a
- * reasoning item whose encrypted content it did not issue. It records every request (headers and body) for assertions. Like OpenAI, it
+ * reasoning item whose encrypted content it did not issue. `/v1/embeddings` answers with deterministic vectors (see
+ * `embeddings`). It records every request (headers and body) for assertions. Like OpenAI, it
  * answers a body that is not a JSON object with a 400 `invalid_request_error`, and one over `maxBodyBytes`
  * with a 413; neither uses up a scripted reply.
  *
@@ -293,6 +301,8 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
   let served = 0;
   /** Tool calls ever sent: numbers their default ids. */
   let toolCallCount = 0;
+  /** Embeddings requests received: the index their script sees. */
+  let embeddingsIndex = 0;
   /** The reasoning items the Responses endpoint issued, and the calls they came with. */
   const memory = responsesMemory();
 
@@ -354,6 +364,11 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       return;
     }
     if (request.endpoint === 'other') {
+      if (path.endsWith('/embeddings')) {
+        requests.push(request);
+        await answerEmbeddings(text, request, response, wait, options.embeddings ?? {}, embeddingsIndex++);
+        return;
+      }
       if (path.endsWith('/models')) {
         response.writeHead(200, { 'content-type': 'application/json' });
         response.end(JSON.stringify({ object: 'list', data: [{ id: 'fake-model', object: 'model' }] }));
