@@ -32,6 +32,7 @@ const INTEGRATION = [
   'stores',
   'ui',
   'retrieval',
+  'docs',
 ];
 /**
  * Tests of the unit folders that start processes or worker threads (crash trials, the sync
