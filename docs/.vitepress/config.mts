@@ -11,6 +11,7 @@ export default defineConfig({
   description: 'PyTorch-style composition of LLM agents for TypeScript: a port of Lagent',
   lang: 'en-GB',
   lastUpdated: false,
+  head: [['link', { rel: 'icon', type: 'image/svg+xml', href: '/logo.svg' }]],
   cleanUrls: false,
   // The reference is written after VitePress builds; the site test checks those links and their anchors.
   ignoreDeadLinks: [/^\/api\//],
@@ -27,6 +28,7 @@ export default defineConfig({
     },
   },
   themeConfig: {
+    logo: '/logo.svg',
     nav: [
       { text: 'Guide', link: '/guide/getting-started' },
       { text: 'API reference', link: '/api/index.html', target: '_self' },
