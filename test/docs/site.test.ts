@@ -1,5 +1,6 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, sep } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, openPage, pixelStats } from '../ui/browser';
@@ -54,6 +55,28 @@ describe('the docs site', () => {
     const pages = htmlFiles();
     expect(pages.length).toBeGreaterThan(100);
     expect(brokenLinks(pages)).toEqual([]);
+  });
+
+  it('the link check finds a missing page and a missing anchor, and follows no external link', () => {
+    const root = mkdtempSync(join(tmpdir(), 'lagent-site-'));
+    try {
+      mkdirSync(join(root, 'guide'));
+      writeFileSync(
+        join(root, 'guide', 'a.html'),
+        [
+          '<h2 id="here">Here</h2><a href="#here">ok</a><a href="b.html#there">ok</a>',
+          '<a href="b.html#nowhere">anchor</a><a href="/guide/c.html">page</a>',
+          '<a href="https://example.com/x.html#y">external</a><a href="mailto:a@b.c">mail</a>',
+        ].join(''),
+      );
+      writeFileSync(join(root, 'guide', 'b.html'), '<a id="there"></a><a href="../guide/a.html#here">ok</a>');
+      expect(brokenLinks(htmlFiles(root), root)).toEqual([
+        `guide${sep}a.html: b.html#nowhere (no anchor #nowhere in guide${sep}b.html)`,
+        `guide${sep}a.html: /guide/c.html (no such page)`,
+      ]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 
   it("the README's links to the docs pages name files that exist", () => {

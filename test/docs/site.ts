@@ -90,13 +90,13 @@ export async function serveSite(): Promise<{ url: string; close(): Promise<void>
   };
 }
 
-/** The HTML files of the built site, as paths relative to it (`guide/agents.html`, `api/index.html`). */
-export function htmlFiles(dir = SITE): string[] {
+/** The HTML files of a built site, as paths relative to it (`guide/agents.html`, `api/index.html`). */
+export function htmlFiles(root = SITE, dir = root): string[] {
   const files: string[] = [];
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) files.push(...htmlFiles(path));
-    else if (entry.name.endsWith('.html')) files.push(relative(SITE, path));
+    if (entry.isDirectory()) files.push(...htmlFiles(root, path));
+    else if (entry.name.endsWith('.html')) files.push(relative(root, path));
   }
   return files;
 }
@@ -118,23 +118,23 @@ function decodeEntities(text: string): string {
 }
 
 /**
- * Every link of the given pages that leads nowhere: another page of the site that does not exist, or an
+ * Every link of the given pages of a site (in `root`) that leads nowhere: another page of the site that does not exist, or an
  * anchor the target page does not define. External links (another origin) are not followed: no network.
  * Returns one line per broken link: `<page>: <href> (<why>)`.
  */
-export function brokenLinks(pages: readonly string[]): string[] {
+export function brokenLinks(pages: readonly string[], root = SITE): string[] {
   const anchorCache = new Map<string, Set<string>>();
   const anchors = (file: string) => {
     let found = anchorCache.get(file);
     if (!found) {
-      found = anchorsOf(readFileSync(join(SITE, file), 'utf8'));
+      found = anchorsOf(readFileSync(join(root, file), 'utf8'));
       anchorCache.set(file, found);
     }
     return found;
   };
   const broken: string[] = [];
   for (const page of pages) {
-    const html = readFileSync(join(SITE, page), 'utf8');
+    const html = readFileSync(join(root, page), 'utf8');
     const base = new URL(`http://site/${page.split(sep).join('/')}`);
     for (const [, raw] of html.matchAll(/<a\s[^>]*?href="([^"]*)"/g)) {
       const href = decodeEntities(raw!);
@@ -143,7 +143,7 @@ export function brokenLinks(pages: readonly string[]): string[] {
       if (target.origin !== base.origin) continue;
       let file = decodeURIComponent(target.pathname).slice(1);
       if (file === '' || file.endsWith('/')) file += 'index.html';
-      const path = join(SITE, file);
+      const path = join(root, file);
       if (!existsSync(path) || statSync(path).isDirectory()) {
         broken.push(`${page}: ${href} (no such page)`);
         continue;
