@@ -80,7 +80,8 @@ export interface HistoryEntry {
 /**
  * Checks a client's copy of the conversation (the messages before the newest one) against the session's
  * memory, which stays the truth: its user messages must be the session's, in order and word for word, and it
- * may not hold more assistant turns than user turns, nor one before the first user message. Assistant texts are
+ * may not hold more assistant turns than user turns, nor one before the first user message (with `turn: 'one
+ * message'`, each assistant message is a turn). Assistant texts are
  * not compared (clients render a turn's streamed text in their own way) and are never read. Throws a 409
  * {@link ProtocolRequestError} otherwise. A client may also send the newest message alone.
  */
@@ -88,6 +89,8 @@ export async function checkHistory(
   host: ProtocolHost,
   sessionId: SessionId,
   history: readonly HistoryEntry[],
+  /** Whether an assistant turn is one message (the AI SDK's) or may be several in a row (tool turns). */
+  turn: 'one message' | 'messages' = 'messages',
 ): Promise<void> {
   if (history.length === 0) return;
   const sent: string[] = [];
@@ -95,7 +98,7 @@ export async function checkHistory(
   let previous: HistoryEntry['role'] | undefined;
   for (const entry of history) {
     if (entry.role === 'user') sent.push(entry.text);
-    else if (previous !== 'assistant') {
+    else if (previous !== 'assistant' || turn === 'one message') {
       if (sent.length === 0) throw forged('an assistant message comes before the first user message');
       turns++;
     }

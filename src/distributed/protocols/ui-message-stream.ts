@@ -95,7 +95,7 @@ async function chat(host: ProtocolHost, request: FastifyRequest, reply: FastifyR
   let read: ReadRequest;
   try {
     read = readRequest(host, request.body, reply);
-    await checkHistory(host, read.sessionId, read.history);
+    await checkHistory(host, read.sessionId, read.history, 'one message');
     await checkDecisions(host, read.sessionId, read.decisions);
   } catch (error) {
     const answer = answerOf(host, error);

@@ -36,13 +36,17 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
 
 /**
  * The model of the assistant: `weather in X` calls `Weather`; `delete X` reasons, says "Let me", and calls
- * `Delete` (which needs approval); `hang` calls `Hang`; `fail` makes the model fail; anything else is answered
+ * `Delete` (which needs approval); `hang` calls `Hang`; `fail` makes the model fail (and so does a tool's answer
+ * that says `doom`); anything else is answered
  * `You said: ...` with reasoning. After a tool's answer, the model says what it got.
  */
 function script(messages: { role: string; content?: unknown }[]): string | MockReply {
   const last = messages.at(-1)!;
   const text = String(last.content ?? '');
-  if (last.role === 'tool') return { content: `Done: ${text}`, reasoning: 'The tool answered.' };
+  if (last.role === 'tool') {
+    if (text.includes('doom')) throw new Error('the model is down after the tool');
+    return { content: `Done: ${text}`, reasoning: 'The tool answered.' };
+  }
   if (text.startsWith('weather in ')) {
     return { toolCalls: [{ name: 'Weather', arguments: { city: text.slice('weather in '.length) } }] };
   }
