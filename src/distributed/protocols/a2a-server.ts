@@ -518,7 +518,17 @@ class LagentExecutor implements AgentExecutor {
       if (sent === 0)
         artifact(typeof reply.content === 'string' ? reply.content : JSON.stringify(reply.content), true);
       else artifact('', true);
-      publish(this.#status(taskId, contextId, STATE.completed));
+      // What the call spent, for a caller that gave a budget (an A2AAgent charges its own budget with it).
+      const usage = (reply.extraInfo as { usage?: unknown } | null)?.usage;
+      publish(
+        this.#status(
+          taskId,
+          contextId,
+          STATE.completed,
+          undefined,
+          usage === undefined ? undefined : { usage },
+        ),
+      );
     } catch (error) {
       if (controller.signal.aborted) {
         publish(this.#status(taskId, contextId, STATE.canceled));
@@ -538,7 +548,13 @@ class LagentExecutor implements AgentExecutor {
     }
   };
 
-  #status(taskId: string, contextId: string, state: number, parts?: A2APart[]): unknown {
+  #status(
+    taskId: string,
+    contextId: string,
+    state: number,
+    parts?: A2APart[],
+    metadata?: Record<string, unknown>,
+  ): unknown {
     const message: A2AMessage | undefined =
       parts === undefined
         ? undefined
@@ -556,7 +572,7 @@ class LagentExecutor implements AgentExecutor {
       taskId,
       contextId,
       status: { state: state as TaskState, message, timestamp: new Date().toISOString() },
-      metadata: undefined,
+      metadata,
     });
   }
 }

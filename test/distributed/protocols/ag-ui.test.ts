@@ -27,7 +27,7 @@ function client(url: string, threadId: string) {
   return { agent, events, say, resume };
 }
 
-const types = (events: BaseEvent[]) => events.map((event) => event.type);
+const types = (events: BaseEvent[]): string[] => events.map((event) => event.type);
 
 function lastText(messages: Message[]): string {
   const assistantMessages = messages.filter((message) => message.role === 'assistant' && message.content);
@@ -148,7 +148,11 @@ describe('AG-UI', () => {
       'TEXT_MESSAGE_END',
       'RUN_FINISHED',
     ]);
-    const started = ag.events[1] as { subagentRunId: string; name: string; metadata: { path: string } };
+    const started = ag.events[1] as unknown as {
+      subagentRunId: string;
+      name: string;
+      metadata: { path: string };
+    };
     expect(started).toMatchObject({ name: 'researcher', metadata: { path: 'researcher' } });
     expect(ag.events[2]).toMatchObject({ stepName: 'researcher' });
     expect(ag.events[3]).toMatchObject({ toolCallName: 'Search', subagentRunId: started.subagentRunId });
@@ -157,7 +161,9 @@ describe('AG-UI', () => {
     const [ask] = ag.agent.pendingInterrupts;
     expect(ask).toMatchObject({ metadata: { path: 'researcher' } });
     expect(ask!.id).toMatch(/^researcher:/);
-    const suspended = ag.events.find((event) => event.type === 'SUBAGENT_FINISHED') as { outcome: unknown };
+    const suspended = ag.events.find((event) => event.type === 'SUBAGENT_FINISHED') as unknown as {
+      outcome: unknown;
+    };
     expect(suspended.outcome).toEqual({ type: 'suspended', interruptIds: [ask!.id] });
     await ag.resume([{ interruptId: ask!.id, status: 'resolved' }]);
     expect(lastText(ag.agent.messages)).toBe('The desk reports: found: published Findings');

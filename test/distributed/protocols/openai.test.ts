@@ -245,9 +245,12 @@ describe('OpenAI chat completions: bad input is a clear 4xx and changes nothing'
     });
     const before = transcript(agent, 'bad');
     const refused = async (body: Record<string, unknown>) =>
-      openai.chat.completions
-        .create(body as never)
-        .catch((error: unknown) => error as InstanceType<typeof OpenAI.APIError>);
+      openai.chat.completions.create(body as never).then(
+        () => {
+          throw new Error('answered');
+        },
+        (error: unknown) => error as InstanceType<typeof OpenAI.APIError>,
+      );
 
     const role = await refused({
       model: 'assistant',
