@@ -134,7 +134,7 @@ export async function main(): Promise<void> {
     for (const part of event.payload.value.artifact?.parts ?? [])
       if (part.content?.$case === 'text') streamed += part.content.value;
   }
-  console.log(`streamed in ${updates > 1 ? 'several' : 'one'} artifact updates: ${streamed}`);
+  console.log(`streamed: ${streamed} (${updates} artifact update${updates === 1 ? '' : 's'})`);
   await server.close();
 }
 

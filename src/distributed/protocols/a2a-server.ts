@@ -482,10 +482,30 @@ class LagentExecutor implements AgentExecutor {
         }),
       );
     };
-    const progress = (data: Record<string, unknown>) =>
+    // Text that arrives together goes out as one artifact update: the SDK stores the task at every event (with
+    // all its parts so far), so one event per chunk would cost time quadratic in the reply's length. Deltas are
+    // held only until the event loop turns (a model that streams slowly has each of its chunks sent at once).
+    let pending = '';
+    let scheduled = false;
+    const flush = () => {
+      scheduled = false;
+      if (pending === '') return;
+      const text = pending;
+      pending = '';
+      artifact(text, false);
+    };
+    const progress = (data: Record<string, unknown>) => {
+      flush();
       publish(this.#status(taskId, contextId, STATE.working, [dataPart(data)]));
+    };
     const observer: RunObserver = {
-      text: (delta) => artifact(delta, false),
+      text: (delta) => {
+        pending += delta;
+        if (!scheduled) {
+          scheduled = true;
+          setImmediate(flush);
+        }
+      },
       reasoning: () => {},
       toolsStarted: (path: string, calls: readonly ToolCall[]) =>
         progress({ event: 'toolStart', path, toolCalls: calls }),
@@ -502,6 +522,7 @@ class LagentExecutor implements AgentExecutor {
         signal: controller.signal,
         observer,
       });
+      flush();
       const interrupts = interruptsOf(reply);
       if (interrupts.length > 0) {
         if (sent > 0) artifact('', true);
@@ -530,6 +551,7 @@ class LagentExecutor implements AgentExecutor {
         ),
       );
     } catch (error) {
+      flush();
       if (controller.signal.aborted) {
         publish(this.#status(taskId, contextId, STATE.canceled));
         return;

@@ -46,6 +46,8 @@ interface Encoder {
 type EncoderClass = new (params?: { accept?: string }) => Encoder;
 
 const JSON_TYPE = 'application/json; charset=utf-8';
+/** AG-UI's protobuf media type (`AGUI_MEDIA_TYPE` of `@ag-ui/proto`). */
+const PROTOBUF_TYPE = 'application/vnd.ag-ui.event+proto';
 /** Keys of `RunAgentInput` read here; `forwardedProps` go through the caller policy. */
 const ROLES = new Set(['developer', 'system', 'assistant', 'user', 'tool', 'activity', 'reasoning']);
 
@@ -99,8 +101,10 @@ async function run(
       .send(JSON.stringify({ detail: answer.message, error: answer.code, ...answer.refusal }));
     return;
   }
+  // Protobuf for a client that names AG-UI's media type; server-sent events for anyone else (`*/*` included,
+  // which the encoder alone would answer in protobuf).
   const accept = request.headers.accept;
-  const encoder = new Encoder(accept === undefined ? {} : { accept });
+  const encoder = new Encoder(accept?.includes(PROTOBUF_TYPE) ? { accept } : {});
   const type = encoder.getContentType();
   const binary = type !== 'text/event-stream';
   const controller = new AbortController();
@@ -111,7 +115,7 @@ async function run(
     'x-accel-buffering': 'no',
   });
   const events = new AGUIEncoder(
-    (event) => out.write(binary ? Buffer.from(encoder.encodeBinary(event)) : encoder.encodeSSE(event)),
+    (event) => out.write(binary ? Buffer.from(encoder.encodeBinary(event)) : encodeSSE(encoder, event)),
     read.threadId,
     read.runId,
     read.decisions,
@@ -145,6 +149,18 @@ async function run(
     out.end();
     end();
   }
+}
+
+/**
+ * The events a streamed reply sends one per chunk. Each of their fields is a string this module sets, never an
+ * optional `null` for the encoder to drop, so their frame is the encoder's without its walk over the event's
+ * schema (test/distributed/protocols/ag-ui-frames.test.ts checks the frames are the same).
+ */
+const DELTA_EVENTS = new Set(['TEXT_MESSAGE_CONTENT', 'REASONING_MESSAGE_CONTENT', 'TOOL_CALL_ARGS']);
+
+/** An event as a server-sent event frame, as `EventEncoder.encodeSSE` writes it. */
+export function encodeSSE(encoder: Pick<Encoder, 'encodeSSE'>, event: BaseEvent): string {
+  return DELTA_EVENTS.has(event.type) ? `data: ${JSON.stringify(event)}\n\n` : encoder.encodeSSE(event);
 }
 
 /** A sub-agent call as AG-UI sees it: a subagent run and a step. */

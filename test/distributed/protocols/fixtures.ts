@@ -1,3 +1,4 @@
+import type { ChatMessage, LLMCallParams, StreamChunk } from 'lagent-ts';
 import {
   type AgentMessage,
   AsyncAgent,
@@ -97,6 +98,22 @@ function tools(log: ToolLog, hang: { started: () => void; aborted: () => void })
   ];
 }
 
+/**
+ * The mock model with each streamed chunk on a turn of the event loop of its own, as a model's chunks come over
+ * the network (a route may send what arrives in one turn together, as the A2A route does).
+ */
+class PacedMockLLM extends AsyncMockLLM {
+  override async *streamChat(
+    messages: ChatMessage[],
+    params?: LLMCallParams,
+  ): AsyncGenerator<StreamChunk, void, undefined> {
+    for await (const chunk of super.streamChat(messages, params)) {
+      await new Promise((resolve) => setImmediate(resolve));
+      yield chunk;
+    }
+  }
+}
+
 /** A streaming function-calling assistant (chunks of 4 characters), and what its tools did. */
 export function assistant(options: { streaming?: boolean; name?: string } = {}): {
   agent: AsyncStreamingFunctionCallingAgent | AsyncFunctionCallingAgent;
@@ -105,7 +122,7 @@ export function assistant(options: { streaming?: boolean; name?: string } = {}):
   const started = deferred();
   const aborted = deferred();
   const log: ToolLog = { deleted: [], published: [], hanging: started.promise, hangAborted: aborted.promise };
-  const llm = new AsyncMockLLM({ responses: (messages) => script(messages), chunkSize: 4 });
+  const llm = new PacedMockLLM({ responses: (messages) => script(messages), chunkSize: 4 });
   const common = {
     llm,
     actions: tools(log, { started: started.resolve, aborted: aborted.resolve }),
