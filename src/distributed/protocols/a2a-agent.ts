@@ -139,9 +139,16 @@ export class AsyncA2AAgent<C = unknown> {
     this.#timeout = timeout;
   }
 
-  /** The remote agent's card. */
-  async card(): Promise<AgentCard> {
-    return (await this.#connect()).getAgentCard();
+  /** The remote agent's card (A2A's `AgentCard`: its name, description, skills, interfaces, ...). */
+  async card(): Promise<
+    {
+      name: string;
+      description: string;
+      skills: { id: string; name: string; description: string }[];
+    } & Record<string, unknown>
+  > {
+    const card: AgentCard = await (await this.#connect()).getAgentCard();
+    return card as unknown as Awaited<ReturnType<AsyncA2AAgent['card']>>;
   }
 
   /**
