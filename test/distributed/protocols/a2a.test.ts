@@ -194,6 +194,32 @@ describe('A2A server: the SDK client against HTTPAgentServer', () => {
     expect(log.deleted).toEqual(['/tmp/a']);
   });
 
+  it("a sub-agent's approval: input-required with its call at the sub-agent's path; a message on the task approves it", async () => {
+    const { agent, log } = desk();
+    const { url } = await serve({ agent });
+    const client = await sdkClient(url);
+    const events = await collect(client, message('desk-publish', [text('publish Findings')]));
+    const last = events.at(-1)!.payload;
+    expect(last?.$case === 'statusUpdate' && last.value.status?.state).toBe(
+      TaskState.TASK_STATE_INPUT_REQUIRED,
+    );
+    const status = last?.$case === 'statusUpdate' ? last.value : undefined;
+    const ask = (dataParts(status?.status?.message?.parts)[0] as { interrupt: Record<string, unknown> })
+      .interrupt;
+    expect(ask).toMatchObject({
+      path: 'researcher',
+      toolCall: { name: 'Publish', arguments: { title: 'Findings' } },
+    });
+    expect(log.published).toEqual([]);
+    const done = await send(
+      client,
+      message('desk-publish', [data({ decisions: [{ id: ask.id, approve: true }] })], status!.taskId),
+    );
+    expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(artifactText(done)).toBe('The desk reports: found: published Findings');
+    expect(log.published).toEqual(['Findings']);
+  });
+
   it('a declined approval: the tool does not run and the model reads why', async () => {
     const { agent, log } = assistant();
     const { url } = await serve({ agent });
@@ -338,6 +364,21 @@ describe('AsyncA2AAgent: a remote A2A agent as a sub-agent', () => {
     const done = await relay.call(resumeWith([{ id: ask!.id, approve: true }]), { sessionId: 'tree' });
     expect(done.content).toBe('relayed: Done: deleted /tmp/r');
     expect(log.deleted).toEqual(['/tmp/r']);
+  });
+
+  it("a remote sub-agent's input-required is an interrupt at the client's path joined with the remote's", async () => {
+    const { agent, log } = desk();
+    const { url } = await serve({ agent });
+    const relay = new Relay(url);
+    const paused = await relay.call('publish Notes', { sessionId: 'nested' });
+    const [ask] = interruptsOf(paused);
+    expect(ask).toMatchObject({ path: 'remote.researcher', toolCall: { name: 'Publish' } });
+    expect(log.published).toEqual([]);
+    const done = await relay.call(resumeWith([{ id: ask!.id, approve: false, reason: 'not yet' }]), {
+      sessionId: 'nested',
+    });
+    expect(done.content).toMatch(/^relayed: The desk reports: found: .*declined.*not yet/);
+    expect(log.published).toEqual([]);
   });
 
   it('a budget goes to the remote in the metadata and the remote reports what it spent; over it, the refusal is the budget error', async () => {

@@ -173,6 +173,52 @@ describe('OpenAI chat completions', () => {
     ]);
   });
 
+  it("a sub-agent's approval: its call finishes the stream as a tool call; a tool message approves it", async () => {
+    const { agent, log } = desk();
+    const { openai } = await client(agent);
+    const tools = [
+      {
+        type: 'function' as const,
+        function: { name: 'Publish', parameters: { type: 'object', properties: { title: {} } } },
+      },
+    ];
+    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'publish Findings' }];
+    const stream = await openai.chat.completions.create({
+      model: 'desk',
+      messages,
+      tools,
+      user: 'desk-publish',
+      stream: true,
+    });
+    const calls: { id?: string; function?: { name?: string; arguments?: string } }[] = [];
+    let finish: string | null = null;
+    for await (const chunk of stream) {
+      for (const call of chunk.choices[0]?.delta.tool_calls ?? []) calls[call.index] = call;
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    expect(finish).toBe('tool_calls');
+    expect(calls).toHaveLength(1);
+    expect(calls[0]).toMatchObject({ function: { name: 'Publish', arguments: '{"title":"Findings"}' } });
+    expect(calls[0]!.id).toMatch(/^researcher:/);
+    expect(log.published).toEqual([]);
+    messages.push(
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: calls[0]!.id!, type: 'function', function: { name: 'Publish', arguments: '{}' } }],
+      },
+      { role: 'tool', tool_call_id: calls[0]!.id!, content: 'approve' },
+    );
+    const done = await openai.chat.completions.create({
+      model: 'desk',
+      messages,
+      tools,
+      user: 'desk-publish',
+    });
+    expect(done.choices[0]!.message.content).toBe('The desk reports: found: published Findings');
+    expect(log.published).toEqual(['Findings']);
+  });
+
   it('a failing agent is a 500 with its message (exposeErrors), and the session keeps nothing of it', async () => {
     const { agent } = assistant();
     const { openai } = await client(agent);
