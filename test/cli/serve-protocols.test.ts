@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { FIXTURES, runCli, startCli } from './helpers';
 
-/** `lagent serve --protocols`: which protocols the server speaks besides Lagent's own (all by default). */
+/**
+ * `lagent serve --protocols` and `lagent ui --protocols`: which protocols the server speaks besides Lagent's own
+ * (all by default).
+ */
 
 describe('lagent serve --protocols', () => {
   it('serves every protocol by default and says where; --protocols picks some', async () => {
@@ -57,4 +60,48 @@ describe('lagent serve --protocols', () => {
       '--protocols: unknown protocol "mcp" (known: openai, ai-sdk, ag-ui, a2a, or all, none)',
     );
   });
+});
+
+describe('lagent ui --protocols', () => {
+  it("serves every protocol by default behind the page's secret; --protocols none serves none", async () => {
+    const all = await startCli(
+      ['ui', '--agent', `${FIXTURES}echo-agent.ts`, '--port', '0', '--token', 'page-secret'],
+      /also speaks/,
+    );
+    try {
+      expect(all.output().stdout).toContain(
+        'lagent ui: also speaks openai (POST /v1/chat/completions), ai-sdk (POST /api/chat), ag-ui (POST /ag-ui), a2a (GET /.well-known/agent-card.json)',
+      );
+      const base = new URL(/(http:\/\/\S+)/.exec(all.output().stdout)![1]!).origin;
+      expect((await fetch(`${base}/v1/models`)).status).toBe(401);
+      const models = await fetch(`${base}/v1/models`, { headers: { authorization: 'Bearer page-secret' } });
+      expect(((await models.json()) as { data: { id: string }[] }).data.map((model) => model.id)).toEqual([
+        'echo',
+      ]);
+    } finally {
+      await all.stop();
+    }
+    const none = await startCli(
+      [
+        'ui',
+        '--agent',
+        `${FIXTURES}echo-agent.ts`,
+        '--port',
+        '0',
+        '--token',
+        'page-secret',
+        '--protocols',
+        'none',
+      ],
+      /^lagent ui: .* at http/,
+    );
+    try {
+      expect(none.output().stdout).not.toContain('also speaks');
+      const base = new URL(/(http:\/\/\S+)/.exec(none.output().stdout)![1]!).origin;
+      const models = await fetch(`${base}/v1/models`, { headers: { authorization: 'Bearer page-secret' } });
+      expect(models.status).toBe(404);
+    } finally {
+      await none.stop();
+    }
+  }, 60_000);
 });
