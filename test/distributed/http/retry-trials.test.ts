@@ -54,7 +54,7 @@ type Mode = 'client' | 'header' | 'stream' | 'body';
  * right after it answered (`reply-lost`); or, with `hang`, the Refund tool waits at `point` until the client
  * gives up (it closes the connection, as a client that timed out does; the server stops the call).
  */
-type Kill = { point: string; n: number; hang?: true } | 'reply-lost';
+type Kill = { point: string; n: number; hang?: true; hold?: true } | 'reply-lost';
 
 /** The kill points of one call, in the order a call reaches them. */
 const POINTS = [
@@ -218,9 +218,9 @@ class Lane {
    */
   fenced = 0;
 
-  constructor(kind: Kind, index: number) {
+  constructor(kind: Kind, index: number, agent = `refunds-${kind}`) {
     this.name = `${kind}${index}`;
-    this.agent = `refunds-${kind}`;
+    this.agent = agent;
     this.storeUrl =
       kind === 'sqlite'
         ? `sqlite:${join(dir, 'sessions.db')}`
@@ -682,4 +682,47 @@ describe('retry after a crash, over HTTP', () => {
     expect(sum((r) => r.replays)).toBe(all.length);
     expect(sum((r) => r.killed > 0)).toBeGreaterThanOrEqual(100);
   }, 600_000);
+
+  it('lagent serve stopped while it recovers a call at start-up finishes that call before it closes its store', async () => {
+    const lane = new Lane('sqlite', 9, 'refunds-shutdown');
+    const session = 'shutdown';
+    const trial: Trial = {
+      session,
+      key: `${session}/key`,
+      input: `refund order ${session} for 500 cents`,
+      cents: 500,
+      mode: 'header',
+      kills: [],
+    };
+    try {
+      // The first server dies once the model's answer (a Refund) is journaled, before the tool starts.
+      lane.arm(session, { point: 'journal:model:after', n: 1 });
+      const first = await lane.serve();
+      expect(await send(lane, first, trial, undefined)).toHaveProperty('cut');
+      expect(await lane.died()).toBe('SIGKILL');
+      // The next one recovers the call at start-up; its Refund waits until told to go on, and meanwhile the
+      // server is told to stop.
+      lane.arm(session, { point: 'tool:before', n: 1, hold: true });
+      const second = await lane.serve();
+      await until(() => readFileSync(lane.events, 'utf8').includes(`${session} tool:before HANGING`));
+      second.child.kill('SIGTERM');
+      await until(() => second.output().includes('SIGTERM, shutting down'));
+      writeFileSync(`${lane.killFile}.release`, '');
+      expect(await second.exited).toBe(0);
+      expect(second.output()).not.toMatch(/recovering .* failed/);
+      lane.server = undefined;
+      // It finished the call first: refunded once, and the same request gets the reply from the journal.
+      expect(refundsOf(session)).toBe(1);
+      lane.arm(session, undefined);
+      const third = await lane.serve();
+      expect(await send(lane, third, trial, undefined)).toEqual({
+        reply: {
+          content: `Refund of order ${session}: refunded 500 cents`,
+          extraInfo: { callId: trial.key, idempotentReplay: true },
+        },
+      });
+    } finally {
+      await lane.stop();
+    }
+  });
 });
