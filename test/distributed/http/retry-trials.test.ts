@@ -12,22 +12,25 @@ import { type RedisServer, startRedis } from '../queue/redis-server';
 /*
  * Retry-after-crash trials over HTTP. `lagent serve` serves a durable refund agent (fixtures/refund-agent.ts:
  * sessions and journals in SQLite, Redis or PostgreSQL; a Refund tool, not retrySafe, that appends a line to a
- * file per refund; a scripted model). A client sends "refund order X" with an idempotency key (the
- * AsyncHTTPAgentClient's callId, an Idempotency-Key header, or the stream route), and the server is SIGKILLed at
- * a point chosen per trial from a seeded generator: at every write of the call to the store (a lease taken or
- * given back, every journal entry, the commit) before and after, at each model call, before and after the
- * refund's side effect, or after the reply was written and before the client read it; sometimes the server
- * that recovers is killed too. A new server is started on the same store (it recovers unfinished calls at
- * start-up), and the client sends the same request with the same key until it gets a reply. Per trial:
+ * file per refund; a scripted model). Each trial's session first gets a question answered without a tool, then
+ * "refund order X" with an idempotency key (the AsyncHTTPAgentClient's callId, an Idempotency-Key header,
+ * `call_id` in the body, or the stream route), and the server is SIGKILLed at a point chosen per trial from a
+ * seeded generator: at every write of the call to the store (a lease taken or given back, every journal entry,
+ * the commit) before and after, at each model call, before and after the refund's side effect, or after the
+ * reply was written and before the client read it; sometimes the server that recovers is killed too. In some
+ * trials the client gives up instead while the Refund runs (it closes the connection, as on a timeout). A new
+ * server is started on the same store (it recovers unfinished calls at start-up), and the client sends the same
+ * request with the same key until it gets a reply. Per trial:
  *
  * - the refund happened exactly once when the reply says it did, at most once when the reply says its outcome
  *   is unknown, never twice (doubled);
- * - the session's memory holds the turn exactly once, and its reply is the one the client got (else lost);
+ * - the session's memory holds both turns exactly once, the refund's reply the one the client got (else lost);
  * - the same request sent again gets the same reply back (`idempotentReplay`), and nothing runs.
  *
  * The trials run in lanes, concurrently, each with one server at a time. The two lanes of a store serve the same
- * agent (one namespace), as replicas would: a server that starts recovers the other lane's unfinished calls too,
- * so a call is often taken over by a server its client never talks to. Servers take leases of 300 ms
+ * agent (one namespace), as replicas behind a load balancer would: a server that starts recovers the other
+ * lane's unfinished calls too, the first question goes to the other lane's server when it runs, and so does a
+ * retry sometimes (that server holds the session as it was before the refund). Servers take leases of 300 ms
  * (`--lease-ms`), so a dead one is taken over soon. The CLI and the agent module are bundled once (esbuild,
  * sharing one copy of the library), so a server starts in a fraction of a second. Everything waits for events
  * (a process's exit, a line it printed, an answer), never for time.
@@ -152,6 +155,8 @@ interface Trial {
   mode: Mode;
   /** The kill of the first server, then of the servers that take over (none past the list). */
   kills: Kill[];
+  /** The first retry after a kill goes to the other lane's server (when it runs). */
+  elsewhere: boolean;
 }
 
 function plan(lane: string, index: number, seed: number): Trial {
@@ -179,7 +184,9 @@ function plan(lane: string, index: number, seed: number): Trial {
     first === 'reply-lost'
       ? pick(next, ['header', 'body'] as const)
       : pick(next, ['client', 'header', 'body', 'stream'] as const);
+  const elsewhere = next() < 0.4;
   return {
+    elsewhere,
     session,
     key: `${session}/key`,
     input: `refund order ${session} for ${cents} cents`,
@@ -446,6 +453,10 @@ interface TrialResult {
   replays: number;
   killed: number;
   planned: number;
+  /** The first turn was answered by the other lane's server. */
+  firstElsewhere: boolean;
+  /** The refund was answered by the other lane's server, after this lane's was killed. */
+  retriedElsewhere: boolean;
   /** Attempts the client gave up (it closed the connection while the call ran). */
   gaveUp: number;
   errorAnswers: number;
@@ -462,9 +473,52 @@ function emptyResult(name: string): TrialResult {
     replays: 0,
     killed: 0,
     planned: 0,
+    firstElsewhere: false,
+    retriedElsewhere: false,
     gaveUp: 0,
     errorAnswers: 0,
   };
+}
+
+/** The question a trial's session gets first, and what it is answered. */
+function firstQuestion(trial: Trial): { key: string; input: string; reply: string } {
+  return {
+    key: `${trial.session}/first`,
+    input: `how is order ${trial.session}?`,
+    reply: `All is well with order ${trial.session}.`,
+  };
+}
+
+/** The live server of the other lane of the same store (a replica of this lane's), if it has one now. */
+function otherServer(lane: Lane, lanes: readonly Lane[]): Server | undefined {
+  const server = lanes.find((each) => each !== lane && each.agent === lane.agent)?.server;
+  return server?.ended === undefined ? server : undefined;
+}
+
+/**
+ * Sends the trial's first turn (no kill armed), to the other lane's server when it runs; its reply's content,
+ * or what went wrong.
+ */
+async function firstTurn(
+  lane: Lane,
+  lanes: readonly Lane[],
+  trial: Trial,
+  result: TrialResult,
+): Promise<unknown> {
+  const { key, input } = firstQuestion(trial);
+  const question: Trial = { ...trial, key, input, mode: 'header' };
+  const other = otherServer(lane, lanes);
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    // The other lane's server may die meanwhile (its own trial's kill): then this lane's answers, same key.
+    const server = attempt === 0 && other !== undefined ? other : await lane.serve();
+    const answer = await send(lane, server, question, undefined);
+    if ('reply' in answer) {
+      result.firstElsewhere = server === other;
+      return answer.reply.content;
+    }
+    if (server !== other) return answer;
+  }
+  return 'no answer';
 }
 
 async function runTrial(lane: Lane, trial: Trial, lanes: readonly Lane[]): Promise<TrialResult> {
@@ -487,15 +541,29 @@ async function runTrial(lane: Lane, trial: Trial, lanes: readonly Lane[]): Promi
     result.killed++;
     disrupted();
   };
+  // A first turn, answered without a tool: by the other lane's server when it runs (so a server that later
+  // recovers or retries the refund may hold the session as it was before it), else by this lane's.
+  const earlier = await firstTurn(lane, lanes, trial, result);
+  if (typeof earlier !== 'string') {
+    problems.push(`the first turn got ${JSON.stringify(earlier)}`);
+    return result;
+  }
   lane.arm(trial.session, trial.kills[0]);
+  let elsewhere = trial.elsewhere;
   for (let attempt = 0; attempt < MAX_ATTEMPTS && reply === undefined; attempt++) {
-    const server = await lane.serve(killed);
-    const kill = trial.kills[next];
+    // After the first kill, the retry may land on the other lane's server, as a load balancer would send it.
+    const other = elsewhere && result.killed > 0 ? otherServer(lane, lanes) : undefined;
+    if (other !== undefined) elsewhere = false;
+    const server = other ?? (await lane.serve(killed));
+    const kill = other === undefined ? trial.kills[next] : undefined;
     const answer = await send(lane, server, trial, kill);
     if ('reply' in answer) {
+      result.retriedElsewhere = other !== undefined;
       reply = answer.reply;
       break;
     }
+    // The other server died meanwhile (its own trial's kill, or its lane's end): this lane's takes the retry.
+    if (other !== undefined && 'cut' in answer) continue;
     if ('status' in answer) {
       result.errorAnswers++;
       // A call whose lease another server took (this one was too slow to renew it, on a busy machine) stops: the
@@ -594,18 +662,19 @@ async function checkAfter(
       { content: unknown; sender: string }[]
     >;
     const top = (before.memory ?? []).map((m) => [m.sender, m.content]);
-    if (
-      JSON.stringify(top) !==
-      JSON.stringify([
-        ['user', trial.input],
-        [lane.agent, content],
-      ])
-    ) {
+    const first = firstQuestion(trial);
+    const turns = [
+      ['user', first.input],
+      [lane.agent, first.reply],
+      ['user', trial.input],
+      [lane.agent, content],
+    ];
+    if (JSON.stringify(top) !== JSON.stringify(turns)) {
       lost = true;
       problems.push(`memory holds ${JSON.stringify(top)}`);
     }
     const inner = (before['agent.memory'] ?? []).map((m) => m.sender);
-    if (inner.join() !== ['user', lane.agent, 'ActionExecutor', lane.agent].join()) {
+    if (inner.join() !== ['user', lane.agent, 'user', lane.agent, 'ActionExecutor', lane.agent].join()) {
       problems.push(`the inner agent's memory holds messages of ${inner.join()}`);
     }
     const again = await send(lane, server, { ...trial, mode: 'header' }, undefined);
@@ -672,6 +741,7 @@ describe('retry after a crash, over HTTP', () => {
         `${lanes.reduce((n, lane) => n + lane.started, 0)} started; ` +
         `doubled: ${sum((r) => r.doubled)}, lost: ${sum((r) => r.lost)}, outcome unknown: ${sum((r) => r.unknown)}, ` +
         `first reply a replay: ${sum((r) => r.replayedFirst)}, replays: ${sum((r) => r.replays)}, ` +
+        `first turn on the other server: ${sum((r) => r.firstElsewhere)}, refund answered by the other server: ${sum((r) => r.retriedElsewhere)}, ` +
         `error answers: ${sum((r) => r.errorAnswers)}, recoveries fenced off: ${lanes.reduce((n, lane) => n + lane.fenced, 0)}, ` +
         `failed: ${failed.length}; ${seconds} s`,
     );
@@ -693,6 +763,7 @@ describe('retry after a crash, over HTTP', () => {
       cents: 500,
       mode: 'header',
       kills: [],
+      elsewhere: false,
     };
     try {
       // The first server dies once the model's answer (a Refund) is journaled, before the tool starts.
