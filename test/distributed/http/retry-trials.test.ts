@@ -795,5 +795,5 @@ describe('retry after a crash, over HTTP', () => {
     } finally {
       await lane.stop();
     }
-  });
+  }, 60_000);
 });
