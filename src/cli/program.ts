@@ -196,8 +196,8 @@ async function withAgent(
 async function withLease(loaded: LoadedAgent, leaseMs: number): Promise<void> {
   const [{ AgentBase }, { DURABLE }, { sessionBindingOf }] = await Promise.all([
     import('../agents/agent-base'),
-    import('../agents/lifecycle/durable'),
-    import('../agents/lifecycle/persist'),
+    import('../agents/interceptors/durable/journal'),
+    import('../agents/interceptors/session-store/persist'),
   ]);
   if (!(loaded.agent instanceof AgentBase)) return;
   const agent = loaded.agent as unknown as Record<symbol, { leaseMs?: number } | undefined>;
@@ -210,7 +210,7 @@ async function withLease(loaded: LoadedAgent, leaseMs: number): Promise<void> {
 async function withStore(loaded: LoadedAgent, url: string, leaseMs?: number): Promise<LoadedAgent> {
   const [{ openStore }, { attachStore }, { AgentBase }] = await Promise.all([
     import('../stores/open-store'),
-    import('../agents/lifecycle/persist'),
+    import('../agents/interceptors/session-store/persist'),
     import('../agents/agent-base'),
   ]);
   if (!(loaded.agent instanceof AgentBase)) {
