@@ -4,6 +4,7 @@ import { DURABLE } from '../agents/interceptors/durable/journal';
 import { isLoopbackHost } from '../core/request-guard';
 import { type CallerOptionsPolicy, camelKey, type GenerationBounds } from '../distributed/caller-options';
 import type { ServedAgent } from '../distributed/http/server';
+import { PROTOCOL_NAMES, type ProtocolName } from '../distributed/protocols/register';
 import type { LoadedAgent } from './agent-source';
 import { CliError, messageOf } from './errors';
 import { untilStopped } from './lifetime';
@@ -19,6 +20,41 @@ export interface ServeOptions {
   allowedOrigins?: readonly string[] | undefined;
   /** What callers may set on a call (HTTPAgentServer's `callerOptions`), from `--allow-params` and `--max-budget`. */
   callerOptions?: CallerOptionsPolicy | undefined;
+  /** The protocols served besides Lagent's own (`--protocols`); undefined: all of them. */
+  protocols?: readonly ProtocolName[] | undefined;
+}
+
+/** Where each protocol answers, for the line `lagent serve` and `lagent ui` print. */
+const PROTOCOL_ROUTES: Readonly<Record<ProtocolName, string>> = {
+  openai: 'POST /v1/chat/completions',
+  'ai-sdk': 'POST /api/chat',
+  'ag-ui': 'POST /ag-ui',
+  a2a: 'GET /.well-known/agent-card.json',
+};
+
+/**
+ * The protocols of `--protocols` (`openai,ai-sdk,ag-ui,a2a`, `all` or `none`); undefined (every one) when the
+ * flag is not given. Throws a {@link CliError} for a name it does not know.
+ */
+export function protocolsOf(flag: string | undefined): readonly ProtocolName[] | undefined {
+  if (flag === undefined || flag.trim() === 'all') return undefined;
+  if (flag.trim() === 'none') return [];
+  const names = items(flag);
+  for (const name of names) {
+    if (!PROTOCOL_NAMES.includes(name as ProtocolName)) {
+      throw new CliError(
+        `--protocols: unknown protocol "${name}" (known: ${PROTOCOL_NAMES.join(', ')}, or all, none)`,
+      );
+    }
+  }
+  return names as ProtocolName[];
+}
+
+/** The line saying which protocols a server speaks besides Lagent's own. */
+export function protocolsLine(command: string, protocols: readonly ProtocolName[] | undefined): string {
+  const served = protocols ?? PROTOCOL_NAMES;
+  if (served.length === 0) return '';
+  return `${command}: also speaks ${served.map((name) => `${name} (${PROTOCOL_ROUTES[name]})`).join(', ')}\n`;
 }
 
 const GENERATION_PARAMS = ['maxNewTokens', 'temperature', 'topP', 'topK', 'repetitionPenalty', 'stopWords'];
@@ -131,6 +167,7 @@ export async function runServe(loaded: LoadedAgent, options: ServeOptions): Prom
       allowedHosts: options.allowedHosts,
       allowedOrigins: options.allowedOrigins,
       callerOptions: options.callerOptions,
+      protocols: options.protocols,
     });
   } catch (error) {
     throw new CliError(messageOf(error), { cause: error });
@@ -146,7 +183,7 @@ export async function runServe(loaded: LoadedAgent, options: ServeOptions): Prom
   }
   const name = loaded.agent.name ? `${loaded.agent.name} ` : '';
   process.stdout.write(
-    `lagent serve: ${name}listening on ${url}${options.token ? ' (token required)' : ''}\n`,
+    `lagent serve: ${name}listening on ${url}${options.token ? ' (token required)' : ''}\n${protocolsLine('lagent serve', options.protocols)}`,
   );
   // Calls a previous run left unfinished (it was killed) are recovered while the server answers.
   const recovering = recoverUnfinished(loaded.agent);

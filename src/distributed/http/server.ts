@@ -1,4 +1,5 @@
 import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AgentBase } from '../../agents/agent-base';
@@ -27,6 +28,8 @@ import {
   isUnprocessable,
   replaysCalls,
 } from '../caller-options';
+import { loadProtocols, type ProtocolPlan, type ProtocolsOption, planProtocols } from '../protocols/register';
+import type { ProtocolHost } from '../protocols/run';
 import { refusalBody } from '../remote-budget';
 import {
   type ChatRequest,
@@ -118,6 +121,16 @@ export interface HTTPAgentServerOptions {
    * agent built with `memory: { store }` needs none.
    */
   store?: SessionStore | MemoryStoreOptions | undefined;
+  /**
+   * The protocols served besides Lagent's own, behind the same `Host`, `Origin` and token checks and the same
+   * `callerOptions`: `'openai'` (`POST /v1/chat/completions`, `GET /v1/models`), `'ai-sdk'` (the AI SDK's UI
+   * message stream for `useChat`, `POST /api/chat`), `'ag-ui'` (`POST /ag-ui`, with `@ag-ui/encoder`) and `'a2a'`
+   * (the agent card at `/.well-known/agent-card.json` and JSON-RPC at `/a2a`, with `@a2a-js/sdk`). A list of
+   * names, or settings per protocol (`{ 'ai-sdk': { path: '/chat' }, a2a: false }`). By default all four; one
+   * whose optional peer is missing then answers 501 saying what to install (named explicitly, `listen()` fails).
+   * @default every protocol
+   */
+  protocols?: ProtocolsOption | undefined;
   /**
    * Called with the server's Fastify app before the server adds its own hooks and routes: routes added here are
    * answered behind the same `Host`, `Origin` and token checks (a route whose `config` has `public: true` is
@@ -230,6 +243,7 @@ export class HTTPAgentServer {
   readonly #onError: NonNullable<HTTPAgentServerOptions['onError']>;
   readonly #setup: HTTPAgentServerOptions['setup'];
   readonly #callers: CallerOptions;
+  readonly #protocols: ProtocolPlan;
   #app: Fastify | undefined;
   #url: string | undefined;
   #listening: Promise<string> | undefined;
@@ -240,6 +254,7 @@ export class HTTPAgentServer {
   /** The sessions clients used, bounded, for an agent that keeps them in memory only. */
   readonly #sessions: ServedSessions | undefined;
   readonly #calls = new Set<AbortController>();
+  readonly #sockets = new Set<Socket>();
 
   constructor(options: HTTPAgentServerOptions) {
     if (typeof options !== 'object' || options === null) {
@@ -302,6 +317,7 @@ export class HTTPAgentServer {
     }
     this.#exposeErrors = options.exposeErrors ?? false;
     this.#callers = new CallerOptions('HTTPAgentServer', options.callerOptions);
+    this.#protocols = planProtocols(options.protocols, 'HTTPAgentServer');
     this.#guard = new RequestGuard({
       host: this.host,
       allowedHosts: options.allowedHosts,
@@ -365,6 +381,7 @@ export class HTTPAgentServer {
 
   async #start(): Promise<string> {
     const createFastify = await loadFastify();
+    const protocols = await loadProtocols(this.#protocols);
     const app = createFastify({
       logger: false,
       http: {
@@ -391,7 +408,13 @@ export class HTTPAgentServer {
       forceCloseConnections: 'idle',
       return503OnClosing: true,
     });
+    app.server.on('connection', (socket: Socket) => {
+      this.#sockets.add(socket);
+      socket.once('close', () => this.#sockets.delete(socket));
+    });
     this.#routes(app);
+    const protocolHost = this.#protocolHost();
+    for (const register of protocols) register(app, protocolHost);
     this.#app = app;
     await app.listen({ host: this.host, port: this.#port });
     const address = app.server.address();
@@ -421,6 +444,11 @@ export class HTTPAgentServer {
       clearTimeout(timer);
     }
     app.server.closeIdleConnections?.();
+    // A connection that never carried a request is not "idle" to Node (a fetch client that aborted a stream
+    // opens a fresh one at once): with no answer pending, it goes too.
+    for (const socket of this.#sockets) {
+      if ((socket as { _httpMessage?: unknown })._httpMessage == null) socket.destroy();
+    }
     await closed;
     this.#forget?.();
     this.#forget = undefined;
@@ -467,7 +495,10 @@ export class HTTPAgentServer {
           reply
             .code(204)
             .header('access-control-allow-methods', 'GET, POST')
-            .header('access-control-allow-headers', 'authorization, content-type, idempotency-key')
+            .header(
+              'access-control-allow-headers',
+              'authorization, content-type, idempotency-key, x-session-id, a2a-version, a2a-extensions',
+            )
             .header('access-control-max-age', '600')
             .send();
           return;
@@ -533,13 +564,8 @@ export class HTTPAgentServer {
         return;
       }
       let dict: LagentStateDict | Promise<LagentStateDict>;
-      const binding = sessionBindingOf(this.agent);
       try {
-        // A stored session is read from the store: what was committed, whichever process committed it.
-        dict =
-          binding !== undefined
-            ? binding.storedState(this.agent as unknown as AgentBase, sessionId)
-            : this.agent.stateDict(sessionId, { format: 'lagent' });
+        dict = this.#stateOf(sessionId);
       } catch (error) {
         this.#onError(error, { route: '/memory', sessionId });
         this.#fail(reply, error);
@@ -557,6 +583,27 @@ export class HTTPAgentServer {
 
     app.post('/chat_completion', (request, reply) => this.#chat(request, reply));
     app.post('/chat_completion/stream', (request, reply) => this.#stream(request, reply));
+  }
+
+  /** A session's state dict in Lagent's shape; a stored session is read from the store (what was committed). */
+  #stateOf(sessionId: SessionId): LagentStateDict | Promise<LagentStateDict> {
+    const binding = sessionBindingOf(this.agent);
+    return binding !== undefined
+      ? binding.storedState(this.agent as unknown as AgentBase, sessionId)
+      : this.agent.stateDict(sessionId, { format: 'lagent' });
+  }
+
+  /** What the protocols' routes use of this server (see `protocols/run.ts`). */
+  #protocolHost(): ProtocolHost {
+    return {
+      agent: this.agent,
+      callers: this.#callers,
+      exposeErrors: this.#exposeErrors,
+      hasToken: this.#token !== undefined,
+      begin: (controller, sessionId) => this.#begin(controller, sessionId),
+      onError: (error, context) => this.#onError(error, context),
+      stateOf: async (sessionId) => this.#stateOf(sessionId),
+    };
   }
 
   /** Answers a failed call with 500 (the error's message in `detail` only with `exposeErrors`). */
