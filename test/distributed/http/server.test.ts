@@ -11,7 +11,7 @@ import {
 import { AsyncHTTPAgentClient, HTTPAgentError, HTTPAgentServer } from 'lagent-ts/distributed';
 import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort } from '../../helpers/processes';
+import { acceptsConnections, freePort } from '../../helpers/processes';
 
 const echo = (messages: readonly { content: unknown }[]) => {
   const last = String(messages[messages.length - 1]?.content ?? '');
@@ -541,6 +541,66 @@ describe('HTTPAgentServer: timeouts and draining streams', () => {
     await reading;
     expect(chunks.at(-1)).toBe('one two three four (1 in)');
     expect(agent.memory!.get(1)!.getMemory()).toHaveLength(2);
+  });
+});
+
+describe('HTTPAgentServer: close() ends every connection', () => {
+  /** A raw TCP connection to the server: what it was sent, and whether the server closed it. */
+  async function connectRaw(url: string) {
+    const { connect } = await import('node:net');
+    const socket = connect(Number(new URL(url).port), '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    let received = '';
+    socket.setEncoding('utf8').on('data', (text: string) => {
+      received += text;
+    });
+    socket.on('error', () => undefined);
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    return { socket, closed, received: () => received };
+  }
+
+  it('closes a connection that never sent a request (a browser or a client pool opens spare ones)', async () => {
+    const agent = new AsyncAgent({ llm: new AsyncMockLLM({ responses: echo }) });
+    const server = new HTTPAgentServer({ agent, port: 0 });
+    const spare = await connectRaw(await server.listen());
+    // Node does not count such a connection idle, and a closed server no longer times it out: close() waited
+    // for the client to hang up, and the process stayed up (a `lagent ui` outlived its SIGTERM).
+    await server.close();
+    await spare.closed;
+    expect(spare.received()).toBe('');
+  });
+
+  it('closes a keep-alive connection whose answer ends after close() began, once that answer is sent', async () => {
+    const agent = new AsyncAgent({ llm: new AsyncMockLLM({ responses: echo }) });
+    let asked!: () => void;
+    const arrived = new Promise<void>((resolve) => (asked = resolve));
+    let answer!: (text: string) => void;
+    const server = new HTTPAgentServer({
+      agent,
+      port: 0,
+      setup: (app) => {
+        app.get('/held', (_request, reply) => {
+          asked();
+          return new Promise<void>((release) => {
+            answer = (text) => {
+              reply.send(text);
+              release();
+            };
+          });
+        });
+      },
+    });
+    const connection = await connectRaw(await server.listen());
+    connection.socket.write('GET /held HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n\r\n');
+    await arrived;
+    const closing = server.close();
+    // The answer ends once the server has stopped listening (and closed the connections idle then).
+    await expect.poll(() => acceptsConnections(Number(new URL(server.url).port))).toBe(false);
+    answer('the answer');
+    // The answer arrives whole; then the server hangs up rather than keeping the connection for 72 s.
+    await connection.closed;
+    await closing;
+    expect(connection.received()).toMatch(/^HTTP\/1\.1 200 [\s\S]*\r\n\r\nthe answer$/);
   });
 });
 
