@@ -12,6 +12,7 @@ import {
 import { describe, expect, it } from 'vitest';
 import { NOT_RUN_TEXT } from '../../../src/agents/aggregator/tool-turns';
 import type { ToolCallsMessage } from '../../../src/schema/tool-calls';
+import { propertyRuns } from '../../helpers/property-runs';
 import { echo } from '../../helpers/tools';
 
 const aggregator = new DefaultAggregator();
@@ -228,7 +229,7 @@ describe('DefaultAggregator with native tool calls', () => {
           );
         },
       ),
-      { numRuns: 200 },
+      { numRuns: propertyRuns(200) },
     );
   });
 });
@@ -351,7 +352,7 @@ describe('DefaultAggregator histories (property)', () => {
           expect(out.filter((message) => message.role === 'tool')).toHaveLength(called);
         }
       }),
-      { numRuns: 1_000 },
+      { numRuns: propertyRuns(1_000) },
     );
   });
 

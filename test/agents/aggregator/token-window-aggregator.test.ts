@@ -15,6 +15,7 @@ import { countTokens } from '../../../src/llms/token-count';
 import { ConfigurationError } from '../../../src/schema/errors';
 import { toolCallsOf } from '../../../src/schema/tool-calls';
 import { MockLLM } from '../../../src/testing/mock-llm';
+import { propertyRuns } from '../../helpers/property-runs';
 import { echo } from '../../helpers/tools';
 
 const executor = new ActionExecutor({ actions: [echo] });
@@ -209,7 +210,7 @@ describe('TokenWindowAggregator windows (property)', () => {
             }
           },
         ),
-        { numRuns: 300 },
+        { numRuns: propertyRuns(300) },
       );
     });
   }
