@@ -11,6 +11,7 @@ import {
 import { AsyncHTTPAgentClient, HTTPAgentError, HTTPAgentServer } from 'lagent-ts/distributed';
 import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
 import { afterEach, describe, expect, it } from 'vitest';
+import { HeldLLM } from '../../helpers/held';
 import { acceptsConnections, freePort } from '../../helpers/processes';
 
 const echo = (messages: readonly { content: unknown }[]) => {
@@ -398,7 +399,8 @@ describe('AsyncHTTPAgentClient', () => {
   });
 
   it('inherits the caller’s abort signal through the call frame; the remote call stops and takes its turn back', async () => {
-    const remoteAgent = new AsyncAgent({ llm: new AsyncMockLLM({ responses: echo, latencyMs: 2_000 }) });
+    // The remote model never answers: only the abort ends the call.
+    const remoteAgent = new AsyncAgent({ llm: new HeldLLM({ responses: echo }) });
     const server = await serve(remoteAgent);
     class Composite extends AsyncAgent {
       readonly helper = client(server.url);
@@ -410,10 +412,8 @@ describe('AsyncHTTPAgentClient', () => {
     const controller = new AbortController();
     const call = composite.call('slow', { signal: controller.signal });
     await expect.poll(() => server.inFlight).toBe(1);
-    const started = performance.now();
     controller.abort(new Error('user stopped'));
     await expect(call).rejects.toThrow('user stopped');
-    expect(performance.now() - started).toBeLessThan(500);
     await expect.poll(() => server.inFlight).toBe(0);
     expect(await composite.helper.stateDict(1)).toEqual({ memory: [] });
     expect(composite.stateDict(0).memory).toEqual([]);
@@ -500,15 +500,15 @@ describe('HTTPAgentServer: timeouts and draining streams', () => {
     const agent = new AsyncAgent({ llm: new AsyncMockLLM({ responses: echo }) });
     const server = await serve(agent, { headersTimeout: 300, requestTimeout: 400 });
     const { port } = new URL(server.url);
+    // Each client sends part of its request and then nothing: only the server's timeouts end the connection.
     const slow = (payload: string) =>
-      new Promise<{ answer: string; ms: number }>((resolve) => {
-        const started = performance.now();
+      new Promise<string>((resolve) => {
         const socket = connect(Number(port), '127.0.0.1', () => socket.write(payload));
         let answer = '';
         socket.setEncoding('utf8').on('data', (text: string) => {
           answer += text;
         });
-        socket.on('close', () => resolve({ answer, ms: performance.now() - started }));
+        socket.on('close', () => resolve(answer));
         socket.on('error', () => undefined);
       });
     const [headers, body] = await Promise.all([
@@ -517,10 +517,9 @@ describe('HTTPAgentServer: timeouts and draining streams', () => {
         'POST /chat_completion HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"message": [',
       ),
     ]);
-    for (const { answer, ms } of [headers, body]) {
+    for (const answer of [headers, body]) {
       expect(answer).toMatch(/^HTTP\/1\.1 408/);
       expect(answer).toMatch(/\r\n\r\n\{"detail":"[^"]+","error":"ERR_HTTP_REQUEST_TIMEOUT"\}$/);
-      expect(ms).toBeLessThan(3_000);
     }
     expect(agent.memory!.sessions()).toEqual([]);
     expect(() => new HTTPAgentServer({ agent, headersTimeout: 5_000, requestTimeout: 1_000 })).toThrow(
@@ -606,14 +605,13 @@ describe('HTTPAgentServer: close() ends every connection', () => {
 
 describe('HTTPAgentServer: close({ timeout })', () => {
   it('aborts calls still running after the timeout; they take their turns back', async () => {
-    const agent = new AsyncAgent({ llm: new AsyncMockLLM({ responses: echo, latencyMs: 5_000 }) });
+    // The model never answers: only the close's timeout ends the call.
+    const agent = new AsyncAgent({ llm: new HeldLLM({ responses: echo }) });
     const server = new HTTPAgentServer({ agent, port: 0, onError: () => undefined });
     const remote = client(await server.listen(), { retries: 0 });
     const pending = remote.call('slow', { sessionId: 1 }).catch((error: unknown) => error);
     await expect.poll(() => server.inFlight).toBe(1);
-    const started = performance.now();
     await server.close({ timeout: 100 });
-    expect(performance.now() - started).toBeLessThan(2_000);
     expect(await pending).toBeInstanceOf(HTTPAgentError);
     expect(agent.memory!.get(1)?.getMemory() ?? []).toEqual([]);
   });
