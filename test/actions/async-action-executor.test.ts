@@ -132,19 +132,22 @@ describe('AsyncActionExecutor', () => {
 
   it('rejects with the abort reason when the caller aborts, and passes the signal to the tool', async () => {
     let toolSawAbort = false;
+    let toolStarted = false;
     const hang = asyncTool({
       name: 'hang',
       run: async (_args, { signal }) => {
         signal?.addEventListener('abort', () => {
           toolSawAbort = true;
         });
-        await sleep(10_000, signal);
+        toolStarted = true;
+        await new Held().wait(undefined, signal);
       },
     });
     const executor = new AsyncActionExecutor({ actions: [hang] });
     const controller = new AbortController();
     const pending = executor.call(callOf('hang', {}), { signal: controller.signal });
-    setTimeout(() => controller.abort(new Error('stop')), 10);
+    await expect.poll(() => toolStarted).toBe(true);
+    controller.abort(new Error('stop'));
     await expect(pending).rejects.toThrow('stop');
     expect(toolSawAbort).toBe(true);
     await expect(

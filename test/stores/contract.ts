@@ -139,10 +139,16 @@ export function describeStoreContract(name: string, harness: () => StoreHarness)
 
     it('leases: a held session is busy for others until released or expired', async () => {
       const ns = fresh('lease');
+      // The lease's end is 10 s after its taking, which lies between these two readings of the machine's clock.
+      const before = Date.now();
       expect((await run(store.acquireSession(ns, 's', { owner: 'a', leaseMs: 10_000 }))).acquired).toBe(true);
+      const after = Date.now();
       const busy = await run(other.acquireSession(ns, 's', { owner: 'b', leaseMs: 10_000 }));
       expect(busy.acquired).toBe(false);
-      if (!busy.acquired) expect(busy.until).toBeGreaterThan(Date.now());
+      if (!busy.acquired) {
+        expect(busy.until).toBeGreaterThanOrEqual(before + 10_000 - 1);
+        expect(busy.until).toBeLessThanOrEqual(after + 10_000 + 1);
+      }
       // The owner may take it again (re-entry) and renew it.
       expect((await run(store.acquireSession(ns, 's', { owner: 'a', leaseMs: 10_000 }))).acquired).toBe(true);
       expect(await run(store.renewLease(ns, 's', 'a', 10_000))).toBe(true);
@@ -208,6 +214,8 @@ export function describeStoreContract(name: string, harness: () => StoreHarness)
     it('lists sessions in key order, a page at a time, and deletes them', async () => {
       const ns = fresh('list');
       const ids = ['b', 'a', 'c', 'ü', 'a b', '0'];
+      // Every commit's time lies between this reading of the machine's clock and the listing.
+      const before = Date.now();
       for (const id of ids) {
         await run(store.acquireSession(ns, id, { owner: 'a', leaseMs: 10_000 }));
         await run(
@@ -224,7 +232,8 @@ export function describeStoreContract(name: string, harness: () => StoreHarness)
         for (const session of page.sessions) {
           expect(session.version).toBe(1);
           expect(session.expiresAt).toBeNull();
-          expect(session.updatedAt).toBeGreaterThan(Date.now() - 60_000);
+          expect(session.updatedAt).toBeGreaterThanOrEqual(before - 1);
+          expect(session.updatedAt).toBeLessThanOrEqual(Date.now() + 1);
         }
         seen.push(...page.sessions.map((session) => session.sessionId));
         if (page.next === undefined) break;

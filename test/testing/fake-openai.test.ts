@@ -83,7 +83,7 @@ describe('startFakeOpenAI', () => {
     const pending = post(`${server.baseURL}/chat/completions`, { messages: [] }).catch(
       (error: unknown) => error,
     );
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await expect.poll(() => server!.requests.length).toBe(1);
     await server.close();
     server = undefined;
     expect(await pending).toBeInstanceOf(Error);

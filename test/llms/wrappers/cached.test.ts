@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { asyncTool } from '../../../src/actions/tool';
 import { AsyncAgent } from '../../../src/agents/async-agent';
@@ -96,13 +96,20 @@ describe('CachedLLM (sync)', () => {
     expect(whole.at(-1)?.content).toBe('streamed answer 2');
   });
 
-  it('forgets answers after ttlMs', async () => {
+  it('forgets answers after ttlMs', () => {
     const inner = new MockLLM({ responses: counting() });
     const llm = new CachedLLM(inner, { ttlMs: 40 });
-    expect(llm.chat(ask('a'))).toBe('answer 1');
-    expect(llm.chat(ask('a'))).toBe('answer 1');
-    await new Promise((resolve) => setTimeout(resolve, 80));
-    expect(llm.chat(ask('a'))).toBe('answer 2');
+    // The clock is fake: it moves when told.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      expect(llm.chat(ask('a'))).toBe('answer 1');
+      vi.setSystemTime(Date.now() + 39);
+      expect(llm.chat(ask('a'))).toBe('answer 1');
+      vi.setSystemTime(Date.now() + 1);
+      expect(llm.chat(ask('a'))).toBe('answer 2');
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('keeps answers in a SessionStore: another CachedLLM on the same SQLite file answers from it', () => {
@@ -122,13 +129,20 @@ describe('CachedLLM (sync)', () => {
     reopened.close();
   });
 
-  it('honours ttlMs in a store', async () => {
+  it('honours ttlMs in a store', () => {
     const store = new MemoryStore();
     const llm = new CachedLLM(new MockLLM({ responses: counting() }), { store, ttlMs: 40 });
-    expect(llm.chat(ask('a'))).toBe('answer 1');
-    expect(llm.chat(ask('a'))).toBe('answer 1');
-    await new Promise((resolve) => setTimeout(resolve, 80));
-    expect(llm.chat(ask('a'))).toBe('answer 2');
+    // The clock (the store's too) is fake: it moves when told.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      expect(llm.chat(ask('a'))).toBe('answer 1');
+      vi.setSystemTime(Date.now() + 39);
+      expect(llm.chat(ask('a'))).toBe('answer 1');
+      vi.setSystemTime(Date.now() + 1);
+      expect(llm.chat(ask('a'))).toBe('answer 2');
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('refuses an async store, a bad ttl and a missing model', () => {
