@@ -159,9 +159,21 @@ export type {
 } from './agents/interceptors/guardrails/guardrail';
 export { guardrail } from './agents/interceptors/guardrails/guardrail';
 export type { MemoryStoreOptions } from './agents/interceptors/session-store/persist';
+export type {
+  AgentCallContext,
+  AsyncInterceptor,
+  CallContext,
+  Interceptor,
+  ModelCallContext,
+  StepsInterceptor,
+  SyncInterceptor,
+  ToolCallContext,
+} from './agents/interceptors/types';
 export { pendingInterrupts } from './agents/pending-interrupts';
 export type { SyncBridgeCallOptions, SyncBridgeOptions, SyncBridgeTarget } from './bridge/sync-bridge';
 export { SyncBridge } from './bridge/sync-bridge';
+export { type Slot, slot } from './core/interceptors';
+export type { Steps } from './core/steps';
 export type { InternLMActionProcessorOptions } from './hooks/action-preprocessor';
 export { ActionPreprocessor, actionReturnText, InternLMActionProcessor } from './hooks/action-preprocessor';
 export type {

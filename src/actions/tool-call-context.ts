@@ -1,5 +1,5 @@
 import type { CallFrame } from '../core/call-context';
-import type { Slot } from '../core/interceptors';
+import { type Slot, Slots } from '../core/interceptors';
 import type { Steps } from '../core/steps';
 import type { SessionId } from '../schema/session';
 import { isThenable } from '../utils/is';
@@ -14,7 +14,7 @@ export const UNMETERED: unique symbol = Symbol('lagent-ts.unmetered');
  * `onRun` registers what runs once the arguments were checked, just before the tool runs (a budget counts the
  * call there; a durable journal records that it started): a callback may return a promise to wait for.
  */
-export class ToolCallContext {
+export class ToolCallContext extends Slots {
   /** The agent call the tool call is made inside. */
   readonly call: CallFrame;
   /** The tool as the model names it (`Name`, or `Name.api` for a toolkit's), and its arguments as given. */
@@ -26,7 +26,6 @@ export class ToolCallContext {
   readonly action: CallableAction;
   readonly api: string;
   readonly settings: CallSettings;
-  #slots: unknown[] | undefined = undefined;
   #beforeRun: (() => unknown)[] | undefined = undefined;
 
   constructor(
@@ -36,6 +35,7 @@ export class ToolCallContext {
     parameters: unknown,
     settings: CallSettings,
   ) {
+    super();
     this.call = call;
     this.action = action;
     this.api = api;
@@ -63,28 +63,6 @@ export class ToolCallContext {
   /** The place the call's steps take in program order, when its executor took one (see `CallSettings`). */
   get place(): unknown {
     return this.settings.place;
-  }
-
-  get<T>(key: Slot<T>): T | undefined {
-    const entries = this.#slots;
-    if (entries === undefined) return undefined;
-    for (let i = 0; i < entries.length; i += 2) if (entries[i] === key) return entries[i + 1] as T;
-    return undefined;
-  }
-
-  set<T>(key: Slot<T>, value: T | undefined): void {
-    const entries = this.#slots;
-    if (entries === undefined) {
-      if (value !== undefined) this.#slots = [key, value];
-      return;
-    }
-    for (let i = 0; i < entries.length; i += 2) {
-      if (entries[i] !== key) continue;
-      if (value === undefined) entries.splice(i, 2);
-      else entries[i + 1] = value;
-      return;
-    }
-    if (value !== undefined) entries.push(key, value);
   }
 
   find<T>(key: Slot<T>): T | undefined {

@@ -30,7 +30,7 @@ import {
   SESSION_BINDING,
   SessionBinding,
 } from './interceptors/session-store/persist';
-import type { Interceptor } from './interceptors/types';
+import type { Interceptor, InterceptorFor } from './interceptors/types';
 import { observers } from './observers';
 import { pendingInterrupts } from './pending-interrupts';
 import {
@@ -86,7 +86,7 @@ export interface AgentOptions<L, F = unknown, H extends Hook = Hook> {
    * Interceptors around this agent's calls, its model calls and the tool calls made inside them, and those of
    * every agent called inside its calls (see {@link AsyncInterceptor}); outermost first. Also `agent.use()`.
    */
-  interceptors?: readonly Interceptor[] | undefined;
+  interceptors?: readonly InterceptorFor<H>[] | undefined;
 }
 
 /**
@@ -102,6 +102,8 @@ export type CallOptions = {
   callId?: string | undefined;
   durable?: DurableOptions | undefined;
   askBeforeTools?: boolean | undefined;
+  /** Ends the call with a `TimeoutError` when it has not finished within this many ms (see `interceptors/timeout`). */
+  timeoutMs?: number | undefined;
 } & GenParams &
   Record<string, unknown>;
 /** What `forward()` receives: the call options with the session always set. */

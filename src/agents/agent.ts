@@ -12,6 +12,7 @@ import {
   type ForwardResult,
 } from './agent-base';
 import { SYNC_AGENT } from './interceptors/session-store/persist';
+import type { StepsInterceptor, SyncInterceptor } from './interceptors/types';
 import { agentCallSteps, askInFrame, MODEL_TURN, registerPlainForward } from './lifecycle';
 
 /**
@@ -28,6 +29,14 @@ import { agentCallSteps, askInFrame, MODEL_TURN, registerPlainForward } from './
 export class Agent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook> {
   constructor(options: AgentOptions<BaseLLM, F, SyncHook> = {}) {
     super(options);
+  }
+
+  /**
+   * Adds interceptors inside the ones this agent has (see `AgentBase.use`). A plain hook's `next()` gives
+   * the result itself; a steps interceptor serves every variant.
+   */
+  override use(...interceptors: (SyncInterceptor | StepsInterceptor)[]): this {
+    return super.use(...interceptors);
   }
 
   /** Runs hooks, memory and `forward` for one turn and returns the reply (a copy the caller owns). */

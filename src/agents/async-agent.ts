@@ -10,6 +10,7 @@ import {
   type AsyncForwardOptions,
   type ForwardResult,
 } from './agent-base';
+import type { AsyncInterceptor, StepsInterceptor } from './interceptors/types';
 import { askInFrame, callAsync, MODEL_TURN, registerPlainForward } from './lifecycle';
 
 /**
@@ -24,6 +25,14 @@ import { askInFrame, callAsync, MODEL_TURN, registerPlainForward } from './lifec
 export class AsyncAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F, AsyncHook> {
   constructor(options: AgentOptions<AsyncBaseLLM, F, AsyncHook> = {}) {
     super(options);
+  }
+
+  /**
+   * Adds interceptors inside the ones this agent has (see `AgentBase.use`). A plain hook's `next()` gives
+   * a promise of the result; a steps interceptor serves every variant.
+   */
+  override use(...interceptors: (AsyncInterceptor | StepsInterceptor)[]): this {
+    return super.use(...interceptors);
   }
 
   /** Runs hooks, memory and `forward` for one turn and resolves to the reply (a copy the caller owns). */

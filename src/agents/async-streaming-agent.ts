@@ -18,6 +18,7 @@ import {
   type StreamOutput,
   type StreamReturn,
 } from './agent-base';
+import type { AsyncInterceptor, StepsInterceptor } from './interceptors/types';
 import {
   agentCallSteps,
   buildChunk,
@@ -43,6 +44,14 @@ import {
 export class AsyncStreamingAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F, AsyncHook> {
   constructor(options: AgentOptions<AsyncBaseLLM, F, AsyncHook> = {}) {
     super(options);
+  }
+
+  /**
+   * Adds interceptors inside the ones this agent has (see `AgentBase.use`). A plain hook's `next()` gives
+   * a promise of the result; a steps interceptor serves every variant.
+   */
+  override use(...interceptors: (AsyncInterceptor | StepsInterceptor)[]): this {
+    return super.use(...interceptors);
   }
 
   call(

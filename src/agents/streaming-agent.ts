@@ -19,6 +19,7 @@ import {
   type StreamReturn,
 } from './agent-base';
 import { SYNC_AGENT } from './interceptors/session-store/persist';
+import type { StepsInterceptor, SyncInterceptor } from './interceptors/types';
 import {
   agentCallSteps,
   buildChunk,
@@ -45,6 +46,14 @@ import {
 export class StreamingAgent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook> {
   constructor(options: AgentOptions<BaseLLM, F, SyncHook> = {}) {
     super(options);
+  }
+
+  /**
+   * Adds interceptors inside the ones this agent has (see `AgentBase.use`). A plain hook's `next()` gives
+   * the result itself; a steps interceptor serves every variant.
+   */
+  override use(...interceptors: (SyncInterceptor | StepsInterceptor)[]): this {
+    return super.use(...interceptors);
   }
 
   call(

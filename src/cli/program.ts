@@ -188,16 +188,22 @@ async function withAgent(
   }
 }
 
-/** The agent's durable calls take leases of `leaseMs` (unless its `durable` option sets its own). */
+/**
+ * The agent's calls take leases of `leaseMs` on their sessions: its durable calls (unless its `durable` option
+ * sets their own), and the calls of a module's agent that keeps its sessions in a store (`memory: { store }`,
+ * unless it sets `leaseMs`), whose lease its durable calls share.
+ */
 async function withLease(loaded: LoadedAgent, leaseMs: number): Promise<void> {
-  const [{ AgentBase }, { DURABLE }] = await Promise.all([
+  const [{ AgentBase }, { DURABLE }, { sessionBindingOf }] = await Promise.all([
     import('../agents/agent-base'),
     import('../agents/interceptors/durable/journal'),
+    import('../agents/interceptors/session-store/persist'),
   ]);
   if (!(loaded.agent instanceof AgentBase)) return;
   const agent = loaded.agent as unknown as Record<symbol, { leaseMs?: number } | undefined>;
   const durable = agent[DURABLE];
   if (durable !== undefined && durable.leaseMs === undefined) agent[DURABLE] = { ...durable, leaseMs };
+  sessionBindingOf(loaded.agent)?.defaultLeaseMs(leaseMs);
 }
 
 /** The loaded agent keeping its sessions in the store `url` names; the command's end closes the store. */

@@ -114,7 +114,8 @@ export function checkServeOptions(options: ServeOptions): void {
 
 /**
  * `lagent serve`: serves the agent with `HTTPAgentServer` (Lagent's HTTP protocol) until SIGINT or SIGTERM,
- * then closes the server (calls in progress finish) and the agent's tools. A host other than a loopback one
+ * then closes the server (calls in progress finish, and so does the recovery of unfinished calls it began at
+ * start) and the agent's tools. A host other than a loopback one
  * needs a token: without one, anybody who can reach the port could run the agent.
  */
 export async function runServe(loaded: LoadedAgent, options: ServeOptions): Promise<void> {
@@ -148,10 +149,13 @@ export async function runServe(loaded: LoadedAgent, options: ServeOptions): Prom
     `lagent serve: ${name}listening on ${url}${options.token ? ' (token required)' : ''}\n`,
   );
   // Calls a previous run left unfinished (it was killed) are recovered while the server answers.
-  void recoverUnfinished(loaded.agent);
+  const recovering = recoverUnfinished(loaded.agent);
   const signal = await stopped;
   process.stderr.write(`lagent serve: ${signal}, shutting down\n`);
   await server.close();
+  // Recovered calls are calls in flight too: the agent's store is closed only once they are done (closed in
+  // the middle of one, a tool that ran would be left without its result, an outcome unknown to the next run).
+  await recovering;
 }
 
 /**

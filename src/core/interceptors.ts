@@ -117,6 +117,12 @@ export function checkInterceptor(owner: string, value: unknown): void {
   if (typeof name !== 'string' || name === '') {
     throw new ConfigurationError({ message: `${owner}: an interceptor needs a name (a non-empty string)` });
   }
+  const steps = (value as { steps?: unknown }).steps;
+  if (steps !== undefined && typeof steps !== 'boolean') {
+    throw new ConfigurationError({
+      message: `${owner}: interceptor ${name}: steps must be true or false, got ${typeof steps}`,
+    });
+  }
   let hooks = 0;
   for (const kind of ['agentCall', 'modelCall', 'toolCall'] as const) {
     const hook = (value as Record<string, unknown>)[kind];
@@ -124,6 +130,12 @@ export function checkInterceptor(owner: string, value: unknown): void {
     if (typeof hook !== 'function') {
       throw new ConfigurationError({
         message: `${owner}: interceptor ${name}: ${kind} must be a function, got ${typeof hook}`,
+      });
+    }
+    // Said to be steps, a hook that is not a generator function would be given the wrong `next`.
+    if (steps === true && !isGeneratorFunction(hook)) {
+      throw new ConfigurationError({
+        message: `${owner}: interceptor ${name} says steps: true, but its ${kind} is not a generator function (function*)`,
       });
     }
     hooks++;

@@ -38,6 +38,11 @@ describe('GPTAPI tool calling (sync, through the bridge)', () => {
       content: 'On it.',
       toolCalls: [{ id: 'c1', name: 'Calculator.add', arguments: { a: 40, b: 2 } }],
       finishReason: 'tool_calls',
+      usage: {
+        promptTokens: expect.any(Number),
+        completionTokens: expect.any(Number),
+        totalTokens: expect.any(Number),
+      },
     });
     const body = lastBody();
     expect(body.tools.map((entry: OpenAITool) => entry.function.name)).toEqual(['Calculator__add']);

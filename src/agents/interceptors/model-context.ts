@@ -1,4 +1,4 @@
-import type { Slot } from '../../core/interceptors';
+import { type Slot, Slots } from '../../core/interceptors';
 import type { ChatMessage } from '../../schema/chat-message';
 import type { SessionId } from '../../schema/session';
 import type { AgentBase } from '../agent-base';
@@ -9,7 +9,7 @@ import type { Turn } from '../lifecycle/turn';
  * (`call`, whose slots `find` looks in after the model call's own). A hook may change `messages` (the prompt)
  * and `params` before `next()`.
  */
-export class ModelContext {
+export class ModelContext extends Slots {
   readonly call: Turn;
   readonly llm: unknown;
   messages: ChatMessage[];
@@ -18,7 +18,6 @@ export class ModelContext {
   readonly streamed: boolean;
   /** The text a streamed reply gave before it failed or was left (what a budget counts): internal. */
   partial = '';
-  #slots: unknown[] | undefined = undefined;
 
   constructor(
     call: Turn,
@@ -27,6 +26,7 @@ export class ModelContext {
     params: Record<string, unknown>,
     streamed: boolean,
   ) {
+    super();
     this.call = call;
     this.llm = llm;
     this.messages = messages;
@@ -44,28 +44,6 @@ export class ModelContext {
 
   get signal(): AbortSignal | undefined {
     return this.call.options.signal;
-  }
-
-  get<T>(key: Slot<T>): T | undefined {
-    const entries = this.#slots;
-    if (entries === undefined) return undefined;
-    for (let i = 0; i < entries.length; i += 2) if (entries[i] === key) return entries[i + 1] as T;
-    return undefined;
-  }
-
-  set<T>(key: Slot<T>, value: T | undefined): void {
-    const entries = this.#slots;
-    if (entries === undefined) {
-      if (value !== undefined) this.#slots = [key, value];
-      return;
-    }
-    for (let i = 0; i < entries.length; i += 2) {
-      if (entries[i] !== key) continue;
-      if (value === undefined) entries.splice(i, 2);
-      else entries[i + 1] = value;
-      return;
-    }
-    if (value !== undefined) entries.push(key, value);
   }
 
   find<T>(key: Slot<T>): T | undefined {

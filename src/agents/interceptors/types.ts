@@ -6,6 +6,7 @@ import type { AgentMessage } from '../../schema/agent-message';
 import type { ChatMessage } from '../../schema/chat-message';
 import type { Decision } from '../../schema/interrupts';
 import type { SessionId } from '../../schema/session';
+import type { AsyncHook, SyncHook } from '../../hooks/hook';
 import type { AgentBase, CallOptions } from '../agent-base';
 
 /*
@@ -84,6 +85,8 @@ export interface ToolCallContext extends CallContext {
  */
 export interface AsyncInterceptor {
   readonly name: string;
+  /** Not written as steps (see {@link StepsInterceptor}). */
+  readonly steps?: false | undefined;
   agentCall?(
     context: AgentCallContext,
     next: (context?: AgentCallContext) => Promise<AgentMessage>,
@@ -101,6 +104,8 @@ export interface AsyncInterceptor {
 /** An interceptor for sync agents: as {@link AsyncInterceptor}, but `next()` returns the result itself. */
 export interface SyncInterceptor {
   readonly name: string;
+  /** Not written as steps (see {@link StepsInterceptor}). */
+  readonly steps?: false | undefined;
   agentCall?(context: AgentCallContext, next: (context?: AgentCallContext) => AgentMessage): AgentMessage;
   modelCall?(context: ModelCallContext, next: (context?: ModelCallContext) => ModelReply): ModelReply;
   toolCall?(context: ToolCallContext, next: (context?: ToolCallContext) => ActionReturn): ActionReturn;
@@ -114,6 +119,7 @@ export interface SyncInterceptor {
  * @example
  * const counter: StepsInterceptor = {
  *   name: 'counter',
+ *   steps: true,
  *   *toolCall(ctx, next) {
  *     calls++;
  *     return yield* next();
@@ -122,6 +128,8 @@ export interface SyncInterceptor {
  */
 export interface StepsInterceptor {
   readonly name: string;
+  /** Its hooks are generator functions (what tells TypeScript which `next` a hook is given). */
+  readonly steps: true;
   agentCall?(
     context: AgentCallContext,
     next: (context?: AgentCallContext) => Steps<AgentMessage>,
@@ -138,3 +146,16 @@ export interface StepsInterceptor {
 
 /** Any interceptor (see {@link AsyncInterceptor}, {@link SyncInterceptor}, {@link StepsInterceptor}). */
 export type Interceptor = AsyncInterceptor | SyncInterceptor | StepsInterceptor;
+
+/**
+ * The interceptors an agent whose hooks are `H` takes: a sync agent's plain hooks get results from `next()`, an
+ * async agent's promises; steps serve both. (One kind of plain hook per agent, so that an interceptor written
+ * inline gets its parameters' types.)
+ */
+export type InterceptorFor<H> = [H] extends [SyncHook]
+  ? [AsyncHook] extends [H]
+    ? Interceptor // `Hook` itself: either kind
+    : SyncInterceptor | StepsInterceptor
+  : [AsyncHook] extends [H]
+    ? AsyncInterceptor | StepsInterceptor
+    : Interceptor;

@@ -5,7 +5,7 @@ import type { ModelReply } from '../../llms/types';
 import { Memory, RECENT } from '../../memory/memory';
 import { AgentMessage, messageOf } from '../../schema/agent-message';
 import type { ChatMessage, ToolCall } from '../../schema/chat-message';
-import { ConfigurationError, LagentError, ParseError } from '../../schema/errors';
+import { ConfigurationError, LagentError, ParseError, ValidationError } from '../../schema/errors';
 import type { ReasoningInfo } from '../../schema/reasoning';
 import type { SessionId } from '../../schema/session';
 import { AgentStatusCode } from '../../schema/status';
@@ -70,7 +70,7 @@ export const MODEL_TURN: ForwardParts = {
   },
   answer(agent, answer, sessionId) {
     if (typeof answer === 'string') return buildReply(agent, answer, sessionId);
-    const reply = answer as ModelReply;
+    const reply = modelReplyOf(agent, answer);
     if (agent.tools === undefined && reply.toolCalls.length > 0) {
       // What `chat` would have refused: a tool call the agent offered no tools for.
       const client = (agent.llm as { clientName?: unknown } | undefined)?.clientName;
@@ -79,6 +79,34 @@ export const MODEL_TURN: ForwardParts = {
     return buildReply(agent, reply.content, sessionId, reply.toolCalls, reply);
   },
 };
+
+/**
+ * A model's answer as a reply. A model-call interceptor that answers itself (from JavaScript, unchecked) may
+ * leave out `toolCalls`; anything that is not a reply is refused with what it was, before it reaches memory.
+ */
+function modelReplyOf(agent: AgentBase, answer: unknown): ModelReply {
+  const reply = answer as ModelReply | null | undefined;
+  if (reply === null || typeof reply !== 'object' || typeof reply.content !== 'string') {
+    throw new ValidationError({
+      message: `${agent.name}: a model call answered ${describe(answer)}; a model reply is a string or { content: string, toolCalls? }`,
+      field: 'reply',
+    });
+  }
+  if (reply.toolCalls === undefined) return { ...reply, toolCalls: [] };
+  if (!Array.isArray(reply.toolCalls)) {
+    throw new ValidationError({
+      message: `${agent.name}: a model reply's toolCalls must be an array, got ${typeof reply.toolCalls}`,
+      field: 'reply.toolCalls',
+    });
+  }
+  return reply;
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (typeof value !== 'object') return typeof value;
+  return `an object with ${Object.keys(value).slice(0, 5).join(', ') || 'no keys'}`;
+}
 
 /** The call of `agent` whose frame this code runs in, when it is one (its model-call hooks apply). */
 function ownCall(agent: AgentBase): Turn | undefined {

@@ -11,7 +11,7 @@ import {
   stopFollowing,
   streamInFrame,
 } from '../../core/call-context';
-import type { ChainLink, Slot } from '../../core/interceptors';
+import { type ChainLink, type Slot, Slots } from '../../core/interceptors';
 import type { PendingTurn } from '../../core/session-lanes';
 import type { Memory } from '../../memory/memory';
 import { MEMORY_AT, MemoryManager } from '../../memory/memory-manager';
@@ -59,7 +59,7 @@ export function toMessages(input: MessageInput | readonly MessageInput[] | undef
  * decides when to wait. It is the context the call's interceptors get (`AgentCallContext`), and the frame of
  * the calls made inside it.
  */
-export class Turn implements CallFrame {
+export class Turn extends Slots implements CallFrame {
   readonly agent: AgentBase;
   /** The agent call this one is made inside, if any. */
   readonly parent: CallFrame | undefined;
@@ -96,8 +96,6 @@ export class Turn implements CallFrame {
   failure: unknown = undefined;
   /** The call runs in the session lane of another call of its agent: not its own. */
   readonly sharesLane: boolean;
-  /** Concerns' state of this call (see `core/interceptors.ts`): keys and values, interleaved. */
-  #slots: unknown[] | undefined = undefined;
   /**
    * The call's own cancellation, following its signal: aborted when the call fails (so that sub-calls still
    * running inside it stop) or by a concern that stops it (a guardrail). Made on first use.
@@ -106,6 +104,7 @@ export class Turn implements CallFrame {
 
   /** Checks the call can start: not aborted, and not waiting for itself. */
   constructor(agent: AgentBase, options: Record<string, unknown> | undefined) {
+    super();
     const parent = currentFrame();
     const ownSignal = options?.signal as AbortSignal | undefined;
     const signal = combineSignals(ownSignal, parent?.signal);
@@ -168,28 +167,6 @@ export class Turn implements CallFrame {
 
   get owner(): object {
     return this.agent;
-  }
-
-  get<T>(key: Slot<T>): T | undefined {
-    const entries = this.#slots;
-    if (entries === undefined) return undefined;
-    for (let i = 0; i < entries.length; i += 2) if (entries[i] === key) return entries[i + 1] as T;
-    return undefined;
-  }
-
-  set<T>(key: Slot<T>, value: T | undefined): void {
-    const entries = this.#slots;
-    if (entries === undefined) {
-      if (value !== undefined) this.#slots = [key, value];
-      return;
-    }
-    for (let i = 0; i < entries.length; i += 2) {
-      if (entries[i] !== key) continue;
-      if (value === undefined) entries.splice(i, 2);
-      else entries[i + 1] = value;
-      return;
-    }
-    if (value !== undefined) entries.push(key, value);
   }
 
   find<T>(key: Slot<T>): T | undefined {

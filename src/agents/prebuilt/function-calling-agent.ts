@@ -38,6 +38,7 @@ import {
 import { resumesFromMemory } from '../interceptors/durable/in-process';
 import type { DurableOptions } from '../interceptors/durable/journal';
 import { RESUME } from '../interceptors/slots';
+import type { InterceptorFor } from '../interceptors/types';
 import { agentCallSteps, emitEvent } from '../lifecycle';
 import { TOOL_TURNS, WAITING_CALLS, type WaitingCalls } from '../pending-interrupts';
 import { StreamingAgent } from '../streaming-agent';
@@ -60,6 +61,8 @@ export interface FunctionCallingAgentOptions<L, H, A extends ActionBase = Action
   description?: string | undefined;
   /** Hooks of this agent (around the whole loop). */
   hooks?: H[] | undefined;
+  /** Interceptors of this agent (see `AsyncInterceptor`): they apply to its calls and every call made inside. */
+  interceptors?: readonly InterceptorFor<H>[] | undefined;
   /** Memory of the model-facing sub-agent, which keeps the tool turns. @default {} */
   memory?: MemoryConfig | undefined;
   /** Per tool call, in ms (async variants). */
@@ -260,6 +263,7 @@ function functionCallingAgentClass<
         name: options.name,
         description: options.description,
         hooks: options.hooks,
+        interceptors: options.interceptors,
         memory: options.memory,
         durable: options.durable,
       });

@@ -35,6 +35,7 @@ import type { RoundKind } from '../interceptors/approvals/rounds';
 import { resumesFromMemory } from '../interceptors/durable/in-process';
 import type { DurableOptions } from '../interceptors/durable/journal';
 import { RESUME } from '../interceptors/slots';
+import type { InterceptorFor } from '../interceptors/types';
 import { TOOL_TURNS, WAITING_CALLS, type WaitingCalls } from '../pending-interrupts';
 import { type CompatMode, checkCompat } from './compat';
 import { INTERNLM_PROMPTS, type InternLMPrompts, type PromptLanguage } from './internlm-prompts';
@@ -90,6 +91,8 @@ export interface AgentForInternLMOptions<L, A extends ActionBase, H extends Hook
   maxTurn?: number | undefined;
   /** Hooks of this agent itself (the inner agent's are `agent.registerHook`). */
   hooks?: H[] | undefined;
+  /** Interceptors of this agent (see `AsyncInterceptor`): they apply to its calls and every call made inside. */
+  interceptors?: readonly InterceptorFor<H>[] | undefined;
   /** @default the class name */
   name?: string | undefined;
   description?: string | undefined;
@@ -418,6 +421,7 @@ export function internLMAgentClass<A extends AgentBase, I extends AgentBase, E, 
         name: options.name,
         description: options.description,
         hooks: options.hooks,
+        interceptors: options.interceptors,
         durable: options.durable,
       });
       const parts = internLMParts(this.name, options, variant.executor);

@@ -30,6 +30,7 @@ import type { RoundKind } from '../interceptors/approvals/rounds';
 import { resumesFromMemory } from '../interceptors/durable/in-process';
 import type { DurableOptions } from '../interceptors/durable/journal';
 import { RESUME } from '../interceptors/slots';
+import type { InterceptorFor } from '../interceptors/types';
 import { emitEvent } from '../lifecycle';
 import { TOOL_TURNS, WAITING_CALLS, type WaitingCalls } from '../pending-interrupts';
 import { asciiPythonJSON, type CompatMode, checkCompat } from './compat';
@@ -96,6 +97,8 @@ export interface ReActOptions<L, A extends ActionBase, F, H extends Hook> {
   actionHooks?: readonly H[] | undefined;
   /** Hooks of the ReAct agent itself. */
   hooks?: H[] | undefined;
+  /** Interceptors of this agent (see `AsyncInterceptor`): they apply to its calls and every call made inside. */
+  interceptors?: readonly InterceptorFor<H>[] | undefined;
   /** @default the class name */
   name?: string | undefined;
   description?: string | undefined;
@@ -311,6 +314,7 @@ function reactAgentClass<A extends AgentBase, I extends AgentBase, E extends Exe
         name: options.name,
         description: options.description,
         hooks: options.hooks,
+        interceptors: options.interceptors,
         durable: options.durable,
       });
       const parts = partsOf(this.name, options);

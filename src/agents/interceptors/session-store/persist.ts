@@ -97,7 +97,9 @@ export interface SessionHold {
 export class SessionBinding {
   readonly store: SessionStore;
   readonly namespace: string;
-  readonly leaseMs: number;
+  #leaseMs: number;
+  /** Whether `memory.leaseMs` was given (else the default, which {@link SessionBinding.defaultLeaseMs} sets). */
+  readonly #leaseMsGiven: boolean;
   readonly maxSessions: number;
   /** This process's (and agent's) name for its leases (each acquisition's owner is made from it). */
   readonly owner = holderName();
@@ -112,8 +114,22 @@ export class SessionBinding {
     }
     this.store = store;
     this.namespace = namespace;
-    this.leaseMs = positiveInteger('memory.leaseMs', options.leaseMs, DEFAULT_LEASE_MS);
+    this.#leaseMs = positiveInteger('memory.leaseMs', options.leaseMs, DEFAULT_LEASE_MS);
+    this.#leaseMsGiven = options.leaseMs !== undefined;
     this.maxSessions = positiveInteger('memory.maxSessions', options.maxSessions, DEFAULT_CACHED_SESSIONS);
+  }
+
+  /** How long a call's lease on its session lasts, in ms (`memory.leaseMs`). */
+  get leaseMs(): number {
+    return this.#leaseMs;
+  }
+
+  /**
+   * Makes `leaseMs` the lease of calls from now on, unless the agent's `memory` option gave one: the command
+   * line's `--lease-ms` for an agent module that keeps its sessions in a store of its own.
+   */
+  defaultLeaseMs(leaseMs: number): void {
+    if (!this.#leaseMsGiven) this.#leaseMs = positiveInteger('leaseMs', leaseMs, DEFAULT_LEASE_MS);
   }
 
   /**
