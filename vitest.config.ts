@@ -73,6 +73,8 @@ export default defineConfig({
     alias: [
       { find: /^lagent-ts$/, replacement: src('index.ts') },
       { find: /^lagent-ts\/(.+)$/, replacement: src('$1/index.ts') },
+      // The tests reach what no entry exports (a module's internals) as `#src/<path>`.
+      { find: /^#src\/(.+)$/, replacement: src('$1') },
     ],
   },
   test: {

@@ -9,13 +9,15 @@ import {
   asyncToolkit,
   Hook,
   type HookExecutor,
+  hasToolCalls,
   type ToolCall,
+  type ToolCallsFormatted,
+  type ToolCallsMessage,
   tool,
   toolkit,
 } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { hasToolCalls, type ToolCallsFormatted, type ToolCallsMessage } from '../../src/schema/tool-calls';
 import { Held } from '../helpers/held';
 import { add, resultOf } from '../helpers/tools';
 

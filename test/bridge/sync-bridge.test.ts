@@ -1,9 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { ConfigurationError, LLMRequestError, SyncBridge, SyncBridgeError, TimeoutError } from 'lagent-ts';
 import { describe, expect, it, vi } from 'vitest';
-import { serializeError } from '../../src/bridge/protocol';
-import { SyncBridge } from '../../src/bridge/sync-bridge';
-import { ConfigurationError, LLMRequestError, SyncBridgeError, TimeoutError } from '../../src/schema/errors';
+import { serializeError } from '#src/bridge/protocol';
 
 const counterModule = fileURLToPath(new URL('./fixtures/async-counter.ts', import.meta.url));
 const counter = (start = 0) =>

@@ -4,17 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { promisify } from 'node:util';
+import { AsyncAgent, AsyncStreamingAgent } from 'lagent-ts';
+import { AsyncMockLLM, type FakeOpenAIServer, type FakeRequest, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AsyncAgent } from '../../src/agents/async-agent';
-import { AsyncStreamingAgent } from '../../src/agents/index';
-import type { AgentLike } from '../../src/cli/agent-like';
-import { runChat } from '../../src/cli/chat';
-import {
-  AsyncMockLLM,
-  type FakeOpenAIServer,
-  type FakeRequest,
-  startFakeOpenAI,
-} from '../../src/testing/index';
+import type { AgentLike } from '#src/cli/agent-like';
+import { runChat } from '#src/cli/chat';
 import { comparedCharacters } from '../helpers/compared-text';
 import { CLI, childEnv, FIXTURES, ROOT } from './helpers';
 

@@ -8,6 +8,8 @@ import {
 } from 'lagent-ts';
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { runAgent } from '#src/cli/agent-like';
+import { loadAgentModule } from '#src/cli/agent-source';
 import {
   citedNumbers,
   DeepResearchAgent,
@@ -17,8 +19,6 @@ import {
 import { graphProblems, levelsOf } from '../../examples/deep-research/graph';
 import { EXAMPLE_GRAPH, EXAMPLE_QUESTION, researchScript } from '../../examples/deep-research/mock-script';
 import { startDeepResearch } from '../../examples/deep-research/setup';
-import { runAgent } from '../../src/cli/agent-like';
-import { loadAgentModule } from '../../src/cli/agent-source';
 import { Held } from '../helpers/held';
 
 /** Variables that would send the example to a real model; the tests run it on the scripted mock. */

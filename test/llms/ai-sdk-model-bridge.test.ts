@@ -2,10 +2,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { AISDKModel, ModelStatusCode } from 'lagent-ts';
+import { startFakeOpenAIWorker } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AISDKModel } from '../../src/llms/ai-sdk-model';
-import { ModelStatusCode } from '../../src/schema/status';
-import { startFakeOpenAIWorker } from '../../src/testing/fake-openai-worker';
 import { scriptedModel } from './ai-sdk-scripted-model';
 
 /**

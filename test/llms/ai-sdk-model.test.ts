@@ -1,11 +1,14 @@
+import type { StreamChunk } from 'lagent-ts';
+import {
+  AsyncAISDKModel,
+  AsyncFunctionCallingAgent,
+  asyncTool,
+  ConfigurationError,
+  LLMRequestError,
+  ModelStatusCode,
+} from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { asyncTool } from '../../src/actions/tool';
-import { AsyncFunctionCallingAgent } from '../../src/agents/prebuilt/function-calling-agent';
-import { AsyncAISDKModel } from '../../src/llms/async-ai-sdk-model';
-import type { StreamChunk } from '../../src/llms/types';
-import { ConfigurationError, LLMRequestError } from '../../src/schema/errors';
-import { ModelStatusCode } from '../../src/schema/status';
 import { scriptedModel } from './ai-sdk-scripted-model';
 
 const user = (content: string) => [{ role: 'user', content }];

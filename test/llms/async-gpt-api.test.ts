@@ -1,11 +1,14 @@
+import type { StreamChunk } from 'lagent-ts';
+import {
+  AsyncAgent,
+  AsyncGPTAPI,
+  AsyncStreamingAgent,
+  ConfigurationError,
+  LLMRequestError,
+  ModelStatusCode,
+} from 'lagent-ts';
+import { type FakeOpenAIServer, type FakeScript, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AsyncAgent } from '../../src/agents/async-agent';
-import { AsyncStreamingAgent } from '../../src/agents/async-streaming-agent';
-import { AsyncGPTAPI } from '../../src/llms/async-gpt-api';
-import type { StreamChunk } from '../../src/llms/types';
-import { ConfigurationError, LLMRequestError } from '../../src/schema/errors';
-import { ModelStatusCode } from '../../src/schema/status';
-import { type FakeOpenAIServer, type FakeScript, startFakeOpenAI } from '../../src/testing/fake-openai';
 import { recordTimerDelays } from '../helpers/timer-delays';
 
 const user = (content: string) => [{ role: 'user', content }];

@@ -1,13 +1,15 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import {
+  Agent,
+  ConfigurationError,
+  GPTAPI,
+  LLMRequestError,
+  ModelStatusCode,
+  StreamingAgent,
+} from 'lagent-ts';
+import { type FakeOpenAIWorkerServer, startFakeOpenAI, startFakeOpenAIWorker } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Agent } from '../../src/agents/agent';
-import { StreamingAgent } from '../../src/agents/streaming-agent';
-import { GPTAPI } from '../../src/llms/gpt-api';
-import { ConfigurationError, LLMRequestError } from '../../src/schema/errors';
-import { ModelStatusCode } from '../../src/schema/status';
-import { startFakeOpenAI } from '../../src/testing/fake-openai';
-import { type FakeOpenAIWorkerServer, startFakeOpenAIWorker } from '../../src/testing/fake-openai-worker';
 
 const user = (content: string) => [{ role: 'user', content }];
 

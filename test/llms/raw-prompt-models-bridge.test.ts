@@ -1,7 +1,6 @@
+import { INTERNLM2_META, LMDeployServer, VllmModel } from 'lagent-ts';
+import { startFakeOpenAIWorker } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
-import { INTERNLM2_META } from '../../src/llms/meta-template';
-import { LMDeployServer, VllmModel } from '../../src/llms/raw-prompt-model';
-import { startFakeOpenAIWorker } from '../../src/testing/fake-openai-worker';
 
 /**
  * The sync raw-prompt models: their requests run in the sync bridge's worker thread, against a fake server in

@@ -1,9 +1,7 @@
+import type { StreamChunk } from 'lagent-ts';
+import { AsyncLMDeployServer, AsyncVllmModel, INTERNLM2_META, ModelStatusCode } from 'lagent-ts';
+import { type FakeOpenAIServer, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AsyncLMDeployServer, AsyncVllmModel } from '../../src/llms/async-raw-prompt-model';
-import { INTERNLM2_META } from '../../src/llms/meta-template';
-import type { StreamChunk } from '../../src/llms/types';
-import { ModelStatusCode } from '../../src/schema/status';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../../src/testing/fake-openai';
 
 const dialog = [
   { role: 'system', content: 'sys' },

@@ -1,10 +1,9 @@
 // MCPToolkit against a real third-party server: @modelcontextprotocol/server-everything over stdio.
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { AsyncActionExecutor } from 'lagent-ts';
+import { ActionStatusCode, AsyncActionExecutor } from 'lagent-ts';
 import { MCPConnectionError, MCPToolkit } from 'lagent-ts/mcp';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ActionStatusCode } from '../../src/schema/status';
 import { isRunning, markerEnv, processesMentioning, waitFor } from '../helpers/processes';
 import { EVERYTHING } from './helpers';
 

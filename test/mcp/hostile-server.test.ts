@@ -6,9 +6,9 @@ import type { AddressInfo } from 'node:net';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ActionStatusCode } from 'lagent-ts';
 import { MCPToolkit } from 'lagent-ts/mcp';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ActionStatusCode } from '../../src/schema/status';
 import { waitFor } from '../helpers/processes';
 
 /** A stateful SDK server whose tool list the test sets, counting listings and calls. */

@@ -14,7 +14,7 @@ import {
 } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { pythonJSON } from '../../src/utils/text';
+import { pythonJSON } from '#src/utils/text';
 import { propertyRuns } from '../helpers/property-runs';
 
 const parsers = () => [

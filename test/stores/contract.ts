@@ -1,10 +1,14 @@
+import {
+  ActionReturn,
+  AgentMessage,
+  AsyncAgent,
+  type LagentMessageJSON,
+  StoreConflictError,
+  StoreError,
+} from 'lagent-ts';
+import type { SessionStore, StoredState } from 'lagent-ts/stores';
+import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AsyncAgent } from '../../src/agents/async-agent';
-import { ActionReturn } from '../../src/schema/action-return';
-import { AgentMessage, type LagentMessageJSON } from '../../src/schema/agent-message';
-import { StoreConflictError, StoreError } from '../../src/schema/errors';
-import type { SessionStore, StoredState } from '../../src/stores/types';
-import { AsyncMockLLM } from '../../src/testing/index';
 
 /*
  * The contract every store keeps, run against each of them (tests/stores/*.test.ts) with the real service

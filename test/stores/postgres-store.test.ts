@@ -1,11 +1,9 @@
 import { fileURLToPath } from 'node:url';
+import { AgentMessage, AsyncAgent, ConfigurationError, StoreConflictError, StoreError } from 'lagent-ts';
+import type { SessionStore, SessionTurn } from 'lagent-ts/stores';
+import { PostgresStore, type PostgresStoreOptions } from 'lagent-ts/stores';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AsyncAgent } from '../../src/agents/async-agent';
-import { AgentMessage } from '../../src/schema/agent-message';
-import { ConfigurationError, StoreConflictError, StoreError } from '../../src/schema/errors';
-import { PostgresStore, type PostgresStoreOptions } from '../../src/stores/postgres-store';
-import type { SessionStore, SessionTurn } from '../../src/stores/types';
 import { eventually, processesMentioning, runProcess, startProcess } from '../helpers/processes';
 import { describeStoreContract } from './contract';
 import { type PostgresServer, postgresBinaries, startPostgres } from './postgres-server';

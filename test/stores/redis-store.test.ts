@@ -1,14 +1,18 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import {
+  AgentMessage,
+  AsyncAgent,
+  ConfigurationError,
+  type LagentMessageJSON,
+  MemoryStore,
+  StoreError,
+} from 'lagent-ts';
+import type { SessionStore, SessionTurn } from 'lagent-ts/stores';
+import { RedisStore } from 'lagent-ts/stores';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { AsyncAgent } from '../../src/agents/async-agent';
-import { AgentMessage, type LagentMessageJSON } from '../../src/schema/agent-message';
-import { ConfigurationError, StoreError } from '../../src/schema/errors';
-import { MemoryStore } from '../../src/stores/memory-store';
-import { RedisStoreKeys } from '../../src/stores/redis-keys';
-import { RedisStore } from '../../src/stores/redis-store';
-import type { SessionStore, SessionTurn } from '../../src/stores/types';
+import { RedisStoreKeys } from '#src/stores/redis-keys';
 import { type RedisServer, startRedis } from '../distributed/queue/redis-server';
 import { describeStoreContract } from './contract';
 
@@ -332,7 +336,7 @@ describe('RedisStore', () => {
       throw new Error("Cannot find package 'ioredis'");
     });
     try {
-      const { RedisStore: Fresh } = await import('../../src/stores/redis-store');
+      const { RedisStore: Fresh } = await import('#src/stores/redis-store');
       const store = new Fresh({ url: server.url, prefix });
       const failed = store.readSession('ns', 's');
       // A fresh module graph: its ConfigurationError is another class object, so the name is checked.

@@ -5,13 +5,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
+import type { LagentMessageJSON } from 'lagent-ts';
+import { ConfigurationError, MemoryStore, StoreConflictError, StoreError } from 'lagent-ts';
+import type { ListOptions, SessionPage, SessionStore, SessionTurn } from 'lagent-ts/stores';
+import { SQLiteStore } from 'lagent-ts/stores';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import type { LagentMessageJSON } from '../../src/schema/agent-message';
-import { ConfigurationError, StoreConflictError, StoreError } from '../../src/schema/errors';
-import { MemoryStore } from '../../src/stores/memory-store';
-import { sqliteKey } from '../../src/stores/sqlite-schema';
-import { SQLiteStore } from '../../src/stores/sqlite-store';
-import type { ListOptions, SessionPage, SessionStore, SessionTurn } from '../../src/stores/types';
+import { sqliteKey } from '#src/stores/sqlite-schema';
 import { describeStoreContract } from './contract';
 import { readWorkerMessage, workerTurn } from './sqlite-turns';
 

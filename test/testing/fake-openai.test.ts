@@ -1,7 +1,7 @@
 import { request } from 'node:http';
+import { type FakeOpenAIServer, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import { sameThreadServerHint } from '../../src/bridge/same-thread';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../../src/testing/fake-openai';
+import { sameThreadServerHint } from '#src/bridge/same-thread';
 
 let server: FakeOpenAIServer | undefined;
 afterEach(async () => {

@@ -1,6 +1,6 @@
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Latency } from '../../src/testing/latency';
+import { Latency } from '#src/testing/latency';
 
 // Time is the subject: the timers and the clock the latency reads are fake, and move only when told.
 beforeEach(() => {

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { pythonJSON } from '../../src/utils/text';
+import { pythonJSON } from '#src/utils/text';
 import { PYTHON_CASES } from './python-json-cases';
 
 /**

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { jsonText, kindOf, pythonJSON, pythonNumber, thrownText, toText } from '../../src/utils/text';
+import { jsonText, kindOf, pythonJSON, pythonNumber, thrownText, toText } from '#src/utils/text';
 import { propertyRuns } from '../helpers/property-runs';
 import { PYTHON_CASES } from './python-json-cases';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import { parseRetryAfter, retryAfterMs } from '../../src/utils/retry-after';
-import { MAX_TIMER_MS, sleep } from '../../src/utils/timers';
+import { parseRetryAfter, retryAfterMs } from '#src/utils/retry-after';
+import { MAX_TIMER_MS, sleep } from '#src/utils/timers';
 
 describe('parseRetryAfter', () => {
   it('reads seconds and HTTP dates', () => {

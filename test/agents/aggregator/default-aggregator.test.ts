@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import type { ToolCallsMessage } from 'lagent-ts';
 import {
   ActionExecutor,
   ActionReturn,
@@ -10,8 +11,7 @@ import {
   type ToolCall,
 } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
-import { NOT_RUN_TEXT } from '../../../src/agents/aggregator/tool-turns';
-import type { ToolCallsMessage } from '../../../src/schema/tool-calls';
+import { NOT_RUN_TEXT } from '#src/agents/aggregator/tool-turns';
 import { propertyRuns } from '../../helpers/property-runs';
 import { echo } from '../../helpers/tools';
 

@@ -2,9 +2,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { AsyncAgent } from 'lagent-ts';
+import { AsyncQueueAgent, QueueAgentWorker, RemoteAgentError } from 'lagent-ts/distributed/queue';
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { AsyncQueueAgent, QueueAgentWorker, RemoteAgentError } from '../../../src/distributed/queue/index';
 import { type RedisServer, sessionKeys, startRedis } from './redis-server';
 
 const script = fileURLToPath(new URL('./fixtures/worker-process.ts', import.meta.url));

@@ -8,14 +8,14 @@ import {
   ConfigurationError,
   TimeoutError,
 } from 'lagent-ts';
-import { AsyncMockLLM } from 'lagent-ts/testing';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   AsyncQueueAgent,
   QueueAgentWorker,
   QueueConnectionError,
   RemoteAgentError,
-} from '../../../src/distributed/queue/index';
+} from 'lagent-ts/distributed/queue';
+import { AsyncMockLLM } from 'lagent-ts/testing';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { HeldLLM } from '../../helpers/held';
 import { freePort } from '../../helpers/processes';
 import { type RedisServer, sessionKeys, startRedis } from './redis-server';

@@ -1,13 +1,9 @@
 import { Redis } from 'ioredis';
 import { AsyncAgent } from 'lagent-ts';
+import { AsyncQueueAgent, QueueAgentWorker, QueueConnectionError } from 'lagent-ts/distributed/queue';
+import { RedisStore } from 'lagent-ts/stores';
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  AsyncQueueAgent,
-  QueueAgentWorker,
-  QueueConnectionError,
-} from '../../../src/distributed/queue/index';
-import { RedisStore } from '../../../src/stores/redis-store';
 import { type RedisServer, startRedis } from './redis-server';
 
 let redis: RedisServer;

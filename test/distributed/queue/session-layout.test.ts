@@ -1,13 +1,13 @@
 import { Redis } from 'ioredis';
 import { type AgentMessage, AsyncAgent } from 'lagent-ts';
-import { AsyncMockLLM } from 'lagent-ts/testing';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   AsyncQueueAgent,
   QueueAgentWorker,
   type QueueHostedAgent,
   RemoteAgentError,
-} from '../../../src/distributed/queue/index';
+} from 'lagent-ts/distributed/queue';
+import { AsyncMockLLM } from 'lagent-ts/testing';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type RedisServer, sessionKeys, startRedis } from './redis-server';
 
 let redis: RedisServer;

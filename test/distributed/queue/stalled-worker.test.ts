@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { AsyncAgent } from 'lagent-ts';
+import { AsyncQueueAgent, QueueAgentWorker } from 'lagent-ts/distributed/queue';
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AsyncQueueAgent, QueueAgentWorker } from '../../../src/distributed/queue/index';
 import { type RedisServer, sessionKeys, startRedis } from './redis-server';
 
 const script = fileURLToPath(new URL('./fixtures/stall-worker.ts', import.meta.url));

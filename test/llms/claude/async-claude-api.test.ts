@@ -1,9 +1,13 @@
+import {
+  AsyncClaudeAPI,
+  ConfigurationError,
+  LLMRequestError,
+  ModelOutputError,
+  ModelStatusCode,
+} from 'lagent-ts';
+import { type FakeAnthropicServer, startFakeAnthropic } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AsyncClaudeAPI } from '../../../src/llms/async-claude-api';
-import { loadAnthropicSDK } from '../../../src/llms/claude-sdk';
-import { ConfigurationError, LLMRequestError, ModelOutputError } from '../../../src/schema/errors';
-import { ModelStatusCode } from '../../../src/schema/status';
-import { type FakeAnthropicServer, startFakeAnthropic } from '../../../src/testing/fake-anthropic';
+import { loadAnthropicSDK } from '#src/llms/claude-sdk';
 import { recordTimerDelays } from '../../helpers/timer-delays';
 import { calculator } from '../../helpers/tools';
 

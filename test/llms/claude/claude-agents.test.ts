@@ -1,15 +1,16 @@
 import {
   type ActionReturn,
   type AgentMessage,
+  AsyncClaudeAPI,
   AsyncFunctionCallingAgent,
   AsyncStreamingFunctionCallingAgent,
+  ClaudeAPI,
   FunctionCallingAgent,
   LLMRequestError,
   ModelStatusCode,
 } from 'lagent-ts';
 import { startFakeAnthropic, startFakeAnthropicWorker } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
-import { AsyncClaudeAPI, ClaudeAPI } from '../../../src/llms/index';
 import { asyncAdd, calculator, weather } from '../../helpers/tools';
 
 // The request bodies below are checked whole: the clients send no prompt-caching marks (cache: false).

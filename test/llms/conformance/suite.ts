@@ -1,10 +1,7 @@
+import type { ChatMessage, ContentPart, StreamChunk } from 'lagent-ts';
+import { asyncTool, asyncToolkit, LLMRequestError, ModelStatusCode } from 'lagent-ts';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { asyncTool, asyncToolkit } from '../../../src/actions/tool';
-import type { ChatMessage, StreamChunk } from '../../../src/llms/types';
-import type { ContentPart } from '../../../src/schema/content-parts';
-import { LLMRequestError } from '../../../src/schema/errors';
-import { ModelStatusCode } from '../../../src/schema/status';
 import { recordTimerDelays } from '../../helpers/timer-delays';
 import type { ConformanceTarget, Harness } from './targets';
 

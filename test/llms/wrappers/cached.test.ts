@@ -1,18 +1,21 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { ChatMessage, StreamChunk } from 'lagent-ts';
+import {
+  AsyncAgent,
+  AsyncCachedLLM,
+  asyncTool,
+  CachedLLM,
+  ConfigurationError,
+  MemoryStore,
+  ModelStatusCode,
+} from 'lagent-ts';
+import type { SessionStore } from 'lagent-ts/stores';
+import { SQLiteStore } from 'lagent-ts/stores';
+import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { asyncTool } from '../../../src/actions/tool';
-import { AsyncAgent } from '../../../src/agents/async-agent';
-import { AsyncCachedLLM, CachedLLM } from '../../../src/llms/cached-llm';
-import type { ChatMessage, StreamChunk } from '../../../src/llms/types';
-import { ConfigurationError } from '../../../src/schema/errors';
-import { ModelStatusCode } from '../../../src/schema/status';
-import { MemoryStore } from '../../../src/stores/memory-store';
-import { SQLiteStore } from '../../../src/stores/sqlite-store';
-import type { SessionStore } from '../../../src/stores/types';
-import { AsyncMockLLM, MockLLM } from '../../../src/testing/index';
 
 const ask = (text: string): ChatMessage[] => [{ role: 'user', content: text }];
 
@@ -194,7 +197,7 @@ describe('AsyncCachedLLM', () => {
       parameters: z.object({}),
       run: () => 'noon',
     });
-    const { AsyncFunctionCallingAgent } = await import('../../../src/agents/prebuilt/function-calling-agent');
+    const { AsyncFunctionCallingAgent } = await import('#src/agents/prebuilt/function-calling-agent');
     const agent = new AsyncFunctionCallingAgent({ llm, actions: [clock] });
     expect((await agent.call('time?', { sessionId: 1 })).content).toBe('it is noon');
     expect((await agent.call('time?', { sessionId: 2 })).content).toBe('it is noon');

@@ -1,8 +1,7 @@
+import type { ChatMessage } from 'lagent-ts';
+import { FallbackLLM, GPTAPI } from 'lagent-ts';
+import { startFakeOpenAIWorker } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
-import { FallbackLLM } from '../../../src/llms/fallback-llm';
-import { GPTAPI } from '../../../src/llms/gpt-api';
-import type { ChatMessage } from '../../../src/llms/types';
-import { startFakeOpenAIWorker } from '../../../src/testing/index';
 
 /**
  * FallbackLLM over sync GPTAPI clients: their requests run in the sync bridge's worker thread, against fake

@@ -1,15 +1,20 @@
+import type { ChatMessage, LLMCallParams, StreamChunk } from 'lagent-ts';
+import {
+  AsyncAgent,
+  AsyncBaseLLM,
+  AsyncFallbackLLM,
+  AsyncFunctionCallingAgent,
+  AsyncGPTAPI,
+  asyncTool,
+  BaseLLM,
+  type FallbackEvent,
+  FallbackLLM,
+  LLMRequestError,
+  ModelStatusCode,
+} from 'lagent-ts';
+import { type FakeOpenAIServer, MockLLM, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { asyncTool } from '../../../src/actions/tool';
-import { AsyncAgent } from '../../../src/agents/async-agent';
-import { AsyncFunctionCallingAgent } from '../../../src/agents/prebuilt/function-calling-agent';
-import { AsyncGPTAPI } from '../../../src/llms/async-gpt-api';
-import { AsyncBaseLLM, BaseLLM } from '../../../src/llms/base-llm';
-import { AsyncFallbackLLM, type FallbackEvent, FallbackLLM } from '../../../src/llms/fallback-llm';
-import type { ChatMessage, LLMCallParams, StreamChunk } from '../../../src/llms/types';
-import { LLMRequestError } from '../../../src/schema/errors';
-import { ModelStatusCode } from '../../../src/schema/status';
-import { type FakeOpenAIServer, MockLLM, startFakeOpenAI } from '../../../src/testing/index';
 
 /** Two fake OpenAI servers: the primary's replies are scripted per test, the backup echoes with a prefix. */
 let primary: FakeOpenAIServer;

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
+import { PartialJSONParser } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
-import { PartialJSONParser } from '../../../src/prompts/parsers/partial-json';
 import { propertyRuns } from '../../helpers/property-runs';
 
 /** Whether `partial` is a deep-partial of `final`: what it has is there, strings and arrays as prefixes. */

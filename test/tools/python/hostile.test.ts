@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { ActionStatusCode } from 'lagent-ts';
 import { type AsyncIPythonInteractive, AsyncPythonInterpreter } from 'lagent-ts/tools';
 import { describe, expect, it } from 'vitest';
-import { sessionDirName } from '../../../src/tools/python/session-paths';
+import { sessionDirName } from '#src/tools/python/session-paths';
 import { cleanupAfterEach, eventually, processesMentioning, testOptions } from './helpers';
 
 const { shell, removing, closing } = cleanupAfterEach();

@@ -1,8 +1,8 @@
 import { gzipSync } from 'node:zlib';
+import { ActionStatusCode } from 'lagent-ts';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ActionStatusCode } from '../../../src/schema/status';
-import { blockedAddressReason, HttpClient, safeFetch } from '../../../src/tools/web/http';
-import { BlockedAddressError, publicOnlyLookup } from '../../../src/tools/web/http/transport';
+import { blockedAddressReason, HttpClient, safeFetch } from '#src/tools/web/http';
+import { BlockedAddressError, publicOnlyLookup } from '#src/tools/web/http/transport';
 import { type FakeHttpServer, sendJson, startFakeHttp } from '../../helpers/http-server';
 import { recordTimerDelays } from '../../helpers/timer-delays';
 

@@ -1,8 +1,8 @@
+import { ActionStatusCode } from 'lagent-ts';
+import { AsyncWebBrowser } from 'lagent-ts/tools';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ActionStatusCode } from '../../../src/schema/status';
-import { ExtractorPool } from '../../../src/tools/web/extract/pool';
-import { htmlToText } from '../../../src/tools/web/html-text';
-import { AsyncWebBrowser } from '../../../src/tools/web/index';
+import { ExtractorPool } from '#src/tools/web/extract/pool';
+import { htmlToText } from '#src/tools/web/html-text';
 import { type FakeSearchServer, startFakeSearch } from '../fakes/search-services';
 
 /**

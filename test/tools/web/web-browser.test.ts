@@ -1,9 +1,7 @@
 import { fileURLToPath } from 'node:url';
+import { ActionStatusCode, ConfigurationError, SyncBridge } from 'lagent-ts';
+import { AsyncWebBrowser, WebBrowser, type WebBrowserOptions } from 'lagent-ts/tools';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { SyncBridge } from '../../../src/bridge/sync-bridge';
-import { ConfigurationError } from '../../../src/schema/errors';
-import { ActionStatusCode } from '../../../src/schema/status';
-import { AsyncWebBrowser, WebBrowser, type WebBrowserOptions } from '../../../src/tools/web/index';
 import { type FakeHit, type FakeSearchServer, startFakeSearch } from '../fakes/search-services';
 
 const paragraph = (topic: string, n: number) =>

@@ -1,6 +1,6 @@
+import type { ActionReturn } from 'lagent-ts';
+import { ActionStatusCode } from 'lagent-ts';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
-import type { ActionReturn } from '../../../../src/schema/action-return';
-import { ActionStatusCode } from '../../../../src/schema/status';
 import type { FakeHttpServer } from '../../../helpers/http-server';
 import { recordTimerDelays } from '../../../helpers/timer-delays';
 import { GOOD_KEY } from './keys';
