@@ -19,7 +19,29 @@ import {
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { joinRun } from '../../src/agents/runs/run';
+import { recoverRuns } from '../../src/agents/runs/recover-runs';
+import { joinRun, runPlaceOf } from '../../src/agents/runs/run';
+import type { RunWrite, SessionStore } from '../../src/stores/types';
+import { dyingStore } from '../helpers/durable';
+
+/** The run log as a process that dies when its call fails leaves it: the run's end is never written. */
+function dyingRuns(store: MemoryStore): SessionStore {
+  return new Proxy(store, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target) as unknown;
+      if (typeof value !== 'function') return value;
+      if (property !== 'appendRuns') return value.bind(target);
+      return (writes: RunWrite[]) =>
+        target.appendRuns(
+          writes.map((write) =>
+            write.status === 'failed'
+              ? { ...write, status: undefined, events: write.events.slice(0, -1) }
+              : write,
+          ),
+        );
+    },
+  });
+}
 
 /**
  * A streaming model whose chunks come when the test lets them (`release(n)`), so a test sees a run in the
@@ -307,5 +329,76 @@ describe('agent.start: runs', () => {
     let left = 0;
     for (let i = 0; i < 200; i++) left += store.listRuns('many', String(i)).runs.length;
     expect(left).toBe(0);
+  });
+
+  it('start-up recovery finishes a run its process left, in the same log, without running its tool again', async () => {
+    const store = new MemoryStore();
+    const sent: string[] = [];
+    const send = asyncTool({
+      name: 'Send',
+      parameters: z.object({ to: z.string() }),
+      run: async ({ to }) => {
+        sent.push(to);
+        return `sent to ${to}`;
+      },
+    });
+    let asked = 0;
+    const first = new AsyncFunctionCallingAgent({
+      llm: new AsyncMockLLM({
+        responses: () => {
+          if (asked++ === 0) return { toolCalls: [{ name: 'Send', arguments: { to: 'bob' } }] };
+          throw new Error('the process died');
+        },
+      }),
+      actions: [send],
+      name: 'mailer',
+      durable: { store: dyingStore(store) },
+    });
+    const run = first.start('mail bob', { sessionId: 's', runs: { store: dyingRuns(store) } });
+    await expect(run.result).rejects.toThrow('the process died');
+    const left = store.readRunEvents('mailer', run.id, 0)!;
+    // Left as a crash leaves it: not ended.
+    expect(['queued', 'running']).toContain(left.run.status);
+    expect(left.events.map((e) => JSON.parse(e.data).kind).filter(Boolean)).toContain('toolEnd');
+    // A client follows the run from its last event while a new process recovers it.
+    const rejoined = collect(joinRun({ store, namespace: 'mailer' }, run.id).events(left.run.lastSeq));
+    const second = new AsyncFunctionCallingAgent({
+      llm: new AsyncMockLLM({ responses: ['Sent.'] }),
+      actions: [send],
+      name: 'mailer',
+      durable: { store },
+    });
+    const recovered = await recoverRuns(second, runPlaceOf(second, undefined));
+    expect(recovered).toEqual([{ runId: run.id, sessionId: 's', status: 'done' }]);
+    expect(sent).toEqual(['bob']);
+    const rest = await rejoined;
+    expect(rest[0]).toMatchObject({ seq: left.run.lastSeq + 1, type: 'status', data: { recovered: true } });
+    expect(rest.at(-1)).toMatchObject({ type: 'message', data: { content: 'Sent.' } });
+    // Once more: nothing is left to recover.
+    expect(await recoverRuns(second, runPlaceOf(second, undefined))).toEqual([]);
+  });
+
+  it('start-up recovery leaves a run waiting for a decision as it is, and makes no run for a call that needs none', async () => {
+    const store = new MemoryStore();
+    const agent = new AsyncFunctionCallingAgent({
+      llm: new AsyncMockLLM({ responses: [{ toolCalls: [{ name: 'Send', arguments: { to: 'bob' } }] }] }),
+      actions: [
+        asyncTool({
+          name: 'Send',
+          parameters: z.object({ to: z.string() }),
+          needsApproval: true,
+          run: async () => 'sent',
+        }),
+      ],
+      name: 'mailer',
+      durable: { store },
+    });
+    const run = agent.start('mail bob', { sessionId: 's' });
+    await run.result;
+    const lastSeq = store.readRun('mailer', run.id)!.lastSeq;
+    expect(await recoverRuns(agent, runPlaceOf(agent, undefined))).toEqual([
+      { runId: run.id, sessionId: 's', status: 'skipped' },
+    ]);
+    expect(store.readRun('mailer', run.id)).toMatchObject({ status: 'waiting', lastSeq });
   });
 });

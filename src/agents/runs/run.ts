@@ -15,7 +15,7 @@ import {
 } from '../../stores/types';
 import { isAsyncIterator, isIterator, isThenable } from '../../utils/is';
 import { errorMessage } from '../../utils/text';
-import { DURABLE } from '../lifecycle/durable';
+import { CallNotRecovered, DURABLE } from '../lifecycle/durable';
 import { sessionBindingOf } from '../lifecycle/persist';
 import {
   agentEvent,
@@ -349,6 +349,7 @@ export function executeRun(options: ExecuteRunOptions): Run {
   });
   const result = (async () => {
     let record: RunRecord;
+    let isNew: boolean;
     try {
       const made = await store.createRun(namespace, runId, {
         sessionId: String(sessionId),
@@ -356,13 +357,14 @@ export function executeRun(options: ExecuteRunOptions): Run {
         ttlMs: place.idleTtlMs,
       });
       record = made.run;
-      if (!made.created) checkGoesOn(record, runId, String(sessionId), mode);
+      isNew = made.created;
+      if (!isNew) checkGoesOn(record, runId, String(sessionId), mode);
     } catch (error) {
       failedToCreate(error);
       throw error;
     }
     created();
-    return runLogged(options, record, controller, cancelled);
+    return runLogged(options, record, isNew, controller, cancelled);
   })();
   const key = localKey(store, namespace, runId);
   local.set(key, { cancel });
@@ -394,6 +396,7 @@ function checkGoesOn(record: RunRecord, runId: string, sessionId: string, mode: 
 async function runLogged(
   options: ExecuteRunOptions,
   record: RunRecord,
+  created: boolean,
   controller: AbortController,
   cancelled: RunFailedError,
 ): Promise<AgentMessage> {
@@ -409,16 +412,30 @@ async function runLogged(
   writer.open(log, record.lastSeq, record.status);
   let logged = 0;
   let truncated = false;
+  // A recovery logs nothing until the call does something (a call another process finished meanwhile, or one
+  // that needs no recovery, leaves the log as it is): its first events wait here.
+  let held: { type: string; data: string }[] | undefined = mode === 'recover' ? [] : undefined;
+  const write = (event: { type: string; data: string }) => {
+    if (held !== undefined) held.push(event);
+    else log.append(event);
+  };
   const take = (event: { type: string; data: string }) => {
     if (logged >= maxEvents) {
       if (!truncated) {
         truncated = true;
-        log.append({ type: RUN_EVENT_TYPES.truncated, data: JSON.stringify({ maxEvents }) });
+        write({ type: RUN_EVENT_TYPES.truncated, data: JSON.stringify({ maxEvents }) });
       }
       return;
     }
     logged++;
-    log.append(event);
+    write(event);
+  };
+  const release = () => {
+    if (held === undefined) return;
+    const events = held;
+    held = undefined;
+    for (const event of events) log.append(event);
+    log.setStatus('running', undefined);
   };
   let running = false;
   const markRunning = () => {
@@ -426,14 +443,17 @@ async function runLogged(
     running = true;
     const extra =
       mode === 'recover' ? { recovered: true } : mode === 'resume' ? { resumed: true } : undefined;
-    log.append(statusEvent('running', extra));
-    log.setStatus('running', undefined);
+    write(statusEvent('running', extra));
+    if (held === undefined) log.setStatus('running', undefined);
   };
   const context: RunContext = {
     agent,
     event: (kind, payload) => {
       if ((kind === 'callStart' || kind === 'resume') && payload.path === '') markRunning();
+      else release();
       take(agentEvent(kind, payload));
+      // A call of the session that a process left, recovered first by this one: its own run ends with it.
+      if (kind === 'callRecovered' && payload.path === '') void settleRecovered(place, payload);
     },
   };
   // An agent without events is running as soon as it is called.
@@ -448,19 +468,36 @@ async function runLogged(
       let result = agent.call(options.input, callOptions);
       if (isThenable(result)) result = await result;
       if (isAsyncIterator(result) || (isIterator(result) && asOwnMessage(result) === undefined)) {
-        result = await relayStream(result as AsyncIterator<unknown> | Iterator<unknown>, log, take);
+        result = await relayStream(result as AsyncIterator<unknown> | Iterator<unknown>, log, (event) => {
+          release();
+          take(event);
+        });
       }
       const message = asOwnMessage(result);
       if (message !== undefined) return message;
       if (typeof result === 'string') return new AgentMessage({ sender: 'assistant', content: result });
       return AgentMessage.from(toWire(result) as never);
     });
+    if (held !== undefined && isReplayOfFinished(reply)) {
+      // Finished by another process while this one waited for its lease: that one logged it.
+      writer.close(log);
+      if (created) await store.deleteRun(namespace, runId);
+      return reply;
+    }
     markRunning();
+    release();
     status = interruptsOf(reply).length > 0 ? 'waiting' : 'done';
     log.append(messageEvent(reply));
     log.setStatus(status, JSON.stringify({ reply: toWire(reply) }), retainMs);
   } catch (error) {
+    if (error instanceof CallNotRecovered && held !== undefined) {
+      // Nothing to recover after all (it waits for a decision, or it ended): the log is left as it is.
+      writer.close(log);
+      if (created) await Promise.resolve(store.deleteRun(namespace, runId)).catch(() => {});
+      throw error;
+    }
     markRunning();
+    release();
     failure = controller.signal.aborted && controller.signal.reason === cancelled ? cancelled : error;
     status = failure === cancelled ? 'cancelled' : 'failed';
     const name = failure instanceof Error ? failure.name : 'Error';
@@ -472,6 +509,34 @@ async function runLogged(
   writer.close(log);
   if (reply === undefined) throw failure;
   return reply;
+}
+
+/** True for the reply of a durable call that had finished: returned from its journal, nothing run. */
+function isReplayOfFinished(reply: AgentMessage): boolean {
+  const extra = reply.extraInfo as { idempotentReplay?: unknown } | null | undefined;
+  return extra !== null && typeof extra === 'object' && extra.idempotentReplay === true;
+}
+
+/**
+ * A durable call of the session that a process left unfinished was recovered first by a later call: the run it
+ * was (id = its call id) ends with its reply, when the run is in the log and has not ended.
+ */
+async function settleRecovered(place: RunPlace, payload: Record<string, unknown>): Promise<void> {
+  const callId = payload.callId;
+  const reply = asOwnMessage(payload.message);
+  if (typeof callId !== 'string' || reply === undefined) return;
+  try {
+    const record = await place.store.readRun(place.namespace, callId);
+    if (record === undefined || runRests(record.status)) return;
+    const log = new RunLog(runWriterOf(place.store), place.namespace, callId, place.idleTtlMs);
+    log.append(statusEvent('running', { recovered: true }));
+    log.append(messageEvent(reply));
+    const status = interruptsOf(reply).length > 0 ? 'waiting' : 'done';
+    log.setStatus(status, JSON.stringify({ reply: toWire(reply) }), place.retainMs);
+    await log.drain();
+  } catch {
+    // Best effort: the run stays as it was logged, and expires with its time to live.
+  }
 }
 
 /**
