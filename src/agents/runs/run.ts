@@ -9,7 +9,6 @@ import {
   checkStoreKey,
   type RunLogStore,
   type RunRecord,
-  type RunStatus,
   runLogOf,
   type SessionStore,
 } from '../../stores/types';
@@ -278,8 +277,11 @@ function listenTo(agent: object): boolean {
   return true;
 }
 
-/** How a run begins: a new run, a waiting run going on with a decision, or a run another process left. */
-export type RunMode = 'new' | 'resume' | 'recover';
+/**
+ * How a run begins: a new run, a waiting run going on with a decision, a run another process left (recovered),
+ * or a run another process made for this one to run (a queue job: taken up again when its worker died).
+ */
+export type RunMode = 'new' | 'resume' | 'recover' | 'execute';
 
 /** What {@link executeRun} takes. */
 export interface ExecuteRunOptions {
@@ -384,7 +386,7 @@ function checkGoesOn(record: RunRecord, runId: string, sessionId: string, mode: 
       message: `run ${JSON.stringify(runId)} is a run of another session; a run id belongs to its session`,
     });
   }
-  if (mode === 'recover' && !runRests(record.status)) return;
+  if ((mode === 'recover' || mode === 'execute') && !runRests(record.status)) return;
   if (mode === 'resume' && record.status === 'waiting') return;
   throw new ValidationError({
     field: 'runId',
@@ -392,7 +394,7 @@ function checkGoesOn(record: RunRecord, runId: string, sessionId: string, mode: 
   });
 }
 
-/** The call, with its log. */
+/** The call, with its log: called, then ended with its reply or its error. */
 async function runLogged(
   options: ExecuteRunOptions,
   record: RunRecord,
@@ -400,115 +402,200 @@ async function runLogged(
   controller: AbortController,
   cancelled: RunFailedError,
 ): Promise<AgentMessage> {
-  const { agent, place, runId, mode } = options;
-  const { store, namespace, retainMs, maxEvents } = place;
-  const writer = runWriterOf(store);
-  const log = new RunLog(writer, namespace, runId, place.idleTtlMs);
-  log.lastSeq = record.lastSeq;
-  log.onCancelRequested = () => {
+  const execution = new RunExecution(options.place, record, options.mode);
+  execution.onCancelRequested = () => {
     if (!controller.signal.aborted) controller.abort(cancelled);
   };
-  if (record.cancelRequested) log.onCancelRequested();
-  writer.open(log, record.lastSeq, record.status);
-  let logged = 0;
-  let truncated = false;
-  // A recovery logs nothing until the call does something (a call another process finished meanwhile, or one
-  // that needs no recovery, leaves the log as it is): its first events wait here.
-  let held: { type: string; data: string }[] | undefined = mode === 'recover' ? [] : undefined;
-  const write = (event: { type: string; data: string }) => {
-    if (held !== undefined) held.push(event);
-    else log.append(event);
-  };
-  const take = (event: { type: string; data: string }) => {
-    if (logged >= maxEvents) {
-      if (!truncated) {
-        truncated = true;
-        write({ type: RUN_EVENT_TYPES.truncated, data: JSON.stringify({ maxEvents }) });
-      }
-      return;
-    }
-    logged++;
-    write(event);
-  };
-  const release = () => {
-    if (held === undefined) return;
-    const events = held;
-    held = undefined;
-    for (const event of events) log.append(event);
-    log.setStatus('running', undefined);
-  };
-  let running = false;
-  const markRunning = () => {
-    if (running) return;
-    running = true;
-    const extra =
-      mode === 'recover' ? { recovered: true } : mode === 'resume' ? { resumed: true } : undefined;
-    write(statusEvent('running', extra));
-    if (held === undefined) log.setStatus('running', undefined);
-  };
-  const context: RunContext = {
-    agent,
-    event: (kind, payload) => {
-      if ((kind === 'callStart' || kind === 'resume') && payload.path === '') markRunning();
-      else release();
-      take(agentEvent(kind, payload));
-      // A call of the session that a process left, recovered first by this one: its own run ends with it.
-      if (kind === 'callRecovered' && payload.path === '') void settleRecovered(place, payload);
-    },
-  };
-  // An agent without events is running as soon as it is called.
-  if (!listenTo(agent)) markRunning();
-  let status: RunStatus;
-  let reply: AgentMessage | undefined;
-  let failure: unknown;
+  let reply: AgentMessage;
   try {
-    const callOptions = { ...options.callOptions, signal: controller.signal };
-    reply = await runContext.run(context, async () => {
-      controller.signal.throwIfAborted();
-      let result = agent.call(options.input, callOptions);
+    reply = await execution.call(
+      options.agent,
+      options.input,
+      { ...options.callOptions, signal: controller.signal },
+      controller.signal,
+    );
+  } catch (error) {
+    if (error instanceof CallNotRecovered && execution.holding) {
+      // Nothing to recover after all (it waits for a decision, or it ended): the log is left as it is.
+      execution.abandon();
+      const { store, namespace } = options.place;
+      if (created) await Promise.resolve(store.deleteRun(namespace, options.runId)).catch(() => {});
+      throw error;
+    }
+    const failure = controller.signal.aborted && controller.signal.reason === cancelled ? cancelled : error;
+    await execution.fail(failure, failure === cancelled);
+    throw failure;
+  }
+  if (execution.holding && isReplayOfFinished(reply)) {
+    // Finished by another process while this one waited for its lease: that one logged it.
+    execution.abandon();
+    if (created) await options.place.store.deleteRun(options.place.namespace, options.runId);
+    return reply;
+  }
+  await execution.end(reply);
+  return reply;
+}
+
+/**
+ * One process's writing of a run: the call it makes (its chunks and agent events logged), then its end. A queue
+ * worker drives it in two steps, ending the run only once the session's turn is committed.
+ */
+export class RunExecution {
+  readonly log: RunLog;
+  readonly #place: RunPlace;
+  readonly #mode: RunMode;
+  #logged = 0;
+  #truncated = false;
+  /** A recovery's first events, held until the call does something (see {@link RunExecution.holding}). */
+  #held: { type: string; data: string }[] | undefined;
+  #running = false;
+  #closed = false;
+  /** Called when a write finds that somebody asked for the run to be cancelled. */
+  onCancelRequested: () => void = () => {};
+
+  constructor(place: RunPlace, record: RunRecord, mode: RunMode) {
+    this.#place = place;
+    this.#mode = mode;
+    const writer = runWriterOf(place.store);
+    this.log = new RunLog(writer, place.namespace, record.runId, place.idleTtlMs);
+    this.log.lastSeq = record.lastSeq;
+    this.log.onCancelRequested = () => this.onCancelRequested();
+    // A recovery logs nothing until the call does something: a call another process finished meanwhile, or one
+    // that needs no recovery, leaves the log as it is.
+    this.#held = mode === 'recover' ? [] : undefined;
+    writer.open(this.log, record.lastSeq, record.status);
+    if (record.cancelRequested) queueMicrotask(() => this.onCancelRequested());
+  }
+
+  /** True while a recovery has logged nothing yet. */
+  get holding(): boolean {
+    return this.#held !== undefined;
+  }
+
+  /**
+   * Calls the agent, logging its chunks and agent events (the run is `running` from its first event); resolves to
+   * its reply, or rejects with its error. The run is not ended: {@link end} or {@link fail} does that.
+   */
+  async call(
+    agent: { call(input: unknown, options: Record<string, unknown>): unknown },
+    input: unknown,
+    callOptions: Record<string, unknown>,
+    signal?: AbortSignal,
+  ): Promise<AgentMessage> {
+    const context: RunContext = {
+      agent,
+      event: (kind, payload) => {
+        if ((kind === 'callStart' || kind === 'resume') && payload.path === '') this.#markRunning();
+        else this.#release();
+        this.#take(agentEvent(kind, payload));
+        // A call of the session that a process left, recovered first by this one: its own run ends with it.
+        if (kind === 'callRecovered' && payload.path === '') void settleRecovered(this.#place, payload);
+      },
+    };
+    // An agent without events is running as soon as it is called.
+    if (!listenTo(agent)) this.#markRunning();
+    return runContext.run(context, async () => {
+      signal?.throwIfAborted();
+      let result = agent.call(input, callOptions);
       if (isThenable(result)) result = await result;
       if (isAsyncIterator(result) || (isIterator(result) && asOwnMessage(result) === undefined)) {
-        result = await relayStream(result as AsyncIterator<unknown> | Iterator<unknown>, log, (event) => {
-          release();
-          take(event);
-        });
+        result = await relayStream(
+          result as AsyncIterator<unknown> | Iterator<unknown>,
+          this.log,
+          (event) => {
+            this.#release();
+            this.#take(event);
+          },
+        );
       }
       const message = asOwnMessage(result);
       if (message !== undefined) return message;
       if (typeof result === 'string') return new AgentMessage({ sender: 'assistant', content: result });
       return AgentMessage.from(toWire(result) as never);
     });
-    if (held !== undefined && isReplayOfFinished(reply)) {
-      // Finished by another process while this one waited for its lease: that one logged it.
-      writer.close(log);
-      if (created) await store.deleteRun(namespace, runId);
-      return reply;
-    }
-    markRunning();
-    release();
-    status = interruptsOf(reply).length > 0 ? 'waiting' : 'done';
-    log.append(messageEvent(reply));
-    log.setStatus(status, JSON.stringify({ reply: toWire(reply) }), retainMs);
-  } catch (error) {
-    if (error instanceof CallNotRecovered && held !== undefined) {
-      // Nothing to recover after all (it waits for a decision, or it ended): the log is left as it is.
-      writer.close(log);
-      if (created) await Promise.resolve(store.deleteRun(namespace, runId)).catch(() => {});
-      throw error;
-    }
-    markRunning();
-    release();
-    failure = controller.signal.aborted && controller.signal.reason === cancelled ? cancelled : error;
-    status = failure === cancelled ? 'cancelled' : 'failed';
-    const name = failure instanceof Error ? failure.name : 'Error';
-    const detail = failure === cancelled ? 'the run was cancelled' : errorMessage(failure);
-    log.append(errorEvent(status, detail, name));
-    log.setStatus(status, JSON.stringify({ error: { detail, error: name } }), retainMs);
   }
-  await log.drain();
-  writer.close(log);
-  if (reply === undefined) throw failure;
-  return reply;
+
+  /** Ends the run with its reply: `done`, or `waiting` for an interrupt. Resolves once it is written. */
+  async end(reply: AgentMessage): Promise<void> {
+    this.#markRunning();
+    this.#release();
+    const status = interruptsOf(reply).length > 0 ? 'waiting' : 'done';
+    this.log.append(messageEvent(reply));
+    this.log.setStatus(status, JSON.stringify({ reply: toWire(reply) }), this.#place.retainMs);
+    await this.#close();
+  }
+
+  /** Ends the run `failed` (or `cancelled`) with why. Resolves once it is written. */
+  async fail(error: unknown, cancelled = false): Promise<void> {
+    this.#markRunning();
+    this.#release();
+    const status = cancelled ? 'cancelled' : 'failed';
+    const name = cancelled ? 'RunCancelled' : error instanceof Error ? error.name : 'Error';
+    const detail = cancelled ? 'the run was cancelled' : errorMessage(error);
+    this.log.append(errorEvent(status, detail, name));
+    this.log.setStatus(status, JSON.stringify({ error: { detail, error: name } }), this.#place.retainMs);
+    await this.#close();
+  }
+
+  /**
+   * Stops writing without ending the run (another process goes on with it, or a recovery found nothing to do):
+   * what was logged stays; held events are dropped.
+   */
+  abandon(): void {
+    this.#held = undefined;
+    if (this.#closed) return;
+    this.#closed = true;
+    this.log.writer.close(this.log);
+  }
+
+  async #close(): Promise<void> {
+    await this.log.drain();
+    if (this.#closed) return;
+    this.#closed = true;
+    this.log.writer.close(this.log);
+  }
+
+  #write(event: { type: string; data: string }): void {
+    if (this.#held !== undefined) this.#held.push(event);
+    else this.log.append(event);
+  }
+
+  #take(event: { type: string; data: string }): void {
+    if (this.#logged >= this.#place.maxEvents) {
+      if (!this.#truncated) {
+        this.#truncated = true;
+        this.#write({
+          type: RUN_EVENT_TYPES.truncated,
+          data: JSON.stringify({ maxEvents: this.#place.maxEvents }),
+        });
+      }
+      return;
+    }
+    this.#logged++;
+    this.#write(event);
+  }
+
+  #release(): void {
+    const held = this.#held;
+    if (held === undefined) return;
+    this.#held = undefined;
+    for (const event of held) this.log.append(event);
+    this.log.setStatus('running', undefined);
+  }
+
+  #markRunning(): void {
+    if (this.#running) return;
+    this.#running = true;
+    const mode = this.#mode;
+    const extra =
+      mode === 'recover' || (mode === 'execute' && this.log.lastSeq > 0)
+        ? { recovered: true }
+        : mode === 'resume'
+          ? { resumed: true }
+          : undefined;
+    this.#write(statusEvent('running', extra));
+    if (this.#held === undefined) this.log.setStatus('running', undefined);
+  }
 }
 
 /** True for the reply of a durable call that had finished: returned from its journal, nothing run. */
