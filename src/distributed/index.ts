@@ -28,6 +28,7 @@ export {
   type QueueCallOptions,
   QueueConnectionError,
   type QueueHostedAgent,
+  type QueueStartOptions,
   type RedisConnection,
   RemoteAgentError,
 } from './queue/index';

@@ -510,6 +510,8 @@ export interface RunPage {
  * then need another store). Keys are those of sessions (strings of 1 to 1,024 characters).
  */
 export interface RunLogStore {
+  /** e.g. `'RedisStore(127.0.0.1:6379)'`, for messages. */
+  readonly description: string;
   /**
    * Creates a run (its log empty), or finds the one of that id (then `created` is false and it is left as it
    * is). Prunes a few runs past their time to live.

@@ -1,9 +1,9 @@
 import { ValidationError } from '../../schema/errors';
-import type { RunEvent, RunLogStore, RunRecord, RunStatus, SessionStore } from '../../stores/types';
+import type { RunEvent, RunLogStore, RunRecord, RunStatus } from '../../stores/types';
 import { RUN_PAGE, runEnded } from '../../stores/types';
 import { runWriterOf } from './run-writer';
 
-type LogStore = SessionStore & RunLogStore;
+type LogStore = RunLogStore;
 
 /** Options of {@link followRun}. */
 export interface FollowRunOptions {

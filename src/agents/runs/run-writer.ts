@@ -6,7 +6,6 @@ import type {
   RunStatus,
   RunWrite,
   RunWritten,
-  SessionStore,
 } from '../../stores/types';
 import { isThenable } from '../../utils/is';
 import { errorMessage } from '../../utils/text';
@@ -18,7 +17,7 @@ import { errorMessage } from '../../utils/text';
  * go to its feed here: readers in this process take them from it without reading the store again.
  */
 
-type LogStore = SessionStore & RunLogStore;
+type LogStore = RunLogStore;
 
 /** Events buffered past which a run's writer waits for them to be written before taking more (`backlog`). */
 const HIGH_WATER = 4_096;

@@ -31,7 +31,7 @@ import {
 import { followRun, runRests, unknownRun } from './run-reader';
 import { RunLog, runWriterOf } from './run-writer';
 
-type LogStore = SessionStore & RunLogStore;
+type LogStore = RunLogStore;
 
 /** Where a run's log is kept, and for how long. */
 export interface RunLogOptions {
@@ -134,6 +134,18 @@ export function runPlaceOf(agent: object, options: RunLogOptions | undefined, ow
   };
 }
 
+/** The times and size of a run log (`retainMs`, `idleTtlMs`, `maxEvents`), checked, with their defaults. */
+export function runSettings(
+  options: Pick<RunLogOptions, 'retainMs' | 'idleTtlMs' | 'maxEvents'> | undefined,
+  owner = 'start',
+): Pick<RunPlace, 'retainMs' | 'idleTtlMs' | 'maxEvents'> {
+  return {
+    retainMs: positive(owner, 'runs.retainMs', options?.retainMs, DEFAULT_RUN_RETAIN_MS),
+    idleTtlMs: positive(owner, 'runs.idleTtlMs', options?.idleTtlMs, DEFAULT_RUN_IDLE_TTL_MS),
+    maxEvents: positive(owner, 'runs.maxEvents', options?.maxEvents, DEFAULT_RUN_MAX_EVENTS),
+  };
+}
+
 function positive(owner: string, name: string, value: unknown, fallback: number): number {
   if (value === undefined) return fallback;
   if (!(typeof value === 'number' && Number.isSafeInteger(value) && value > 0)) {
@@ -163,8 +175,12 @@ export class Run {
   /** Settles once the run is in the store (its id can be handed out); rejects when it could not be made. */
   readonly ready: Promise<void>;
   readonly #cancel: () => void;
+  readonly #cancelRun: (() => Promise<RunRecord | undefined>) | undefined;
 
-  /** @internal Runs are made by `agent.start()` and {@link joinRun}. */
+  /**
+   * @internal Runs are made by `agent.start()` and {@link joinRun}. `cancel` stops the run where it executes
+   * in this process; `cancelRun`, when given, is the whole of `cancel()` (a run executed elsewhere, e.g. a queue's).
+   */
   constructor(init: {
     id: string;
     sessionId: SessionId;
@@ -172,6 +188,7 @@ export class Run {
     result: Promise<AgentMessage>;
     ready: Promise<void>;
     cancel?: () => void;
+    cancelRun?: () => Promise<RunRecord | undefined>;
   }) {
     this.id = init.id;
     this.sessionId = init.sessionId;
@@ -180,6 +197,7 @@ export class Run {
     this.result = init.result;
     this.ready = init.ready;
     this.#cancel = init.cancel ?? (() => {});
+    this.#cancelRun = init.cancelRun;
     // Nobody may be waiting for them: not an unhandled rejection.
     this.result.catch(() => {});
     this.ready.catch(() => {});
@@ -213,6 +231,7 @@ export class Run {
   async cancel(): Promise<RunRecord | undefined> {
     this.#cancel();
     await this.ready.catch(() => undefined);
+    if (this.#cancelRun !== undefined) return this.#cancelRun();
     const record = await this.store.cancelRun(this.namespace, this.id);
     local.get(localKey(this.store, this.namespace, this.id))?.cancel();
     return record;
