@@ -1,5 +1,5 @@
+import type { Budget } from '../agents/interceptors/budget/meter';
 import type { RecoveredRun } from '../agents/runs/recover-runs';
-import type { Budget } from '../core/budget';
 import { isLoopbackHost } from '../core/request-guard';
 import { type CallerOptionsPolicy, camelKey, type GenerationBounds } from '../distributed/caller-options';
 import type { ServedAgent } from '../distributed/http/server';

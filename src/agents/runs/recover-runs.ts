@@ -1,6 +1,6 @@
 import { ConfigurationError } from '../../schema/errors';
 import type { RunStatus, SessionStore } from '../../stores/types';
-import { CallNotRecovered, DURABLE, RECOVERING } from '../lifecycle/durable';
+import { CallNotRecovered, DURABLE, RECOVERING } from '../interceptors/durable/journal';
 import { executeRun, type RunPlace } from './run';
 import { runRests } from './run-reader';
 

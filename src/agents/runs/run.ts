@@ -14,8 +14,8 @@ import {
 } from '../../stores/types';
 import { isAsyncIterator, isIterator, isThenable } from '../../utils/is';
 import { errorMessage } from '../../utils/text';
-import { CallNotRecovered, DURABLE } from '../lifecycle/durable';
-import { sessionBindingOf } from '../lifecycle/persist';
+import { CallNotRecovered, DURABLE } from '../interceptors/durable/journal';
+import { sessionBindingOf } from '../interceptors/session-store/persist';
 import {
   agentEvent,
   ChunkEncoder,

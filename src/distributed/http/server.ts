@@ -3,8 +3,12 @@ import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AgentBase } from '../../agents/agent-base';
 import { finalReply } from '../../agents/final-reply';
-import { DURABLE } from '../../agents/lifecycle/durable';
-import { attachStore, type MemoryStoreOptions, sessionBindingOf } from '../../agents/lifecycle/persist';
+import { DURABLE } from '../../agents/interceptors/durable/journal';
+import {
+  attachStore,
+  type MemoryStoreOptions,
+  sessionBindingOf,
+} from '../../agents/interceptors/session-store/persist';
 import type { RecoveredRun } from '../../agents/runs/recover-runs';
 import type { LagentStateDict } from '../../agents/state-dict';
 import { registerSameThreadServer } from '../../bridge/same-thread';

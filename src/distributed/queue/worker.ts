@@ -3,7 +3,7 @@ import type { ConnectionOptions, Job, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AgentBase, type AsyncCallOptions } from '../../agents/agent-base';
 import { finalReply } from '../../agents/final-reply';
-import { DURABLE } from '../../agents/lifecycle/durable';
+import { DURABLE } from '../../agents/interceptors/durable/journal';
 import { RunExecution, type RunPlace, runSettings } from '../../agents/runs/run';
 import { runRests } from '../../agents/runs/run-reader';
 import { AgentMessage, asOwnMessage, type MessageInput } from '../../schema/agent-message';
