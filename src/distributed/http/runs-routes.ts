@@ -45,6 +45,8 @@ export interface RunningAgent {
   start(input: unknown, options: Record<string, unknown>): Run;
   /** Where the logs of its runs are. */
   runLog(): Pick<RunPlace, 'store' | 'namespace'>;
+  /** Cancels one of its runs wherever it executes (else the run is only marked for its writer). */
+  cancelRun?(runId: string): Promise<RunRecord | undefined>;
 }
 
 function runsElsewhere(agent: object): agent is RunningAgent {
@@ -181,6 +183,8 @@ export class ServerRuns {
 
   /** Asks for a run to be cancelled (see `Run.cancel`). */
   cancel(runId: string): Promise<RunRecord | undefined> {
+    const agent = this.#agent;
+    if (runsElsewhere(agent) && typeof agent.cancelRun === 'function') return agent.cancelRun(runId);
     return joinRun(this.place, runId).cancel();
   }
 

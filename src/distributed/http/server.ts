@@ -53,7 +53,12 @@ import { SSEWriter, type StreamContent } from './sse-writer';
  * What an {@link HTTPAgentServer} can serve: any agent of lagent-ts (`Agent`, `AsyncAgent`, the streaming
  * variants, `Sequential`s and prebuilt agents), or anything else with `call` and `stateDict` in their shape.
  */
-export type ServedAgent = Pick<AgentBase, 'stateDict'> & {
+export type ServedAgent = {
+  /** The session's state in Lagent's shape (`GET /memory/{id}`), or a promise of it (a remote agent's). */
+  stateDict(
+    sessionId: SessionId | undefined,
+    options: { format: 'lagent' },
+  ): LagentStateDict | Promise<LagentStateDict>;
   readonly name?: string | undefined;
   call(input: readonly MessageInput[], options: Record<string, unknown>): unknown;
 };

@@ -3,10 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { joinRun, type RunLogEvent } from '../../../src/agents/index';
+import { HTTPAgentServer } from '../../../src/distributed/http/index';
 import { AsyncQueueAgent } from '../../../src/distributed/queue/index';
 import { RunFailedError } from '../../../src/schema/errors';
 import { FIXTURES, type RunningCli, startCli } from '../../cli/helpers';
 import { type GatedModel, startGatedModel } from '../../helpers/gated-model';
+import { openSSE, type SSEEvent } from '../../helpers/sse';
 import { type RedisServer, startRedis } from './redis-server';
 
 /**
@@ -189,5 +191,47 @@ describe('runs on the queue', () => {
       false,
     ]);
     expect((await run.info())?.status).toBe('cancelled');
+  });
+
+  it('an HTTPAgentServer serving the queue serves its runs: POST /runs, the stream from any event on, cancel', async () => {
+    const queue = 'runs-http';
+    const gated = await model();
+    await worker(queue, { MODEL_URL: gated.baseURL, SIDE_EFFECTS: join(dir, 'http.txt') });
+    const server = new HTTPAgentServer({ agent: client(queue), port: 0, onError: () => {} });
+    open.push({ close: () => server.close({ timeout: 2_000 }) });
+    const url = await server.listen();
+    const post = (path: string, body: unknown) =>
+      fetch(`${url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+
+    const started = await post('/runs', { message: ['mail bob'], session_id: 'web' });
+    expect(started.status).toBe(202);
+    const { runId } = (await started.json()) as { runId: string };
+    const first = await openSSE(`${url}/runs/${runId}/stream`);
+    (await gated.request(1)).release(3);
+    const events = await first.rest();
+    expect(events.map((event) => Number(event.id))).toEqual(events.map((_, i) => i + 1));
+    expect(events.at(-1)!.event).toBe('message');
+    expect(JSON.parse(events.at(-1)!.data).content).toBe('Sent it to bob.');
+    const later = await openSSE(`${url}/runs/${runId}/stream`, { 'last-event-id': events.at(-3)!.id! });
+    expect(await later.rest()).toEqual(events.slice(-2));
+    expect(((await (await fetch(`${url}/runs/${runId}`)).json()) as { status: string }).status).toBe('done');
+
+    // Cancelled over HTTP: the worker's model request is aborted.
+    const second = await post('/runs', { message: ['mail carol'], session_id: 'web' });
+    const { runId: stopped } = (await second.json()) as { runId: string };
+    const text = await gated.request(3);
+    await text.sentAtLeast(1);
+    expect((await post(`/runs/${stopped}/cancel`, {})).status).toBeLessThan(300);
+    await text.closed;
+    expect(text.aborted).toBe(true);
+    const rest: SSEEvent[] = await (await openSSE(`${url}/runs/${stopped}/stream`)).rest();
+    expect(rest.at(-1)!.event).toBe('error');
+    expect(((await (await fetch(`${url}/runs/${stopped}`)).json()) as { status: string }).status).toBe(
+      'cancelled',
+    );
   });
 });
