@@ -331,6 +331,7 @@ export class QueueAgentWorker {
         }
         const turn = await this.#run(
           data,
+          jobId,
           loaded,
           AbortSignal.any(signal ? [signal, lost.signal, runCancel.signal] : [lost.signal, runCancel.signal]),
           execution,
@@ -474,6 +475,7 @@ export class QueueAgentWorker {
    */
   async #run(
     data: CallJobData,
+    jobId: string,
     before: LoadedState,
     signal: AbortSignal | undefined,
     execution?: RunExecution,
@@ -492,13 +494,10 @@ export class QueueAgentWorker {
       });
       const options: AsyncCallOptions = { ...data.kwargs, sessionId };
       if (signal) options.signal = signal;
-      // A durable agent's run is its call: a worker that takes the job up again replays it.
-      if (
-        data.run !== undefined &&
-        options.callId === undefined &&
-        (agent as { [DURABLE]?: unknown })[DURABLE]
-      ) {
-        options.callId = data.run.id;
+      // A durable agent's job is its call (a run's, its run id): a worker that takes the job up again after
+      // its worker died replays the call from its journal, and its finished tool calls do not run again.
+      if (options.callId === undefined && (agent as { [DURABLE]?: unknown })[DURABLE]) {
+        options.callId = data.run?.id ?? jobId;
       }
       const reply =
         execution === undefined

@@ -154,6 +154,26 @@ describe('runs on the queue', () => {
     expect(gated.requests).toHaveLength(3);
   });
 
+  it('a plain call (not a run) of a durable agent whose worker was SIGKILLed mid-call: the next worker replays it, its tool runs once', async () => {
+    const queue = 'calls-killed';
+    const gated = await model();
+    const effects = join(dir, 'call-killed.txt');
+    const env = { MODEL_URL: gated.baseURL, SIDE_EFFECTS: effects, LEASE_MS: '300' };
+    const doomed = await worker(queue, env);
+    const call = client(queue).call('mail bob', { sessionId: 'plain-kill' });
+    const text = await gated.request(1);
+    await text.sentAtLeast(1);
+    expect(await doomed.stop('SIGKILL')).not.toBe(0);
+    await worker(queue, env);
+    // Whatever the model is asked from now on is answered whole.
+    void (async () => {
+      for (let i = 2; i < 6; i++) (await gated.request(i)).release(4);
+    })();
+    expect((await call).content).toBe('Sent it to bob.');
+    expect(readFileSync(effects, 'utf8')).toBe('send:bob\n');
+    expect(gated.requests).toHaveLength(3);
+  });
+
   it("cancel stops the worker's model request; the run ends cancelled", async () => {
     const queue = 'runs-cancel';
     const gated = await model();
