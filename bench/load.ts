@@ -9,14 +9,17 @@ import { spawn } from 'node:child_process';
  */
 const LOAD_GENERATOR = String.raw`
 const net = require('node:net');
-const [url, connections, warmup, measure, rate, sessions] = process.argv.slice(1);
+const [url, connections, warmup, measure, rate, sessions, route] = process.argv.slice(1);
 const interval = Number(rate) > 0 ? (1000 * Number(connections)) / Number(rate) : 0;
 const { hostname, port } = new URL(url);
 const latencies = [], scheduled = [];
 let counting = false, stopped = false, count = 0, errors = 0;
 function request(id) {
-  const body = JSON.stringify({ message: ['hello'], session_id: id });
-  return 'POST /chat_completion HTTP/1.1\r\nHost: ' + hostname + ':' + port +
+  const openai = route === 'openai';
+  const body = openai
+    ? JSON.stringify({ model: 'agent', messages: [{ role: 'user', content: 'hello' }], user: id })
+    : JSON.stringify({ message: ['hello'], session_id: id });
+  return 'POST ' + (openai ? '/v1/chat/completions' : '/chat_completion') + ' HTTP/1.1\r\nHost: ' + hostname + ':' + port +
     '\r\nContent-Type: application/json\r\nContent-Length: ' + Buffer.byteLength(body) + '\r\n\r\n' + body;
 }
 // Session ids: new ones each call, unique to this run; or round-robin over a pool of \`sessions\`.
@@ -86,13 +89,20 @@ export interface Load {
   p99Scheduled: number;
 }
 
-/** Sends `POST /chat_completion` load to `url` from a child process; see the generator above. */
+/**
+ * Sends `POST /chat_completion` load to `url` from a child process (with `route: 'openai'`, `POST
+ * /v1/chat/completions` to an agent named `agent`); see the generator above.
+ */
 export function runLoad(
   url: string,
   connections: number,
   warmupMs: number,
   measureMs: number,
-  { rate = 0, sessions = 0 }: { rate?: number; sessions?: number } = {},
+  {
+    rate = 0,
+    sessions = 0,
+    route = 'lagent',
+  }: { rate?: number; sessions?: number; route?: 'lagent' | 'openai' } = {},
 ): Promise<Load> {
   return new Promise((resolve, reject) => {
     const child = spawn(
@@ -106,6 +116,7 @@ export function runLoad(
         String(measureMs),
         String(rate),
         String(sessions),
+        route,
       ],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );

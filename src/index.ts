@@ -96,8 +96,11 @@ export type {
   RecoverOptions,
   ReplyOf,
   ResetOptions,
+  RunLogEvent,
+  RunLogOptions,
   SequentialCallOptions,
   SequentialMembers,
+  StartOptions,
   StateDict,
   StateDictOptions,
   StreamFinal,
@@ -127,6 +130,7 @@ export {
   INTERNLM_PROMPTS,
   internLMOutputFormat,
   isReActParseFailure,
+  joinRun,
   LAGENT_INTERPRETER_CN,
   LAGENT_MATH_CODER_TEMPLATE,
   LAGENT_META_CN,
@@ -142,6 +146,8 @@ export {
   REACT_PROMPTS,
   ReAct,
   ReActOutputParser,
+  RUN_EVENT_TYPES,
+  Run,
   reactOutputFormat,
   Sequential,
   StreamingAgent,
@@ -149,20 +155,35 @@ export {
   StreamingFunctionCallingAgent,
   StreamingSequential,
 } from './agents/index';
-export type { MemoryStoreOptions } from './agents/lifecycle/persist';
-export { pendingInterrupts } from './agents/pending-interrupts';
-export type { SyncBridgeCallOptions, SyncBridgeOptions, SyncBridgeTarget } from './bridge/sync-bridge';
-export { SyncBridge } from './bridge/sync-bridge';
-export type { Budget, CallUsage } from './core/budget';
-export type { InternLMActionProcessorOptions } from './hooks/action-preprocessor';
-export { ActionPreprocessor, actionReturnText, InternLMActionProcessor } from './hooks/action-preprocessor';
+export type { Budget, CallUsage } from './agents/interceptors/budget/meter';
 export type {
-  AsyncHook,
   Guardrail,
   GuardrailContext,
   GuardrailOptions,
   GuardrailStage,
   GuardrailVerdict,
+} from './agents/interceptors/guardrails/guardrail';
+export { guardrail } from './agents/interceptors/guardrails/guardrail';
+export type { MemoryStoreOptions } from './agents/interceptors/session-store/persist';
+export type {
+  AgentCallContext,
+  AsyncInterceptor,
+  CallContext,
+  Interceptor,
+  ModelCallContext,
+  StepsInterceptor,
+  SyncInterceptor,
+  ToolCallContext,
+} from './agents/interceptors/types';
+export { pendingInterrupts } from './agents/pending-interrupts';
+export type { SyncBridgeCallOptions, SyncBridgeOptions, SyncBridgeTarget } from './bridge/sync-bridge';
+export { SyncBridge } from './bridge/sync-bridge';
+export { type Slot, slot } from './core/interceptors';
+export type { Steps } from './core/steps';
+export type { InternLMActionProcessorOptions } from './hooks/action-preprocessor';
+export { ActionPreprocessor, actionReturnText, InternLMActionProcessor } from './hooks/action-preprocessor';
+export type {
+  AsyncHook,
   HookAgent,
   HookExecutor,
   HookResult,
@@ -171,7 +192,7 @@ export type {
   SyncHookResult,
   WritableLike,
 } from './hooks/index';
-export { guardrail, Hook, MessageLogger, RemovableHandle } from './hooks/index';
+export { Hook, MessageLogger, RemovableHandle } from './hooks/index';
 export type {
   AISDKCallParams,
   AISDKLanguageModel,
@@ -337,6 +358,7 @@ export {
   ModelStatusCode,
   NonDeterminismError,
   ParseError,
+  RunFailedError,
   reasoningOf,
   StateDictError,
   StoreConflictError,
@@ -356,11 +378,23 @@ export type {
   AcquireOptions,
   BusySession,
   CommitOptions,
+  CreatedRun,
+  CreateRunOptions,
   FinishJournalOptions,
   JournalEntry,
   JournalFence,
   ListOptions,
   MaybePromise,
+  RunEvent,
+  RunEventInput,
+  RunEventPage,
+  RunListOptions,
+  RunLogStore,
+  RunPage,
+  RunRecord,
+  RunStatus,
+  RunWrite,
+  RunWritten,
   SessionInfo,
   SessionPage,
   SessionStore,

@@ -53,10 +53,13 @@ export default defineConfig({
           { text: 'Function calling and the prebuilt agents', link: '/guide/function-calling' },
           { text: 'Durable runs and approvals', link: '/guide/durable-runs' },
           { text: 'Budgets and guardrails', link: '/guide/budgets-and-guardrails' },
+          { text: 'Interceptors', link: '/guide/interceptors' },
           { text: 'Models', link: '/guide/models' },
           { text: 'Prompts, parsers and context windows', link: '/guide/prompts-and-context' },
           { text: 'Observability', link: '/guide/observability' },
           { text: 'Serving: HTTP and the queue', link: '/guide/serving' },
+          { text: 'Protocols: OpenAI, useChat, AG-UI, A2A', link: '/guide/protocols' },
+          { text: 'Runs that outlive their connection', link: '/guide/background-runs' },
           { text: 'Retrieval', link: '/guide/retrieval' },
           { text: 'Built-in tools and MCP', link: '/guide/built-in-tools' },
           { text: 'The command line', link: '/guide/cli' },
@@ -64,14 +67,6 @@ export default defineConfig({
           { text: 'Porting from Lagent', link: '/guide/porting-from-lagent' },
           { text: 'Security', link: '/guide/security' },
           { text: 'Performance', link: '/guide/performance' },
-        ],
-      },
-      {
-        text: 'Coming in this release',
-        items: [
-          { text: 'Interceptors', link: '/guide/interceptors' },
-          { text: 'Protocols', link: '/guide/protocols' },
-          { text: 'Background runs', link: '/guide/background-runs' },
         ],
       },
       {

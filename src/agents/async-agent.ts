@@ -1,4 +1,3 @@
-import type { Span } from '../core/tracing';
 import type { AsyncHook } from '../hooks/hook';
 import type { AsyncBaseLLM } from '../llms/base-llm';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
@@ -11,7 +10,9 @@ import {
   type AsyncForwardOptions,
   type ForwardResult,
 } from './agent-base';
-import { askInFrame, callAsync, chatSpan, endChatSpan, MODEL_TURN, registerPlainForward } from './lifecycle';
+import type { AsyncInterceptor, StepsInterceptor } from './interceptors/types';
+import { askInFrame, callAsync, MODEL_TURN, registerPlainForward } from './lifecycle';
+import { type Run, type StartOptions, startRun } from './runs/run';
 
 /**
  * The asynchronous agent: `call()` returns a promise and takes an `AbortSignal`. Takes an
@@ -27,6 +28,14 @@ export class AsyncAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F, AsyncHoo
     super(options);
   }
 
+  /**
+   * Adds interceptors inside the ones this agent has (see `AgentBase.use`). A plain hook's `next()` gives
+   * a promise of the result; a steps interceptor serves every variant.
+   */
+  override use(...interceptors: (AsyncInterceptor | StepsInterceptor)[]): this {
+    return super.use(...interceptors);
+  }
+
   /** Runs hooks, memory and `forward` for one turn and resolves to the reply (a copy the caller owns). */
   call(
     input?: MessageInput | readonly MessageInput[],
@@ -35,33 +44,30 @@ export class AsyncAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F, AsyncHoo
     return callAsync(this, input, options) as Promise<AgentReply<Awaited<ReturnType<this['forward']>>, F>>;
   }
 
+  /**
+   * Starts a call in the background as a run: returns at once with its `id`; `events(after)` follows its
+   * chunks and agent events from any event on (any number of readers, in this process or, through the store,
+   * in others), `result` is its reply, `cancel()` stops it. The run goes on whoever reads it; its log is kept in
+   * `runs.store` (by default the agent's `durable` or `memory` store) for `runs.retainMs` after it ends. A
+   * durable agent's run is its call (`callId` = the run's id): a process that recovers the call after a crash
+   * writes the rest to the same log.
+   *
+   * @example
+   * const run = agent.start('research this', { sessionId: 'alice' });
+   * for await (const event of run.events()) console.log(event.seq, event.type);
+   * const reply = await run.result;
+   */
+  start(input?: MessageInput | readonly MessageInput[], options?: StartOptions): Run {
+    return startRun(this as never, input, options);
+  }
   /** One turn: aggregate the session's memory, ask the model, parse with `outputFormat`. */
   forward(messages: AgentMessage[], options: AsyncForwardOptions): Promise<ForwardResult> {
     try {
-      const span = chatSpan(this);
-      if (span) return this.#tracedForward(messages, options, span);
-      const answer = askInFrame(this, messages, options) as Promise<unknown>;
+      const answer = Promise.resolve(askInFrame(this, messages, options));
       return answer.then((value) => MODEL_TURN.answer(this, value, options.sessionId));
     } catch (error) {
       return Promise.reject(error);
     }
-  }
-
-  /** {@link forward} with its model call inside a `chat` span (tracing is on). */
-  async #tracedForward(
-    messages: AgentMessage[],
-    options: AsyncForwardOptions,
-    span: Span,
-  ): Promise<ForwardResult> {
-    let answer: unknown;
-    try {
-      answer = await askInFrame(this, messages, options);
-    } catch (error) {
-      endChatSpan(span, this, error);
-      throw error;
-    }
-    endChatSpan(span, this, undefined, answer);
-    return MODEL_TURN.answer(this, answer, options.sessionId);
   }
 }
 

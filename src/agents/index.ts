@@ -25,7 +25,7 @@ export { AgentList } from './agent-list';
 export type { AgentNode } from './agent-tree';
 export { AsyncAgent } from './async-agent';
 export { AsyncStreamingAgent } from './async-streaming-agent';
-export type { DurableOptions } from './lifecycle/durable';
+export type { DurableOptions } from './interceptors/durable/journal';
 export type {
   FunctionCallingAgentOptions,
   FunctionCallingChunk,
@@ -82,6 +82,9 @@ export {
   reactOutputFormat,
   StreamingAgentForInternLM,
 } from './prebuilt/index';
+export type { RunLogEvent, RunLogOptions, StartOptions } from './runs/run';
+export { joinRun, Run } from './runs/run';
+export { RUN_EVENT_TYPES } from './runs/run-events';
 export type { SequentialCallOptions, SequentialMembers } from './sequential';
 export { AsyncSequential, AsyncStreamingSequential, Sequential, StreamingSequential } from './sequential';
 export type { LagentStateDict, StateDict, StateDictOptions } from './state-dict';

@@ -188,23 +188,29 @@ async function withAgent(
   }
 }
 
-/** The agent's durable calls take leases of `leaseMs` (unless its `durable` option sets its own). */
+/**
+ * The agent's calls take leases of `leaseMs` on their sessions: its durable calls (unless its `durable` option
+ * sets their own), and the calls of a module's agent that keeps its sessions in a store (`memory: { store }`,
+ * unless it sets `leaseMs`), whose lease its durable calls share.
+ */
 async function withLease(loaded: LoadedAgent, leaseMs: number): Promise<void> {
-  const [{ AgentBase }, { DURABLE }] = await Promise.all([
+  const [{ AgentBase }, { DURABLE }, { sessionBindingOf }] = await Promise.all([
     import('../agents/agent-base'),
-    import('../agents/lifecycle/durable'),
+    import('../agents/interceptors/durable/journal'),
+    import('../agents/interceptors/session-store/persist'),
   ]);
   if (!(loaded.agent instanceof AgentBase)) return;
   const agent = loaded.agent as unknown as Record<symbol, { leaseMs?: number } | undefined>;
   const durable = agent[DURABLE];
   if (durable !== undefined && durable.leaseMs === undefined) agent[DURABLE] = { ...durable, leaseMs };
+  sessionBindingOf(loaded.agent)?.defaultLeaseMs(leaseMs);
 }
 
 /** The loaded agent keeping its sessions in the store `url` names; the command's end closes the store. */
 async function withStore(loaded: LoadedAgent, url: string, leaseMs?: number): Promise<LoadedAgent> {
   const [{ openStore }, { attachStore }, { AgentBase }] = await Promise.all([
     import('../stores/open-store'),
-    import('../agents/lifecycle/persist'),
+    import('../agents/interceptors/session-store/persist'),
     import('../agents/agent-base'),
   ]);
   if (!(loaded.agent instanceof AgentBase)) {
@@ -304,7 +310,7 @@ export function createProgram(): Command {
         program
           .command('serve')
           .description(
-            "serve the agent over HTTP with Lagent's protocol (POST /chat_completion, GET /memory/:id, ...); a durable agent's calls a killed server left unfinished are recovered at start",
+            "serve the agent over HTTP with Lagent's protocol (POST /chat_completion, GET /memory/:id, ...), OpenAI chat completions, the AI SDK's UI message stream, AG-UI and A2A; a durable agent's calls a killed server left unfinished are recovered at start",
           ),
       ),
     ),
@@ -318,8 +324,13 @@ export function createProgram(): Command {
     )
     .option('--allowed-hosts <names>', 'comma-separated Host names to accept besides this host and loopback')
     .option('--allowed-origins <origins>', 'comma-separated origins whose web pages may call the server')
+    .option(
+      '--protocols <names>',
+      "protocols served besides Lagent's: comma-separated openai, ai-sdk, ag-ui, a2a, or all, none",
+      'all',
+    )
     .action(async (_options, command: Command) => {
-      const { callerOptionsOf, checkServeOptions, runServe } = await import('./serve');
+      const { callerOptionsOf, checkServeOptions, protocolsOf, runServe } = await import('./serve');
       const flags = command.opts<Record<string, string | undefined>>();
       const list = (value: string | undefined) =>
         value
@@ -333,6 +344,7 @@ export function createProgram(): Command {
         allowedHosts: list(flags.allowedHosts),
         allowedOrigins: list(flags.allowedOrigins),
         callerOptions: callerOptionsOf(command.opts()),
+        protocols: protocolsOf(flags.protocols),
       };
       checkServeOptions(options);
       await withAgent(command, 'serve', true, (loaded) => runServe(loaded, options));
@@ -495,10 +507,22 @@ has "decisions": [{"id", "approve", ...}]. Failures, malformed lines and duplica
       ).env('LAGENT_TOKEN'),
     )
     .option('--allowed-hosts <names>', 'comma-separated Host names to accept besides 127.0.0.1 and localhost')
+    .option(
+      '--protocols <names>',
+      "protocols served besides Lagent's: comma-separated openai, ai-sdk, ag-ui, a2a, or all, none",
+      'all',
+    )
     .action(async (_options, command: Command) => {
       const { runUi } = await import('./ui');
-      const flags = command.opts<{ port: number; token?: string; allowedHosts?: string }>();
+      const { protocolsOf } = await import('./serve');
+      const flags = command.opts<{
+        port: number;
+        token?: string;
+        allowedHosts?: string;
+        protocols?: string;
+      }>();
       const options = {
+        protocols: protocolsOf(flags.protocols),
         port: flags.port,
         token: flags.token || undefined,
         allowedHosts: flags.allowedHosts

@@ -1,9 +1,9 @@
-import type { AgentBase } from '../agents/agent-base';
-import { DURABLE } from '../agents/lifecycle/durable';
-import type { Budget } from '../core/budget';
+import type { Budget } from '../agents/interceptors/budget/meter';
+import type { RecoveredRun } from '../agents/runs/recover-runs';
 import { isLoopbackHost } from '../core/request-guard';
 import { type CallerOptionsPolicy, camelKey, type GenerationBounds } from '../distributed/caller-options';
 import type { ServedAgent } from '../distributed/http/server';
+import { PROTOCOL_NAMES, type ProtocolName } from '../distributed/protocols/register';
 import type { LoadedAgent } from './agent-source';
 import { CliError, messageOf } from './errors';
 import { untilStopped } from './lifetime';
@@ -19,6 +19,41 @@ export interface ServeOptions {
   allowedOrigins?: readonly string[] | undefined;
   /** What callers may set on a call (HTTPAgentServer's `callerOptions`), from `--allow-params` and `--max-budget`. */
   callerOptions?: CallerOptionsPolicy | undefined;
+  /** The protocols served besides Lagent's own (`--protocols`); undefined: all of them. */
+  protocols?: readonly ProtocolName[] | undefined;
+}
+
+/** Where each protocol answers, for the line `lagent serve` and `lagent ui` print. */
+const PROTOCOL_ROUTES: Readonly<Record<ProtocolName, string>> = {
+  openai: 'POST /v1/chat/completions',
+  'ai-sdk': 'POST /api/chat',
+  'ag-ui': 'POST /ag-ui',
+  a2a: 'GET /.well-known/agent-card.json',
+};
+
+/**
+ * The protocols of `--protocols` (`openai,ai-sdk,ag-ui,a2a`, `all` or `none`); undefined (every one) when the
+ * flag is not given. Throws a {@link CliError} for a name it does not know.
+ */
+export function protocolsOf(flag: string | undefined): readonly ProtocolName[] | undefined {
+  if (flag === undefined || flag.trim() === 'all') return undefined;
+  if (flag.trim() === 'none') return [];
+  const names = items(flag);
+  for (const name of names) {
+    if (!PROTOCOL_NAMES.includes(name as ProtocolName)) {
+      throw new CliError(
+        `--protocols: unknown protocol "${name}" (known: ${PROTOCOL_NAMES.join(', ')}, or all, none)`,
+      );
+    }
+  }
+  return names as ProtocolName[];
+}
+
+/** The line saying which protocols a server speaks besides Lagent's own. */
+export function protocolsLine(command: string, protocols: readonly ProtocolName[] | undefined): string {
+  const served = protocols ?? PROTOCOL_NAMES;
+  if (served.length === 0) return '';
+  return `${command}: also speaks ${served.map((name) => `${name} (${PROTOCOL_ROUTES[name]})`).join(', ')}\n`;
 }
 
 const GENERATION_PARAMS = ['maxNewTokens', 'temperature', 'topP', 'topK', 'repetitionPenalty', 'stopWords'];
@@ -114,7 +149,8 @@ export function checkServeOptions(options: ServeOptions): void {
 
 /**
  * `lagent serve`: serves the agent with `HTTPAgentServer` (Lagent's HTTP protocol) until SIGINT or SIGTERM,
- * then closes the server (calls in progress finish) and the agent's tools. A host other than a loopback one
+ * then closes the server (calls in progress finish, and so does the recovery of unfinished calls it began at
+ * start) and the agent's tools. A host other than a loopback one
  * needs a token: without one, anybody who can reach the port could run the agent.
  */
 export async function runServe(loaded: LoadedAgent, options: ServeOptions): Promise<void> {
@@ -130,6 +166,7 @@ export async function runServe(loaded: LoadedAgent, options: ServeOptions): Prom
       allowedHosts: options.allowedHosts,
       allowedOrigins: options.allowedOrigins,
       callerOptions: options.callerOptions,
+      protocols: options.protocols,
     });
   } catch (error) {
     throw new CliError(messageOf(error), { cause: error });
@@ -145,38 +182,36 @@ export async function runServe(loaded: LoadedAgent, options: ServeOptions): Prom
   }
   const name = loaded.agent.name ? `${loaded.agent.name} ` : '';
   process.stdout.write(
-    `lagent serve: ${name}listening on ${url}${options.token ? ' (token required)' : ''}\n`,
+    `lagent serve: ${name}listening on ${url}${options.token ? ' (token required)' : ''}\n${protocolsLine('lagent serve', options.protocols)}`,
   );
-  // Calls a previous run left unfinished (it was killed) are recovered while the server answers.
-  void recoverUnfinished(loaded.agent);
+  // Calls a previous run left unfinished (it was killed) are recovered while the server answers, each into its
+  // run's log (a client that rejoins the run sees the rest).
+  const reported = reportRecovery(server.recovery);
   const signal = await stopped;
   process.stderr.write(`lagent serve: ${signal}, shutting down\n`);
   await server.close();
+  // Recovered calls are calls in flight too: the agent's store is closed only once they are done (closed in
+  // the middle of one, a tool that ran would be left without its result, an outcome unknown to the next run).
+  await reported;
 }
 
 /**
- * Recovers every durable call of the agent's journal namespace that a process left unfinished (a server
- * killed mid-call), as `agent.recoverAll()` does, and says on stdout how many (on stderr, what failed). A call
- * still held by a process that died is taken over when its lease runs out (`--lease-ms`).
+ * Says on stdout how many calls a killed server left unfinished were recovered at start (on stderr, what failed).
+ * A call still held by a process that died is taken over when its lease runs out (`--lease-ms`).
  */
-export async function recoverUnfinished(agent: unknown, command = 'serve'): Promise<void> {
-  const durable = agent as AgentBase;
-  if (typeof durable?.recoverAll !== 'function' || durable[DURABLE] === undefined) return;
-  try {
-    const sessions = await durable.recoverAll();
-    const calls = sessions.reduce((sum, session) => sum + session.replies.length, 0);
-    const failed = sessions.filter((session) => session.error !== undefined);
-    if (sessions.length > 0) {
-      process.stdout.write(
-        `lagent ${command}: recovered ${calls} unfinished call${calls === 1 ? '' : 's'} of ${sessions.length - failed.length} session${sessions.length - failed.length === 1 ? '' : 's'}\n`,
-      );
-    }
-    for (const session of failed) {
-      process.stderr.write(
-        `lagent ${command}: recovering session ${JSON.stringify(session.sessionId)} failed: ${messageOf(session.error)}\n`,
-      );
-    }
-  } catch (error) {
-    process.stderr.write(`lagent ${command}: recovering unfinished calls failed: ${messageOf(error)}\n`);
+export async function reportRecovery(recovery: Promise<RecoveredRun[]>, command = 'serve'): Promise<void> {
+  const runs = await recovery;
+  const recovered = runs.filter((run) => run.status === 'done' || run.status === 'waiting');
+  const failed = runs.filter((run) => run.error !== undefined);
+  if (recovered.length > 0) {
+    const sessions = new Set(recovered.map((run) => run.sessionId)).size;
+    process.stdout.write(
+      `lagent ${command}: recovered ${recovered.length} unfinished call${recovered.length === 1 ? '' : 's'} of ${sessions} session${sessions === 1 ? '' : 's'}\n`,
+    );
+  }
+  for (const run of failed) {
+    process.stderr.write(
+      `lagent ${command}: recovering ${run.runId ? `call ${JSON.stringify(run.runId)} of ` : ''}session ${JSON.stringify(run.sessionId)} failed: ${messageOf(run.error)}\n`,
+    );
   }
 }

@@ -1,5 +1,6 @@
 import { AgentBase } from '../agents/agent-base';
 import type { ServedAgent } from '../distributed/http/server';
+import type { ProtocolName } from '../distributed/protocols/register';
 import type { LoadedAgent } from './agent-source';
 import { CliError, messageOf } from './errors';
 import { untilStopped } from './lifetime';
@@ -10,6 +11,8 @@ export interface UiOptions {
   token?: string | undefined;
   /** More names the `Host` header may carry. */
   allowedHosts?: readonly string[] | undefined;
+  /** The protocols served besides Lagent's own (`--protocols`); undefined: all of them. */
+  protocols?: readonly ProtocolName[] | undefined;
 }
 
 /**
@@ -28,6 +31,7 @@ export async function runUi(loaded: LoadedAgent, options: UiOptions): Promise<vo
       port: options.port,
       token: options.token,
       allowedHosts: options.allowedHosts,
+      protocols: options.protocols,
     });
   } catch (error) {
     throw new CliError(messageOf(error), { cause: error });
@@ -39,7 +43,10 @@ export async function runUi(loaded: LoadedAgent, options: UiOptions): Promise<vo
     throw new CliError(`cannot listen on 127.0.0.1:${options.port}: ${messageOf(error)}`, { cause: error });
   }
   const name = loaded.agent.name ? `${loaded.agent.name} ` : '';
-  process.stdout.write(`lagent ui: ${name}at ${server.pageUrl}\n`);
+  const { protocolsLine } = await import('./serve');
+  process.stdout.write(
+    `lagent ui: ${name}at ${server.pageUrl}\n${protocolsLine('lagent ui', options.protocols)}`,
+  );
   if (fromAnotherCopy(loaded.agent)) {
     process.stderr.write(
       "lagent ui: the agent was built with another copy of lagent-ts than this lagent: chat, memories and approvals work, but the agent tree, its live events and the session list need the same copy (run the lagent of the agent's project: npx lagent ui ...)\n",

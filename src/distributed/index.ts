@@ -21,6 +21,17 @@ export {
   type StreamContent,
 } from './http/index';
 export {
+  A2AAgent,
+  type A2AAgentOptions,
+  type A2ACallOptions,
+  AsyncA2AAgent,
+} from './protocols/a2a-agent';
+export type { A2AServerOptions } from './protocols/a2a-server';
+export type { AGUIOptions } from './protocols/ag-ui';
+export type { OpenAIChatOptions } from './protocols/openai-chat';
+export type { ProtocolName, ProtocolSettings, ProtocolsOption } from './protocols/register';
+export type { AgentProgress, UIMessageStreamOptions } from './protocols/ui-message-stream';
+export {
   AsyncQueueAgent,
   type AsyncQueueAgentOptions,
   QueueAgentWorker,
@@ -28,6 +39,7 @@ export {
   type QueueCallOptions,
   QueueConnectionError,
   type QueueHostedAgent,
+  type QueueStartOptions,
   type RedisConnection,
   RemoteAgentError,
 } from './queue/index';

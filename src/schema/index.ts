@@ -23,6 +23,7 @@ export {
   ModelOutputError,
   NonDeterminismError,
   ParseError,
+  RunFailedError,
   StateDictError,
   StoreConflictError,
   StoreError,

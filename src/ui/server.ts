@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AgentBase } from '../agents/agent-base';
-import type { MemoryStoreOptions } from '../agents/lifecycle/persist';
+import type { MemoryStoreOptions } from '../agents/interceptors/session-store/persist';
 import { TOOL_TURNS } from '../agents/pending-interrupts';
 import type { CallerOptionsPolicy } from '../distributed/caller-options';
 import type { HTTPAgentServer, ServedAgent } from '../distributed/http/server';
+import type { ProtocolsOption } from '../distributed/protocols/register';
 import { ConfigurationError } from '../schema/errors';
 import type { SessionId } from '../schema/session';
 import type { SessionStore } from '../stores/types';
@@ -35,6 +36,8 @@ export interface UIServerOptions {
   allowedHosts?: readonly string[] | undefined;
   /** Where the built page is. @default the package's `dist/ui/` */
   assetsDir?: string | undefined;
+  /** The protocols served besides Lagent's own, with the page's secret as their token (HTTPAgentServer's `protocols`). */
+  protocols?: ProtocolsOption | undefined;
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -157,6 +160,7 @@ export class UIServer {
         store: this.#options.store,
         allowedHosts: this.#options.allowedHosts,
         callerOptions: this.#options.callerOptions,
+        protocols: this.#options.protocols,
         // The page shows why a call failed; the server is the user's own.
         exposeErrors: true,
         bodyLimit: 16 * 1024 * 1024,

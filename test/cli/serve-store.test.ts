@@ -1,6 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SQLiteStore } from 'lagent-ts/stores';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FIXTURES, type RunningCli, runCli, startCli } from './helpers';
 
@@ -92,6 +93,35 @@ describe('lagent serve --store', () => {
     expect(memory.memory.map((m) => m.sender)).toEqual(['user', 'errands']);
     expect(readFileSync(env.SIDE_EFFECTS, 'utf8')).toBe('send:bob\n');
     expect(await second.stop('SIGTERM')).toBe(0);
+  });
+
+  it('--lease-ms is the lease of an agent whose module gives it memory: { store } without a leaseMs', async () => {
+    const env = { DURABLE_DB: join(dir, 'lease.db'), SIDE_EFFECTS: join(dir, 'lease-side-effects.txt') };
+    const server = await startCli(
+      ['serve', '--agent', `${FIXTURES}durable-agent.ts`, '--port', '0', '--lease-ms', '300'],
+      /listening on/,
+      { env: { ...env, KILL_AFTER_SEND: '1' } },
+    );
+    running.push(server);
+    const url = /(http:\/\/\S+)/.exec(server.line)![1]!;
+    // The server dies holding the session's lease, mid-call.
+    await expect(
+      fetch(`${url}/chat_completion`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message: ['bob'], session_id: 7 }),
+      }),
+    ).rejects.toThrow();
+    expect(await server.stop('SIGKILL')).not.toBe(0);
+    // The lease it left ends at most 300 ms after its last renewal (not the default 10 s), so the server started
+    // next takes the call over that soon.
+    const store = new SQLiteStore({ path: env.DURABLE_DB });
+    try {
+      const probe = store.acquireSession('errands', '7', { owner: 'probe', leaseMs: 1 });
+      if (!probe.acquired) expect(probe.until).toBeLessThanOrEqual(Date.now() + 301);
+    } finally {
+      store.close();
+    }
   });
 
   it('says what is wrong with a store URL, and refuses --store for a worker', async () => {

@@ -1,11 +1,14 @@
+import type { OpenAITool } from 'lagent-ts';
+import {
+  ConfigurationError,
+  GPTAPI,
+  INTERNLM2_META,
+  ModelOutputError,
+  ModelStatusCode,
+  VllmModel,
+} from 'lagent-ts';
+import { type FakeOpenAIWorkerServer, startFakeOpenAIWorker } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GPTAPI } from '../../src/llms/gpt-api';
-import { INTERNLM2_META } from '../../src/llms/meta-template';
-import { VllmModel } from '../../src/llms/raw-prompt-model';
-import type { OpenAITool } from '../../src/schema/chat-message';
-import { ConfigurationError, ModelOutputError } from '../../src/schema/errors';
-import { ModelStatusCode } from '../../src/schema/status';
-import { type FakeOpenAIWorkerServer, startFakeOpenAIWorker } from '../../src/testing/fake-openai-worker';
 import { calculator } from '../helpers/tools';
 
 const user = (content: string) => [{ role: 'user', content }];
@@ -38,6 +41,11 @@ describe('GPTAPI tool calling (sync, through the bridge)', () => {
       content: 'On it.',
       toolCalls: [{ id: 'c1', name: 'Calculator.add', arguments: { a: 40, b: 2 } }],
       finishReason: 'tool_calls',
+      usage: {
+        promptTokens: expect.any(Number),
+        completionTokens: expect.any(Number),
+        totalTokens: expect.any(Number),
+      },
     });
     const body = lastBody();
     expect(body.tools.map((entry: OpenAITool) => entry.function.name)).toEqual(['Calculator__add']);

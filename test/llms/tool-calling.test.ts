@@ -1,14 +1,16 @@
+import type { ChatMessage, ModelReply, OpenAITool, StreamChunk, ToolCall } from 'lagent-ts';
+import {
+  AsyncGPTAPI,
+  AsyncVllmModel,
+  ConfigurationError,
+  INTERNLM2_META,
+  ModelOutputError,
+  ModelStatusCode,
+  toolkit,
+} from 'lagent-ts';
+import { type FakeOpenAIServer, type FakeReply, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { toolkit } from '../../src/actions/tool';
-import { AsyncGPTAPI } from '../../src/llms/async-gpt-api';
-import { AsyncVllmModel } from '../../src/llms/async-raw-prompt-model';
-import { INTERNLM2_META } from '../../src/llms/meta-template';
-import type { ModelReply, StreamChunk } from '../../src/llms/types';
-import type { ChatMessage, OpenAITool, ToolCall } from '../../src/schema/chat-message';
-import { ConfigurationError, ModelOutputError } from '../../src/schema/errors';
-import { ModelStatusCode } from '../../src/schema/status';
-import { type FakeOpenAIServer, type FakeReply, startFakeOpenAI } from '../../src/testing/fake-openai';
 import { echo } from '../helpers/tools';
 
 const user = (content: string): ChatMessage[] => [{ role: 'user', content }];
@@ -142,6 +144,7 @@ describe('tool calls in the reply (non-streaming)', () => {
     ]);
     const reply = await client().generate(user('1+2?'), { tools: [calculator, searchJSON] });
     expect(reply).toEqual<ModelReply>({
+      usage: { promptTokens: 9, completionTokens: 55, totalTokens: 64 },
       content: 'Let me compute.',
       toolCalls: [
         { id: 'call_a', name: 'Calculator.add', arguments: { a: 1, b: 2 } },
@@ -195,7 +198,12 @@ describe('tool calls in the reply (non-streaming)', () => {
   it('generate() on a text answer has no tool calls and the finish reason', async () => {
     server.setScript(['plain<|im_end|>tail']);
     const reply = await client().generate(user('x'), { stopWords: ['<|im_end|>'] });
-    expect(reply).toEqual({ content: 'plain', toolCalls: [], finishReason: 'stop' });
+    expect(reply).toEqual({
+      content: 'plain',
+      toolCalls: [],
+      finishReason: 'stop',
+      usage: { promptTokens: 8, completionTokens: 2, totalTokens: 10 },
+    });
   });
 });
 

@@ -2,7 +2,7 @@ import { ActionExecutor } from '../../actions/action-executor';
 import { AsyncActionExecutor } from '../../actions/async-action-executor';
 import type { ActionBase, BaseAction } from '../../actions/base-action';
 import type { ExecutorBase } from '../../actions/executor-base';
-import { currentFrame, isResuming } from '../../core/call-context';
+import { currentFrame } from '../../core/call-context';
 import { driveAsync, driveSync, type Steps } from '../../core/steps';
 import { ActionPreprocessor } from '../../hooks/action-preprocessor';
 import type { AsyncHook, Hook, SyncHook } from '../../hooks/hook';
@@ -26,11 +26,13 @@ import type {
 import type { AgentClass } from '../agent-class';
 import type { DefaultAggregator } from '../aggregator/default-aggregator';
 import { AsyncAgent } from '../async-agent';
+import type { RoundKind } from '../interceptors/approvals/rounds';
+import { resumesFromMemory } from '../interceptors/durable/in-process';
+import type { DurableOptions } from '../interceptors/durable/journal';
+import { RESUME } from '../interceptors/slots';
+import type { InterceptorFor } from '../interceptors/types';
 import { emitEvent } from '../lifecycle';
-import type { DurableOptions } from '../lifecycle/durable';
-import { resumesFromMemory } from '../lifecycle/in-process-journal';
 import { TOOL_TURNS, WAITING_CALLS, type WaitingCalls } from '../pending-interrupts';
-import type { RoundKind } from './approval';
 import { asciiPythonJSON, type CompatMode, checkCompat } from './compat';
 import type { PromptLanguage } from './internlm-prompts';
 import { LAGENT_REACT_TEMPLATE } from './lagent-prompts';
@@ -95,6 +97,8 @@ export interface ReActOptions<L, A extends ActionBase, F, H extends Hook> {
   actionHooks?: readonly H[] | undefined;
   /** Hooks of the ReAct agent itself. */
   hooks?: H[] | undefined;
+  /** Interceptors of this agent (see `AsyncInterceptor`): they apply to its calls and every call made inside. */
+  interceptors?: readonly InterceptorFor<H>[] | undefined;
   /** @default the class name */
   name?: string | undefined;
   description?: string | undefined;
@@ -226,9 +230,14 @@ function* reactSteps(
   if (pending !== undefined) {
     // The session waits for a decision on this call: given it, the call runs (or is answered with the
     // refusal); given another message, a call that needed approval is declined and the loop goes on.
-    const answer = yield* actionTurn(owner, pending, sessionId, isResuming(frame) ? 'resumed' : 'superseded');
+    const answer = yield* actionTurn(
+      owner,
+      pending,
+      sessionId,
+      frame?.find(RESUME) !== undefined ? 'resumed' : 'superseded',
+    );
     if (answer !== undefined) input = messages.length === 0 ? answer : [answer, ...messages];
-  } else if (frame?.owner === owner && frame.resume !== undefined && messages.length === 0) {
+  } else if (frame?.owner === owner && frame.get(RESUME) !== undefined && messages.length === 0) {
     throw new ValidationError({
       message: `${owner.name}: session ${JSON.stringify(String(sessionId))} has no call waiting for a decision`,
       field: 'decisions',
@@ -305,6 +314,7 @@ function reactAgentClass<A extends AgentBase, I extends AgentBase, E extends Exe
         name: options.name,
         description: options.description,
         hooks: options.hooks,
+        interceptors: options.interceptors,
         durable: options.durable,
       });
       const parts = partsOf(this.name, options);

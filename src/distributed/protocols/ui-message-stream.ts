@@ -1,0 +1,499 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AgentMessage } from '../../schema/agent-message';
+import type { ToolCall } from '../../schema/chat-message';
+import type { ContentPart } from '../../schema/content-parts';
+import {
+  type Decision,
+  type Interrupt,
+  interruptId,
+  interruptsOf,
+  resumeWith,
+} from '../../schema/interrupts';
+import type { SessionId } from '../../schema/session';
+import { isPlainObject } from '../../utils/is';
+import { checkSessionId } from '../http/protocol';
+import {
+  answerOf,
+  badInput,
+  callOptions,
+  checkDecisions,
+  checkHistory,
+  clientMessage,
+  EventStream,
+  type HistoryEntry,
+  isCallersMistake,
+  remoteSource,
+} from './request';
+import type { ProtocolHost, RunObserver, ToolResultText } from './run';
+import { runCall } from './run';
+
+/*
+ * The AI SDK's UI message stream (`ai@7`), what `useChat` / `DefaultChatTransport` send and read:
+ * `POST /api/chat` takes the transport's body (`id`: the session, `messages`: UI messages, `trigger`,
+ * `messageId`) and answers the stream of UI message chunks over server-sent events. Only the newest user
+ * message, or the approval responses of the last assistant message, is taken; the session's memory is the truth.
+ */
+
+/** Where the route goes. */
+export interface UIMessageStreamOptions {
+  /** @default '/api/chat' */
+  path?: string | undefined;
+}
+
+/** What the `data-agent` parts carry: a sub-agent call and its tool calls, updated in place as it runs. */
+export interface AgentProgress {
+  /** The sub-agent's dotted path in the served agent's tree (`researcher`, `experts.0`). */
+  path: string;
+  name: string;
+  description?: string | undefined;
+  status: 'running' | 'done' | 'failed' | 'waiting';
+  toolCalls: {
+    id: string;
+    name: string;
+    arguments: Record<string, unknown> | string;
+    status: 'running' | 'done' | 'failed';
+    result?: string | undefined;
+  }[];
+}
+
+const HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache',
+  connection: 'keep-alive',
+  'x-vercel-ai-ui-message-stream': 'v1',
+  'x-accel-buffering': 'no',
+};
+const JSON_TYPE = 'application/json; charset=utf-8';
+/** Body keys of the protocol itself; any other key is a call option (through the caller policy). */
+const PROTOCOL_KEYS = new Set(['id', 'messages', 'trigger', 'messageId', 'metadata']);
+
+interface ReadRequest {
+  sessionId: SessionId;
+  input: AgentMessage[];
+  decisions: Decision[];
+  history: HistoryEntry[];
+  /** The assistant message a resume continues. */
+  continues: string | undefined;
+  options: Record<string, unknown>;
+}
+
+/** Registers `POST {path}`, and `GET {path}/:id/stream` (answered 204: no stream is kept to resume). */
+export function registerUIMessageStream(
+  app: FastifyInstance,
+  host: ProtocolHost,
+  options: UIMessageStreamOptions = {},
+): void {
+  const path = options.path ?? '/api/chat';
+  app.post(path, (request, reply) => chat(host, request, reply));
+  app.get(`${path}/:id/stream`, (_request, reply) => {
+    reply.code(204).send();
+  });
+}
+
+async function chat(host: ProtocolHost, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  let read: ReadRequest;
+  try {
+    read = readRequest(host, request.body, reply);
+    await checkHistory(host, read.sessionId, read.history, 'one message');
+    await checkDecisions(host, read.sessionId, read.decisions);
+  } catch (error) {
+    const answer = answerOf(host, error);
+    reply
+      .code(answer.status)
+      .type(JSON_TYPE)
+      .send(JSON.stringify({ detail: answer.message, error: answer.code, ...answer.refusal }));
+    return;
+  }
+  const controller = new AbortController();
+  const end = host.begin(controller, read.sessionId);
+  const out = new EventStream(reply, controller, HEADERS);
+  const encoder = new UIMessageEncoder(
+    (chunk) => out.write(`data: ${JSON.stringify(chunk)}\n\n`),
+    read.continues ?? `msg-${randomUUID()}`,
+    read.decisions,
+  );
+  try {
+    const message = await runCall(host, {
+      sessionId: read.sessionId,
+      input: read.decisions.length > 0 ? [resumeWith(read.decisions)] : read.input,
+      options: read.options,
+      signal: controller.signal,
+      observer: encoder,
+      drained: () => out.drained(),
+    });
+    if (out.gone) return;
+    encoder.finish(message);
+    out.write('data: [DONE]\n\n');
+  } catch (error) {
+    if (out.gone) return;
+    if (!isCallersMistake(error)) host.onError(error, { route: 'ai-sdk', sessionId: read.sessionId });
+    if (!out.started) {
+      const answer = answerOf(host, error);
+      reply
+        .code(answer.status)
+        .type(JSON_TYPE)
+        .send(JSON.stringify({ detail: answer.message, error: answer.code, ...answer.refusal }));
+      return;
+    }
+    encoder.fail(clientMessage(host, error));
+    out.write('data: [DONE]\n\n');
+  } finally {
+    out.end();
+    end();
+  }
+}
+
+/**
+ * Turns what a call does into UI message chunks: the text and reasoning of each model turn as parts of their
+ * own, the served agent's tool calls as dynamic tool parts (input, then output), each sub-agent call as a
+ * `data-agent` part updated in place ({@link AgentProgress}), and the calls that wait for approval as tool parts
+ * with an approval request. Nothing is written before the first chunk is known.
+ */
+export class UIMessageEncoder implements RunObserver {
+  readonly #write: (chunk: Record<string, unknown>) => unknown;
+  readonly #messageId: string;
+  /** Decisions of the request, by interrupt id: their tool parts exist on the client already. */
+  readonly #decided: Map<string, Decision>;
+  #started = false;
+  #text: string | undefined;
+  #reasoning: string | undefined;
+  #parts = 0;
+  /** Text was written since the last tool round (else the final reply's text is written at the end). */
+  #textSinceTools = false;
+  #reasoned = false;
+  readonly #agents = new Map<string, { id: string; progress: AgentProgress }[]>();
+
+  constructor(
+    write: (chunk: Record<string, unknown>) => unknown,
+    messageId: string,
+    decisions: readonly Decision[] = [],
+  ) {
+    this.#write = write;
+    this.#messageId = messageId;
+    this.#decided = new Map(decisions.map((decision) => [decision.id, decision]));
+  }
+
+  #send(chunk: Record<string, unknown>): void {
+    if (!this.#started) {
+      this.#started = true;
+      this.#write({ type: 'start', messageId: this.#messageId });
+      this.#write({ type: 'start-step' });
+    }
+    this.#write(chunk);
+  }
+
+  text(delta: string): void {
+    this.#closeReasoning();
+    if (this.#text === undefined) {
+      this.#text = `text-${++this.#parts}`;
+      this.#send({ type: 'text-start', id: this.#text });
+    }
+    this.#textSinceTools = true;
+    this.#send({ type: 'text-delta', id: this.#text, delta });
+  }
+
+  reasoning(delta: string): void {
+    this.#closeText();
+    if (this.#reasoning === undefined) {
+      this.#reasoning = `reasoning-${++this.#parts}`;
+      this.#send({ type: 'reasoning-start', id: this.#reasoning });
+    }
+    this.#reasoned = true;
+    this.#send({ type: 'reasoning-delta', id: this.#reasoning, delta });
+  }
+
+  toolsStarted(path: string, calls: readonly ToolCall[]): void {
+    this.#closeText();
+    this.#closeReasoning();
+    if (path === '') {
+      for (const call of calls) {
+        // A call resumed by this request's decision has its part on the client, waiting for its output.
+        if (this.#decided.has(call.id)) continue;
+        this.#send({
+          type: 'tool-input-available',
+          toolCallId: call.id,
+          toolName: call.name,
+          input: call.arguments,
+          dynamic: true,
+        });
+      }
+      return;
+    }
+    const agent = this.#agentAt(path);
+    if (agent === undefined) return;
+    for (const call of calls) {
+      agent.progress.toolCalls.push({
+        id: call.id,
+        name: call.name,
+        arguments: call.arguments,
+        status: 'running',
+      });
+    }
+    this.#progress(agent);
+  }
+
+  toolsEnded(path: string, calls: readonly ToolCall[], results: readonly ToolResultText[]): void {
+    calls.forEach((call, index) => {
+      const result = results[index] ?? { text: '' };
+      const id = interruptId(path, call);
+      if (path === '' || this.#decided.has(id)) this.#toolOutput(id, result);
+    });
+    this.#textSinceTools = false;
+    if (path === '') return;
+    const agent = this.#agentAt(path);
+    if (agent === undefined) return;
+    calls.forEach((call, index) => {
+      const entry = agent.progress.toolCalls.find((candidate) => candidate.id === call.id);
+      const result = results[index];
+      if (entry === undefined) return;
+      entry.status = result?.error === undefined ? 'done' : 'failed';
+      entry.result = result?.text;
+    });
+    this.#progress(agent);
+  }
+
+  agentStarted(path: string, name: string, description: string | undefined): void {
+    this.#closeText();
+    this.#closeReasoning();
+    const progress: AgentProgress = { path, name, status: 'running', toolCalls: [] };
+    if (description !== undefined) progress.description = description;
+    const agent = { id: `agent-${++this.#parts}`, progress };
+    const open = this.#agents.get(path);
+    if (open === undefined) this.#agents.set(path, [agent]);
+    else open.push(agent);
+    this.#progress(agent);
+  }
+
+  agentEnded(path: string, outcome: 'done' | 'failed'): void {
+    const open = this.#agents.get(path);
+    const agent = open?.pop();
+    if (agent === undefined) return;
+    if (open!.length === 0) this.#agents.delete(path);
+    agent.progress.status = outcome;
+    this.#progress(agent);
+  }
+
+  /** Ends the message with the call's reply: its text when none was streamed, or the calls that wait. */
+  finish(reply: AgentMessage): void {
+    const interrupts = interruptsOf(reply);
+    this.#closeAgents(interrupts.length > 0 ? 'waiting' : 'done');
+    if (interrupts.length === 0) {
+      const content = reply.content;
+      if (!this.#textSinceTools && typeof content === 'string' && content !== '') {
+        const reasoning = (reply.extraInfo as { reasoning?: unknown } | null)?.reasoning;
+        if (!this.#reasoned && typeof reasoning === 'string' && reasoning !== '') this.reasoning(reasoning);
+        this.text(content);
+      }
+    }
+    this.#closeText();
+    this.#closeReasoning();
+    for (const ask of interrupts) this.#askApproval(ask);
+    const info = reply.extraInfo as { maxTurnReached?: unknown } | null;
+    this.#send({
+      type: 'finish',
+      finishReason:
+        interrupts.length > 0
+          ? 'tool-calls'
+          : info !== null && typeof info === 'object' && info.maxTurnReached === true
+            ? 'length'
+            : 'stop',
+    });
+  }
+
+  /** Ends the message with an error part. */
+  fail(message: string): void {
+    this.#closeAgents('failed');
+    this.#closeText();
+    this.#closeReasoning();
+    this.#send({ type: 'error', errorText: message });
+  }
+
+  #askApproval(ask: Interrupt): void {
+    this.#send({
+      type: 'tool-input-available',
+      toolCallId: ask.id,
+      toolName: ask.toolCall.name,
+      input: ask.toolCall.arguments,
+      dynamic: true,
+      ...(ask.path === '' ? {} : { title: `${ask.path}: ${ask.toolCall.name}` }),
+    });
+    this.#send({ type: 'tool-approval-request', approvalId: ask.id, toolCallId: ask.id });
+  }
+
+  #toolOutput(toolCallId: string, result: ToolResultText): void {
+    const decision = this.#decided.get(toolCallId);
+    if (decision !== undefined && !decision.approve) {
+      this.#send({ type: 'tool-output-denied', toolCallId });
+      return;
+    }
+    if (result.error !== undefined) {
+      this.#send({ type: 'tool-output-error', toolCallId, errorText: result.error, dynamic: true });
+      return;
+    }
+    this.#send({ type: 'tool-output-available', toolCallId, output: result.text, dynamic: true });
+  }
+
+  #agentAt(path: string): { id: string; progress: AgentProgress } | undefined {
+    return this.#agents.get(path)?.at(-1);
+  }
+
+  #progress(agent: { id: string; progress: AgentProgress }): void {
+    this.#send({ type: 'data-agent', id: agent.id, data: agent.progress });
+  }
+
+  #closeAgents(status: AgentProgress['status']): void {
+    for (const open of this.#agents.values()) {
+      for (const agent of open) {
+        agent.progress.status = status;
+        this.#progress(agent);
+      }
+    }
+    this.#agents.clear();
+  }
+
+  #closeText(): void {
+    if (this.#text === undefined) return;
+    this.#send({ type: 'text-end', id: this.#text });
+    this.#text = undefined;
+  }
+
+  #closeReasoning(): void {
+    if (this.#reasoning === undefined) return;
+    this.#send({ type: 'reasoning-end', id: this.#reasoning });
+    this.#reasoning = undefined;
+  }
+}
+
+interface UIMessageLike {
+  id?: unknown;
+  role: 'user' | 'assistant' | 'system';
+  parts: Record<string, unknown>[];
+}
+
+/** Reads and checks the transport's body; sets the header naming the options it ignored. */
+function readRequest(host: ProtocolHost, body: unknown, reply: FastifyReply): ReadRequest {
+  if (!isPlainObject(body)) throw badInput('(root)', 'the body must be a JSON object');
+  const id = body.id;
+  if (typeof id !== 'string' || id === '')
+    throw badInput('id', '"id" (the chat, which is the session) must be a non-empty string');
+  checkSessionId(id);
+  if (body.trigger !== undefined && body.trigger !== 'submit-message') {
+    throw badInput(
+      'trigger',
+      body.trigger === 'regenerate-message'
+        ? 'regenerating a message is not supported: the session keeps its conversation; send a new message'
+        : `unknown trigger ${JSON.stringify(body.trigger)}`,
+    );
+  }
+  const raw = body.messages;
+  if (!Array.isArray(raw) || raw.length === 0)
+    throw badInput('messages', '"messages" must be a non-empty array');
+  const messages = raw
+    .map((message, index) => checkMessage(message, index))
+    .filter((message) => message.role !== 'system');
+  const kwargs: Record<string, unknown> = {};
+  for (const key of Object.keys(body)) {
+    if (!PROTOCOL_KEYS.has(key)) Object.defineProperty(kwargs, key, { value: body[key], enumerable: true });
+  }
+  const options = callOptions(host, kwargs, reply);
+  const newest = messages.at(-1);
+  if (newest === undefined) throw badInput('messages', 'the messages hold no user message');
+  if (newest.role === 'user') {
+    return {
+      sessionId: id,
+      input: [new AgentMessage({ sender: 'user', content: userContent(newest, messages.length - 1) })],
+      decisions: [],
+      history: historyOf(messages.slice(0, -1)),
+      continues: undefined,
+      options,
+    };
+  }
+  // The last assistant message answered: its approval responses resume the call that waits.
+  const decisions: Decision[] = [];
+  for (const part of newest.parts) {
+    if (part.state !== 'approval-responded' || !isPlainObject(part.approval)) continue;
+    const approval = part.approval;
+    if (typeof approval.id !== 'string' || typeof approval.approved !== 'boolean')
+      throw badInput('messages', 'an approval response needs { id: string, approved: boolean }');
+    if (approval.approved) decisions.push({ id: approval.id, approve: true });
+    else
+      decisions.push(
+        typeof approval.reason === 'string' && approval.reason !== ''
+          ? { id: approval.id, approve: false, reason: approval.reason }
+          : { id: approval.id, approve: false },
+      );
+  }
+  if (decisions.length === 0) {
+    throw badInput(
+      'messages',
+      "the newest message must be the user's, or an assistant message with approval responses",
+    );
+  }
+  return {
+    sessionId: id,
+    input: [],
+    decisions,
+    history: historyOf(messages),
+    continues: typeof newest.id === 'string' && newest.id !== '' ? newest.id : undefined,
+    options,
+  };
+}
+
+function checkMessage(value: unknown, index: number): UIMessageLike {
+  if (!isPlainObject(value)) throw badInput(`messages.${index}`, `message ${index} must be an object`);
+  const role = value.role;
+  if (role !== 'user' && role !== 'assistant' && role !== 'system') {
+    throw badInput(
+      `messages.${index}.role`,
+      `message ${index} has the role ${JSON.stringify(role)}; UI messages are system, user or assistant`,
+    );
+  }
+  const parts = value.parts;
+  if (!Array.isArray(parts) || !parts.every(isPlainObject))
+    throw badInput(`messages.${index}.parts`, `message ${index} needs "parts": an array of parts`);
+  return value as unknown as UIMessageLike;
+}
+
+function historyOf(messages: readonly UIMessageLike[]): HistoryEntry[] {
+  return messages.map((message) => ({
+    role: message.role === 'user' ? 'user' : 'assistant',
+    text: message.role === 'user' ? textOf(message) : '',
+  }));
+}
+
+function textOf(message: UIMessageLike): string {
+  let text = '';
+  for (const part of message.parts)
+    if (part.type === 'text' && typeof part.text === 'string') text += part.text;
+  return text;
+}
+
+/** A user message's content: its text, or content parts when it has files. */
+function userContent(message: UIMessageLike, index: number): string | ContentPart[] {
+  const parts: ContentPart[] = [];
+  for (const part of message.parts) {
+    if (part.type === 'text') {
+      if (typeof part.text !== 'string')
+        throw badInput(`messages.${index}.parts`, 'a text part needs "text"');
+      parts.push({ type: 'text', text: part.text });
+    } else if (part.type === 'file') {
+      const { url, mediaType, filename } = part;
+      if (typeof url !== 'string' || typeof mediaType !== 'string')
+        throw badInput(`messages.${index}.parts`, 'a file part needs "url" and "mediaType"');
+      const source = remoteSource(url, `messages.${index}.parts`);
+      if (mediaType.startsWith('image/')) parts.push({ type: 'image', image: source, mediaType });
+      else
+        parts.push({
+          type: 'file',
+          data: source,
+          mediaType,
+          ...(typeof filename === 'string' ? { filename } : {}),
+        });
+    }
+  }
+  if (parts.length === 0) throw badInput(`messages.${index}.parts`, 'the user message has no text');
+  return parts.every((part) => part.type === 'text')
+    ? parts.map((part) => (part as { text: string }).text).join('')
+    : parts;
+}
