@@ -7,6 +7,7 @@ import { type Decision, RESUME_TYPE } from '../../schema/interrupts';
 import type { SessionId } from '../../schema/session';
 import { errorMessage } from '../../utils/text';
 import { isUnprocessable } from '../caller-options';
+import { WriteTurns } from '../http/sse-writer';
 import { refusalBody } from '../remote-budget';
 import type { ProtocolHost } from './run';
 
@@ -235,19 +236,11 @@ export class EventStream {
     this.#reply.raw.destroy();
   }
 
-  /** Resolves once the response's buffer has room again, or the connection is gone. */
+  readonly #turns = new WriteTurns();
+
+  /** Resolves once the response's buffer has room again, or the connection is gone (see `WriteTurns`). */
   drained(): Promise<void> {
-    const raw = this.#reply.raw;
-    if (!raw.writableNeedDrain || raw.destroyed) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        raw.off('drain', done);
-        raw.off('close', done);
-        resolve();
-      };
-      raw.once('drain', done);
-      raw.once('close', done);
-    });
+    return this.#turns.wait(this.#reply.raw);
   }
 }
 
