@@ -172,7 +172,19 @@ export interface AgentEvents {
   llmStart: [
     event: { agent: AgentBase; sessionId: SessionId; messages: readonly ChatMessage[]; path: string },
   ];
-  llmEnd: [event: { agent: AgentBase; sessionId: SessionId; response: string; path: string }];
+  /**
+   * The model answered. `model` names the model that did: the llm's `model`, or for a fallback chain the
+   * model of the chain that gave this answer (undefined when the llm has no name).
+   */
+  llmEnd: [
+    event: {
+      agent: AgentBase;
+      sessionId: SessionId;
+      response: string;
+      path: string;
+      model?: string | undefined;
+    },
+  ];
   error: [event: { agent: AgentBase; sessionId: SessionId; error: unknown; path: string }];
   /** A function-calling agent is about to run the tool calls its model asked for. */
   toolStart: [

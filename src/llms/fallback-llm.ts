@@ -1,6 +1,7 @@
 import { ConfigurationError, LLMRequestError } from '../schema/errors';
-import type { SessionId } from '../schema/session';
+import { type SessionId, type SessionKey, sessionKey } from '../schema/session';
 import { AsyncBaseLLM, BaseLLM } from './base-llm';
+import { CircuitBreaker } from './circuit-breaker';
 import { toRequestError } from './request-retry';
 import type { ChatMessage, LLMCallParams, ModelReply, ResolvedGenParams, StreamChunk } from './types';
 import type { TokenUsage } from './usage';
@@ -30,6 +31,15 @@ export interface FallbackEvent {
 export interface FallbackOptions {
   /** Told every time a model failed with a retryable error and the next one is tried (for logs and metrics). */
   onFallback?: ((event: FallbackEvent) => void) | undefined;
+  /**
+   * Milliseconds a model that failed with a retryable error is skipped (a circuit breaker): calls go straight
+   * to the next model until then, and afterwards one call tries it again (it stays skipped if it fails
+   * again). When every model is being skipped, the one whose cool-down ends first is asked. 0 asks every
+   * model in order on every call. @default 30000
+   */
+  coolDownMs?: number | undefined;
+  /** The clock of the cool-down, in ms (tests pass their own). @default Date.now */
+  now?: (() => number) | undefined;
 }
 
 type AnyModel = BaseLLM | AsyncBaseLLM;
@@ -65,27 +75,43 @@ function failureOf(
   return failure.retryable ? failure : undefined;
 }
 
-/** The error when every model failed: each model's failure, the last one's status, the last error as cause. */
+/**
+ * The error when every model asked failed: each failure (and the models skipped while cooling down), the
+ * last one's status, the last error as cause.
+ */
 function allFailed(
   chain: readonly AnyModel[],
-  failures: readonly LLMRequestError[],
+  failures: readonly { index: number; failure: LLMRequestError }[],
+  skipped: readonly number[],
   last: unknown,
 ): LLMRequestError {
-  const each = failures.map((failure, index) => `${index + 1}. ${nameOf(chain[index]!)}: ${failure.message}`);
-  const final = failures.at(-1);
+  const each = failures.map(
+    ({ index, failure }, position) => `${position + 1}. ${nameOf(chain[index]!)}: ${failure.message}`,
+  );
+  const final = failures.at(-1)?.failure;
+  const cooling =
+    skipped.length === 0
+      ? ''
+      : ` (skipped, as they failed within their cool-down: ${skipped.map((index) => nameOf(chain[index]!)).join(', ')})`;
   return new LLMRequestError({
-    message: `every model of the fallback chain failed: ${each.join('; ')}`,
+    message: `every model of the fallback chain failed: ${each.join('; ')}${cooling}`,
     status: final?.status,
     retryable: true,
-    attempts: failures.reduce((sum, failure) => sum + failure.attempts, 0),
+    attempts: failures.reduce((sum, { failure }) => sum + failure.attempts, 0),
     cause: last,
   });
 }
 
-/** Shared by the sync and async chains: the models, who answered last, usage summed over the models. */
+/** Sessions whose latest answering model a chain remembers (for `lastModelOf`); the oldest go first. */
+const REMEMBERED_SESSIONS = 1024;
+
+/** What the sync and async chains share: the models, the breaker, who answered last. */
 interface Chain<M extends AnyModel> {
   readonly models: readonly M[];
   readonly options: FallbackOptions;
+  readonly breaker: CircuitBreaker;
+  lastModel: AnsweredBy | undefined;
+  readonly answers: Map<SessionKey, AnsweredBy>;
 }
 
 function answeredBy(chain: Chain<AnyModel>, index: number): AnsweredBy {
@@ -93,23 +119,78 @@ function answeredBy(chain: Chain<AnyModel>, index: number): AnsweredBy {
 }
 
 /**
- * The next model after a retryable failure of model `index`, or the error to throw. The call's `onRetry` is
- * told which model is asked next (a budget counts it, or refuses it).
+ * One call's way down a chain: the models the breaker lets it ask, in order, and the failures so far. The
+ * call asks `index`, then reports the outcome: {@link answered}, or {@link failed}, which moves on to the next
+ * model or throws. The call's `onRetry` is told which model is asked next (a budget counts it, or refuses it).
  */
-function next(
-  chain: Chain<AnyModel>,
-  index: number,
-  error: unknown,
-  failures: LLMRequestError[],
-  params: LLMCallParams | undefined,
-): void {
-  const failure = failureOf(error, chain.models[index]!, params?.signal);
-  if (failure === undefined) throw error;
-  failures.push(failure);
-  if (index === chain.models.length - 1) throw allFailed(chain.models, failures, error);
-  const to = answeredBy(chain, index + 1);
-  chain.options.onFallback?.({ from: answeredBy(chain, index), to, error: failure });
-  params?.onRetry?.({ model: to.name });
+class ChainCall {
+  readonly #chain: Chain<AnyModel>;
+  readonly #params: LLMCallParams | undefined;
+  readonly #order: number[];
+  #position = 0;
+  readonly #failures: { index: number; failure: LLMRequestError }[] = [];
+
+  constructor(chain: Chain<AnyModel>, params: LLMCallParams | undefined) {
+    this.#chain = chain;
+    this.#params = params;
+    this.#order = chain.breaker.plan();
+  }
+
+  /** The model to ask now. */
+  get index(): number {
+    return this.#order[this.#position]!;
+  }
+
+  /** The model asked now answered: remembered as the one that did, for the call's session too. */
+  answered(): AnsweredBy {
+    const chain = this.#chain;
+    const index = this.index;
+    chain.breaker.succeeded(index);
+    this.#releaseFrom(this.#position + 1);
+    const by = answeredBy(chain, index);
+    chain.lastModel = by;
+    const key = sessionKey(this.#params?.sessionId ?? 0);
+    const answers = chain.answers;
+    answers.delete(key);
+    if (answers.size >= REMEMBERED_SESSIONS) answers.delete(answers.keys().next().value!);
+    answers.set(key, by);
+    return by;
+  }
+
+  /**
+   * The model asked now failed with `error`. A retryable failure opens its circuit and moves on to the next
+   * model (told to `onFallback` and `onRetry`); anything else, or a failure of the last model, is thrown.
+   */
+  failed(error: unknown): void {
+    const chain = this.#chain;
+    const index = this.index;
+    const failure = failureOf(error, chain.models[index]!, this.#params?.signal);
+    if (failure === undefined) {
+      // An abort or a failure of the request itself (a 400, a 401): it says nothing about the model being down.
+      this.#releaseFrom(this.#position);
+      throw error;
+    }
+    chain.breaker.failed(index);
+    this.#failures.push({ index, failure });
+    if (this.#position === this.#order.length - 1) {
+      const skipped = chain.models.map((_, i) => i).filter((i) => !this.#order.includes(i));
+      throw allFailed(chain.models, this.#failures, skipped, error);
+    }
+    this.#position++;
+    const to = answeredBy(chain, this.index);
+    chain.options.onFallback?.({ from: answeredBy(chain, index), to, error: failure });
+    try {
+      this.#params?.onRetry?.({ model: to.name });
+    } catch (refused) {
+      this.#releaseFrom(this.#position);
+      throw refused;
+    }
+  }
+
+  /** Models the call planned from `position` on but will not ask: a trial it took is handed back. */
+  #releaseFrom(position: number): void {
+    for (let i = position; i < this.#order.length; i++) this.#chain.breaker.released(this.#order[i]!);
+  }
 }
 
 /**
@@ -118,33 +199,46 @@ function next(
  * When every model fails, an `LLMRequestError` lists each failure. A stream moves to the next model only when
  * the failure came before its first chunk.
  *
- * `lastModel` (and `answeredBy` on a `generate()` reply) says which model answered. `genParams` is the first
- * model's; per-call params go to every model, and `onRetry` is told before each model after the first (a
- * budget counts every model tried). Usage (`getUsage()`, ...) is summed over the models.
+ * A model that failed so is skipped for `coolDownMs` (30 s by default): calls go straight to the next one
+ * instead of paying for its retries again, and afterwards one call tries it again (see `FallbackOptions`).
+ *
+ * `lastModel` (and `answeredBy` on a `generate()` reply, `lastModelOf(sessionId)` per session) says which
+ * model answered; agents report it as `model` on their `llmEnd` events. `genParams` is the first model's;
+ * per-call params go to every model, and `onRetry` is told before each model after the first (a budget
+ * counts every model tried). Usage (`getUsage()`, ...) is summed over the models.
  */
 export class FallbackLLM extends BaseLLM implements Chain<BaseLLM> {
   readonly models: readonly BaseLLM[];
   readonly options: FallbackOptions;
+  /** Which models are skipped while they cool down after a failure. */
+  readonly breaker: CircuitBreaker;
   /** Which model gave the latest answer (or first chunk); undefined before the first. */
   lastModel: AnsweredBy | undefined;
+  /** @internal */
+  readonly answers = new Map<SessionKey, AnsweredBy>();
 
   constructor(models: readonly BaseLLM[], options: FallbackOptions = {}) {
     checkModels(models, 'FallbackLLM');
     super();
     this.models = [...models];
     this.options = options;
+    this.breaker = new CircuitBreaker(models.length, { coolDownMs: options.coolDownMs, now: options.now });
     (this as { genParams: ResolvedGenParams }).genParams = models[0]!.genParams;
   }
 
+  /** Which model gave the latest answer on a session (of the last 1,024 sessions asked). */
+  lastModelOf(sessionId: SessionId = 0): AnsweredBy | undefined {
+    return this.answers.get(sessionKey(sessionId));
+  }
+
   #run<T>(params: LLMCallParams | undefined, call: (llm: BaseLLM) => T): [T, number] {
-    const failures: LLMRequestError[] = [];
-    for (let index = 0; ; index++) {
+    const attempt = new ChainCall(this, params);
+    for (;;) {
       try {
-        const result = call(this.models[index]!);
-        this.lastModel = answeredBy(this, index);
-        return [result, index];
+        const result = call(this.models[attempt.index]!);
+        return [result, attempt.answered().index];
       } catch (error) {
-        next(this, index, error, failures, params);
+        attempt.failed(error);
       }
     }
   }
@@ -201,35 +295,45 @@ export class FallbackLLM extends BaseLLM implements Chain<BaseLLM> {
 }
 
 /**
- * The async twin of {@link FallbackLLM}: asks `models` in order, moving on after a retryable failure. An abort
- * of the call's `signal` is never a reason to try the next model: it ends the call.
+ * The async twin of {@link FallbackLLM}: asks `models` in order, moving on after a retryable failure and
+ * skipping a model that failed so within `coolDownMs`. An abort of the call's `signal` is never a reason to
+ * try the next model: it ends the call.
  */
 export class AsyncFallbackLLM extends AsyncBaseLLM implements Chain<AsyncBaseLLM> {
   readonly models: readonly AsyncBaseLLM[];
   readonly options: FallbackOptions;
+  /** Which models are skipped while they cool down after a failure (shared by the calls at once). */
+  readonly breaker: CircuitBreaker;
   /** Which model gave the latest answer (or first chunk); undefined before the first. */
   lastModel: AnsweredBy | undefined;
+  /** @internal */
+  readonly answers = new Map<SessionKey, AnsweredBy>();
 
   constructor(models: readonly AsyncBaseLLM[], options: FallbackOptions = {}) {
     checkModels(models, 'AsyncFallbackLLM');
     super();
     this.models = [...models];
     this.options = options;
+    this.breaker = new CircuitBreaker(models.length, { coolDownMs: options.coolDownMs, now: options.now });
     (this as { genParams: ResolvedGenParams }).genParams = models[0]!.genParams;
+  }
+
+  /** Which model gave the latest answer on a session (of the last 1,024 sessions asked). */
+  lastModelOf(sessionId: SessionId = 0): AnsweredBy | undefined {
+    return this.answers.get(sessionKey(sessionId));
   }
 
   async #run<T>(
     params: LLMCallParams | undefined,
     call: (llm: AsyncBaseLLM) => Promise<T>,
   ): Promise<[T, number]> {
-    const failures: LLMRequestError[] = [];
-    for (let index = 0; ; index++) {
+    const attempt = new ChainCall(this, params);
+    for (;;) {
       try {
-        const result = await call(this.models[index]!);
-        this.lastModel = answeredBy(this, index);
-        return [result, index];
+        const result = await call(this.models[attempt.index]!);
+        return [result, attempt.answered().index];
       } catch (error) {
-        next(this, index, error, failures, params);
+        attempt.failed(error);
       }
     }
   }

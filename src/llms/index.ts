@@ -16,6 +16,8 @@ export { BridgedLLM } from './bridged-llm';
 export type { CacheOptions, LLMCacheBackend } from './cached-llm';
 export { AsyncCachedLLM, CachedLLM } from './cached-llm';
 export { ClaudeAPI } from './claude-api';
+export type { CircuitBreakerOptions } from './circuit-breaker';
+export { CircuitBreaker } from './circuit-breaker';
 export type { AnsweredBy, FallbackEvent, FallbackOptions, FallbackReply } from './fallback-llm';
 export { AsyncFallbackLLM, FallbackLLM } from './fallback-llm';
 export { DEFAULT_GEN_PARAMS, mergeGenParams, normalizeGenParams } from './gen-params';

@@ -3,6 +3,7 @@ import { currentFrame } from '../../core/call-context';
 import { modelStep } from '../../core/durable-steps';
 import { streamStep } from '../../core/durable-stream';
 import type { ModelReply } from '../../llms/types';
+import { modelName } from '../../llms/wrapped-usage';
 import { Memory } from '../../memory/memory';
 import { AgentMessage } from '../../schema/agent-message';
 import type { ChatMessage, ToolCall } from '../../schema/chat-message';
@@ -276,8 +277,10 @@ export function buildReply(
   sessionId: SessionId,
   toolCalls?: ToolCall[] | undefined,
 ): AgentMessage | string {
-  if (agent[EMITTER] !== undefined || observers.count > 0)
-    emitEvent(agent, 'llmEnd', { agent, sessionId, response: raw, path: '' });
+  if (agent[EMITTER] !== undefined || observers.count > 0) {
+    const model = answeringModel(agent.llm, sessionId);
+    emitEvent(agent, 'llmEnd', { agent, sessionId, response: raw, path: '', model });
+  }
   // A reply that calls tools is not parsed: its `formatted` is the calls, for an executor to run.
   if (toolCalls !== undefined && toolCalls.length > 0) {
     return new AgentMessage({ sender: agent.name, content: raw, formatted: { toolCalls } });
@@ -296,6 +299,16 @@ export function buildReply(
     });
   }
   return new AgentMessage({ sender: agent.name, content: raw, formatted });
+}
+
+/**
+ * The name of the model that gave a session's latest answer: for a fallback chain the one of its models that
+ * did (a session's calls run one at a time, so it is this answer's), else the llm's own `model`.
+ */
+function answeringModel(llm: unknown, sessionId: SessionId): string | undefined {
+  const chain = llm as { lastModelOf?: (sessionId: SessionId) => { name: string } | undefined } | undefined;
+  if (typeof chain?.lastModelOf === 'function') return chain.lastModelOf(sessionId)?.name;
+  return modelName(llm);
 }
 
 /** What reads a stream's partial `formatted` chunk by chunk (`JSONParser.streamParser()`). */

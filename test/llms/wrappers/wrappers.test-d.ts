@@ -1,7 +1,12 @@
 import { describe, expectTypeOf, it } from 'vitest';
 import type { AsyncBaseLLM, BaseLLM } from '../../../src/llms/base-llm';
 import type { AsyncCachedLLM, CachedLLM } from '../../../src/llms/cached-llm';
-import type { AsyncFallbackLLM, FallbackLLM, FallbackReply } from '../../../src/llms/fallback-llm';
+import type {
+  AsyncFallbackLLM,
+  FallbackLLM,
+  FallbackOptions,
+  FallbackReply,
+} from '../../../src/llms/fallback-llm';
 import type { AsyncRecordingLLM, RecordingLLM } from '../../../src/llms/recording-llm';
 import type { AsyncReplayLLM, ReplayLLM } from '../../../src/llms/replay-llm';
 import type { StreamChunk } from '../../../src/llms/types';
@@ -24,7 +29,7 @@ describe('model wrapper types', () => {
 
   it('a sync wrapper wraps sync models only', () => {
     expectTypeOf<typeof FallbackLLM>().constructorParameters.toEqualTypeOf<
-      [readonly BaseLLM[], ({ onFallback?: FallbackLLM['options']['onFallback'] } | undefined)?]
+      [readonly BaseLLM[], (FallbackOptions | undefined)?]
     >();
     expectTypeOf<AsyncBaseLLM>().not.toExtend<ConstructorParameters<typeof CachedLLM>[0]>();
     expectTypeOf<BaseLLM>().not.toExtend<ConstructorParameters<typeof AsyncRecordingLLM>[0]>();
