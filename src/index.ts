@@ -47,7 +47,10 @@ export {
 } from './actions/index';
 export type { SystemInstruction, SystemTemplate } from './agents/aggregator/index';
 export { contentToText, DefaultAggregator } from './agents/aggregator/index';
-export type { InternLMToolAggregatorOptions } from './agents/aggregator/internlm-tool-aggregator';
+export type {
+  InternLMToolAggregatorOptions,
+  InternLMWindowOptions,
+} from './agents/aggregator/internlm-tool-aggregator';
 export { InternLMToolAggregator } from './agents/aggregator/internlm-tool-aggregator';
 export type {
   TokenCounter,

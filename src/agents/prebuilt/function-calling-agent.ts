@@ -25,7 +25,7 @@ import type {
   MemoryConfig,
 } from '../agent-base';
 import type { AgentClass } from '../agent-class';
-import type { SystemInstruction } from '../aggregator/default-aggregator';
+import type { DefaultAggregator, SystemInstruction } from '../aggregator/default-aggregator';
 import { AsyncAgent } from '../async-agent';
 import { AsyncStreamingAgent } from '../async-streaming-agent';
 import { agentCallSteps, emitEvent } from '../lifecycle';
@@ -52,6 +52,12 @@ export interface FunctionCallingAgentOptions<L, H, A extends ActionBase = Action
   hooks?: H[] | undefined;
   /** Memory of the model-facing sub-agent, which keeps the tool turns. @default {} */
   memory?: MemoryConfig | undefined;
+  /**
+   * How the sub-agent's memory becomes the prompt: a `TokenWindowAggregator` keeps a tool-heavy session's
+   * prompt within its window (a tool call and its results are kept or dropped together).
+   * @default new DefaultAggregator()
+   */
+  aggregator?: DefaultAggregator | undefined;
   /** Per tool call, in ms (async variants). */
   timeoutMs?: number | undefined;
   /** Journals each call's model and tool steps in a store, so a crashed call goes on where it was. */
@@ -257,6 +263,7 @@ function functionCallingAgentClass<
         llm: options.llm,
         template: options.template,
         memory: options.memory,
+        aggregator: options.aggregator,
         name: this.name,
         tools: [this.executor],
       });
