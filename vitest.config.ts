@@ -21,7 +21,18 @@ const UNIT = [
   'utils',
   'testing',
 ];
-const INTEGRATION = ['bridge', 'tools', 'distributed', 'mcp', 'cli', 'examples', 'interop', 'stores', 'ui'];
+const INTEGRATION = [
+  'bridge',
+  'tools',
+  'distributed',
+  'mcp',
+  'cli',
+  'examples',
+  'interop',
+  'stores',
+  'ui',
+  'runtimes',
+];
 /**
  * Tests of the unit folders that start processes or worker threads (crash trials, the sync
  * model clients and their servers in workers): they run with the integration tests, so the unit project
