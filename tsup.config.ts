@@ -10,6 +10,7 @@ const shared: Options = {
     'distributed/queue/index': 'src/distributed/queue/index.ts',
     'mcp/index': 'src/mcp/index.ts',
     'stores/index': 'src/stores/index.ts',
+    'retrieval/index': 'src/retrieval/index.ts',
     'cli/index': 'src/cli/index.ts',
     // Internal: the hosts the sync bridge's worker loads by path (not in package.json's exports).
     'bridge-hosts/index': 'src/bridge-hosts/index.ts',

@@ -31,6 +31,7 @@ const INTEGRATION = [
   'interop',
   'stores',
   'ui',
+  'retrieval',
   'runtimes',
 ];
 /**
@@ -40,10 +41,12 @@ const INTEGRATION = [
  */
 const OUT_OF_PROCESS = [
   'test/agents/durable-kill.test.ts',
+  'test/agents/durable-stop.test.ts',
   'test/agents/durable-composite.test.ts',
   'test/agents/keep-shape.test.ts',
   'test/llms/gpt-api.test.ts',
   'test/llms/gpt-api-tools.test.ts',
+  'test/llms/openai-responses-sync.test.ts',
   'test/llms/claude/claude-agents.test.ts',
   'test/llms/claude/missing-sdk.test.ts',
 ];

@@ -109,6 +109,7 @@ for (const entry of [
   'distributed/queue',
   'mcp',
   'stores',
+  'retrieval',
 ]) {
   const cli = loadedBy(`${entry}/index.js`).filter((name) => isOneOf(name, CLI_DEPENDENCIES));
   if (cli.length > 0) throw new Error(`lagent-ts/${entry} imports the CLI's ${cli.join(', ')} at load time`);

@@ -17,6 +17,7 @@ const ENTRIES = [
   'distributed/queue/index',
   'mcp/index',
   'stores/index',
+  'retrieval/index',
 ];
 const LIST = join(root, 'test', 'public-api.txt');
 

@@ -1,7 +1,7 @@
 import type { Meter } from '../core/budget';
 import { type CallFrame, currentFrame, type DurableScope } from '../core/call-context';
 import { toolStep } from '../core/durable-steps';
-import { type GuardSpec, runCheck, toolCallMessage } from '../core/guards';
+import { CheckContext, type GuardSpec, runCheck, toolCallMessage } from '../core/guards';
 import { PromiseInSyncCall, type Steps } from '../core/steps';
 import { activeTracer, endSpan, startToolSpan } from '../core/tracing';
 import { ActionReturn } from '../schema/action-return';
@@ -42,6 +42,19 @@ export interface CallSettings {
   timeoutMs?: number | undefined;
   /** Aborted on timeout so the tool can stop; its signal is `context.signal`. */
   controller?: AbortController | undefined;
+  /**
+   * Where the calls' steps go in a durable journal, when not the frame's own scope: an executor called by a
+   * user's `forward` takes its place when it is called (see `executeSteps`).
+   */
+  scope?: DurableScope | undefined;
+}
+
+/**
+ * The next key of `scope`, taken now, as a scope of its own whose next key is that one: a step that awaits
+ * something before it journals (a check) keeps the key of its place in program order.
+ */
+export function reserveStep(scope: DurableScope): DurableScope {
+  return { journal: scope.journal, key: scope.key, next: scope.next++ };
 }
 
 function isPromiseInSyncCall(error: unknown): boolean {
@@ -129,7 +142,7 @@ export function actionCallSteps(
   settings: CallSettings,
 ): Steps<ActionReturn> {
   const frame = currentFrame();
-  const scope = frame?.durable;
+  const scope = settings.scope ?? frame?.durable;
   // The executors' built-in answers are neither counted by a budget nor checked by tool guardrails.
   const builtin = (action as { [UNMETERED]?: boolean })[UNMETERED] === true;
   const meter = builtin ? undefined : frame?.meter;
@@ -178,16 +191,23 @@ function* guardedActionSteps(
   settings: CallSettings,
   meter: Meter | undefined,
 ): Steps<ActionReturn> {
+  // The call's journal key is taken now, in program order: the checks of calls run at once may answer in
+  // any order, and a replay must find each call under the key it had.
+  const own = scope === undefined ? undefined : reserveStep(scope);
   const toolCall = { name: apiLabel(action, apiName), arguments: parameters };
   const owner = (frame.owner as { name?: unknown }).name;
   const name = typeof owner === 'string' ? owner : action.name;
   const message = toolCallMessage(name, toolCall);
-  const context = { name, sessionId: frame.sessionKey, on: 'tool', toolCall };
+  const signal = settings.signal ?? frame.signal;
   for (const guard of guards) {
-    const verdict = runCheck(guard, message, context);
+    const verdict = runCheck(
+      guard,
+      message,
+      new CheckContext(name, frame.sessionKey, 'tool', signal, toolCall),
+    );
     if (verdict !== undefined) yield verdict;
   }
-  return yield* journaledActionSteps(scope, action, parameters, apiName, settings, meter);
+  return yield* journaledActionSteps(own, action, parameters, apiName, settings, meter);
 }
 
 /** A tool call inside a durable call: a journaled step (see core/durable-steps.ts). */

@@ -1,3 +1,4 @@
+import { approvalRules } from '../core/approval-gate';
 import type { Steps } from '../core/steps';
 import { type Hook, HookList, type RemovableHandle } from '../hooks/hook';
 import { ActionReturn } from '../schema/action-return';
@@ -91,6 +92,7 @@ export abstract class ExecutorBase<A extends ActionBase, H extends Hook = Hook> 
       });
     }
     this.#needsApproval = options.needsApproval;
+    approvalRules.version++;
   }
 
   /**
@@ -104,6 +106,18 @@ export abstract class ExecutorBase<A extends ActionBase, H extends Hook = Hook> 
     const rule = this.#ruleOf(call, context);
     if (own === undefined || own === false) return rule;
     return Promise.resolve(own).then((needed) => needed || rule);
+  }
+
+  /**
+   * Whether some call could need a person's approval: the executor has `needsApproval`, or a tool API has
+   * its own. An agent tree holding no such executor never stops to ask.
+   */
+  mayNeedApproval(): boolean {
+    if (this.#needsApproval !== undefined) return true;
+    for (const action of this.#actions.values()) {
+      for (const api of action.apis.values()) if (api.needsApproval) return true;
+    }
+    return false;
   }
 
   /** Whether the tool a call names is declared safe to run twice (`retrySafe`). */
@@ -160,6 +174,7 @@ export abstract class ExecutorBase<A extends ActionBase, H extends Hook = Hook> 
   /** Registers a tool, replacing one of the same name. */
   set(action: A): this {
     this.#frozenTools = undefined;
+    approvalRules.version++;
     this.checkAction(action);
     this.#actions.set(action.name, action);
     return this;

@@ -1,5 +1,6 @@
 import { executorGate, GATED, type GatePlan } from '../core/approval-gate';
 import { currentFrame } from '../core/call-context';
+import { childScope } from '../core/durable-steps';
 import { hookStep } from '../core/hook-step';
 import type { Steps } from '../core/steps';
 import type { Hook, HookExecutor } from '../hooks/hook';
@@ -107,6 +108,15 @@ export function* executeSteps(
   settings.signal?.throwIfAborted();
   const sessionId = settings.context.sessionId;
   let message = toAgentMessage(input);
+  // Called by a user's forward inside a durable call, the executor takes its place in the journal now, before
+  // its hooks and approval checks await anything: executors called at once keep their keys on a replay.
+  if (!GATED.has(input as object)) {
+    const scope = currentFrame()?.durable;
+    if (scope !== undefined && toolCallsOf(message.formatted) !== null) {
+      settings = Object.assign({}, settings); // the caller's may be shared
+      settings.scope = childScope(scope);
+    }
+  }
   const hooks = executor.hooks;
   for (const hook of hooks) {
     if (hook.beforeAction)

@@ -1,6 +1,8 @@
 import { driveAsync, type Steps } from '../core/steps';
 import type { ActionReturn } from '../schema/action-return';
+import type { AgentMessage } from '../schema/agent-message';
 import type { ToolCall } from '../schema/chat-message';
+import { toolCallsOf } from '../schema/tool-calls';
 import { isPlainObject } from '../utils/is';
 import { kindOf, shorten, thrownText } from '../utils/text';
 import type { CallSettings } from './action-steps';
@@ -43,9 +45,54 @@ function readArguments(raw: unknown): ToolCallArguments {
   return { ok: true, args: value };
 }
 
+/**
+ * The calls of a model's reply with ids unique in the session: a call whose id an earlier message of
+ * `history` (the agent's memory) already holds, or an earlier call of the reply, gets `<id>_<n>` (the
+ * smallest n from 2 that is free). Servers that send no ids (the clients then number each reply's calls from
+ * `call_0`), that repeat one, or a cache answering again, so never give two calls one id: an approval names
+ * one call. The same history gives the same ids, so a durable replay makes the ones the call made. Returns
+ * `calls` itself when every id is free.
+ */
+export function uniqueToolCallIds(
+  calls: ToolCall[],
+  history: readonly AgentMessage[] | undefined,
+): ToolCall[] {
+  let out: ToolCall[] | undefined;
+  for (let i = 0; i < calls.length; i++) {
+    const call = calls[i]!;
+    if (!isTaken(call.id, history, out ?? calls, i)) continue;
+    let n = 2;
+    while (isTaken(`${call.id}_${n}`, history, out ?? calls, i)) n++;
+    out ??= calls.slice();
+    out[i] = { id: `${call.id}_${n}`, name: call.name, arguments: call.arguments };
+  }
+  return out ?? calls;
+}
+
+/** Whether `id` is a call id of a message of `history` or of `calls` before `end`. */
+function isTaken(
+  id: string,
+  history: readonly AgentMessage[] | undefined,
+  calls: ToolCall[],
+  end: number,
+): boolean {
+  for (let i = 0; i < end; i++) if (calls[i]!.id === id) return true;
+  if (history === undefined) return false;
+  for (const message of history) {
+    const formatted = message.formatted;
+    if (formatted === null || typeof formatted !== 'object') continue;
+    const held = toolCallsOf(formatted);
+    if (held === null) continue;
+    for (const call of held) if (call.id === id) return true;
+  }
+  return false;
+}
+
 /** A fresh copy of a call for the executor's answer (its arguments shared: they are already a copy). */
 export function answeredCall(call: ToolCall): ToolCall {
-  return { id: call.id, name: call.name, arguments: call.arguments };
+  return call.edited === true
+    ? { id: call.id, name: call.name, arguments: call.arguments, edited: true }
+    : { id: call.id, name: call.name, arguments: call.arguments };
 }
 
 /**

@@ -4,7 +4,7 @@ import { SessionLanes } from '../core/session-lanes';
 import { type Hook, HookList, type RemovableHandle } from '../hooks/hook';
 import type { GenParams, ToolSpec } from '../llms/types';
 import { Memory, type MemoryOptions } from '../memory/memory';
-import { MemoryManager, type MemoryManagerOptions } from '../memory/memory-manager';
+import { MemoryManager, type MemoryManagerOptions, SESSION_IN_USE } from '../memory/memory-manager';
 import type { OutputParser } from '../prompts/output-parser';
 import { AgentMessage } from '../schema/agent-message';
 import type { ChatMessage, ToolCall } from '../schema/chat-message';
@@ -15,7 +15,13 @@ import type { SessionStore } from '../stores/types';
 import { isThenable } from '../utils/is';
 import { AGENT_NODE, type AgentNode, discoverChildren, type MemoryNode, renderTree } from './agent-tree';
 import { DefaultAggregator, type SystemInstruction } from './aggregator/default-aggregator';
-import { checkDurable, DURABLE, type DurableOptions } from './lifecycle/durable';
+import {
+  CallNotRecovered,
+  checkDurable,
+  DURABLE,
+  type DurableOptions,
+  RECOVERING,
+} from './lifecycle/durable';
 import {
   checkSyncStore,
   type MemoryStoreOptions,
@@ -23,6 +29,7 @@ import {
   SessionBinding,
 } from './lifecycle/persist';
 import { observers } from './observers';
+import { pendingInterrupts } from './pending-interrupts';
 import {
   type LagentStateDict,
   loadStateDict,
@@ -77,13 +84,16 @@ export interface AgentOptions<L, F = unknown, H extends Hook = Hook> {
 /**
  * Options of `call()`: the session, generation overrides, and anything else for `llm.chat` and sub-calls.
  * `budget` limits what the call, with every call made inside it, may spend (its reply's `extraInfo.usage`
- * says what it spent); `callId` and `durable` are those of durable calls.
+ * says what it spent); `callId` and `durable` are those of durable calls. `askBeforeTools` makes the call
+ * stop before every tool call it would run, with an interrupt of kind `'check'` (what a remote client asks
+ * of the agent it calls when its own caller has tool guardrails); resumed with approval, the call runs it.
  */
 export type CallOptions = {
   sessionId?: SessionId | undefined;
   budget?: Budget | undefined;
   callId?: string | undefined;
   durable?: DurableOptions | undefined;
+  askBeforeTools?: boolean | undefined;
 } & GenParams &
   Record<string, unknown>;
 /** What `forward()` receives: the call options with the session always set. */
@@ -183,6 +193,8 @@ export interface AgentEvents {
       response: string;
       path: string;
       model?: string | undefined;
+      /** What the model reasoned before answering, when it reported it. */
+      reasoning?: string | undefined;
     },
   ];
   error: [event: { agent: AgentBase; sessionId: SessionId; error: unknown; path: string }];
@@ -219,6 +231,13 @@ export interface AgentEvents {
       path: string;
     },
   ];
+  /**
+   * A durable call that a process left unfinished (it died, or was stopped) was recovered, replayed to its end
+   * with `message` its reply, before the session's next call went on; emitted by the outermost durable agent.
+   */
+  callRecovered: [
+    event: { agent: AgentBase; sessionId: SessionId; callId: string; message: AgentMessage; path: string },
+  ];
 }
 
 /** Where an agent keeps its emitter; read without creating one on the hot path. */
@@ -235,6 +254,14 @@ export interface RecoverOptions {
   store?: SessionStore | undefined;
   /** @default the `durable` option's, or the agent's name */
   namespace?: string | undefined;
+}
+
+/** What `recoverAll()` did for one session: the replies of its recovered calls, or why it failed. */
+export interface RecoveredSession {
+  sessionId: string;
+  replies: AgentMessage[];
+  /** What failed the session's recovery (its other sessions were still recovered). */
+  error?: unknown;
 }
 
 /** The final reply of a call's result: the message, a promise of it, or the last chunk of a stream. */
@@ -310,6 +337,9 @@ export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook>
     this.llm = options.llm;
     this.template = options.template;
     this.memory = createMemoryManager(options.memory);
+    // A bounded memory never drops a session this agent is answering.
+    if (this.memory?.maxSessions !== undefined)
+      this.memory[SESSION_IN_USE] = (key) => this[LANES].isBusy(key);
     this.tools = options.tools;
     this.outputFormat = options.outputFormat;
     this.aggregator = options.aggregator ?? new DefaultAggregator();
@@ -392,40 +422,132 @@ export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook>
   /**
    * Replays the session's unfinished durable calls (a process that ran them died), oldest first, from the
    * journals in the `durable` store (or `options.store`): steps already recorded return their results, the
-   * rest runs live. Returns their replies (a promise of them for async agents).
+   * rest runs live. Returns their replies (a promise of them for async agents). Each call is recovered under
+   * its session's lease: a call still running elsewhere is waited for, and one that finished meanwhile (or was
+   * recovered by another process) is not run again: its recorded reply is returned, marked
+   * `extraInfo.idempotentReplay: true`; calls that failed or wait for a person are left as they are.
    */
   recover(options: RecoverOptions = {}): AgentMessage[] | Promise<AgentMessage[]> {
-    const durable =
-      options.store !== undefined ? { store: options.store, namespace: options.namespace } : this[DURABLE];
-    if (durable === undefined) {
-      throw new ConfigurationError({
-        message: `${this.name}.recover needs a store: give the agent durable: { store }, or recover({ store })`,
-      });
-    }
+    const durable = this.#durableFor(options, 'recover');
     const sessionId = options.sessionId ?? 0;
-    const namespace = durable.namespace ?? this.name;
     const replies: AgentMessage[] = [];
-    const replay = (callIds: string[]): AgentMessage[] | Promise<AgentMessage[]> => {
-      for (let i = 0; i < callIds.length; i++) {
+    const call = (callId: string): unknown => {
+      try {
         const reply = finalOf(
           (this as unknown as { call(input: undefined, options: object): unknown }).call(undefined, {
             sessionId,
-            callId: callIds[i],
-            durable: { store: durable.store, namespace },
+            callId,
+            durable,
+            [RECOVERING]: true,
           }),
         );
-        if (isThenable(reply)) {
-          return Promise.resolve(reply).then((value) => {
-            replies.push(value as AgentMessage);
-            return replay(callIds.slice(i + 1));
-          });
-        }
-        replies.push(reply as AgentMessage);
+        if (!isThenable(reply)) return replies.push(reply as AgentMessage);
+        return Promise.resolve(reply).then(
+          (value) => replies.push(value as AgentMessage),
+          (error: unknown) => {
+            if (!(error instanceof CallNotRecovered)) throw error;
+          },
+        );
+      } catch (error) {
+        if (!(error instanceof CallNotRecovered)) throw error;
+        return undefined;
+      }
+    };
+    const replay = (callIds: string[]): AgentMessage[] | Promise<AgentMessage[]> => {
+      for (let i = 0; i < callIds.length; i++) {
+        const done = call(callIds[i]!);
+        if (isThenable(done)) return Promise.resolve(done).then(() => replay(callIds.slice(i + 1)));
       }
       return replies;
     };
-    const ids = durable.store.listJournals(namespace, String(sessionId), { unfinished: true });
+    const ids = durable.store.listJournals(durable.namespace!, String(sessionId), { unfinished: true });
     return isThenable(ids) ? Promise.resolve(ids).then(replay) : replay(ids);
+  }
+
+  /**
+   * The interrupts a session waits for (tool calls asking for approval), with the ids its interrupt reply
+   * gave: read from the session's memories and, for a durable agent, its journal, without calling anything.
+   * See {@link pendingInterrupts}. A promise of them for async agents.
+   */
+  pendingInterrupts(sessionId: SessionId = 0): Interrupt[] | Promise<Interrupt[]> {
+    return pendingInterrupts(this, sessionId);
+  }
+
+  /**
+   * Recovers every unfinished durable call of the `durable` store's namespace (or `options.store`'s), session
+   * by session, as {@link recover} does for one: what a process does when it starts (`lagent serve` does it).
+   * A session whose recovery fails is reported with its error; the others are still recovered. The store must
+   * list unfinished calls (`listUnfinishedCalls`: the stores of lagent-ts do).
+   */
+  recoverAll(
+    options: Omit<RecoverOptions, 'sessionId'> = {},
+  ): RecoveredSession[] | Promise<RecoveredSession[]> {
+    const durable = this.#durableFor(options, 'recoverAll');
+    const { store } = durable;
+    const namespace = durable.namespace!;
+    if (typeof store.listUnfinishedCalls !== 'function') {
+      throw new ConfigurationError({
+        message: `${this.name}.recoverAll: ${store.description} cannot list a namespace's unfinished calls; recover each session with recover({ sessionId })`,
+      });
+    }
+    const sessions = new Set<string>();
+    const results: RecoveredSession[] = [];
+    const recoverEach = (i: number): RecoveredSession[] | Promise<RecoveredSession[]> => {
+      const ids = [...sessions];
+      for (; i < ids.length; i++) {
+        const sessionId = ids[i]!;
+        let replies: AgentMessage[] | Promise<AgentMessage[]>;
+        try {
+          replies = this.recover({ sessionId, store, namespace });
+        } catch (error) {
+          results.push({ sessionId, replies: [], error });
+          continue;
+        }
+        if (isThenable(replies)) {
+          const next = i + 1;
+          return Promise.resolve(replies).then(
+            (value) => {
+              results.push({ sessionId, replies: value });
+              return recoverEach(next);
+            },
+            (error: unknown) => {
+              results.push({ sessionId, replies: [], error });
+              return recoverEach(next);
+            },
+          );
+        }
+        results.push({ sessionId, replies });
+      }
+      return results;
+    };
+    const list = (after: string | undefined): RecoveredSession[] | Promise<RecoveredSession[]> => {
+      const page = store.listUnfinishedCalls!(namespace, { after, limit: 500 });
+      const read = (value: Awaited<typeof page>) => {
+        for (const { sessionId } of value.calls) sessions.add(sessionId);
+        return value.next === undefined ? recoverEach(0) : list(value.next);
+      };
+      return isThenable(page) ? Promise.resolve(page).then(read) : read(page);
+    };
+    return list(undefined);
+  }
+
+  /** The `durable` option `recover` and `recoverAll` work with (the store given, or the agent's). */
+  #durableFor(options: { store?: SessionStore | undefined; namespace?: string | undefined }, method: string) {
+    const own = this[DURABLE];
+    const durable: DurableOptions | undefined =
+      options.store === undefined
+        ? own
+        : {
+            ...(own?.store === options.store ? own : {}),
+            store: options.store,
+            namespace: options.namespace,
+          };
+    if (durable === undefined) {
+      throw new ConfigurationError({
+        message: `${this.name}.${method} needs a store: give the agent durable: { store }, or ${method}({ store })`,
+      });
+    }
+    return { ...durable, namespace: options.namespace ?? durable.namespace ?? this.name };
   }
 
   /**

@@ -55,7 +55,7 @@ export class Agent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook> {
       if (span) endChatSpan(span, this, error);
       throw error;
     }
-    if (span) endChatSpan(span, this);
+    if (span) endChatSpan(span, this, undefined, answer);
     return MODEL_TURN.answer(this, answer, options.sessionId);
   }
 }

@@ -60,7 +60,7 @@ export class AsyncAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F, AsyncHoo
       endChatSpan(span, this, error);
       throw error;
     }
-    endChatSpan(span, this);
+    endChatSpan(span, this, undefined, answer);
     return MODEL_TURN.answer(this, answer, options.sessionId);
   }
 }

@@ -3,6 +3,7 @@ import type { AsyncHook } from '../hooks/hook';
 import type { AsyncBaseLLM } from '../llms/base-llm';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
 import type { ToolCall } from '../schema/chat-message';
+import type { ReasoningInfo } from '../schema/reasoning';
 import { ModelStatusCode } from '../schema/status';
 import {
   AgentBase,
@@ -25,6 +26,7 @@ import {
   chatSpan,
   compactFirst,
   endChatSpan,
+  reasoningChunk,
   registerPlainForward,
   requireLLM,
   STREAM_LEFT,
@@ -72,33 +74,43 @@ export class AsyncStreamingAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F,
     if (recorded !== undefined) {
       // A replayed durable call: the recorded answer, as one chunk.
       if (recorded.content !== '') yield buildChunk(this, recorded.content);
-      return buildReply(this, recorded.content, options.sessionId, recorded.toolCalls);
+      return buildReply(this, recorded.content, options.sessionId, recorded.toolCalls, recorded);
     }
     let content = '';
     let toolCalls: ToolCall[] | undefined;
+    let reasoning: ReasoningInfo | undefined;
+    let formatted: unknown = null;
     const reader = streamReader(this);
     const span = chatSpan(this);
     let failure: unknown = STREAM_LEFT;
     try {
       for await (const chunk of llm.streamChat(prompt, request.params as typeof options)) {
+        const previousLength = content.length;
         content = chunk.content;
         if (chunk.state !== ModelStatusCode.STREAM_ING) {
           toolCalls = chunk.toolCalls;
+          if (chunk.reasoning !== undefined || chunk.reasoningParts !== undefined) reasoning = chunk;
           break;
         }
-        yield buildChunk(this, content, chunk.delta, reader);
+        if (chunk.reasoningDelta !== undefined && chunk.delta === '') {
+          yield reasoningChunk(this, content, chunk.reasoningDelta, formatted);
+          continue;
+        }
+        const built = buildChunk(this, content, chunk.delta, reader, previousLength, chunk.reasoningDelta);
+        formatted = built.formatted;
+        yield built;
       }
       failure = undefined;
     } catch (error) {
       failure = error;
       throw error;
     } finally {
-      if (span) endChatSpan(span, this, failure);
+      if (span) endChatSpan(span, this, failure, reasoning);
       // A failed stream, or one left early, still used what the model sent: the budget counts it.
       if (failure !== undefined) request.fail(failure, content);
     }
-    await request.end(content, toolCalls);
-    return buildReply(this, content, options.sessionId, toolCalls);
+    await request.end(content, toolCalls, reasoning);
+    return buildReply(this, content, options.sessionId, toolCalls, reasoning);
   }
 }
 

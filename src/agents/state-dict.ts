@@ -9,6 +9,7 @@ import {
 import { StateDictError, ValidationError } from '../schema/errors';
 import type { SessionId } from '../schema/session';
 import { isPlainObject } from '../utils/is';
+import { printable } from '../utils/printable';
 import type { MemoryNode } from './agent-tree';
 
 /** A state dict: dotted paths (`memory`, `writer.memory`, `list.0.memory`) to saved messages. */
@@ -128,7 +129,10 @@ export function loadStateDict(
   }
   const unknown = Object.keys(dict).filter((key) => !expected.has(key));
   if (unknown.length > 0) {
-    process.emitWarning(`loadStateDict ignored unknown keys: ${unknown.join(', ')}`, {
+    // The keys may come from an uploaded file: escaped, and not all of a huge list.
+    const shown = unknown.slice(0, 20).map((key) => `"${printable(key)}"`);
+    if (unknown.length > shown.length) shown.push(`and ${unknown.length - shown.length} more`);
+    process.emitWarning(`loadStateDict ignored unknown keys: ${shown.join(', ')}`, {
       code: 'LAGENT_UNKNOWN_STATE_KEYS',
     });
   }

@@ -3,6 +3,7 @@ import type { SyncHook } from '../hooks/hook';
 import type { BaseLLM } from '../llms/base-llm';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
 import type { ToolCall } from '../schema/chat-message';
+import type { ReasoningInfo } from '../schema/reasoning';
 import { ModelStatusCode } from '../schema/status';
 import { isThenable } from '../utils/is';
 import {
@@ -27,6 +28,7 @@ import {
   chatSpan,
   compactFirst,
   endChatSpan,
+  reasoningChunk,
   registerPlainForward,
   requireLLM,
   STREAM_LEFT,
@@ -76,33 +78,43 @@ export class StreamingAgent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook>
     if (recorded !== undefined) {
       // A replayed durable call: the recorded answer, as one chunk.
       if (recorded.content !== '') yield buildChunk(this, recorded.content);
-      return buildReply(this, recorded.content, options.sessionId, recorded.toolCalls);
+      return buildReply(this, recorded.content, options.sessionId, recorded.toolCalls, recorded);
     }
     let content = '';
     let toolCalls: ToolCall[] | undefined;
+    let reasoning: ReasoningInfo | undefined;
+    let formatted: unknown = null;
     const reader = streamReader(this);
     const span = chatSpan(this);
     let failure: unknown = STREAM_LEFT;
     try {
       for (const chunk of llm.streamChat(prompt, request.params as typeof options)) {
+        const previousLength = content.length;
         content = chunk.content;
         if (chunk.state !== ModelStatusCode.STREAM_ING) {
           toolCalls = chunk.toolCalls;
+          if (chunk.reasoning !== undefined || chunk.reasoningParts !== undefined) reasoning = chunk;
           break;
         }
-        yield buildChunk(this, content, chunk.delta, reader);
+        if (chunk.reasoningDelta !== undefined && chunk.delta === '') {
+          yield reasoningChunk(this, content, chunk.reasoningDelta, formatted);
+          continue;
+        }
+        const built = buildChunk(this, content, chunk.delta, reader, previousLength, chunk.reasoningDelta);
+        formatted = built.formatted;
+        yield built;
       }
       failure = undefined;
     } catch (error) {
       failure = error;
       throw error;
     } finally {
-      if (span) endChatSpan(span, this, failure);
+      if (span) endChatSpan(span, this, failure, reasoning);
       // A failed stream, or one left early, still used what the model sent: the budget counts it.
       if (failure !== undefined) request.fail(failure, content);
     }
-    request.end(content, toolCalls);
-    return buildReply(this, content, options.sessionId, toolCalls);
+    request.end(content, toolCalls, reasoning);
+    return buildReply(this, content, options.sessionId, toolCalls, reasoning);
   }
 }
 

@@ -13,6 +13,8 @@ export interface AgentLike {
   stateDict(sessionId?: SessionId, options?: Record<string, unknown>): unknown;
   loadStateDict?(dict: any, sessionId?: SessionId): unknown;
   reset?(sessionId?: SessionId, options?: Record<string, unknown>): unknown;
+  /** The interrupts a session waits for (agents of lagent-ts: `AgentBase.pendingInterrupts`). */
+  pendingInterrupts?(sessionId?: SessionId): unknown;
 }
 
 /** Whether `value` looks like an agent: an object with `call` and `stateDict` methods. */
@@ -43,6 +45,8 @@ export interface RunOptions {
   signal?: AbortSignal | undefined;
   /** Told about every streamed message, the final one included (streaming agents only). */
   onChunk?: ((chunk: AgentMessage) => void) | undefined;
+  /** The call's budget (`{}` limits nothing and has the reply say what the call spent). */
+  budget?: Record<string, number | undefined> | undefined;
 }
 
 /**

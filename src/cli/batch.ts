@@ -1,5 +1,5 @@
-import { createWriteStream, existsSync, type WriteStream } from 'node:fs';
-import { appendFile, readFile, truncate, writeFile } from 'node:fs/promises';
+import { constants, type Stats, type WriteStream } from 'node:fs';
+import { type FileHandle, lstat, open, readFile, stat } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
 import { AgentMessage, type MessageInput } from '../schema/agent-message';
 import { type Decision, interruptsOf, resumeWith } from '../schema/interrupts';
@@ -132,13 +132,12 @@ function outputRecord(text: string): { id: string; paused?: Paused | undefined }
 }
 
 /**
- * The ids already answered in `output`. A last line without its newline was cut short by a crash while it was
- * written: a whole record gets its newline, anything else is cut off, so its line runs again and the file
- * stays one record per line.
+ * The ids already answered in the output file. A last line without its newline was cut short by a crash while
+ * it was written: a whole record gets its newline, anything else is cut off, so its line runs again and the
+ * file stays one record per line.
  */
-async function answeredIds(output: string): Promise<Recorded> {
+async function answeredIds(output: FileHandle): Promise<Recorded> {
   const recorded: Recorded = { answered: new Set(), paused: new Map() };
-  if (!existsSync(output)) return recorded;
   const note = (record: ReturnType<typeof outputRecord>) => {
     if (record === undefined) return;
     if (record.paused === undefined) {
@@ -149,7 +148,7 @@ async function answeredIds(output: string): Promise<Recorded> {
       recorded.paused.set(record.id, record.paused);
     }
   };
-  const bytes = await readFile(output);
+  const bytes = await output.readFile();
   const end = bytes.lastIndexOf(0x0a) + 1;
   for (const line of bytes.subarray(0, end).toString('utf8').split('\n')) {
     if (line.trim() === '') continue;
@@ -157,13 +156,65 @@ async function answeredIds(output: string): Promise<Recorded> {
   }
   if (end < bytes.length) {
     const record = outputRecord(bytes.subarray(end).toString('utf8'));
-    if (record === undefined) await truncate(output, end);
+    if (record === undefined) await output.truncate(end);
     else {
       note(record);
-      await appendFile(output, '\n');
+      // The file is open for appending: this lands at its end.
+      await output.write('\n');
     }
   }
   return recorded;
+}
+
+/** Whether two stats are of one file (a hard link, or a symbolic link followed, included). */
+function sameFile(a: Stats, b: Stats): boolean {
+  return a.dev === b.dev && a.ino === b.ino;
+}
+
+/**
+ * A file the run writes (the output, appended to and read back; the errors file), opened for appending without
+ * following a symbolic link (`O_NOFOLLOW`) and without blocking (`O_NONBLOCK`), then checked to be a regular
+ * file other than the `others` (the input, the output): a FIFO, a device such as `/dev/stdout`, a link or
+ * another name of the input is refused before anything is written or truncated. The file is created when missing.
+ */
+async function openForWriting(
+  path: string,
+  what: string,
+  others: readonly { stats: Stats; what: string }[],
+): Promise<FileHandle> {
+  const refuse = (why: string) => new CliError(`${what} ${path} ${why}`);
+  const existing = await lstat(path).catch(() => undefined);
+  // Checked before opening too, so that nothing is created for a refused name.
+  if (existing?.isSymbolicLink())
+    throw refuse('is a symbolic link: name the file itself (lagent batch does not write through links)');
+  if (existing !== undefined && !existing.isFile())
+    throw refuse('is not a regular file (a FIFO, a device or a directory cannot be written and read back)');
+  for (const other of others) {
+    if (existing !== undefined && sameFile(existing, other.stats)) throw refuse(`is also the ${other.what}`);
+  }
+  let handle: FileHandle;
+  try {
+    handle = await open(
+      path,
+      constants.O_RDWR | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+      0o644,
+    );
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (code === 'ELOOP') throw refuse('is a symbolic link: name the file itself');
+    if (code === 'ENXIO' || code === 'EISDIR') throw refuse('is not a regular file');
+    throw new CliError(`cannot open ${path}: ${messageOf(error)}`, { cause: error });
+  }
+  // The name may have changed between the check and the open: what was opened is checked again.
+  try {
+    const opened = await handle.stat();
+    if (!opened.isFile()) throw refuse('is not a regular file');
+    for (const other of others) if (sameFile(opened, other.stats)) throw refuse(`is also the ${other.what}`);
+    return handle;
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
 }
 
 /** Checks one message of a line; a message object is read as Lagent's JSON (snake_case) or lagent-ts's. */
@@ -267,8 +318,22 @@ export async function runBatch(agent: AgentLike, options: BatchOptions): Promise
     throw new CliError('--errors must name another file than the input and the output');
   }
   const text = await readInputFile(options.input, 'input file');
-  // Reading what is answered also repairs a last line a crash cut short.
-  const { answered, paused } = await answeredIds(options.output);
+  const input = { stats: await stat(options.input), what: 'input file' };
+  const outputFile = await openForWriting(options.output, 'the output file', [input]);
+  let errorsFile: FileHandle | undefined;
+  let recorded: Recorded;
+  try {
+    errorsFile = await openForWriting(errorsPath, 'the errors file', [
+      input,
+      { stats: await outputFile.stat(), what: 'output file' },
+    ]);
+    // Reading what is answered also repairs a last line a crash cut short.
+    recorded = await answeredIds(outputFile);
+  } catch (error) {
+    await Promise.all([outputFile.close(), errorsFile?.close()]);
+    throw error;
+  }
+  const { answered, paused } = recorded;
   const failures: Failure[] = [];
   const tasks: Task[] = [];
   const seen = new Set<string>();
@@ -295,9 +360,10 @@ export async function runBatch(agent: AgentLike, options: BatchOptions): Promise
     else tasks.push({ ...parsed, paused: earlier });
   });
 
-  const output = createWriteStream(options.output, { flags: 'a' });
-  await writeFile(errorsPath, '');
-  const errors = createWriteStream(errorsPath, { flags: 'a' });
+  const output = outputFile.createWriteStream();
+  // Rewritten by each run: only now, once it is known to be none of the other files.
+  await errorsFile.truncate(0);
+  const errors = errorsFile.createWriteStream();
   for (const failure of failures) writeFailure(errors, failure);
 
   const progress = await createProgress('batch', 'failed', tasks.length, log, options.progress ?? true);

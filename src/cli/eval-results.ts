@@ -13,6 +13,14 @@ export interface EvalUsage {
   toolCalls?: number | undefined;
   /** Cost in US dollars, when known. */
   usd?: number | undefined;
+  /** Prompt tokens read from the provider's prompt cache (part of `promptTokens`), when reported. */
+  cachedPromptTokens?: number | undefined;
+  /** Prompt tokens written to the prompt cache, when reported. */
+  cacheWriteTokens?: number | undefined;
+  /** Completion tokens spent reasoning (part of `completionTokens`), when reported. */
+  reasoningTokens?: number | undefined;
+  /** Models called without a known price (their tokens count, their cost does not). */
+  unpriced?: string[] | undefined;
 }
 
 /** Why an item has no score: its line (`input`), the agent's call (`agent`) or the scorer (`scorer`). */
@@ -27,12 +35,18 @@ export interface EvalResult {
   line: number;
   input?: unknown;
   expected?: unknown;
-  /** The name of the scorer that scored the reply, when the run named it. */
+  /** The name of the (first) scorer that scored the reply, when the run named it. */
   scorer?: string | undefined;
   /** The reply's text; null when the agent did not answer. */
   reply: string | null;
-  /** From 0 to 1; null when the item has an error. */
+  /** The first scorer's score, from 0 to 1; null when it could not score (the item has an error). */
   score: number | null;
+  /** Every scorer's score by name (null: that scorer failed), when the run named its scorers. */
+  scores?: Record<string, number | null> | undefined;
+  /** Why the LLM judge scored as it did, by scorer name. */
+  reasons?: Record<string, string> | undefined;
+  /** What the judge's calls spent on this item (apart from the agent's `usage`). */
+  judgeUsage?: EvalUsage | null | undefined;
   /** The agent's call, in milliseconds; null when it did not run. */
   latencyMs: number | null;
   usage: EvalUsage | null;
@@ -71,9 +85,12 @@ function readResult(text: string): StoredResult | undefined {
 /**
  * The results already in `path`, the last line of each item winning. A last line without its newline was cut
  * short by a crash while it was written: a whole record gets its newline, anything else is cut off (its item
- * runs again), so the file stays one record per line.
+ * runs again), so the file stays one record per line (with `repair: false`, the file is only read).
  */
-export async function readResults(path: string): Promise<Map<string, StoredResult>> {
+export async function readResults(
+  path: string,
+  options: { repair?: boolean | undefined } = {},
+): Promise<Map<string, StoredResult>> {
   const results = new Map<string, StoredResult>();
   if (!existsSync(path)) return results;
   const bytes = await readFile(path);
@@ -85,7 +102,9 @@ export async function readResults(path: string): Promise<Map<string, StoredResul
   }
   if (end < bytes.length) {
     const result = readResult(bytes.subarray(end).toString('utf8'));
-    if (result === undefined) await truncate(path, end);
+    if (options.repair === false) {
+      if (result !== undefined) results.set(result.key, result);
+    } else if (result === undefined) await truncate(path, end);
     else {
       results.set(result.key, result);
       await appendFile(path, '\n');

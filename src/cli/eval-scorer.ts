@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
-import { resolve as resolvePath } from 'node:path';
+import { relative, resolve as resolvePath, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { CliError, messageOf } from './errors';
+import type { ScoreResult } from './eval-judge';
 
 /**
  * Scores one reply: `true`/`false` or a number from 0 to 1, sync or async. A scorer module's function gets the
@@ -40,12 +41,48 @@ export function scoreValue(value: unknown): number {
 }
 
 /**
+ * A scorer of a run, by the name its results keep: `exact`, `includes`, `judge`, a module's exported `name`, or
+ * the module's path relative to the current directory (never an absolute path, so results compare across
+ * machines). `input` is the item's question as written.
+ */
+export interface NamedScorer {
+  name: string;
+  score(
+    reply: string,
+    expected: unknown,
+    line: Record<string, unknown>,
+    input: unknown,
+  ): Promise<ScoreResult>;
+}
+
+/** A plain scorer function as a {@link NamedScorer}. */
+export function named(name: string, scorer: EvalScorer): NamedScorer {
+  return {
+    name,
+    score: async (reply, expected, line) => ({ score: scoreValue(await scorer(reply, expected, line)) }),
+  };
+}
+
+/** The scorer `--scorer` names, with the name its results keep (see {@link NamedScorer}). */
+export async function loadNamedScorer(spec: string): Promise<NamedScorer> {
+  if (spec === 'exact' || spec === 'includes') return named(spec, await loadScorer(spec));
+  const { scorer, name } = await loadModule(spec);
+  const path = relative(process.cwd(), resolvePath(spec)).split(sep).join('/');
+  return named(name ?? path, scorer);
+}
+
+/**
  * The scorer `--scorer` names: `exact`, `includes`, or a module (a path) whose default export, or export named
  * `score`, is an {@link EvalScorer}.
  */
 export async function loadScorer(spec: string): Promise<EvalScorer> {
   if (spec === 'exact') return exactScorer;
   if (spec === 'includes') return includesScorer;
+  return (await loadModule(spec)).scorer;
+}
+
+/** A scorer module: its function, and its exported `name` when it has one. */
+async function loadModule(spec: string): Promise<{ scorer: EvalScorer; name: string | undefined }> {
   const file = resolvePath(spec);
   if (!existsSync(file)) {
     throw new CliError(`--scorer must be exact, includes or a module file; ${spec} is not a file`);
@@ -62,5 +99,6 @@ export async function loadScorer(spec: string): Promise<EvalScorer> {
       `the scorer module ${spec} must export a function (reply, expected, line) => boolean | number, as its default export or as "score"`,
     );
   }
-  return scorer as EvalScorer;
+  const name = (module as { name?: unknown }).name;
+  return { scorer: scorer as EvalScorer, name: typeof name === 'string' && name !== '' ? name : undefined };
 }

@@ -5,6 +5,7 @@ import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { errorMessage } from '../utils/text';
 import { main } from './program';
+import { terminalText } from './terminal-text';
 
 export type { AgentLike, RunOptions } from './agent-like';
 export { asMessageAgent, isAgentLike, runAgent } from './agent-like';
@@ -47,7 +48,7 @@ if (isEntryPoint()) {
   main(process.argv).then(
     (code) => process.exit(code),
     (error: unknown) => {
-      process.stderr.write(`lagent: ${errorMessage(error)}\n`);
+      process.stderr.write(`lagent: ${terminalText(errorMessage(error))}\n`);
       process.exit(1);
     },
   );

@@ -15,6 +15,7 @@ import { defaultErrorsPath } from './batch';
 import { CliError, messageOf } from './errors';
 import { EVAL_HELP } from './eval-help';
 import { requirePeers } from './peers';
+import { terminalText } from './terminal-text';
 
 /** The package version, for `lagent --version`. */
 function version(): string {
@@ -31,6 +32,16 @@ function integer(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
     const parsed = Number(value);
     if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(parsed) || parsed < min || parsed > max) {
       throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}.`);
+    }
+    return parsed;
+  };
+}
+
+function fraction(name: string) {
+  return (value: string): number => {
+    const parsed = Number(value);
+    if (value.trim() === '' || !Number.isFinite(parsed) || parsed < 0 || parsed > 1) {
+      throw new InvalidArgumentError(`${name} must be a number from 0 to 1.`);
     }
     return parsed;
   };
@@ -86,6 +97,15 @@ function withAgentOptions(command: Command): Command {
         'keep sessions in a store: sqlite:./sessions.db, redis://..., postgres://... (not worker)',
       ).env('LAGENT_STORE'),
     );
+}
+
+/** Adds `--lease-ms` (serve, ui, worker). */
+function withLeaseOption(command: Command): Command {
+  return command.option(
+    '--lease-ms <ms>',
+    "how long a session's lease lasts unless renewed (every third of it): a process that died is taken over after this long (default 10000)",
+    integer('--lease-ms', 100),
+  );
 }
 
 /** Adds `--record` and `--replay` (chat and batch). */
@@ -155,7 +175,9 @@ async function withAgent(
         throw error;
       }
     }
-    if (storeUrl !== undefined) loaded = await withStore(loaded, storeUrl);
+    const leaseMs = command.opts<{ leaseMs?: number }>().leaseMs;
+    if (leaseMs !== undefined) await withLease(loaded, leaseMs);
+    if (storeUrl !== undefined) loaded = await withStore(loaded, storeUrl, leaseMs);
   } catch (error) {
     if (error instanceof LagentError) throw new CliError(error.message, { cause: error });
     throw error;
@@ -167,8 +189,20 @@ async function withAgent(
   }
 }
 
+/** The agent's durable calls take leases of `leaseMs` (unless its `durable` option sets its own). */
+async function withLease(loaded: LoadedAgent, leaseMs: number): Promise<void> {
+  const [{ AgentBase }, { DURABLE }] = await Promise.all([
+    import('../agents/agent-base'),
+    import('../agents/lifecycle/durable'),
+  ]);
+  if (!(loaded.agent instanceof AgentBase)) return;
+  const agent = loaded.agent as unknown as Record<symbol, { leaseMs?: number } | undefined>;
+  const durable = agent[DURABLE];
+  if (durable !== undefined && durable.leaseMs === undefined) agent[DURABLE] = { ...durable, leaseMs };
+}
+
 /** The loaded agent keeping its sessions in the store `url` names; the command's end closes the store. */
-async function withStore(loaded: LoadedAgent, url: string): Promise<LoadedAgent> {
+async function withStore(loaded: LoadedAgent, url: string, leaseMs?: number): Promise<LoadedAgent> {
   const [{ openStore }, { attachStore }, { AgentBase }] = await Promise.all([
     import('../stores/open-store'),
     import('../agents/lifecycle/persist'),
@@ -181,7 +215,7 @@ async function withStore(loaded: LoadedAgent, url: string): Promise<LoadedAgent>
   let store: Awaited<ReturnType<typeof openStore>>;
   try {
     store = await openStore(url);
-    attachStore(loaded.agent, { store });
+    attachStore(loaded.agent, { store, leaseMs });
   } catch (error) {
     await loaded.close();
     throw error;
@@ -250,24 +284,30 @@ export function createProgram(): Command {
       program
         .command('chat')
         .description(
-          'a streaming REPL with the agent (/reset, /save FILE, /load FILE, /exit; Ctrl-C stops a reply)',
+          'a streaming REPL with the agent (/approve, /decline, /pending, /reset, /save FILE, /load FILE, /exit; Ctrl-C stops a reply)',
         ),
     ),
   )
     .option('--session <id>', 'the session id of the conversation', '0')
+    .option('--reasoning', "show a reasoning model's thinking, dimmed, before its answer")
     .action(async (_options, command: Command) => {
       const { runChat } = await import('./chat');
-      const session = sessionId(command.opts<{ session: string }>().session);
-      await withAgent(command, 'chat', true, (loaded) => runChat(loaded.agent, { sessionId: session }));
+      const flags = command.opts<{ session: string; reasoning?: boolean }>();
+      const session = sessionId(flags.session);
+      await withAgent(command, 'chat', true, (loaded) =>
+        runChat(loaded.agent, { sessionId: session, showReasoning: flags.reasoning === true }),
+      );
     });
 
-  withCallerOptions(
-    withAgentOptions(
-      program
-        .command('serve')
-        .description(
-          "serve the agent over HTTP with Lagent's protocol (POST /chat_completion, GET /memory/:id, ...)",
-        ),
+  withLeaseOption(
+    withCallerOptions(
+      withAgentOptions(
+        program
+          .command('serve')
+          .description(
+            "serve the agent over HTTP with Lagent's protocol (POST /chat_completion, GET /memory/:id, ...); a durable agent's calls a killed server left unfinished are recovered at start",
+          ),
+      ),
     ),
   )
     .option('--host <host>', 'address to bind', '127.0.0.1')
@@ -300,8 +340,10 @@ export function createProgram(): Command {
       await withAgent(command, 'serve', true, (loaded) => runServe(loaded, options));
     });
 
-  withCallerOptions(
-    withAgentOptions(program.command('worker').description('host the agent on a BullMQ queue (Redis)')),
+  withLeaseOption(
+    withCallerOptions(
+      withAgentOptions(program.command('worker').description('host the agent on a BullMQ queue (Redis)')),
+    ),
   )
     .addOption(new Option('--redis <url>', 'Redis URL').env('REDIS_URL').default('redis://127.0.0.1:6379'))
     .option('-q, --queue <name>', 'queue name', 'agents')
@@ -309,7 +351,7 @@ export function createProgram(): Command {
     .action(async (_options, command: Command) => {
       const { runWorker } = await import('./worker');
       const { callerOptionsOf } = await import('./serve');
-      const flags = command.opts<{ redis: string; queue: string; concurrency: number }>();
+      const flags = command.opts<{ redis: string; queue: string; concurrency: number; leaseMs?: number }>();
       const options = { ...flags, callerOptions: callerOptionsOf(command.opts()) };
       await requirePeers('worker');
       await withAgent(command, 'worker', false, (loaded) => runWorker(loaded, options));
@@ -383,10 +425,29 @@ has "decisions": [{"id", "approve", ...}]. Failures, malformed lines and duplica
         .argument('<data>', 'data JSONL file: {"input": ..., "expected": ...} per line'),
     ),
   )
-    .requiredOption(
+    .option(
       '--scorer <scorer>',
-      'exact, includes, or a module exporting (reply, expected, line) => score',
+      'exact, includes, or a module exporting (reply, expected, line) => score; repeat for several',
+      (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
     )
+    .option('--judge <rubric>', 'an LLM judge scores each reply against this rubric (its text, or @file)')
+    .option('--judge-model <model>', "the judge's model (default: the agent's --model)")
+    .option('--judge-base-url <url>', "the judge's OpenAI-compatible API (default: the agent's --base-url)")
+    .option('--judge-api-key <key>', "the judge's API key (default: the agent's --api-key)")
+    .option(
+      '--threshold <accuracy>',
+      'exit 1 when the accuracy is below it: 0.8 (the first scorer) or name=0.8; repeat for several',
+      (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
+    )
+    .option(
+      '--pass-score <score>',
+      'an item with a score below it failed (listed, and in --junit)',
+      fraction('--pass-score'),
+      1,
+    )
+    .option('--compare <results>', 'an earlier results file: what got better or worse, item by item')
+    .option('--junit <file>', 'write a JUnit XML report (one test case per item) for CI')
+    .option('--show-failures <n>', 'failed items listed with their diff', integer('--show-failures', 0), 10)
     .option('-o, --output <file>', 'results JSONL file, appended to (resumable)', 'results.jsonl')
     .option('-c, --concurrency <n>', 'items in flight at once', integer('--concurrency', 1), 4)
     .option('--summary-json <file>', 'also write the JSON summary to this file')
@@ -395,22 +456,39 @@ has "decisions": [{"id", "approve", ...}]. Failures, malformed lines and duplica
     .action(async (data: string, _options, command: Command) => {
       const { prepareEval } = await import('./eval-command');
       const options = command.opts<{
-        scorer: string;
+        scorer?: string[];
+        judge?: string;
+        judgeModel?: string;
+        judgeBaseUrl?: string;
+        judgeApiKey?: string;
+        threshold?: string[];
+        passScore: number;
+        compare?: string;
+        junit?: string;
+        showFailures: number;
         output: string;
         concurrency: number;
         summaryJson?: string;
         progress: boolean;
       }>();
-      const run = await prepareEval(data, options);
+      const flags = agentFlags(command);
+      const run = await prepareEval(data, {
+        ...options,
+        model: flags.model,
+        baseUrl: flags.baseUrl,
+        apiKey: flags.apiKey,
+      });
       await withAgent(command, 'eval', false, (loaded) => run(loaded.agent));
     });
 
-  withAgentOptions(
-    program
-      .command('ui')
-      .description(
-        'a local web page to watch and drive the agent: streamed chat, its tree live, interrupts, sessions, memories',
-      ),
+  withLeaseOption(
+    withAgentOptions(
+      program
+        .command('ui')
+        .description(
+          'a local web page to watch and drive the agent: streamed chat, its tree live, interrupts, sessions, memories',
+        ),
+    ),
   )
     .option('-p, --port <port>', 'port on 127.0.0.1 (0: a free one)', integer('--port', 0, 65535), 8091)
     .addOption(
@@ -451,7 +529,8 @@ export async function main(argv: readonly string[] = process.argv): Promise<numb
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode;
     const debug = process.env.LAGENT_DEBUG === '1';
-    process.stderr.write(`lagent: ${messageOf(error)}\n`);
+    // A message may quote what a model or a server sent: shown without the escape sequences it could carry.
+    process.stderr.write(`lagent: ${terminalText(messageOf(error))}\n`);
     if (debug && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
     return error instanceof CliError ? error.exitCode : 1;
   }

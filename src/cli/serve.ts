@@ -1,3 +1,5 @@
+import type { AgentBase } from '../agents/agent-base';
+import { DURABLE } from '../agents/lifecycle/durable';
 import type { Budget } from '../core/budget';
 import { isLoopbackHost } from '../core/request-guard';
 import { type CallerOptionsPolicy, camelKey, type GenerationBounds } from '../distributed/caller-options';
@@ -145,7 +147,36 @@ export async function runServe(loaded: LoadedAgent, options: ServeOptions): Prom
   process.stdout.write(
     `lagent serve: ${name}listening on ${url}${options.token ? ' (token required)' : ''}\n`,
   );
+  // Calls a previous run left unfinished (it was killed) are recovered while the server answers.
+  void recoverUnfinished(loaded.agent);
   const signal = await stopped;
   process.stderr.write(`lagent serve: ${signal}, shutting down\n`);
   await server.close();
+}
+
+/**
+ * Recovers every durable call of the agent's journal namespace that a process left unfinished (a server
+ * killed mid-call), as `agent.recoverAll()` does, and says on stdout how many (on stderr, what failed). A call
+ * still held by a process that died is taken over when its lease runs out (`--lease-ms`).
+ */
+export async function recoverUnfinished(agent: unknown, command = 'serve'): Promise<void> {
+  const durable = agent as AgentBase;
+  if (typeof durable?.recoverAll !== 'function' || durable[DURABLE] === undefined) return;
+  try {
+    const sessions = await durable.recoverAll();
+    const calls = sessions.reduce((sum, session) => sum + session.replies.length, 0);
+    const failed = sessions.filter((session) => session.error !== undefined);
+    if (sessions.length > 0) {
+      process.stdout.write(
+        `lagent ${command}: recovered ${calls} unfinished call${calls === 1 ? '' : 's'} of ${sessions.length - failed.length} session${sessions.length - failed.length === 1 ? '' : 's'}\n`,
+      );
+    }
+    for (const session of failed) {
+      process.stderr.write(
+        `lagent ${command}: recovering session ${JSON.stringify(session.sessionId)} failed: ${messageOf(session.error)}\n`,
+      );
+    }
+  } catch (error) {
+    process.stderr.write(`lagent ${command}: recovering unfinished calls failed: ${messageOf(error)}\n`);
+  }
 }

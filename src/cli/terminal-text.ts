@@ -17,3 +17,15 @@ const CONTROL =
 export function terminalText(text: string): string {
   return text.replace(CONTROL, '');
 }
+
+/**
+ * Where the escape sequence (or control character) that `text` ends with starts, when the text that follows
+ * could still make it longer; else `text.length`. Text cut there cleans, piece by piece, as the whole would:
+ * every sequence before the cut ends where it ends in any longer text.
+ */
+export function unfinishedAt(text: string): number {
+  let last: RegExpExecArray | null = null;
+  CONTROL.lastIndex = 0;
+  for (let found = CONTROL.exec(text); found !== null; found = CONTROL.exec(text)) last = found;
+  return last !== null && last.index + last[0].length === text.length ? last.index : text.length;
+}

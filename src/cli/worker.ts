@@ -12,6 +12,8 @@ export interface WorkerOptions {
   concurrency: number;
   /** What a job may set on its call (QueueAgentWorker's `callerOptions`), from `--allow-params` and `--max-budget`. */
   callerOptions?: CallerOptionsPolicy | undefined;
+  /** The job lock and session lease, in ms (QueueAgentWorker's `lockDuration`). */
+  leaseMs?: number | undefined;
 }
 
 /** A Redis URL with its password hidden, for messages. */
@@ -40,6 +42,7 @@ export async function runWorker(loaded: LoadedAgent, options: WorkerOptions): Pr
       connection: options.redis,
       concurrency: options.concurrency,
       callerOptions: options.callerOptions,
+      lockDuration: options.leaseMs,
     });
   } catch (error) {
     throw new CliError(messageOf(error), { cause: error });

@@ -22,3 +22,9 @@ export const executorGate: { run: ExecutorGate | undefined } = { run: undefined 
 
 /** Messages whose tool calls a prebuilt loop already asked about. */
 export const GATED = new WeakSet<object>();
+
+/**
+ * Bumped whenever an executor is made or its tools change: what an agent tree found about approval rules
+ * (whether its calls must be journaled to resume) holds while this stays the same.
+ */
+export const approvalRules = { version: 0 };

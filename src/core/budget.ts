@@ -31,6 +31,19 @@ export interface CallUsage {
   usd: number;
   /** Models called without a known price (their tokens count, their cost does not). */
   unpriced?: string[] | undefined;
+  /** Prompt tokens read from providers' prompt caches (part of `promptTokens`), when reported. */
+  cachedPromptTokens?: number | undefined;
+  /** Prompt tokens written to a prompt cache (part of `promptTokens`), when reported. */
+  cacheWriteTokens?: number | undefined;
+  /** Completion tokens spent reasoning (part of `completionTokens`), when reported. */
+  reasoningTokens?: number | undefined;
+}
+
+/** The parts of a model call's tokens that are reported apart. */
+export interface UsageDetails {
+  cachedPromptTokens?: number | undefined;
+  cacheWriteTokens?: number | undefined;
+  reasoningTokens?: number | undefined;
 }
 
 const KINDS: readonly BudgetKind[] = ['tokens', 'usd', 'modelCalls', 'toolCalls'];
@@ -214,6 +227,19 @@ export class Meter {
       if (limits.usd !== undefined && passes(spent.usd, limits.usd)) throw meter.#refusal('usd', asker, true);
       if (limits.modelCalls !== undefined && passes(spent.modelCalls, limits.modelCalls))
         throw meter.#refusal('modelCalls', asker, true);
+    }
+  }
+
+  /** After a model request whose usage reports cached, cache-written or reasoning tokens: adds them. */
+  addDetails(details: UsageDetails): void {
+    for (let meter: Meter | undefined = this; meter !== undefined; meter = meter.parent) {
+      const spent = meter.spent;
+      if (details.cachedPromptTokens)
+        spent.cachedPromptTokens = (spent.cachedPromptTokens ?? 0) + details.cachedPromptTokens;
+      if (details.cacheWriteTokens)
+        spent.cacheWriteTokens = (spent.cacheWriteTokens ?? 0) + details.cacheWriteTokens;
+      if (details.reasoningTokens)
+        spent.reasoningTokens = (spent.reasoningTokens ?? 0) + details.reasoningTokens;
     }
   }
 

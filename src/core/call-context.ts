@@ -1,6 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { SessionKey } from '../schema/session';
+import { unwatchAbort, watchAbort } from './abort-watch';
 import type { Meter } from './budget';
+import type { ResumeDecisions } from './decisions';
 import type { GuardSpec } from './guards';
 import type { Span } from './tracing';
 
@@ -35,8 +37,8 @@ export interface CallFrame {
   readonly span?: Span | undefined;
   /** The durable call's journal and this call's place in it (durable calls only). */
   readonly durable?: DurableScope | undefined;
-  /** Set on the call that was given a resume message: the decisions, by interrupt id. */
-  readonly resume?: ReadonlyMap<string, unknown> | undefined;
+  /** Set on the call that was given a resume message (or replays decisions from its journal). */
+  readonly resume?: ResumeDecisions | undefined;
   /** The budget's meter this call counts in: its own, or the one it inherited (budgeted calls only). */
   readonly meter?: Meter | undefined;
   /** The tool guardrails of this call and its callers: checked before every tool call made inside it. */
@@ -71,8 +73,54 @@ export function combineSignals(
   inherited: AbortSignal | undefined,
 ): AbortSignal | undefined {
   if (inherited === undefined || inherited === own) return own;
-  if (own === undefined) return inherited;
+  if (own === undefined || follows(inherited, own)) return inherited;
+  if (follows(own, inherited)) return own;
   return AbortSignal.any([own, inherited]);
+}
+
+/** Where a {@link followingSignal} keeps the signal it follows (a property of ours, cheaper than a WeakMap). */
+const FOLLOWS: unique symbol = Symbol('lagent-ts.follows');
+
+type Following = AbortSignal & { [FOLLOWS]?: AbortSignal };
+
+/** True when `signal` aborts whenever `other` does: it follows it (through any number of steps). */
+function follows(signal: AbortSignal, other: AbortSignal): boolean {
+  for (let current = (signal as Following)[FOLLOWS]; current !== undefined; ) {
+    if (current === other) return true;
+    current = (current as Following)[FOLLOWS];
+  }
+  return false;
+}
+
+/** What aborts a following controller, kept on its signal so that {@link stopFollowing} finds it. */
+const ABORTS: unique symbol = Symbol('lagent-ts.aborts');
+
+type Follower = AbortSignal & { [ABORTS]?: () => void };
+
+/**
+ * A controller of its own whose signal aborts when `base` does (with its reason), until
+ * {@link stopFollowing}: a call's cancellation, which its failure can abort without aborting its caller.
+ * Cheaper than `AbortSignal.any`, and {@link combineSignals} knows the result already follows `base`.
+ */
+export function followingSignal(base: AbortSignal | undefined): AbortController {
+  const controller = new AbortController();
+  if (base === undefined) return controller;
+  (controller.signal as Following)[FOLLOWS] = base;
+  if (base.aborted) {
+    controller.abort(base.reason);
+    return controller;
+  }
+  const abort = () => controller.abort(base.reason);
+  (controller.signal as Follower)[ABORTS] = abort;
+  watchAbort(base, abort);
+  return controller;
+}
+
+/** The call is over: its controller no longer follows the signal it followed (which keeps nothing of ours). */
+export function stopFollowing(controller: AbortController): void {
+  const signal = controller.signal as Following & Follower;
+  const abort = signal[ABORTS];
+  if (abort !== undefined) unwatchAbort(signal[FOLLOWS]!, abort);
 }
 
 /** The caller's signal merged with the inherited one: what a tool or sub-call made here should obey. */
@@ -135,12 +183,10 @@ export function rootFrame(frame: CallFrame | undefined): CallFrame | undefined {
   return current;
 }
 
-/** The decision a resume message of this chain of calls holds for interrupt `id`, if any. */
-export function decisionIn(frame: CallFrame | undefined, id: string): unknown {
-  for (let current = frame; current !== undefined; current = current.parent) {
-    const decision = current.resume?.get(id);
-    if (decision !== undefined) return decision;
-  }
+/** The decisions of the resumed call of this chain of calls (the innermost one), if any. */
+export function resumeOf(frame: CallFrame | undefined): ResumeDecisions | undefined {
+  for (let current = frame; current !== undefined; current = current.parent)
+    if (current.resume !== undefined) return current.resume;
   return undefined;
 }
 

@@ -3,6 +3,7 @@ import { ActionReturn } from '../schema/action-return';
 import { NonDeterminismError } from '../schema/errors';
 import { ActionStatusCode } from '../schema/status';
 import { isThenable } from '../utils/is';
+import type { CallUsage, Meter } from './budget';
 import { currentFrame, type DurableScope } from './call-context';
 import type { Steps } from './steps';
 
@@ -13,26 +14,60 @@ import type { Steps } from './steps';
  * every step the same key on every run, parallel branches included: keys are taken when a step starts, and
  * steps start in program order. A recorded step returns its result; a tool step is recorded when it starts
  * and when it ends, so a replay knows a tool that was running when the process died.
+ *
+ * Every write is fenced by the session's lease (the store refuses it once another process took the lease),
+ * and every step first checks that the lease was not lost: a call whose lease another process took never
+ * records a step, and never starts a tool, after that.
  */
+
+/** What fences a journal write: the owner of one acquisition of the session's lease (see the stores). */
+export interface StepFence {
+  readonly owner: string;
+  readonly leaseMs: number;
+}
+
+/** A call's hold on a session's lease, as the steps see it: its fence, and why it was lost if it was. */
+export interface StepHold {
+  readonly fence: StepFence;
+  readonly lost: Error | undefined;
+}
 
 /** What a journal is written to: the journal part of a session store. */
 export interface JournalStore {
-  appendJournal(namespace: string, sessionId: string, callId: string, data: unknown): unknown;
+  appendJournal(
+    namespace: string,
+    sessionId: string,
+    callId: string,
+    data: unknown,
+    fence?: StepFence,
+  ): unknown;
 }
 
 /** A journal entry as written. */
 export interface StepEntry {
   key: string;
-  kind: 'begin' | 'model' | 'tool' | 'started' | 'resume';
+  kind: 'begin' | 'model' | 'tool' | 'started' | 'resume' | 'interrupted' | 'retry' | 'end';
   name: string;
   digest: string;
   result?: unknown;
+  /** What the call had spent when the step was recorded (budgeted calls): a replay counts it again. */
+  spent?: CallUsage | undefined;
+  /**
+   * The version of the call's stored session when it began (or was resumed), when it has one: its turn is
+   * committed at that version, so a replay never commits over turns made since.
+   */
+  version?: number | undefined;
 }
 
 /** The first entry of a journal: what the call was given and where each memory stood. */
 export interface BeginEntry extends StepEntry {
   kind: 'begin';
-  result: { inputs: unknown[]; lengths: Record<string, number> };
+  result: {
+    inputs: unknown[];
+    lengths: Record<string, number>;
+    /** The call's own `budget`, which a replay (recover, resume, retry) keeps. */
+    budget?: object | undefined;
+  };
 }
 
 /** One durable call's journal: what was recorded, and the writes of what happens now. */
@@ -43,7 +78,21 @@ export class CallJournal {
   readonly started = new Set<string>();
   /** The decisions of the resume messages the call was given, oldest first. */
   readonly decisions: unknown[] = [];
+  /** Told of each step about to run live (none recorded): may refuse it by throwing (see approvals). */
+  beforeLive: ((key: string, kind: StepEntry['kind'], name: string) => void) | undefined = undefined;
+  /** How many resume messages the call was given. */
+  resumes = 0;
+  /** The version of the stored session this run of the call commits at (see {@link StepEntry.version}). */
+  version: number | undefined = undefined;
   begin: BeginEntry | undefined;
+  /** The lease the journal's writes are fenced by. */
+  hold: StepHold | undefined = undefined;
+  /** Another lease the call holds (its session's turns, in another store or namespace): checked as well. */
+  alsoHeld: StepHold | undefined = undefined;
+  /** The budget's meter of the call (budgeted calls): steps record what was spent, replays count it again. */
+  meter: Meter | undefined = undefined;
+  /** Puts back what a replay took out of the memories (its call failed): set by the replay. */
+  undo: (() => void) | undefined = undefined;
 
   constructor(
     readonly store: JournalStore,
@@ -52,26 +101,48 @@ export class CallJournal {
     readonly callId: string,
   ) {}
 
-  /** Loads a stored journal's entries. */
+  /** Loads a stored journal's entries (outcome and pause marks are not steps). */
   load(stored: { entries: readonly { data: unknown }[] }): void {
     for (const { data } of stored.entries) {
       const entry = data as StepEntry;
-      if (entry.kind === 'begin') this.begin = entry as BeginEntry;
-      else if (entry.kind === 'started') this.started.add(entry.key);
-      else if (entry.kind === 'resume') this.decisions.push(...(entry.result as unknown[]));
-      else this.done.set(entry.key, entry);
+      const kind = entry.kind;
+      if (kind === 'begin') {
+        this.begin = entry as BeginEntry;
+        this.version = entry.version;
+      } else if (kind === 'started') this.started.add(entry.key);
+      else if (kind === 'resume') {
+        this.decisions.push(...(entry.result as unknown[]));
+        this.resumes++;
+        this.version = entry.version;
+      } else if (kind === 'model' || kind === 'tool') this.done.set(entry.key, entry);
     }
   }
 
-  /** Appends an entry: a value for sync stores, a promise for async ones. */
+  /** Throws why the call's lease was lost, if it was: the call takes no further step. */
+  check(): void {
+    const lost = this.hold?.lost ?? this.alsoHeld?.lost;
+    if (lost !== undefined) throw lost;
+  }
+
+  /** Appends an entry, fenced by the lease: a value for sync stores, a promise for async ones. */
   write(entry: StepEntry): unknown {
-    return this.store.appendJournal(this.namespace, this.sessionId, this.callId, entry);
+    this.check();
+    return this.store.appendJournal(this.namespace, this.sessionId, this.callId, entry, this.hold?.fence);
+  }
+
+  /** What the call has spent so far, for a step's entry (budgeted calls only). */
+  spent(): CallUsage | undefined {
+    return this.meter?.usage();
   }
 
   /** The recorded result of the step at `key`, checked against what runs now; undefined when none. */
   recorded(key: string, kind: StepEntry['kind'], name: string, digest: string): StepEntry | undefined {
+    this.check();
     const entry = this.done.get(key);
-    if (entry === undefined) return undefined;
+    if (entry === undefined) {
+      this.beforeLive?.(key, kind, name);
+      return undefined;
+    }
     if (entry.kind !== kind || entry.name !== name || entry.digest !== digest) {
       throw new NonDeterminismError({
         message: `call ${this.callId}: step ${key} was ${describe(entry)} when recorded, but now is ${describe({ key, kind, name, digest })}; a durable forward must make the same calls in the same order on every run`,
@@ -79,7 +150,22 @@ export class CallJournal {
         step: key,
       });
     }
+    if (entry.spent !== undefined && this.meter !== undefined) this.#charge(entry.spent);
     return entry;
+  }
+
+  /** A replayed step: the meter counts what had been spent up to it (what it has not counted yet). */
+  #charge(spent: CallUsage): void {
+    const now = this.meter!.spent;
+    const more: Partial<CallUsage> = {
+      promptTokens: Math.max(0, spent.promptTokens - now.promptTokens),
+      completionTokens: Math.max(0, spent.completionTokens - now.completionTokens),
+      modelCalls: Math.max(0, spent.modelCalls - now.modelCalls),
+      toolCalls: Math.max(0, spent.toolCalls - now.toolCalls),
+      usd: Math.max(0, spent.usd - now.usd),
+    };
+    more.totalTokens = more.promptTokens! + more.completionTokens!;
+    this.meter!.add(more);
   }
 }
 
@@ -154,7 +240,9 @@ export function modelStep(scope: DurableScope, name: string, input: unknown, ask
   }
   const answer = ask();
   const record = (value: unknown) => {
-    const written = journalOf(scope).write({ key, kind: 'model', name, digest, result: value });
+    const journal = journalOf(scope);
+    const spent = journal.spent();
+    const written = journal.write({ key, kind: 'model', name, digest, result: value, spent });
     return isThenable(written) ? written.then(() => value) : value;
   };
   return isThenable(answer) ? answer.then(record) : record(answer);
@@ -188,9 +276,13 @@ export function* toolStep(scope: DurableScope, tool: ToolRun): Steps<ActionRetur
     yield* settled(journal.write({ key, kind: 'tool', name: tool.name, digest, result: result.toJSON() }));
     return result;
   }
+  // Written before the tool runs, and fenced: a call whose lease another process took never starts it.
   yield* settled(journal.write({ key, kind: 'started', name: tool.name, digest }));
   const result = yield* tool.run();
-  yield* settled(journal.write({ key, kind: 'tool', name: tool.name, digest, result: result.toJSON() }));
+  const spent = journal.spent();
+  yield* settled(
+    journal.write({ key, kind: 'tool', name: tool.name, digest, result: result.toJSON(), spent }),
+  );
   return result;
 }
 

@@ -20,6 +20,7 @@ export function streamStep(scope: DurableScope, name: string, input: unknown): S
   if (entry !== undefined) replayed(scope, entry);
   return {
     recorded: entry?.result as StreamStep['recorded'],
-    record: (answer) => journal.write({ key, kind: 'model', name, digest, result: answer }),
+    record: (answer) =>
+      journal.write({ key, kind: 'model', name, digest, result: answer, spent: journal.spent() }),
   };
 }

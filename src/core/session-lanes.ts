@@ -98,6 +98,11 @@ export class SessionLanes {
     else this.#running.delete(key);
   }
 
+  /** Whether a call of the session runs now (others may be waiting for it). */
+  isBusy(key: SessionKey): boolean {
+    return key === this.#solo || this.#running.has(key);
+  }
+
   #enqueue(key: SessionKey, signal: AbortSignal | undefined): PendingTurn {
     let lane = this.#queues.get(key);
     if (lane === undefined) {

@@ -44,7 +44,8 @@ export interface GenerationBounds {
 /**
  * What remote callers may set on a call (`callerOptions` of `HTTPAgentServer`, `QueueAgentWorker` and
  * `UIServer`). Whatever the policy, callers always may choose the session, name the call (`call_id`, or the
- * `Idempotency-Key` header over HTTP) and limit what it spends (`budget`, within `maxBudget`); they never set
+ * `Idempotency-Key` header over HTTP), limit what it spends (`budget`, within `maxBudget`) and ask it to stop
+ * before each tool call for their own tool guardrails (`ask_before_tools`); they never set
  * the model, the messages sent to it, tools, `extra_body` or anything not allowed here: such keys are ignored
  * (the HTTP answer names them in a `Lagent-Ignored-Options` header).
  *
@@ -124,6 +125,7 @@ const NEVER_PASSED = new Set([
   'sessionId',
   'callId',
   'budget',
+  'askBeforeTools',
   'durable',
   'onUsage',
   'memory',
@@ -223,7 +225,7 @@ export class CallerOptions {
           message: `${where}.passThrough cannot include ${JSON.stringify(name)}: ${
             NUMERIC_NAMES.includes(name as NumericName) || name === 'stopWords'
               ? 'allow it in generation, with bounds'
-              : name === 'budget' || name === 'callId'
+              : name === 'budget' || name === 'callId' || name === 'askBeforeTools'
                 ? 'callers always may set it (the budget within maxBudget)'
                 : 'it is the operator’s (or the serving process’s) alone'
           }`,
@@ -259,7 +261,12 @@ export class CallerOptions {
       seen.set(name, key);
       if (value === undefined || value === null) continue;
       if (name === 'callId') options.callId = checkCallId(key, value);
-      else if (name === 'budget') options.budget = readBudget(key, value);
+      else if (name === 'askBeforeTools') {
+        // A caller with tool guardrails asks the call to stop before each tool call: it only restricts.
+        if (typeof value !== 'boolean')
+          throw new ValidationError({ field: key, message: `"${key}" must be true or false` });
+        if (value) options.askBeforeTools = true;
+      } else if (name === 'budget') options.budget = readBudget(key, value);
       else if (Object.hasOwn(NUMERIC_DEFAULTS, name)) {
         const number = checkNumber(key, name as NumericName, value);
         const rule = this.#numeric.find((candidate) => candidate.name === name);

@@ -1,8 +1,13 @@
 import type { AgentBase } from '../agents/agent-base';
 import { pathIn } from '../agents/lifecycle/events';
-import { type CallFrame, currentFrame, rootFrame } from '../core/call-context';
+import { callsRemote } from '../agents/lifecycle/in-process-journal';
+
+export { REMOTE_AGENT } from '../agents/lifecycle/in-process-journal';
+
+import { type CallFrame, currentFrame, resumeOf, rootFrame } from '../core/call-context';
+import type { ResumeDecisions } from '../core/decisions';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
-import { type Decision, InterruptSignal, interruptsOf, resumeWith } from '../schema/interrupts';
+import { InterruptSignal, interruptsOf, resumeWith } from '../schema/interrupts';
 
 /*
  * A remote agent's interrupts in the local agent tree. A client (HTTP or queue) called inside a local agent's
@@ -39,42 +44,32 @@ export function remotePlace(client: object, name: string): RemotePlace | undefin
   return { frame, owner, key, path: ownerPath === '' ? key : `${ownerPath}.${key}` };
 }
 
-/** Resume maps a client has answered already: one resume message goes to the remote once per local resume. */
-const answered = new WeakMap<object, Set<string>>();
+/** The resumed calls a client has answered already: one resume message goes to the remote per local resume. */
+const answered = new WeakMap<ResumeDecisions, Set<string>>();
 
 /**
  * The input a client sends: a resume message of the remote's ids when the local call chain was resumed with
- * decisions under the client's path (not yet sent by this client), else `input` as it is.
+ * decisions under the client's path (not yet sent by this client), else `input` as it is. The decisions given
+ * now must then all be the remote's: one pause is answered by one resume message.
  */
 export function remoteInput<T extends MessageInput | readonly MessageInput[] | undefined>(
   place: RemotePlace | undefined,
   input: T,
 ): T | AgentMessage {
   if (place === undefined) return input;
+  // The caller's tree may now stop for a remote's questions: its calls journal in process (in-process-journal.ts).
+  callsRemote(place.owner);
   const prefix = place.path;
-  for (let frame: CallFrame | undefined = place.frame; frame !== undefined; frame = frame.parent) {
-    const resume = frame.resume;
-    if (resume === undefined) continue;
-    const done = answered.get(resume);
-    if (done?.has(prefix)) return input;
-    const decisions: Decision[] = [];
-    for (const [id, decision] of resume) {
-      const rest = underPrefix(id, prefix);
-      if (rest !== undefined) decisions.push({ ...(decision as Decision), id: rest });
-    }
-    if (decisions.length === 0) continue;
-    if (done === undefined) answered.set(resume, new Set([prefix]));
-    else done.add(prefix);
-    return resumeWith(decisions);
-  }
-  return input;
-}
-
-/** The remote id inside a local interrupt id under `prefix` (`prefix.` or `prefix:` then the remote's id). */
-function underPrefix(id: string, prefix: string): string | undefined {
-  if (id.length <= prefix.length + 1 || !id.startsWith(prefix)) return undefined;
-  const separator = id[prefix.length];
-  return separator === '.' || separator === ':' ? id.slice(prefix.length + 1) : undefined;
+  const resume = resumeOf(place.frame);
+  if (resume === undefined) return input;
+  const done = answered.get(resume);
+  if (done?.has(prefix)) return input;
+  const owner = (place.owner as { name?: unknown }).name;
+  const decisions = resume.forRemote(prefix, typeof owner === 'string' ? owner : prefix);
+  if (decisions.length === 0) return input;
+  if (done === undefined) answered.set(resume, new Set([prefix]));
+  else done.add(prefix);
+  return resumeWith(decisions);
 }
 
 /**
@@ -90,6 +85,7 @@ export function throwIfInterrupted<R extends AgentMessage>(place: RemotePlace | 
       agent: place.owner,
       toolCall: interrupt.toolCall,
       path: interrupt.path === '' ? place.key : `${place.key}.${interrupt.path}`,
+      kind: interrupt.kind,
     })),
   );
 }

@@ -1,4 +1,8 @@
+import { currentFrame } from '../core/call-context';
 import {
+  CheckContext,
+  checkEach,
+  DEFAULT_CHECK_TIMEOUT_MS,
   GUARDRAIL,
   type GuardrailStage,
   type GuardrailVerdict,
@@ -22,6 +26,11 @@ export interface GuardrailContext {
   readonly on: GuardrailStage;
   /** For `on: 'tool'`: the call about to run. */
   readonly toolCall?: { readonly name: string; readonly arguments: unknown } | undefined;
+  /**
+   * Aborted when the call is (its caller's signal, or another guardrail that tripped), or when the check ran
+   * past its `timeoutMs`: pass it to the requests a check makes, so they stop when nobody waits for them.
+   */
+  readonly signal: AbortSignal;
 }
 
 /** Options of {@link guardrail}. */
@@ -30,8 +39,9 @@ export interface GuardrailOptions {
   name: string;
   /**
    * What it checks: each input message of the call (`'input'`), the reply and, in streaming agents, each
-   * chunk as it comes (`'output'`), or each tool call made inside the call, by the agent's loops and its
-   * sub-agents' (`'tool'`: the message's `formatted` is `{ name, arguments }`).
+   * chunk before it is delivered (`'output'`: a chunk reaches the caller once its checks passed; checks of
+   * later chunks run meanwhile), or each tool call made inside the call, by the agent's loops and its
+   * sub-agents', remote ones included (`'tool'`: the message's `formatted` is `{ name, arguments }`).
    */
   on: GuardrailStage;
   /**
@@ -44,11 +54,18 @@ export interface GuardrailOptions {
   ) => GuardrailVerdict | PromiseLike<GuardrailVerdict>;
   /**
    * Input checks only: run while the call goes on rather than before it (the model is not kept waiting); a
-   * trip aborts the call through its signal, so a model that is still answering stops. The call succeeds only
-   * once every check has passed. Output checks of a streaming agent always run this way.
+   * trip aborts the call through its signal, so a model that is still answering stops. Nothing of the call
+   * reaches the caller before every check passed: the reply waits, a streaming agent holds its chunks back
+   * (and delivers them once the checks passed), and a tool call made inside the call waits to start.
    * @default false
    */
   parallel?: boolean | undefined;
+  /**
+   * Milliseconds a check may take: one that has not answered by then trips the guardrail (it fails closed),
+   * with a reason saying it timed out, and its `context.signal` aborts. `Infinity` for no limit.
+   * @default 30_000
+   */
+  timeoutMs?: number | undefined;
 }
 
 /**
@@ -96,7 +113,13 @@ export function guardrail(options: GuardrailOptions): Guardrail {
       message: `guardrail ${name}: parallel applies to input guardrails (output checks of streams always run alongside)`,
     });
   }
-  const spec: GuardSpec = { name, on, parallel, check: check as GuardSpec['check'] };
+  const timeoutMs = options.timeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS;
+  if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) {
+    throw new ConfigurationError({
+      message: `guardrail ${name}: timeoutMs must be a positive number of milliseconds (Infinity for no limit), got ${String(timeoutMs)}`,
+    });
+  }
+  const spec: GuardSpec = { name, on, parallel, timeoutMs, check: check as GuardSpec['check'] };
   // The methods may return a promise (an async check): see Guardrail.
   const hook = { hookName: name, [GUARDRAIL]: spec } as {
     hookName: string;
@@ -117,20 +140,22 @@ export function guardrail(options: GuardrailOptions): Guardrail {
       sessionId: SessionId,
     ) => Promise<undefined> | undefined;
   };
+  // An agent runs its guardrails itself, with its call's signal; these methods serve executors (and code that
+  // calls hooks by hand), whose checks get the signal of the agent call they run in.
   const context = (who: string, sessionId: SessionId, toolCall?: GuardrailContext['toolCall']) =>
-    toolCall === undefined ? { name: who, sessionId, on } : { name: who, sessionId, on, toolCall };
+    new CheckContext(who, sessionId, on, currentFrame()?.signal, toolCall);
   if (on === 'input' && !parallel) {
     hook.beforeAgent = (agent, messages, sessionId) =>
-      all(messages.map((message) => runCheck(spec, message, context(agent.name, sessionId))));
+      passed(checkEach(messages, (message) => runCheck(spec, message, context(agent.name, sessionId))));
   } else if (on === 'output') {
     hook.afterAgent = (agent, message, sessionId) =>
-      all([runCheck(spec, message, context(agent.name, sessionId))]);
+      passed(runCheck(spec, message, context(agent.name, sessionId)));
   } else if (on === 'tool') {
     hook.beforeAction = (executor, message, sessionId) => {
       const calls = toolCallsOf(message.formatted);
-      if (calls === null) return all([runCheck(spec, message, context(executor.name, sessionId))]);
-      return all(
-        calls.map((call) => {
+      if (calls === null) return passed(runCheck(spec, message, context(executor.name, sessionId)));
+      return passed(
+        checkEach(calls, (call) => {
           const toolCall = { name: call.name, arguments: call.arguments };
           return runCheck(
             spec,
@@ -145,8 +170,6 @@ export function guardrail(options: GuardrailOptions): Guardrail {
 }
 
 /** Undefined when every check answered at once; else a promise of their verdicts, passing as undefined. */
-function all(pending: (Promise<void> | undefined)[]): Promise<undefined> | undefined {
-  const waiting = pending.filter((item) => item !== undefined);
-  if (waiting.length === 0) return undefined;
-  return Promise.all(waiting).then(() => undefined);
+function passed(pending: Promise<void> | undefined): Promise<undefined> | undefined {
+  return pending === undefined ? undefined : pending.then(() => undefined);
 }

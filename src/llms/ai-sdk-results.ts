@@ -5,7 +5,9 @@ import {
 } from 'openai';
 import type { ToolCall } from '../schema/chat-message';
 import { LLMRequestError } from '../schema/errors';
+import type { AISDKReasoningPart, ReasoningPart } from '../schema/reasoning';
 import type { AISDKContent, AISDKFinishReason, AISDKStreamPart, AISDKUsage } from './ai-sdk-types';
+import type { ReasoningStream } from './reasoning-stream';
 import { parseToolArguments, type RequestTools, type ToolCallAssembler } from './tool-calls';
 import { reportedCount, type TokenUsage } from './usage';
 
@@ -32,20 +34,48 @@ function isClientCall(part: AISDKContent | AISDKStreamPart): part is ToolCallPar
   return part.type === 'tool-call' && (part as ToolCallPart).providerExecuted !== true;
 }
 
-/** The text and tool calls of a `doGenerate` result's content (reasoning, sources and files are skipped). */
+/** A reasoning part's provider metadata, when it has any. */
+function metadataOf(part: unknown): Record<string, Record<string, unknown>> | undefined {
+  const metadata = (part as { providerMetadata?: unknown } | null)?.providerMetadata;
+  return metadata !== null && typeof metadata === 'object'
+    ? (metadata as Record<string, Record<string, unknown>>)
+    : undefined;
+}
+
+/**
+ * The text, tool calls and reasoning of a `doGenerate` result's content (sources and files are skipped): each
+ * `reasoning` part's text joins the reasoning (a blank line apart) and is kept, with its provider metadata, as
+ * a part to send back to `provider`.
+ */
 export function readContent(
   content: readonly AISDKContent[],
   tools: RequestTools | undefined,
   where: string,
-): { text: string; toolCalls: ToolCall[] } {
+  provider = '',
+): {
+  text: string;
+  toolCalls: ToolCall[];
+  reasoning: string | undefined;
+  reasoningParts: ReasoningPart[] | undefined;
+} {
   if (!Array.isArray(content)) {
     throw new LLMRequestError({ message: `${where} failed: the model returned no content list` });
   }
   let text = '';
   const toolCalls: ToolCall[] = [];
+  let reasoning: string | undefined;
+  let reasoningParts: ReasoningPart[] | undefined;
   for (const part of content) {
     if (part?.type === 'text') text += String((part as { text?: unknown }).text ?? '');
-    else if (part !== null && isClientCall(part)) {
+    else if (part?.type === 'reasoning') {
+      const thought = String((part as { text?: unknown }).text ?? '');
+      if (thought !== '') reasoning = reasoning === undefined ? thought : `${reasoning}\n\n${thought}`;
+      const kept: AISDKReasoningPart = { type: 'ai-sdk.reasoning', provider, text: thought };
+      const metadata = metadataOf(part);
+      if (metadata !== undefined) kept.providerMetadata = metadata;
+      reasoningParts ??= [];
+      reasoningParts.push(kept);
+    } else if (part !== null && isClientCall(part)) {
       const name = String(part.toolName ?? '');
       toolCalls.push({
         id: typeof part.toolCallId === 'string' ? part.toolCallId : `call_${toolCalls.length}`,
@@ -54,16 +84,57 @@ export function readContent(
       });
     }
   }
-  return { text, toolCalls };
+  return { text, toolCalls, reasoning, reasoningParts };
 }
 
-/** What one stream part adds: its text; a client tool call goes to `assembler` as one whole delta. */
+/** The state of one `doStream` stream as it is read. */
+export interface AISDKStreamState {
+  calls: number;
+  usage: TokenUsage | undefined;
+  finishReason: string | undefined;
+  /** Whether the `finish` part came (a stream that ends without one reported no usage either). */
+  finished: boolean;
+  /** The provider (`model.provider`) reasoning parts are kept for. */
+  provider: string;
+  reasoning: ReasoningStream;
+  /** Reasoning parts being streamed, by id: their text and metadata so far. */
+  open: Map<string, AISDKReasoningPart>;
+}
+
+/**
+ * What one stream part adds: its text; a client tool call goes to `assembler` as one whole delta; reasoning
+ * deltas go to `state.reasoning`, and each reasoning part, with the metadata its start, deltas and end carry
+ * (Anthropic sends the signature on a delta, OpenAI the encrypted content on the end), is kept when it ends.
+ */
 export function readStreamPart(
   part: AISDKStreamPart,
   assembler: ToolCallAssembler,
-  state: { calls: number; usage: TokenUsage | undefined; finishReason: string | undefined },
+  state: AISDKStreamState,
 ): string {
   switch (part.type) {
+    case 'reasoning-start':
+    case 'reasoning-delta':
+    case 'reasoning-end': {
+      const { id, delta } = part as { id?: unknown; delta?: unknown };
+      const key = String(id ?? '');
+      let open = state.open.get(key);
+      if (open === undefined) {
+        if (state.reasoning.text !== '' && part.type !== 'reasoning-end') state.reasoning.add('\n\n');
+        open = { type: 'ai-sdk.reasoning', provider: state.provider, text: '' };
+        state.open.set(key, open);
+      }
+      const metadata = metadataOf(part);
+      if (metadata !== undefined) open.providerMetadata = mergeMetadata(open.providerMetadata, metadata);
+      if (typeof delta === 'string') {
+        open.text += delta;
+        state.reasoning.add(delta);
+      }
+      if (part.type === 'reasoning-end') {
+        state.open.delete(key);
+        state.reasoning.addPart(open);
+      }
+      return '';
+    }
     case 'text-delta': {
       // v2+ sends `delta`; earlier drafts sent `textDelta`.
       const { delta, textDelta } = part as { delta?: unknown; textDelta?: unknown };
@@ -88,6 +159,7 @@ export function readStreamPart(
       const finish = part as { usage?: AISDKUsage; finishReason?: AISDKFinishReason };
       state.usage = usageOf(finish.usage);
       state.finishReason = finishReasonOf(finish.finishReason);
+      state.finished = true;
       return '';
     }
     case 'error':
@@ -103,10 +175,22 @@ function count(value: unknown): number | undefined {
   return typeof number === 'number' && Number.isFinite(number) && number >= 0 ? number : undefined;
 }
 
+/** Metadata of one reasoning part merged over what earlier stream parts gave, provider by provider. */
+function mergeMetadata(
+  base: Record<string, Record<string, unknown>> | undefined,
+  next: Record<string, Record<string, unknown>>,
+): Record<string, Record<string, unknown>> {
+  if (base === undefined) return next;
+  const merged = { ...base };
+  for (const [provider, fields] of Object.entries(next)) merged[provider] = { ...base[provider], ...fields };
+  return merged;
+}
+
 /**
- * An AI SDK usage (flat `v2` or split `v3`/`v4`) as a {@link TokenUsage}; undefined when it has no counts.
- * Completion tokens include reasoning: a `v2` provider that counts reasoning apart from `outputTokens`
- * (Google's) says so in `totalTokens`, which is then what the prompt leaves of it.
+ * An AI SDK usage (flat `v2` or split `v3`/`v4`) as a {@link TokenUsage}, with cache reads and writes and
+ * reasoning tokens when reported; undefined when it has no counts. Completion tokens include reasoning: a `v2`
+ * provider that counts reasoning apart from `outputTokens` (Google's) says so in `totalTokens`, which is then
+ * what the prompt leaves of it.
  */
 export function usageOf(usage: AISDKUsage | undefined): TokenUsage | undefined {
   if (usage === null || typeof usage !== 'object') return undefined;
@@ -129,7 +213,7 @@ export function usageOf(usage: AISDKUsage | undefined): TokenUsage | undefined {
   const cacheRead = reportedCount(split ? inputs?.cacheRead : flat.cachedInputTokens);
   const cacheWrite = split ? reportedCount(inputs?.cacheWrite) : 0;
   const reasoning = reportedCount(split ? outputs?.reasoning : flat.reasoningTokens);
-  if (cacheRead > 0) result.cacheReadTokens = Math.min(cacheRead, promptTokens);
+  if (cacheRead > 0) result.cachedPromptTokens = Math.min(cacheRead, promptTokens);
   if (cacheWrite > 0) result.cacheWriteTokens = Math.min(cacheWrite, promptTokens);
   if (reasoning > 0) result.reasoningTokens = reasoning;
   return result;

@@ -27,12 +27,32 @@ export interface AISDKToolResultPart {
   output: { type: 'text'; value: string } | { type: 'error-text'; value: string };
 }
 
+/**
+ * A file (or image) part of a prompt message. `data` is, in specification v4, `{ type: 'data', data }` or
+ * `{ type: 'url', url }`; in v2 and v3 the base64 text, bytes or URL itself. (Typed `any`: no one type is
+ * both, and every version's model must fit {@link AISDKLanguageModel}.)
+ */
+export interface AISDKFilePart {
+  type: 'file';
+  mediaType: string;
+  filename?: string;
+  data: any;
+}
+
+/** Reasoning of an earlier assistant turn, given back with the provider's metadata as `providerOptions`. */
+export interface AISDKReasoningPromptPart {
+  type: 'reasoning';
+  text: string;
+  providerOptions?: Record<string, Record<string, any>>;
+}
+
 /** One message of an AI SDK prompt. */
-export type AISDKMessage =
+export type AISDKMessage = (
   | { role: 'system'; content: string }
-  | { role: 'user'; content: AISDKTextPart[] }
-  | { role: 'assistant'; content: (AISDKTextPart | AISDKToolCallPart)[] }
-  | { role: 'tool'; content: AISDKToolResultPart[] };
+  | { role: 'user'; content: (AISDKTextPart | AISDKFilePart)[] }
+  | { role: 'assistant'; content: (AISDKTextPart | AISDKToolCallPart | AISDKReasoningPromptPart)[] }
+  | { role: 'tool'; content: AISDKToolResultPart[] }
+) & { providerOptions?: Record<string, Record<string, any>> };
 
 /** A function tool offered to the model. */
 export interface AISDKFunctionTool {
@@ -40,6 +60,7 @@ export interface AISDKFunctionTool {
   name: string;
   description?: string;
   inputSchema: Record<string, unknown>;
+  providerOptions?: Record<string, Record<string, any>>;
 }
 
 /** The options of one `doGenerate` / `doStream` call, as `AsyncAISDKModel` sends them. */
@@ -59,6 +80,10 @@ export interface AISDKCallOptions {
   abortSignal?: AbortSignal;
   headers?: Record<string, string | undefined>;
   providerOptions?: Record<string, Record<string, any>>;
+  /** A JSON reply, fitting `schema` when given. */
+  responseFormat?: { type: 'json'; schema?: Record<string, unknown>; name?: string; description?: string };
+  /** Specification v4: how hard the model reasons. */
+  reasoning?: 'low' | 'medium' | 'high';
 }
 
 /** Token usage: flat numbers (`v2`) or split by kind (`v3`, `v4`). */

@@ -1,3 +1,4 @@
+import type { ContentPart } from '../schema/content-parts';
 import type { ChatMessage } from './types';
 
 /** How one Lagent role is sent to a chat API: its API role, and optional text around the content. */
@@ -74,18 +75,27 @@ export class APITemplateParser {
         message.toolCallId !== undefined || (message.toolCalls !== undefined && message.toolCalls.length > 0);
       const previous = result.at(-1);
       if (previous !== undefined && previous.role === role && !isToolTurn && !previousIsToolTurn) {
+        if (previous.parts !== undefined || message.parts !== undefined) {
+          previous.parts = mergeParts(previous, message, begin, end);
+        }
         previous.content =
           previous.content === null
             ? content
             : content === null
               ? previous.content
               : `${previous.content}\n${content}`;
+        if (message.reasoningParts !== undefined) {
+          previous.reasoningParts = [...(previous.reasoningParts ?? []), ...message.reasoningParts];
+        }
         mergedNames.add(name);
         if (mergedNames.size > 1) delete previous.name;
         continue;
       }
       const apiMessage: ChatMessage = { role, content };
       if (name !== undefined) apiMessage.name = name;
+      if (message.parts !== undefined) apiMessage.parts = withText(message.parts, begin, end);
+      if (message.reasoning !== undefined) apiMessage.reasoning = message.reasoning;
+      if (message.reasoningParts !== undefined) apiMessage.reasoningParts = message.reasoningParts;
       if (message.toolCalls !== undefined && message.toolCalls.length > 0)
         apiMessage.toolCalls = message.toolCalls;
       if (message.toolCallId !== undefined) {
@@ -99,4 +109,24 @@ export class APITemplateParser {
     }
     return result;
   }
+}
+
+/** A message's parts with the role's `begin` / `end` text around them. */
+function withText(parts: readonly ContentPart[], begin: string, end: string): readonly ContentPart[] {
+  if (begin === '' && end === '') return parts;
+  const result: ContentPart[] = [];
+  if (begin !== '') result.push({ type: 'text', text: begin });
+  result.push(...parts);
+  if (end !== '') result.push({ type: 'text', text: end });
+  return result;
+}
+
+/** The parts of two merged messages (a message without parts counts as its text), separated by a newline. */
+function mergeParts(previous: ChatMessage, next: ChatMessage, begin: string, end: string): ContentPart[] {
+  const before: readonly ContentPart[] = previous.parts ?? [{ type: 'text', text: previous.content ?? '' }];
+  const after =
+    next.parts !== undefined
+      ? withText(next.parts, begin, end)
+      : [{ type: 'text' as const, text: `${begin}${next.content ?? ''}${end}` }];
+  return [...before, { type: 'text', text: '\n' }, ...after];
 }

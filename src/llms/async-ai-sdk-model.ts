@@ -1,10 +1,21 @@
 import { effectiveSignal } from '../core/call-context';
 import { Deadline } from '../core/deadline';
 import { ConfigurationError } from '../schema/errors';
+import type { ReasoningOptions } from '../schema/reasoning';
+import { strictJSONSchema } from '../schema/response-format';
 import { toAISDKPrompt, toAISDKToolChoice, toAISDKTools } from './ai-sdk-prompt';
-import { finishReasonOf, readContent, readStreamPart, toSharedAISDKError, usageOf } from './ai-sdk-results';
+import {
+  type AISDKStreamState,
+  finishReasonOf,
+  readContent,
+  readStreamPart,
+  toSharedAISDKError,
+  usageOf,
+} from './ai-sdk-results';
 import type { AISDKCallOptions, AISDKGenerateResult, AISDKLanguageModel } from './ai-sdk-types';
+import { type FilePathPolicy, hasFileParts, type LoadedParts, loadParts } from './content-inputs';
 import { MeteredLLM } from './metered-llm';
+import { ReasoningStream } from './reasoning-stream';
 import { type RetryPolicy, withRetries } from './request-retry';
 import { resolveTiming, type TimingOptions } from './timing';
 import { prepareTools, type RequestTools, toolCallsError } from './tool-calls';
@@ -31,6 +42,24 @@ export interface AISDKModelOptions extends GenParams, TimingOptions {
   headers?: Record<string, string> | undefined;
   /** Provider-specific options on every request, e.g. `{ openai: { parallelToolCalls: false } }`. */
   providerOptions?: AISDKProviderOptions | undefined;
+  /**
+   * Which local files an image or file part of a message may name: `false` refuses every path, `true` allows
+   * any absolute path, a list allows files inside those directories. @default false
+   */
+  allowFilePaths?: FilePathPolicy | undefined;
+  /**
+   * Count the tokens of streamed replies. A model of `@ai-sdk/openai-compatible` created without
+   * `includeUsage: true` reports none while streaming; this adapter then asks for usage on the model's
+   * requests (it sets the model's `includeUsage`). When a stream still reports none, a warning says so once and
+   * the tokens are estimated (`countTokens`), so budgets and costs do not read 0. @default true
+   */
+  streamUsage?: boolean | undefined;
+  /**
+   * Prompt caching for Anthropic models (`@ai-sdk/anthropic`, Claude on Bedrock or Vertex): the last tool, the
+   * system prompt and the newest message get Anthropic's `cacheControl`, as `AsyncClaudeAPI` marks them.
+   * Other providers cache by themselves and get nothing. `false` marks nothing. @default true
+   */
+  cache?: boolean | undefined;
 }
 
 /** Per-call params of {@link AsyncAISDKModel}. */
@@ -86,6 +115,10 @@ export class AsyncAISDKModel extends MeteredLLM {
   readonly #sendTopP: boolean;
   readonly #sendTopK: boolean;
   readonly #where: string;
+  readonly #allowFilePaths: FilePathPolicy;
+  readonly #streamUsage: boolean;
+  readonly #cache: boolean;
+  #warnedUsage = false;
 
   constructor(options: AISDKModelOptions) {
     super(options);
@@ -119,6 +152,10 @@ export class AsyncAISDKModel extends MeteredLLM {
     this.#sendTopP = options.topP !== undefined;
     this.#sendTopK = options.topK !== undefined;
     this.#where = `${name} request to ${this.baseURL} (model ${this.model})`;
+    this.#allowFilePaths = options.allowFilePaths ?? false;
+    this.#streamUsage = options.streamUsage ?? true;
+    this.#cache = options.cache ?? true;
+    if (this.#streamUsage) askForStreamUsage(this.languageModel);
   }
 
   /**
@@ -140,7 +177,7 @@ export class AsyncAISDKModel extends MeteredLLM {
     const call = params ?? {};
     const resolved = this.resolveParams(call);
     const tools = prepareTools(call.tools, this.clientName);
-    const request = this.#request(messages, resolved, call, tools);
+    const request = this.#request(messages, resolved, call, tools, await this.#loadParts(messages));
     // A model called inside an agent's forward stops with that call even when not handed its signal.
     const signal = effectiveSignal(call.signal);
     signal?.throwIfAborted();
@@ -152,10 +189,18 @@ export class AsyncAISDKModel extends MeteredLLM {
       call,
       this,
     );
-    const { text, toolCalls } = readContent(result.content, tools, this.#where);
+    const { text, toolCalls, reasoning, reasoningParts } = readContent(
+      result.content,
+      tools,
+      this.#where,
+      this.baseURL,
+    );
     const usage = usageOf(result.usage);
     const finishReason = finishReasonOf(result.finishReason);
-    return this.reply(text, toolCalls, finishReason, usage, resolved.stopWords, call);
+    const reply = this.reply(text, toolCalls, finishReason, usage, resolved.stopWords, call);
+    if (reasoning !== undefined) reply.reasoning = reasoning;
+    if (reasoningParts !== undefined) reply.reasoningParts = reasoningParts;
+    return reply;
   }
 
   /**
@@ -170,7 +215,7 @@ export class AsyncAISDKModel extends MeteredLLM {
     const call = params ?? {};
     const resolved = this.resolveParams(call);
     const tools = prepareTools(call.tools, this.clientName);
-    const request = this.#request(messages, resolved, call, tools);
+    const request = this.#request(messages, resolved, call, tools, await this.#loadParts(messages));
     const signal = effectiveSignal(call.signal);
     signal?.throwIfAborted();
     const model = this.languageModel;
@@ -188,12 +233,27 @@ export class AsyncAISDKModel extends MeteredLLM {
       call,
       this,
     );
-    const state = { calls: 0, usage: undefined as TokenUsage | undefined, finishReason: undefined };
+    const state: AISDKStreamState = {
+      calls: 0,
+      usage: undefined,
+      finishReason: undefined,
+      finished: false,
+      provider: this.baseURL,
+      reasoning: new ReasoningStream(),
+      open: new Map(),
+    };
+    let text = '';
     yield* this.relayStream({
       stream: stream as unknown as AsyncIterable<unknown>,
       attempt,
-      read: (part, assembler) => readStreamPart(part as { type: string }, assembler, state),
-      usage: () => state.usage,
+      read: (part, assembler) => {
+        const delta = readStreamPart(part as { type: string }, assembler, state);
+        if (delta !== '' && state.usage === undefined) text += delta;
+        return delta;
+      },
+      reasoning: state.reasoning,
+      usage: () =>
+        state.usage ?? (state.finished ? this.#estimateStreamUsage(messages, text, state) : undefined),
       signal,
       stopWords: resolved.stopWords,
       tools,
@@ -228,15 +288,45 @@ export class AsyncAISDKModel extends MeteredLLM {
     );
   }
 
+  /**
+   * The usage of a stream whose provider reported none: a warning, once, saying why, and the tokens estimated
+   * (`countTokens` of the prompt and of the text and reasoning streamed).
+   */
+  #estimateStreamUsage(messages: ChatMessage[], text: string, state: AISDKStreamState): TokenUsage {
+    if (!this.#warnedUsage) {
+      this.#warnedUsage = true;
+      process.emitWarning(
+        `${this.clientName}: the model ${this.model} (${this.baseURL}) reported no token usage for a streamed reply, so its tokens are estimated; with @ai-sdk/openai-compatible, create the provider with includeUsage: true`,
+        { code: 'LAGENT_STREAM_USAGE' },
+      );
+    }
+    const promptTokens = this.countTokens(messages);
+    const completionTokens = this.countTokens(text + state.reasoning.text);
+    return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
+  }
+
+  /** The image and file parts of the messages, read (undefined when there are none). */
+  #loadParts(messages: ChatMessage[]): Promise<LoadedParts> {
+    return hasFileParts(messages)
+      ? loadParts(messages, this.#allowFilePaths, this.clientName)
+      : Promise.resolve(undefined);
+  }
+
   /** The call options of one request (the attempt's `abortSignal` is added per attempt). */
   #request(
     messages: ChatMessage[],
     params: ResolvedGenParams,
     call: AISDKCallParams,
     tools: RequestTools | undefined,
+    parts: LoadedParts,
   ): AISDKCallOptions {
+    const model = this.languageModel;
     const request: AISDKCallOptions = {
-      prompt: toAISDKPrompt(messages),
+      prompt: toAISDKPrompt(messages, {
+        provider: this.baseURL,
+        version: model.specificationVersion,
+        parts,
+      }),
       maxOutputTokens: params.maxNewTokens,
       temperature: params.temperature,
     };
@@ -249,10 +339,80 @@ export class AsyncAISDKModel extends MeteredLLM {
       if (call.toolChoice !== undefined) request.toolChoice = toAISDKToolChoice(call.toolChoice);
     }
     if (this.#headers !== undefined) request.headers = this.#headers;
-    const providerOptions = mergeProviderOptions(this.#providerOptions, call.providerOptions);
+    const format = call.responseFormat;
+    if (format !== undefined) {
+      const strict = strictJSONSchema(format);
+      const wire: NonNullable<AISDKCallOptions['responseFormat']> = { type: 'json' };
+      if (strict !== undefined) {
+        wire.schema = strict.schema;
+        wire.name = strict.name;
+        if (strict.description !== undefined) wire.description = strict.description;
+      }
+      request.responseFormat = wire;
+    }
+    let providerOptions = mergeProviderOptions(this.#providerOptions, call.providerOptions);
+    const reasoning = params.reasoning;
+    if (reasoning !== undefined) {
+      if (model.specificationVersion === 'v4' && reasoning.effort !== undefined) {
+        request.reasoning = reasoning.effort;
+      }
+      providerOptions = mergeProviderOptions(reasoningProviderOptions(model, reasoning), providerOptions);
+    }
     if (providerOptions !== undefined) request.providerOptions = providerOptions;
+    if ((call.cache ?? this.#cache) && ANTHROPIC.test(model.provider)) markAnthropicCache(request);
     return request;
   }
+}
+
+/** Providers of Claude models (`anthropic.messages`, `bedrock-anthropic...`, `vertex.anthropic...`). */
+const ANTHROPIC = /anthropic/i;
+
+const CACHE_CONTROL = { anthropic: { cacheControl: { type: 'ephemeral' } } };
+
+/** Marks the stable prefix of a Claude request for Anthropic's prompt cache: last tool, system prompt, last message. */
+function markAnthropicCache(request: AISDKCallOptions): void {
+  const tools = request.tools;
+  if (tools !== undefined && tools.length > 0) {
+    tools[tools.length - 1] = { ...tools[tools.length - 1]!, providerOptions: CACHE_CONTROL };
+  }
+  const prompt = request.prompt;
+  let system = -1;
+  for (let index = 0; index < prompt.length && prompt[index]!.role === 'system'; index++) system = index;
+  if (system >= 0) prompt[system] = { ...prompt[system]!, providerOptions: CACHE_CONTROL };
+  const last = prompt.length - 1;
+  if (last > system) prompt[last] = { ...prompt[last]!, providerOptions: CACHE_CONTROL };
+}
+
+/**
+ * The provider options that turn reasoning on where the specification has no `reasoning` option (v2, v3) or
+ * the caller gave a thinking budget: Anthropic's `thinking`, OpenAI's (and OpenAI-compatible providers')
+ * `reasoningEffort`. The caller's own provider options win.
+ */
+function reasoningProviderOptions(
+  model: AISDKLanguageModel,
+  reasoning: ReasoningOptions,
+): AISDKProviderOptions | undefined {
+  const provider = String(model.provider ?? '').split('.')[0] ?? '';
+  if (provider === 'anthropic' || provider === 'google.vertex.anthropic') {
+    if (reasoning.budgetTokens === undefined && model.specificationVersion === 'v4') return undefined;
+    const budgetTokens =
+      reasoning.budgetTokens ?? { low: 2048, medium: 8192, high: 24_576 }[reasoning.effort ?? 'medium'];
+    return { anthropic: { thinking: { type: 'enabled', budgetTokens } } };
+  }
+  if (reasoning.effort === undefined || model.specificationVersion === 'v4') return undefined;
+  return { [provider === '' ? 'openai' : provider]: { reasoningEffort: reasoning.effort } };
+}
+
+/**
+ * Asks an `@ai-sdk/openai-compatible` chat model for usage on streamed replies (its `includeUsage` setting,
+ * which the provider reads from the model's config on each request). Models that always report it, or that
+ * keep their config elsewhere, are left as they are.
+ */
+function askForStreamUsage(model: AISDKLanguageModel): void {
+  const config = (model as unknown as { config?: unknown }).config;
+  if (config === null || typeof config !== 'object' || !('includeUsage' in config)) return;
+  const settings = config as { includeUsage?: unknown };
+  if (settings.includeUsage !== true) settings.includeUsage = true;
 }
 
 /** The client's provider options with the call's merged over them, provider by provider. */

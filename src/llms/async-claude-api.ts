@@ -2,8 +2,11 @@ import type Anthropic from '@anthropic-ai/sdk';
 import { effectiveSignal } from '../core/call-context';
 import { Deadline } from '../core/deadline';
 import { ConfigurationError } from '../schema/errors';
+import { strictJSONSchema } from '../schema/response-format';
 import { MAX_TIMER_MS } from '../utils/timers';
 import {
+  type ClaudeInputs,
+  markCachePrefix,
   readClaudeMessage,
   toClaudeMessages,
   toClaudeToolChoice,
@@ -11,9 +14,11 @@ import {
   usageFromClaude,
 } from './claude-messages';
 import { type AnthropicSDK, loadAnthropicSDK, toSharedError } from './claude-sdk';
+import { type FilePathPolicy, hasFileParts, loadParts } from './content-inputs';
 import { addExtraBody, checkExtraBody } from './extra-body';
-import { type LoadedImages, loadImages } from './image-inputs';
+import { loadImages } from './image-inputs';
 import { MeteredLLM } from './metered-llm';
+import { ReasoningStream } from './reasoning-stream';
 import { type RetryPolicy, withRetries } from './request-retry';
 import { resolveTiming, type TimingOptions } from './timing';
 import type { TokenCountInput } from './token-count';
@@ -51,6 +56,17 @@ export interface ClaudeAPIOptions extends GenParams, TimingOptions {
    * regular PNG, JPEG, GIF or WebP files of at most 3.75 MB; others are named in a note. @default true
    */
   sendImages?: boolean | undefined;
+  /**
+   * Which local files an image or file part of a message may name: `false` refuses every path, `true` allows
+   * any absolute path, a list allows files inside those directories. @default false
+   */
+  allowFilePaths?: FilePathPolicy | undefined;
+  /**
+   * Prompt caching: mark the stable prefix (the tools, the system prompt, the history up to the newest message)
+   * with `cache_control`, so each request of a loop reads it from Anthropic's cache (at a tenth of the input
+   * price) instead of paying for it again. `false` sends no marks. @default true
+   */
+  cache?: boolean | undefined;
 }
 
 /** Per-call params of {@link AsyncClaudeAPI}. */
@@ -119,6 +135,8 @@ export class AsyncClaudeAPI extends MeteredLLM {
   readonly #sendTopK: boolean;
   readonly #where: string;
   readonly #sendImages: boolean;
+  readonly #allowFilePaths: FilePathPolicy;
+  readonly #cache: boolean;
   #client: Promise<{ client: ClaudeClient; sdk: AnthropicSDK }> | undefined;
 
   constructor(options: ClaudeAPIOptions = {}) {
@@ -158,6 +176,8 @@ export class AsyncClaudeAPI extends MeteredLLM {
     this.#sendTopK = options.topK !== undefined;
     this.#where = `${name} request to ${this.baseURL}/v1/messages (model ${model})`;
     this.#sendImages = options.sendImages ?? true;
+    this.#allowFilePaths = options.allowFilePaths ?? false;
+    this.#cache = options.cache ?? true;
   }
 
   /**
@@ -175,8 +195,7 @@ export class AsyncClaudeAPI extends MeteredLLM {
     const call = params ?? {};
     const resolved = this.resolveParams(call);
     const tools = prepareTools(call.tools, this.clientName);
-    const images = this.#sendImages ? await loadImages(messages) : undefined;
-    const body = this.#body(messages, resolved, call, tools, images);
+    const body = this.#body(messages, resolved, call, tools, await this.#inputs(messages));
     // A model called inside an agent's forward stops with that call even when not handed its signal.
     const signal = effectiveSignal(call.signal);
     signal?.throwIfAborted();
@@ -196,8 +215,15 @@ export class AsyncClaudeAPI extends MeteredLLM {
       call,
       this,
     );
-    const { text, toolCalls, finishReason, usage } = readClaudeMessage(response, tools, this.#where);
-    return this.reply(text, toolCalls, finishReason, usage, resolved.stopWords, call);
+    const { text, toolCalls, finishReason, usage, reasoning, reasoningParts } = readClaudeMessage(
+      response,
+      tools,
+      this.#where,
+    );
+    const reply = this.reply(text, toolCalls, finishReason, usage, resolved.stopWords, call);
+    if (reasoning !== undefined) reply.reasoning = reasoning;
+    if (reasoningParts !== undefined) reply.reasoningParts = reasoningParts;
+    return reply;
   }
 
   /**
@@ -213,8 +239,7 @@ export class AsyncClaudeAPI extends MeteredLLM {
     const call = params ?? {};
     const resolved = this.resolveParams(call);
     const tools = prepareTools(call.tools, this.clientName);
-    const images = this.#sendImages ? await loadImages(messages) : undefined;
-    const body = this.#body(messages, resolved, call, tools, images);
+    const body = this.#body(messages, resolved, call, tools, await this.#inputs(messages));
     body.stream = true;
     const signal = effectiveSignal(call.signal);
     signal?.throwIfAborted();
@@ -238,14 +263,18 @@ export class AsyncClaudeAPI extends MeteredLLM {
       this,
     );
     let rawUsage: Record<string, unknown> | undefined;
+    const reasoning = new ReasoningStream();
+    const thinking = new Map<number, ThinkingBlock>();
+    const toolBlocks = new Set<number>();
     yield* this.relayStream({
       stream,
       attempt,
       read: (event, assembler) => {
-        const { text, usage } = readEvent(event, assembler);
+        const { text, usage } = readEvent(event, assembler, reasoning, thinking, toolBlocks);
         if (usage !== undefined) rawUsage = { ...rawUsage, ...usage };
         return text;
       },
+      reasoning,
       usage: () => usageFromClaude(rawUsage),
       signal,
       stopWords: resolved.stopWords,
@@ -268,8 +297,7 @@ export class AsyncClaudeAPI extends MeteredLLM {
     const messages: ChatMessage[] =
       typeof input === 'string' ? [{ role: 'user', content: input }] : [...input];
     const tools = prepareTools(params.tools, this.clientName);
-    const images = this.#sendImages ? await loadImages(messages) : undefined;
-    const dialog = toClaudeMessages(messages, images);
+    const dialog = toClaudeMessages(messages, await this.#inputs(messages), this.clientName);
     const body: Record<string, unknown> = { model: this.model, messages: dialog.messages };
     if (dialog.system !== undefined) body.system = dialog.system;
     if (tools !== undefined) body.tools = toClaudeTools(tools);
@@ -313,24 +341,42 @@ export class AsyncClaudeAPI extends MeteredLLM {
     });
   }
 
+  /** The tool-result images and the image and file parts of the messages, read. */
+  async #inputs(messages: ChatMessage[]): Promise<ClaudeInputs> {
+    const images = this.#sendImages ? await loadImages(messages) : undefined;
+    const parts = hasFileParts(messages)
+      ? await loadParts(messages, this.#allowFilePaths, this.clientName)
+      : undefined;
+    return { images, parts };
+  }
+
   /** The Messages API body of one call. */
   #body(
     messages: ChatMessage[],
     params: ResolvedGenParams,
     call: ClaudeCallParams,
     tools: RequestTools | undefined,
-    images: LoadedImages,
+    inputs: ClaudeInputs,
   ): Record<string, unknown> {
-    const dialog = toClaudeMessages(messages, images);
+    const dialog = toClaudeMessages(messages, inputs, this.clientName);
     const body: Record<string, unknown> = {
       model: this.model,
       max_tokens: params.maxNewTokens,
       messages: dialog.messages,
     };
     if (dialog.system !== undefined) body.system = dialog.system;
-    body.temperature = Math.max(0, Math.min(1, params.temperature));
-    if (this.#sendTopP || params.topP !== this.genParams.topP) body.top_p = params.topP;
-    if (this.#sendTopK || params.topK !== this.genParams.topK) body.top_k = params.topK;
+    const budget = thinkingBudget(params.reasoning);
+    if (budget !== undefined) {
+      // Extended thinking: the budget counts within max_tokens, and sampling params other than top_p >= 0.95
+      // are refused while thinking.
+      body.thinking = { type: 'enabled', budget_tokens: budget };
+      if (params.maxNewTokens <= budget) body.max_tokens = budget + params.maxNewTokens;
+      if (params.topP !== this.genParams.topP && params.topP >= 0.95) body.top_p = params.topP;
+    } else {
+      body.temperature = Math.max(0, Math.min(1, params.temperature));
+      if (this.#sendTopP || params.topP !== this.genParams.topP) body.top_p = params.topP;
+      if (this.#sendTopK || params.topK !== this.genParams.topK) body.top_k = params.topK;
+    }
     const stops = params.stopWords.filter((word) => !BLANK.test(word));
     if (stops.length > 0) body.stop_sequences = stops;
     if (tools !== undefined) {
@@ -338,18 +384,42 @@ export class AsyncClaudeAPI extends MeteredLLM {
       const choice = toClaudeToolChoice(call.toolChoice, call.parallelToolCalls);
       if (choice !== undefined) body.tool_choice = choice;
     }
+    const format = call.responseFormat === undefined ? undefined : strictJSONSchema(call.responseFormat);
+    if (format !== undefined) body.output_config = { format: { type: 'json_schema', schema: format.schema } };
+    if (call.cache ?? this.#cache) markCachePrefix(body);
     addExtraBody(this.clientName, body, this.extraBody, call.extraBody);
     return body;
   }
 }
 
+/** A thinking block being streamed: its text so far and its signature. */
+interface ThinkingBlock {
+  thinking: string;
+  signature: string;
+}
+
+/** Thinking budgets for `reasoning.effort` when no `budgetTokens` is given. */
+const EFFORT_BUDGETS = { low: 2048, medium: 8192, high: 24_576 } as const;
+
+/** The `thinking.budget_tokens` a `reasoning` parameter asks for; undefined: no extended thinking. */
+function thinkingBudget(reasoning: ResolvedGenParams['reasoning']): number | undefined {
+  if (reasoning === undefined) return undefined;
+  if (reasoning.budgetTokens !== undefined) return reasoning.budgetTokens;
+  return EFFORT_BUDGETS[reasoning.effort ?? 'medium'];
+}
+
 /**
- * What one stream event adds: text (`text_delta`), tool-call pieces (fed to `assembler` in OpenAI's delta
- * shape, keyed by the block index), and usage (`message_start`, `message_delta`).
+ * What one stream event adds: text (`text_delta`), tool-call pieces of the caller's tools (fed to `assembler`
+ * in OpenAI's delta shape, keyed by the block index; `tools` holds those blocks), thinking (`thinking_delta` text to `reasoning`; each thinking block, with the
+ * signature its `signature_delta` brings, kept as a part once it stops; a redacted block as it starts), and usage
+ * (`message_start`, `message_delta`).
  */
 function readEvent(
   event: unknown,
   assembler: ToolCallAssembler,
+  reasoning: ReasoningStream,
+  thinking: Map<number, ThinkingBlock>,
+  tools: Set<number>,
 ): { text: string; usage: Record<string, unknown> | undefined } {
   const data = event as Anthropic.Messages.RawMessageStreamEvent | null;
   let text = '';
@@ -364,6 +434,7 @@ function readEvent(
     case 'content_block_start': {
       const block = data.content_block;
       if (block?.type === 'tool_use') {
+        tools.add(data.index);
         const input = block.input as Record<string, unknown> | undefined;
         const initial = input !== undefined && input !== null && Object.keys(input).length > 0;
         assembler.push([
@@ -374,13 +445,44 @@ function readEvent(
           },
         ]);
       } else if (block?.type === 'text' && typeof block.text === 'string') text = block.text;
+      else if (block?.type === 'thinking') {
+        const start = typeof block.thinking === 'string' ? block.thinking : '';
+        // Several thinking blocks read as one text, a blank line apart (as a reply's `reasoning` joins them).
+        if (reasoning.text !== '') reasoning.add('\n\n');
+        thinking.set(data.index, { thinking: start, signature: block.signature ?? '' });
+        reasoning.add(start);
+      } else if (block?.type === 'redacted_thinking') {
+        reasoning.addPart({ type: 'anthropic.redacted_thinking', data: block.data });
+      }
       break;
     }
     case 'content_block_delta': {
       const delta = data.delta;
       if (delta?.type === 'text_delta') text = delta.text;
       else if (delta?.type === 'input_json_delta') {
-        assembler.push([{ index: data.index, function: { arguments: delta.partial_json } }]);
+        // Only the caller's tools: a server tool's input (web search, code execution) is not a call to run.
+        if (tools.has(data.index)) {
+          assembler.push([{ index: data.index, function: { arguments: delta.partial_json } }]);
+        }
+      } else if (delta?.type === 'thinking_delta') {
+        const block = thinking.get(data.index);
+        if (block !== undefined) block.thinking += delta.thinking;
+        reasoning.add(delta.thinking);
+      } else if (delta?.type === 'signature_delta') {
+        const block = thinking.get(data.index);
+        if (block !== undefined) block.signature += delta.signature;
+      }
+      break;
+    }
+    case 'content_block_stop': {
+      const block = thinking.get(data.index);
+      if (block !== undefined) {
+        thinking.delete(data.index);
+        reasoning.addPart({
+          type: 'anthropic.thinking',
+          thinking: block.thinking,
+          signature: block.signature,
+        });
       }
       break;
     }

@@ -1,3 +1,4 @@
+import { type ResponseFormat, strictJSONSchema } from '../schema/response-format';
 import { type APIMetaTemplate, APITemplateParser, DEFAULT_API_META_TEMPLATE } from './api-template-parser';
 import { addExtraBody } from './extra-body';
 import {
@@ -7,6 +8,22 @@ import {
   type OpenAICompatibleOptions,
 } from './openai-compatible-llm';
 import type { ChatMessage, ResolvedGenParams } from './types';
+
+/**
+ * A `responseFormat` as chat completions' `response_format`: `json_schema` with the strict form of the schema
+ * (`strict: true` unless the schema cannot be strict), or `json_object` without a schema.
+ */
+export function openAIResponseFormat(format: ResponseFormat): Record<string, unknown> {
+  const strict = strictJSONSchema(format);
+  if (strict === undefined) return { type: 'json_object' };
+  const jsonSchema: Record<string, unknown> = {
+    name: strict.name,
+    schema: strict.schema,
+    strict: strict.strict,
+  };
+  if (strict.description !== undefined) jsonSchema.description = strict.description;
+  return { type: 'json_schema', json_schema: jsonSchema };
+}
 
 /** Options of {@link AsyncGPTAPI} and `GPTAPI`. */
 export interface GPTAPIOptions extends OpenAICompatibleOptions {
@@ -39,7 +56,8 @@ const MAX_STOP_SEQUENCES = 4;
  *
  * Params map to the API as `maxNewTokens -> max_tokens` (or `max_completion_tokens`), `stopWords -> stop`,
  * `topP -> top_p`, `temperature`, and `repetitionPenalty -> frequency_penalty` (as `repetitionPenalty - 1`,
- * sent only when it is not the neutral 1). `topK` is not an OpenAI parameter: send it with
+ * sent only when it is not the neutral 1), `reasoning.effort -> reasoning_effort`, and a `responseFormat` with a
+ * schema -> a strict `json_schema` response format. `topK` is not an OpenAI parameter: send it with
  * `extraBody: { top_k: 40 }` to servers that take it. Roles go through `metaTemplate` (tool results, role
  * `environment`, are sent as `system`), merging consecutive messages of the same API role.
  *
@@ -94,7 +112,11 @@ export class AsyncGPTAPI extends OpenAICompatibleLLM {
       }
       if (params.stopWords.length > 0) body.stop = params.stopWords.slice(0, MAX_STOP_SEQUENCES);
     }
-    if (call.jsonMode ?? this.jsonMode) body.response_format = { type: 'json_object' };
+    const format = call.responseFormat;
+    if (format !== undefined) body.response_format = openAIResponseFormat(format);
+    else if (call.jsonMode ?? this.jsonMode) body.response_format = { type: 'json_object' };
+    const effort = params.reasoning?.effort;
+    if (effort !== undefined) body.reasoning_effort = effort;
     addExtraBody(this.clientName, body, this.extraBody, call.extraBody);
     return { endpoint: 'chat', body };
   }

@@ -1,6 +1,8 @@
 import { sameThreadServerHint } from '../bridge/same-thread';
 import { SyncBridge } from '../bridge/sync-bridge';
+import type { ContentPart } from '../schema/content-parts';
 import { LLMRequestError, TimeoutError } from '../schema/errors';
+import { type ResponseFormat, strictJSONSchema } from '../schema/response-format';
 import { BaseLLM } from './base-llm';
 import type { OpenAICallParams, OpenAICompatibleOptions } from './openai-compatible-llm';
 import { bridgedCallBudget, resolveTiming } from './timing';
@@ -27,7 +29,40 @@ function bridgeParams(call: OpenAICallParams | undefined, resolved: GenParams): 
   if (call?.tools !== undefined) params.tools = toolsAsJSON(call.tools);
   if (call?.toolChoice !== undefined) params.toolChoice = call.toolChoice;
   if (call?.parallelToolCalls !== undefined) params.parallelToolCalls = call.parallelToolCalls;
+  // A zod schema does not survive a structured clone either: send its strict JSON Schema.
+  if (call?.responseFormat !== undefined) params.responseFormat = plainResponseFormat(call.responseFormat);
+  if (call?.cache !== undefined) params.cache = call.cache;
+  if (call?.providerOptions !== undefined) params.providerOptions = call.providerOptions;
   return params;
+}
+
+/** A response format whose schema is plain JSON (what crosses the bridge). */
+function plainResponseFormat(format: ResponseFormat): ResponseFormat {
+  const strict = strictJSONSchema(format);
+  if (strict === undefined) return { type: 'json' };
+  const plain: ResponseFormat = { type: 'json', schema: strict.schema, name: strict.name };
+  if (strict.description !== undefined) plain.description = strict.description;
+  return plain;
+}
+
+/** The messages with their parts' `URL` objects as text (a `URL` does not survive a structured clone). */
+function bridgeMessages(messages: ChatMessage[]): ChatMessage[] {
+  if (!messages.some((message) => message.parts?.some(hasURLObject))) return messages;
+  return messages.map((message) =>
+    message.parts?.some(hasURLObject) ? { ...message, parts: message.parts.map(withURLText) } : message,
+  );
+}
+
+function hasURLObject(part: ContentPart): boolean {
+  return (
+    (part.type === 'image' && part.image instanceof URL) || (part.type === 'file' && part.data instanceof URL)
+  );
+}
+
+function withURLText(part: ContentPart): ContentPart {
+  if (part.type === 'image' && part.image instanceof URL) return { ...part, image: part.image.href };
+  if (part.type === 'file' && part.data instanceof URL) return { ...part, data: part.data.href };
+  return part;
 }
 
 /** Whether `error` says a request or a bridged call ran out of time. */
@@ -92,7 +127,7 @@ export abstract class BridgedLLM extends BaseLLM {
     const before = this.#usageBefore(params);
     try {
       const text = this.#bridge.call<string>('chat', [
-        messages,
+        bridgeMessages(messages),
         bridgeParams(params, this.resolveParams(params)),
       ]);
       this.#reportUsage(params, before);
@@ -111,7 +146,7 @@ export abstract class BridgedLLM extends BaseLLM {
     const before = this.#usageBefore(params);
     try {
       const reply = this.#bridge.call<ModelReply>('generate', [
-        messages,
+        bridgeMessages(messages),
         bridgeParams(params, this.resolveParams(params)),
       ]);
       this.#reportUsage(params, before);
@@ -133,7 +168,7 @@ export abstract class BridgedLLM extends BaseLLM {
     const before = this.#usageBefore(params);
     try {
       yield* this.#bridge.iterate<StreamChunk>('streamChat', [
-        messages,
+        bridgeMessages(messages),
         bridgeParams(params, this.resolveParams(params)),
       ]);
       this.#reportUsage(params, before);

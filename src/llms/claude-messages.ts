@@ -1,21 +1,37 @@
 import type { ChatMessage, ToolCall } from '../schema/chat-message';
-import { LLMRequestError } from '../schema/errors';
+import { type ContentPart, partNote } from '../schema/content-parts';
+import { LLMRequestError, ValidationError } from '../schema/errors';
+import type { ReasoningPart } from '../schema/reasoning';
+import type { LoadedParts } from './content-inputs';
 import { type LoadedImage, type LoadedImages, skippedNote } from './image-inputs';
 import { parseToolArguments, type RequestTools, toAPIToolName } from './tool-calls';
 import type { ToolChoice } from './types';
 import { reportedCount, type TokenUsage } from './usage';
 
+/** Where an image or document block's content is. */
+export type ClaudeSource =
+  | { type: 'base64'; media_type: string; data: string }
+  | { type: 'url'; url: string }
+  | { type: 'text'; media_type: 'text/plain'; data: string };
+
 /** One content block of an Anthropic message, as the Messages API takes it. */
-export type ClaudeBlock =
+export type ClaudeBlock = (
   | { type: 'text'; text: string }
   | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
-  | { type: 'image'; source: { type: 'base64'; media_type: string; data: string } }
+  | { type: 'image'; source: ClaudeSource }
+  | { type: 'document'; source: ClaudeSource; title?: string }
+  | { type: 'thinking'; thinking: string; signature: string }
+  | { type: 'redacted_thinking'; data: string }
   | {
       type: 'tool_result';
       tool_use_id: string;
       content?: string | ClaudeBlock[];
       is_error?: boolean;
-    };
+    }
+) & { cache_control?: { type: 'ephemeral' } };
+
+/** A prompt-cache breakpoint (Anthropic caches the prompt up to and including the block that carries it). */
+export const CACHE_CONTROL = Object.freeze({ type: 'ephemeral' as const });
 
 /** One Anthropic message: a string for a single text, else blocks. */
 export interface ClaudeMessage {
@@ -41,11 +57,23 @@ function inputOf(call: ToolCall): Record<string, unknown> {
   return typeof value === 'string' ? {} : value;
 }
 
-/** The blocks of one chat message and the Anthropic role they go under; system text is handled by the caller. */
+/** What a dialog's messages carry besides text, read before they are mapped. */
+export interface ClaudeInputs {
+  images?: LoadedImages;
+  parts?: LoadedParts;
+}
+
+/**
+ * The blocks of one chat message and the Anthropic role they go under; system text is handled by the caller.
+ * An assistant turn starts with its Claude thinking blocks (signatures intact), as Anthropic requires of a turn
+ * that called tools with thinking on; reasoning from other providers is not sent.
+ */
 function blocksOf(
   message: ChatMessage,
-  images: LoadedImages,
+  inputs: ClaudeInputs,
+  owner: string,
 ): { role: ClaudeMessage['role']; blocks: ClaudeBlock[] } {
+  const images = inputs.images;
   const text = message.content ?? '';
   if (message.toolCallId !== undefined) {
     const block: Extract<ClaudeBlock, { type: 'tool_result' }> = {
@@ -59,6 +87,19 @@ function blocksOf(
     return { role: 'user', blocks: [block] };
   }
   const blocks: ClaudeBlock[] = [];
+  if (message.role === 'assistant' && message.reasoningParts !== undefined) {
+    for (const part of message.reasoningParts) {
+      if (part.type === 'anthropic.thinking') {
+        blocks.push({ type: 'thinking', thinking: part.thinking, signature: part.signature });
+      } else if (part.type === 'anthropic.redacted_thinking') {
+        blocks.push({ type: 'redacted_thinking', data: part.data });
+      }
+    }
+  }
+  if (message.parts !== undefined && inputs.parts !== undefined && message.role !== 'assistant') {
+    for (const part of message.parts) blocks.push(...partBlocks(part, inputs.parts, owner));
+    return { role: 'user', blocks };
+  }
   // Anthropic refuses empty text blocks.
   if (text.length > 0) blocks.push({ type: 'text', text });
   if (message.role === 'assistant') {
@@ -68,6 +109,41 @@ function blocksOf(
     return { role: 'assistant', blocks };
   }
   return { role: 'user', blocks };
+}
+
+/** Media types Anthropic takes as document blocks. */
+const DOCUMENT_TYPES = new Set(['application/pdf', 'text/plain']);
+
+/** One content part as Anthropic blocks: text, an image, or a document (PDF, plain text). */
+function partBlocks(part: ContentPart, loaded: NonNullable<LoadedParts>, owner: string): ClaudeBlock[] {
+  if (part.type === 'text') return part.text.length > 0 ? [{ type: 'text', text: part.text }] : [];
+  const source = loaded.get(part);
+  if (source === undefined) return [{ type: 'text', text: partNote(part) }];
+  const wire: ClaudeSource =
+    source.kind === 'url'
+      ? { type: 'url', url: source.url }
+      : { type: 'base64', media_type: source.mediaType, data: source.data };
+  if (part.type === 'image') return [{ type: 'image', source: wire }];
+  const mediaType = (source.mediaType ?? part.mediaType).toLowerCase();
+  if (!DOCUMENT_TYPES.has(mediaType)) {
+    throw new ValidationError({
+      field: 'mediaType',
+      message: `${owner}: a file part of type ${mediaType} cannot be sent: Anthropic takes PDF (application/pdf) and plain-text (text/plain) documents`,
+    });
+  }
+  const block: Extract<ClaudeBlock, { type: 'document' }> =
+    mediaType === 'text/plain' && source.kind === 'data'
+      ? {
+          type: 'document',
+          source: {
+            type: 'text',
+            media_type: 'text/plain',
+            data: Buffer.from(source.data, 'base64').toString('utf8'),
+          },
+        }
+      : { type: 'document', source: wire };
+  if (part.filename !== undefined) block.title = part.filename;
+  return [block];
 }
 
 /** A tool result's images as image blocks, and a text block for each one that could not be sent. */
@@ -100,7 +176,8 @@ function imageBlocks(
  */
 export function toClaudeMessages(
   messages: readonly ChatMessage[],
-  images?: LoadedImages,
+  inputs: ClaudeInputs = {},
+  owner = 'ClaudeAPI',
 ): {
   system: string | undefined;
   messages: ClaudeMessage[];
@@ -114,7 +191,7 @@ export function toClaudeMessages(
       continue;
     }
     leading = false;
-    const { role, blocks } = blocksOf(message, images);
+    const { role, blocks } = blocksOf(message, inputs, owner);
     if (blocks.length === 0) continue;
     const last = turns.at(-1);
     if (last !== undefined && last.role === role) last.blocks.push(...blocks);
@@ -185,7 +262,10 @@ export function finishReasonOf(stopReason: unknown): string | undefined {
   }
 }
 
-/** Anthropic's `usage` (input counts including cache reads and writes); undefined when absent. */
+/**
+ * Anthropic's `usage`: prompt tokens include cache reads and writes, which are also reported apart
+ * (`cachedPromptTokens`, `cacheWriteTokens`) when the server sends them; undefined when absent.
+ */
 export function usageFromClaude(usage: unknown): TokenUsage | undefined {
   if (usage === null || typeof usage !== 'object') return undefined;
   const raw = usage as Record<string, unknown>;
@@ -194,17 +274,57 @@ export function usageFromClaude(usage: unknown): TokenUsage | undefined {
   const promptTokens = reportedCount(raw.input_tokens) + cacheWrite + cacheRead;
   const completionTokens = reportedCount(raw.output_tokens);
   const result: TokenUsage = { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
-  if (cacheRead > 0) result.cacheReadTokens = cacheRead;
+  if (cacheRead > 0) result.cachedPromptTokens = cacheRead;
   if (cacheWrite > 0) result.cacheWriteTokens = cacheWrite;
   return result;
 }
 
-/** The text and tool calls of a non-streaming reply; throws `LLMRequestError` when it is not a message. */
+/**
+ * Marks the stable prefix of a request for Anthropic's prompt cache: the last tool, the system prompt and the
+ * last block of the last message each get a `cache_control` breakpoint (3 of the 4 Anthropic allows), so the
+ * next request of a tool loop or a conversation reads tools, system prompt and history from the cache. A string
+ * `system` becomes one text block. Thinking blocks cannot carry a breakpoint and are skipped.
+ */
+export function markCachePrefix(body: Record<string, unknown>): void {
+  const tools = body.tools as Record<string, unknown>[] | undefined;
+  if (Array.isArray(tools) && tools.length > 0) {
+    tools[tools.length - 1] = { ...tools[tools.length - 1], cache_control: CACHE_CONTROL };
+  }
+  if (typeof body.system === 'string' && body.system.length > 0) {
+    body.system = [{ type: 'text', text: body.system, cache_control: CACHE_CONTROL }];
+  }
+  const messages = body.messages as ClaudeMessage[] | undefined;
+  const last = messages?.at(-1);
+  if (last === undefined) return;
+  const blocks: ClaudeBlock[] =
+    typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : [...last.content];
+  for (let index = blocks.length - 1; index >= 0; index--) {
+    const block = blocks[index]!;
+    if (block.type === 'thinking' || block.type === 'redacted_thinking') continue;
+    if (block.type === 'text' && block.text.length === 0) continue;
+    blocks[index] = { ...block, cache_control: CACHE_CONTROL };
+    messages![messages!.length - 1] = { role: last.role, content: blocks };
+    return;
+  }
+}
+
+/**
+ * The text, tool calls and thinking of a non-streaming reply (thinking text joined by a blank line; every
+ * thinking and redacted-thinking block kept as a `ReasoningPart`); throws `LLMRequestError` when it is not a
+ * message.
+ */
 export function readClaudeMessage(
   response: unknown,
   tools: RequestTools | undefined,
   where: string,
-): { text: string; toolCalls: ToolCall[]; finishReason: string | undefined; usage: TokenUsage | undefined } {
+): {
+  text: string;
+  toolCalls: ToolCall[];
+  finishReason: string | undefined;
+  usage: TokenUsage | undefined;
+  reasoning: string | undefined;
+  reasoningParts: ReasoningPart[] | undefined;
+} {
   const content = (response as { content?: unknown } | null)?.content;
   if (!Array.isArray(content)) {
     throw new LLMRequestError({
@@ -213,10 +333,33 @@ export function readClaudeMessage(
   }
   let text = '';
   const toolCalls: ToolCall[] = [];
+  const thoughts: string[] = [];
+  let reasoningParts: ReasoningPart[] | undefined;
   for (const [position, entry] of content.entries()) {
-    const block = entry as { type?: unknown; text?: unknown; id?: unknown; name?: unknown; input?: unknown };
+    const block = entry as {
+      type?: unknown;
+      text?: unknown;
+      id?: unknown;
+      name?: unknown;
+      input?: unknown;
+      thinking?: unknown;
+      signature?: unknown;
+      data?: unknown;
+    };
     if (block?.type === 'text' && typeof block.text === 'string') text += block.text;
-    else if (block?.type === 'tool_use') {
+    else if (block?.type === 'thinking') {
+      const thinking = typeof block.thinking === 'string' ? block.thinking : '';
+      if (thinking !== '') thoughts.push(thinking);
+      reasoningParts ??= [];
+      reasoningParts.push({
+        type: 'anthropic.thinking',
+        thinking,
+        signature: typeof block.signature === 'string' ? block.signature : '',
+      });
+    } else if (block?.type === 'redacted_thinking' && typeof block.data === 'string') {
+      reasoningParts ??= [];
+      reasoningParts.push({ type: 'anthropic.redacted_thinking', data: block.data });
+    } else if (block?.type === 'tool_use') {
       if (typeof block.name !== 'string') {
         throw new LLMRequestError({
           message: `${where} failed: malformed tool_use block: ${snippet(entry)}`,
@@ -243,5 +386,7 @@ export function readClaudeMessage(
     toolCalls,
     finishReason: finishReasonOf(raw.stop_reason),
     usage: usageFromClaude(raw.usage),
+    reasoning: thoughts.length > 0 ? thoughts.join('\n\n') : undefined,
+    reasoningParts,
   };
 }

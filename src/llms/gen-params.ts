@@ -1,4 +1,5 @@
 import { ConfigurationError } from '../schema/errors';
+import type { ReasoningOptions } from '../schema/reasoning';
 import type { GenParams, ResolvedGenParams } from './types';
 
 /** Lagent's defaults. */
@@ -35,7 +36,31 @@ export function normalizeGenParams(params: GenParams = {}): ResolvedGenParams {
     }
   }
   resolved.stopWords = toStopWords(params.stopWords);
+  if (params.reasoning !== undefined) resolved.reasoning = checkReasoning(params.reasoning);
   return resolved;
+}
+
+const EFFORTS = new Set(['low', 'medium', 'high']);
+
+/** Checks a `reasoning` parameter: `{ effort?: 'low' | 'medium' | 'high', budgetTokens?: number >= 1024 }`. */
+function checkReasoning(value: ReasoningOptions): ReasoningOptions {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new ConfigurationError({
+      message: `reasoning must be an object { effort?, budgetTokens? }, got ${String(value)}`,
+    });
+  }
+  if (value.effort !== undefined && !EFFORTS.has(value.effort)) {
+    throw new ConfigurationError({
+      message: `reasoning.effort must be 'low', 'medium' or 'high', got ${String(value.effort)}`,
+    });
+  }
+  const budget = value.budgetTokens;
+  if (budget !== undefined && !(Number.isInteger(budget) && budget >= 1024)) {
+    throw new ConfigurationError({
+      message: `reasoning.budgetTokens must be an integer of at least 1024 (Anthropic's minimum), got ${String(budget)}`,
+    });
+  }
+  return value;
 }
 
 /**
@@ -55,6 +80,11 @@ export function mergeGenParams(base: ResolvedGenParams, params: GenParams | unde
   if (params.stopWords !== undefined) {
     merged ??= { ...base };
     merged.stopWords = toStopWords(params.stopWords);
+  }
+  const reasoning = params.reasoning;
+  if (reasoning !== undefined && reasoning !== base.reasoning) {
+    merged ??= { ...base };
+    merged.reasoning = checkReasoning(reasoning);
   }
   return merged ?? base;
 }

@@ -9,6 +9,8 @@ export type { ClaudeAPIOptions, ClaudeCallParams } from './async-claude-api';
 export { AsyncClaudeAPI } from './async-claude-api';
 export type { GPTAPIOptions } from './async-gpt-api';
 export { AsyncGPTAPI } from './async-gpt-api';
+export type { OpenAIResponsesAPIOptions } from './async-openai-responses-api';
+export { AsyncOpenAIResponsesAPI } from './async-openai-responses-api';
 export type { RawPromptModelOptions } from './async-raw-prompt-model';
 export { AsyncLMDeployServer, AsyncRawPromptModel, AsyncVllmModel } from './async-raw-prompt-model';
 export { AsyncBaseLLM, BaseLLM } from './base-llm';
@@ -18,6 +20,7 @@ export { AsyncCachedLLM, CachedLLM } from './cached-llm';
 export type { CircuitBreakerOptions } from './circuit-breaker';
 export { CircuitBreaker } from './circuit-breaker';
 export { ClaudeAPI } from './claude-api';
+export type { FilePathPolicy } from './content-inputs';
 export type { AnsweredBy, FallbackEvent, FallbackOptions, FallbackReply } from './fallback-llm';
 export { AsyncFallbackLLM, FallbackLLM } from './fallback-llm';
 export { DEFAULT_GEN_PARAMS, mergeGenParams, normalizeGenParams } from './gen-params';
@@ -31,8 +34,10 @@ export type {
   OpenAICallParams,
   OpenAICompatibleDefaults,
   OpenAICompatibleOptions,
+  RequestInputs,
 } from './openai-compatible-llm';
 export { OpenAICompatibleLLM } from './openai-compatible-llm';
+export { OpenAIResponsesAPI } from './openai-responses-api';
 export { LMDeployServer, VllmModel } from './raw-prompt-model';
 export type { RecordedCall } from './recording-file';
 export type { RecordingOptions } from './recording-llm';

@@ -1,4 +1,6 @@
 import type { OpenAITool, ToolCall } from '../schema/chat-message';
+import type { ReasoningPart } from '../schema/reasoning';
+import { type ResponseFormat, strictJSONSchema } from '../schema/response-format';
 import { ModelStatusCode } from '../schema/status';
 import { toolsAsJSON } from './tool-calls';
 import type { ChatMessage, LLMCallParams, ModelReply, ResolvedGenParams, StreamChunk } from './types';
@@ -25,6 +27,8 @@ const ANSWER_KEYS = [
   'stopWords',
   'toolChoice',
   'parallelToolCalls',
+  'reasoning',
+  'responseFormat',
 ] as const;
 
 /** A request as the wrappers compare it: the messages, the params that shape the answer, the tools offered. */
@@ -50,7 +54,13 @@ export function canonicalRequest(
     for (const key of ANSWER_KEYS) {
       const value = params[key];
       if (value === undefined) continue;
-      chosen[key] = key === 'stopWords' && typeof value === 'string' ? [value] : value;
+      chosen[key] =
+        key === 'stopWords' && typeof value === 'string'
+          ? [value]
+          : key === 'responseFormat'
+            ? // A zod schema is known by its JSON Schema.
+              (strictJSONSchema(value as ResponseFormat) ?? { type: 'json' })
+            : value;
     }
   }
   const request: CanonicalRequest = { mode, messages: messages as ChatMessage[], params: chosen };
@@ -100,6 +110,9 @@ export interface StoredChunk {
   delta: string;
   content?: string | undefined;
   toolCalls?: ToolCall[] | undefined;
+  reasoningDelta?: string | undefined;
+  reasoning?: string | undefined;
+  reasoningParts?: ReasoningPart[] | undefined;
 }
 
 /** A model's answer as the wrappers keep it: the whole reply, the streamed chunks when it was streamed, usage. */
@@ -120,6 +133,9 @@ export function storeChunks(chunks: readonly StreamChunk[]): StoredChunk[] {
       running = chunk.content;
     }
     if (chunk.toolCalls !== undefined) stored.toolCalls = chunk.toolCalls;
+    if (chunk.reasoningDelta !== undefined) stored.reasoningDelta = chunk.reasoningDelta;
+    if (chunk.reasoning !== undefined) stored.reasoning = chunk.reasoning;
+    if (chunk.reasoningParts !== undefined) stored.reasoningParts = chunk.reasoningParts;
     return stored;
   });
 }
@@ -133,6 +149,9 @@ export function answerChunks(answer: StoredAnswer): StreamChunk[] {
       delta: answer.reply.content,
     };
     if (answer.reply.toolCalls.length > 0) end.toolCalls = structuredClone(answer.reply.toolCalls);
+    if (answer.reply.reasoning !== undefined) end.reasoning = answer.reply.reasoning;
+    if (answer.reply.reasoningParts !== undefined)
+      end.reasoningParts = structuredClone(answer.reply.reasoningParts);
     return [end];
   }
   let running = '';
@@ -144,14 +163,20 @@ export function answerChunks(answer: StoredAnswer): StreamChunk[] {
       delta: stored.delta,
     };
     if (stored.toolCalls !== undefined) chunk.toolCalls = structuredClone(stored.toolCalls);
+    if (stored.reasoningDelta !== undefined) chunk.reasoningDelta = stored.reasoningDelta;
+    if (stored.reasoning !== undefined) chunk.reasoning = stored.reasoning;
+    if (stored.reasoningParts !== undefined) chunk.reasoningParts = structuredClone(stored.reasoningParts);
     return chunk;
   });
 }
 
-/** The reply a finished stream amounts to: its last chunk's text and tool calls. */
+/** The reply a finished stream amounts to: its last chunk's text, tool calls and reasoning. */
 export function replyOfChunks(chunks: readonly StreamChunk[]): ModelReply {
   const last = chunks.at(-1);
-  return { content: last?.content ?? '', toolCalls: last?.toolCalls ?? [] };
+  const reply: ModelReply = { content: last?.content ?? '', toolCalls: last?.toolCalls ?? [] };
+  if (last?.reasoning !== undefined) reply.reasoning = last.reasoning;
+  if (last?.reasoningParts !== undefined) reply.reasoningParts = last.reasoningParts;
+  return reply;
 }
 
 /** A copy of a stored reply, so callers may change what they get. */
@@ -159,5 +184,7 @@ export function copyReply(reply: ModelReply): ModelReply {
   const toolCalls = reply.toolCalls.length === 0 ? [] : structuredClone(reply.toolCalls);
   const copy: ModelReply = { content: reply.content, toolCalls };
   if (reply.finishReason !== undefined) copy.finishReason = reply.finishReason;
+  if (reply.reasoning !== undefined) copy.reasoning = reply.reasoning;
+  if (reply.reasoningParts !== undefined) copy.reasoningParts = structuredClone(reply.reasoningParts);
   return copy;
 }

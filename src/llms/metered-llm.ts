@@ -2,6 +2,7 @@ import type { Deadline } from '../core/deadline';
 import type { ToolCall } from '../schema/chat-message';
 import { ModelStatusCode } from '../schema/status';
 import { AsyncBaseLLM } from './base-llm';
+import type { ReasoningStream } from './reasoning-stream';
 import { COUNT_RETRY, type RetryCounting, toRequestError } from './request-retry';
 import { StopWordFilter } from './stop-word-filter';
 import { cutAtStopWords } from './stop-words';
@@ -28,6 +29,8 @@ export interface StreamRelay {
   where: string;
   /** The client's translation of a failure mid-stream (e.g. an SDK's error to the shared classes). */
   translate?: ((error: unknown) => unknown) | undefined;
+  /** Where `read` puts the reasoning it finds: yielded as `reasoningDelta`, whole on the `END` chunk. */
+  reasoning?: ReasoningStream | undefined;
 }
 
 /** What usage is recorded for: the call's session and its `onUsage`. */
@@ -90,11 +93,20 @@ export abstract class MeteredLLM extends AsyncBaseLLM implements RetryCounting {
     const filter = new StopWordFilter(relay.stopWords);
     const assembler = new ToolCallAssembler(relay.tools);
     let counted = false;
+    const reasoning = relay.reasoning;
     try {
       try {
         for await (const event of stream) {
           attempt.touch();
           const released = filter.push(relay.read(event, assembler));
+          if (reasoning !== undefined && reasoning.pending !== '') {
+            yield {
+              state: ModelStatusCode.STREAM_ING,
+              content: filter.text,
+              delta: '',
+              reasoningDelta: reasoning.take(),
+            };
+          }
           if (released.length > 0) {
             yield { state: ModelStatusCode.STREAM_ING, content: filter.text, delta: released };
           }
@@ -116,6 +128,10 @@ export abstract class MeteredLLM extends AsyncBaseLLM implements RetryCounting {
       const end: StreamChunk = { state: ModelStatusCode.END, content: filter.text, delta: '' };
       // Calls cut short by a stop word are incomplete: they are dropped with the rest of the reply.
       if (!assembler.isEmpty && !filter.stopped) end.toolCalls = assembler.finish();
+      if (reasoning !== undefined) {
+        if (reasoning.text !== '') end.reasoning = reasoning.text;
+        if (reasoning.parts !== undefined) end.reasoningParts = reasoning.parts;
+      }
       yield end;
     } finally {
       attempt.abort();

@@ -3,15 +3,24 @@ import { effectiveSignal } from '../core/call-context';
 import { Deadline } from '../core/deadline';
 import { ConfigurationError, LLMRequestError } from '../schema/errors';
 import { MAX_TIMER_MS } from '../utils/timers';
+import { type FilePathPolicy, hasFileParts, type LoadedParts, loadParts } from './content-inputs';
 import { checkExtraBody } from './extra-body';
 import { type LoadedImages, loadImages } from './image-inputs';
 import { MeteredLLM } from './metered-llm';
 import { postJSON } from './post-json';
+import { ReasoningStream } from './reasoning-stream';
 import { type RetryPolicy, withRetries } from './request-retry';
+import {
+  addResponsesToolFields,
+  type ResponsesReply,
+  readResponse,
+  readResponsesEvent,
+  responsesStreamState,
+} from './responses-wire';
 import { resolveTiming, type TimingOptions } from './timing';
 import {
   addToolFields,
-  hasToolTurns,
+  needsWireMessages,
   prepareTools,
   type RequestTools,
   readToolCalls,
@@ -59,6 +68,19 @@ export interface OpenAICompatibleOptions extends GenParams, TimingOptions {
    * @default true
    */
   sendImages?: boolean | undefined;
+  /**
+   * Which local files an image or file part of a message may name (`{ type: 'image', image: '/path/a.png' }`):
+   * `false` refuses every path (a message from a remote caller cannot make the server read its files), `true`
+   * allows any absolute path, a list allows files inside those directories. URLs, `data:` URLs and bytes are
+   * always accepted. @default false
+   */
+  allowFilePaths?: FilePathPolicy | undefined;
+  /**
+   * Send an assistant turn's reasoning back (`reasoning_content`) inside the current tool loop, as DeepSeek's
+   * thinking mode with tools requires. Reasoning of earlier turns is never sent (DeepSeek R1 refuses it, OpenAI
+   * does not know the field). @default false
+   */
+  reasoningInToolLoops?: boolean | undefined;
 }
 
 /** Per-call params of OpenAI-compatible clients. */
@@ -72,11 +94,25 @@ export interface OpenAICallParams extends LLMCallParams {
   jsonMode?: boolean | undefined;
 }
 
-/** One HTTP request: which endpoint and the JSON body. */
+/** One HTTP request: which endpoint (`/chat/completions`, `/completions`, `/responses`) and the JSON body. */
 export interface CompletionRequest {
-  endpoint: 'chat' | 'completions';
+  endpoint: 'chat' | 'completions' | 'responses';
   body: Record<string, unknown>;
 }
+
+/** What a request's messages carry besides text, read before the request is built. */
+export interface RequestInputs {
+  /** The loaded images of tool results (undefined when none, or when images are not sent). */
+  images: LoadedImages;
+  /** The loaded image and file parts of the messages (undefined when none). */
+  parts: LoadedParts;
+}
+
+const PATHS: Record<CompletionRequest['endpoint'], string> = {
+  chat: '/chat/completions',
+  completions: '/completions',
+  responses: '/responses',
+};
 
 /** Defaults a subclass gives the shared constructor. */
 export interface OpenAICompatibleDefaults {
@@ -126,13 +162,14 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
   readonly #exhaustedKeys = new Set<string>();
   readonly #clients = new Map<string, OpenAI>();
   readonly #requestHeaders = new Map<string, Record<string, string>>();
-  readonly #chatURL: URL;
-  readonly #completionsURL: URL;
+  readonly #urls: Record<CompletionRequest['endpoint'], URL>;
   readonly #policy: RetryPolicy;
   readonly #organization: string | undefined;
   readonly #headers: Record<string, string> | undefined;
   readonly #streamUsage: boolean;
   readonly #sendImages: boolean;
+  readonly #allowFilePaths: FilePathPolicy;
+  readonly #reasoningInToolLoops: boolean;
   #cursor = 0;
 
   constructor(options: OpenAICompatibleOptions, defaults: OpenAICompatibleDefaults) {
@@ -146,8 +183,11 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
     this.model = model;
     this.baseURL = (options.baseURL ?? defaults.baseURL).replace(/\/+$/, '');
     try {
-      this.#chatURL = new URL(`${this.baseURL}/chat/completions`);
-      this.#completionsURL = new URL(`${this.baseURL}/completions`);
+      this.#urls = {
+        chat: new URL(`${this.baseURL}${PATHS.chat}`),
+        completions: new URL(`${this.baseURL}${PATHS.completions}`),
+        responses: new URL(`${this.baseURL}${PATHS.responses}`),
+      };
     } catch {
       throw new ConfigurationError({ message: `${name}: baseURL is not a URL: ${this.baseURL}` });
     }
@@ -175,13 +215,19 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
     this.extraBody = { ...options.extraBody };
     this.#streamUsage = options.streamUsage ?? true;
     this.#sendImages = options.sendImages ?? true;
+    this.#allowFilePaths = options.allowFilePaths ?? false;
+    this.#reasoningInToolLoops = options.reasoningInToolLoops ?? false;
   }
 
-  /** Builds the request for one call; `params` are the resolved generation params. */
+  /**
+   * Builds the request for one call; `params` are the resolved generation params, `inputs` the images and file
+   * parts the messages carry, read.
+   */
   protected abstract buildRequest(
     messages: ChatMessage[],
     params: ResolvedGenParams,
     call: OpenAICallParams,
+    inputs: RequestInputs,
   ): CompletionRequest;
 
   /**
@@ -203,11 +249,12 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
     const call = params ?? {};
     const resolved = this.resolveParams(call);
     const images = this.#sendImages ? await loadImages(messages) : undefined;
-    const { request, tools } = this.#prepare(messages, resolved, call, images);
+    const parts = await this.#loadParts(messages);
+    const { request, tools } = this.#prepare(messages, resolved, call, images, parts);
     // A model called inside an agent's forward stops with that call even when not handed its signal.
     const signal = effectiveSignal(call.signal);
     const where = this.#where(request);
-    const { text, toolCalls, finishReason, usage } = await withRetries(
+    const { text, toolCalls, finishReason, usage, reasoning, reasoningParts } = await withRetries(
       () =>
         this.#withKey((_client, key) =>
           Deadline.run(signal, this.timeout, async (attempt) =>
@@ -220,7 +267,10 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
       call,
       this,
     );
-    return this.reply(text, toolCalls, finishReason, usage, resolved.stopWords, call);
+    const reply = this.reply(text, toolCalls, finishReason, usage, resolved.stopWords, call);
+    if (reasoning !== undefined) reply.reasoning = reasoning;
+    if (reasoningParts !== undefined) reply.reasoningParts = reasoningParts;
+    return reply;
   }
 
   /**
@@ -236,9 +286,13 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
     const call = params ?? {};
     const resolved = this.resolveParams(call);
     const images = this.#sendImages ? await loadImages(messages) : undefined;
-    const { request, tools } = this.#prepare(messages, resolved, call, images);
+    const parts = await this.#loadParts(messages);
+    const { request, tools } = this.#prepare(messages, resolved, call, images, parts);
     request.body.stream = true;
-    if (this.#streamUsage) request.body.stream_options = { include_usage: true };
+    // A response stream ends with the whole response, usage included.
+    if (this.#streamUsage && request.endpoint !== 'responses') {
+      request.body.stream_options = { include_usage: true };
+    }
     // A model called inside an agent's forward stops with that call even when not handed its signal.
     const signal = effectiveSignal(call.signal);
     const where = this.#where(request);
@@ -258,14 +312,18 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
       this,
     );
     let usage: TokenUsage | undefined;
+    const reasoning = new ReasoningStream();
+    const responses = request.endpoint === 'responses' ? responsesStreamState() : undefined;
     yield* this.relayStream({
       stream,
       attempt,
       read: (event, assembler) => {
+        if (responses !== undefined) return readResponsesEvent(event, assembler, reasoning, responses, where);
         usage = usageFromAPI((event as { usage?: unknown } | null)?.usage) ?? usage;
-        return this.#deltaOf(event, request.endpoint, where, assembler);
+        return this.#deltaOf(event, request.endpoint, where, assembler, reasoning);
       },
-      usage: () => usage,
+      reasoning,
+      usage: () => responses?.usage ?? usage,
       signal,
       stopWords: resolved.stopWords,
       tools,
@@ -274,19 +332,37 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
     });
   }
 
-  /** The request for one call: the subclass's body, plus tools and tool turns in the wire's shape. */
+  /** The image and file parts of the messages, read (undefined when there are none). */
+  #loadParts(messages: ChatMessage[]): Promise<LoadedParts> {
+    return hasFileParts(messages)
+      ? loadParts(messages, this.#allowFilePaths, this.clientName)
+      : Promise.resolve(undefined);
+  }
+
+  /**
+   * The request for one call: the subclass's body, plus tools, tool turns, content parts and reasoning in the
+   * wire's shape.
+   */
   #prepare(
     messages: ChatMessage[],
     resolved: ResolvedGenParams,
     call: OpenAICallParams,
     images: LoadedImages,
+    parts: LoadedParts,
   ): { request: CompletionRequest; tools: RequestTools | undefined } {
     const tools = prepareTools(call.tools, this.clientName);
-    const request = this.buildRequest(messages, resolved, call);
-    if (request.endpoint === 'chat') {
+    const request = this.buildRequest(messages, resolved, call, { images, parts });
+    if (request.endpoint === 'responses') {
+      addResponsesToolFields(request.body, tools, call.toolChoice, call.parallelToolCalls);
+    } else if (request.endpoint === 'chat') {
       addToolFields(request.body, tools, call.toolChoice, call.parallelToolCalls);
-      if (hasToolTurns(messages)) {
-        request.body.messages = toAPIMessages(request.body.messages as ChatMessage[], images);
+      const wire = request.body.messages as ChatMessage[];
+      if (needsWireMessages(wire)) {
+        request.body.messages = toAPIMessages(wire, {
+          images,
+          parts,
+          reasoningInToolLoops: this.#reasoningInToolLoops,
+        });
       }
     } else if (tools !== undefined) {
       throw new ConfigurationError({
@@ -297,7 +373,7 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
   }
 
   #where(request: CompletionRequest): string {
-    const path = request.endpoint === 'chat' ? '/chat/completions' : '/completions';
+    const path = PATHS[request.endpoint];
     return `${this.clientName} request to ${this.baseURL}${path} (model ${this.model})`;
   }
 
@@ -337,7 +413,7 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
       };
       this.#requestHeaders.set(key, headers);
     }
-    const url = request.endpoint === 'chat' ? this.#chatURL : this.#completionsURL;
+    const url = this.#urls[request.endpoint];
     return postJSON(url, headers, JSON.stringify(request.body), signal);
   }
 
@@ -376,7 +452,8 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
     endpoint: CompletionRequest['endpoint'],
     where: string,
     tools: RequestTools | undefined,
-  ) {
+  ): ResponsesReply {
+    if (endpoint === 'responses') return readResponse(response, tools, where);
     const choice = (response as { choices?: unknown } | null)?.choices;
     const first = Array.isArray(choice) ? (choice[0] as Record<string, any> | undefined) : undefined;
     const text = endpoint === 'chat' ? first?.message?.content : first?.text;
@@ -386,11 +463,16 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
       });
     }
     const finishReason: unknown = first.finish_reason;
+    // DeepSeek, xAI and vLLM send `reasoning_content`; Groq, OpenRouter and newer vLLM `reasoning`.
+    const reasoning: unknown =
+      endpoint === 'chat' ? (first.message?.reasoning_content ?? first.message?.reasoning) : undefined;
     return {
       text: typeof text === 'string' ? text : '',
       toolCalls: endpoint === 'chat' ? readToolCalls(first.message?.tool_calls, tools, where) : [],
       finishReason: typeof finishReason === 'string' ? finishReason : undefined,
       usage: usageFromAPI((response as { usage?: unknown }).usage),
+      reasoning: typeof reasoning === 'string' && reasoning !== '' ? reasoning : undefined,
+      reasoningParts: undefined,
     };
   }
 
@@ -399,6 +481,7 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
     endpoint: CompletionRequest['endpoint'],
     where: string,
     assembler: ToolCallAssembler,
+    reasoning: ReasoningStream,
   ): string {
     const choices = (event as { choices?: unknown } | null)?.choices;
     if (!Array.isArray(choices)) {
@@ -408,14 +491,18 @@ export abstract class OpenAICompatibleLLM extends MeteredLLM {
     const first = choices[0] as Record<string, any> | undefined;
     if (endpoint !== 'chat') return typeof first?.text === 'string' ? first.text : '';
     const delta = first?.delta;
-    if (delta?.tool_calls !== undefined) assembler.push(delta.tool_calls);
-    return typeof delta?.content === 'string' ? delta.content : '';
+    if (delta === undefined || delta === null) return '';
+    if (delta.tool_calls !== undefined) assembler.push(delta.tool_calls);
+    const thought = delta.reasoning_content ?? delta.reasoning;
+    if (typeof thought === 'string') reasoning.add(thought);
+    return typeof delta.content === 'string' ? delta.content : '';
   }
 }
 
 /** One request to the endpoint the request names (a stream when its body asks for one). */
 function send(client: OpenAI, request: CompletionRequest, signal: AbortSignal): Promise<unknown> {
   const body = request.body as never;
+  if (request.endpoint === 'responses') return client.responses.create(body, { signal });
   return request.endpoint === 'chat'
     ? client.chat.completions.create(body, { signal })
     : client.completions.create(body, { signal });

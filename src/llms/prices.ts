@@ -41,9 +41,11 @@ const PRICES = new Map<string, ModelPrice>([
   ['claude-sonnet-4', { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 }],
   ['claude-haiku-4-5', { input: 1, output: 5, cacheRead: 0.1, cacheWrite: 1.25 }],
   ['claude-3-5-haiku', { input: 0.8, output: 4, cacheRead: 0.08, cacheWrite: 1 }],
-  ['gemini-2.5-pro', { input: 1.25, output: 10 }],
-  ['gemini-2.5-flash', { input: 0.3, output: 2.5 }],
-  ['gemini-2.5-flash-lite', { input: 0.1, output: 0.4 }],
+  ['gemini-2.5-pro', { input: 1.25, output: 10, cacheRead: 0.125 }],
+  ['gemini-2.5-flash', { input: 0.3, output: 2.5, cacheRead: 0.03 }],
+  ['gemini-2.5-flash-lite', { input: 0.1, output: 0.4, cacheRead: 0.01 }],
+  ['deepseek-chat', { input: 0.28, output: 0.42, cacheRead: 0.028 }],
+  ['deepseek-reasoner', { input: 0.28, output: 0.42, cacheRead: 0.028 }],
 ]);
 
 /** Sets (or adds) a model's price; `null` removes it. Applies to names starting with `model`, too. */
@@ -111,7 +113,7 @@ export function costOfUsage(price: ModelPrice, usage: TokenUsage): number {
     price,
     usage.promptTokens,
     usage.completionTokens,
-    usage.cacheReadTokens ?? 0,
+    usage.cachedPromptTokens ?? 0,
     usage.cacheWriteTokens ?? 0,
   );
 }

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type { ChatMessage } from '../schema/chat-message';
+import type { ContentPart } from '../schema/content-parts';
 
 /** What `countTokens` takes: a text, or chat messages (tool calls and tool results included). */
 export type TokenCountInput = string | readonly ChatMessage[];
@@ -105,10 +106,54 @@ export function messageText(message: ChatMessage): string {
   return text;
 }
 
-/** One message's tokens: its framing ({@link TOKENS_PER_MESSAGE}, the role and name) and its text. */
+/**
+ * The tokens an image part is estimated at: what Anthropic bills an image scaled to its 1.15 megapixel limit
+ * (`width * height / 750`), above OpenAI's 765 for a 1024x1024 high-detail image.
+ */
+export const IMAGE_TOKENS = 1600;
+
+/** The tokens a PDF page is estimated at (Anthropic: 1,500 to 3,000 a page, its text and its image). */
+export const PDF_PAGE_TOKENS = 2000;
+
+/** The bytes of an inline part source (bytes or a base64 `data:` URL); undefined for a URL or a path. */
+function inlineBytes(source: unknown): Buffer | undefined {
+  if (source instanceof Uint8Array) return Buffer.from(source.buffer, source.byteOffset, source.byteLength);
+  if (typeof source !== 'string' || !source.startsWith('data:')) return undefined;
+  const comma = source.indexOf(',');
+  return comma === -1 ? undefined : Buffer.from(source.slice(comma + 1), 'base64');
+}
+
+/**
+ * The estimated tokens of a message's image and file parts: {@link IMAGE_TOKENS} an image; for a PDF,
+ * {@link PDF_PAGE_TOKENS} a page (its pages counted when its bytes are at hand, else one); a text file its text;
+ * any other file a token per 4 bytes.
+ */
+export function partTokens(parts: readonly ContentPart[], count: TextCounter): number {
+  let tokens = 0;
+  for (const part of parts) {
+    if (part.type === 'image') tokens += IMAGE_TOKENS;
+    else if (part.type === 'file') {
+      const bytes = inlineBytes(part.data);
+      if (part.mediaType === 'application/pdf') {
+        const pages =
+          bytes === undefined ? 1 : (bytes.toString('latin1').match(/\/Type\s*\/Page(?!s)/g)?.length ?? 1);
+        tokens += Math.max(1, pages) * PDF_PAGE_TOKENS;
+      } else if (bytes === undefined) tokens += PDF_PAGE_TOKENS;
+      else if (part.mediaType.startsWith('text/')) tokens += count(bytes.toString('utf8'));
+      else tokens += Math.ceil(bytes.length / 4);
+    }
+  }
+  return tokens;
+}
+
+/**
+ * One message's tokens: its framing ({@link TOKENS_PER_MESSAGE}, the role and name), its text, and the
+ * estimate of its image and file parts ({@link partTokens}).
+ */
 export function countMessageTokens(message: ChatMessage, count: TextCounter): number {
   let tokens = TOKENS_PER_MESSAGE + count(message.role) + count(messageText(message));
   if (message.name !== undefined && message.name !== '') tokens += TOKENS_PER_NAME + count(message.name);
+  if (message.parts !== undefined) tokens += partTokens(message.parts, count);
   return tokens;
 }
 

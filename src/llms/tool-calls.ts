@@ -1,6 +1,8 @@
 import type { ChatMessage, OpenAITool, ToolCall } from '../schema/chat-message';
 import { FROZEN_OPENAI_TOOLS, type ListsFrozenTools } from '../schema/chat-message';
+import { type ContentPart, partNote } from '../schema/content-parts';
 import { ConfigurationError, LLMRequestError, ModelOutputError } from '../schema/errors';
+import { type LoadedParts, partURL } from './content-inputs';
 import { type LoadedImage, type LoadedImages, skippedNote } from './image-inputs';
 import type { ToolChoice, ToolSpec } from './types';
 
@@ -136,12 +138,18 @@ export function addToolFields(
   if (parallelToolCalls !== undefined) body.parallel_tool_calls = parallelToolCalls;
 }
 
-/** Whether any message is a tool-calling turn or a tool result, which the wire spells differently. */
-export function hasToolTurns(messages: readonly ChatMessage[]): boolean {
+/**
+ * Whether any message needs {@link toAPIMessages}: a tool turn, content parts, or reasoning (which never goes on
+ * the wire as it is kept).
+ */
+export function needsWireMessages(messages: readonly ChatMessage[]): boolean {
   for (const message of messages) {
     if (
       message.toolCallId !== undefined ||
-      (message.toolCalls !== undefined && message.toolCalls.length > 0)
+      (message.toolCalls !== undefined && message.toolCalls.length > 0) ||
+      message.parts !== undefined ||
+      message.reasoning !== undefined ||
+      message.reasoningParts !== undefined
     ) {
       return true;
     }
@@ -160,33 +168,67 @@ function toWireToolCall(call: ToolCall): WireToolCall {
   };
 }
 
+/** How {@link toAPIMessages} renders what a message carries besides text and tool turns. */
+export interface WireOptions {
+  /** The loaded images of tool results. */
+  images?: LoadedImages;
+  /** The loaded image and file parts of user messages (without them, parts go as their text). */
+  parts?: LoadedParts;
+  /**
+   * Send an assistant turn's `reasoning` back as `reasoning_content` when it is part of the current tool loop
+   * (after the last user message), as DeepSeek's thinking mode with tools requires. Reasoning of earlier turns
+   * is never sent.
+   */
+  reasoningInToolLoops?: boolean;
+}
+
 /**
  * Chat messages in OpenAI's wire shape: an assistant turn with `toolCalls` gets `tool_calls` (names as OpenAI
  * accepts them, arguments as JSON text), a turn with `toolCallId` gets `tool_call_id` (its content a string,
- * no `name`, which OpenAI's tool messages do not take).
- * Messages without either are returned as they are. With loaded `images`, the images of a run of tool
+ * no `name`, which OpenAI's tool messages do not take); a message with loaded content parts gets a content list
+ * (`text`, `image_url`, `file` parts); reasoning is left out (see {@link WireOptions.reasoningInToolLoops}).
+ * Messages without any of these are returned as they are. With loaded `images`, the images of a run of tool
  * messages follow it as one `user` message of `image_url` parts (OpenAI's tool messages carry only text).
  */
 export function toAPIMessages(
   messages: readonly ChatMessage[],
-  images?: LoadedImages,
+  options: WireOptions = {},
 ): Record<string, unknown>[] {
+  const { images, parts: loaded, reasoningInToolLoops = false } = options;
+  const lastUser = reasoningInToolLoops ? lastUserIndex(messages) : messages.length;
   const wires: Record<string, unknown>[] = [];
   let parts: Record<string, unknown>[] = [];
-  for (const message of messages) {
+  for (let index = 0; index < messages.length; index++) {
+    const message = messages[index]!;
     if (parts.length > 0 && message.toolCallId === undefined) {
       wires.push(imagesMessage(parts));
       parts = [];
     }
     const hasCalls = message.toolCalls !== undefined && message.toolCalls.length > 0;
+    const sendReasoning =
+      index > lastUser && message.role === 'assistant' && typeof message.reasoning === 'string';
     if (!hasCalls && message.toolCallId === undefined) {
-      wires.push(message as unknown as Record<string, unknown>);
+      if (
+        message.parts === undefined &&
+        message.reasoning === undefined &&
+        message.reasoningParts === undefined
+      ) {
+        wires.push(message as unknown as Record<string, unknown>);
+        continue;
+      }
+      const wire: Record<string, unknown> = { role: message.role, content: message.content };
+      if (message.name !== undefined) wire.name = message.name;
+      if (message.parts !== undefined && loaded !== undefined)
+        wire.content = wireParts(message.parts, loaded);
+      if (sendReasoning) wire.reasoning_content = message.reasoning;
+      wires.push(wire);
       continue;
     }
     const wire: Record<string, unknown> = { role: message.role, content: message.content };
     // OpenAI's tool messages have no `name`: the id ties the result to its call.
     if (message.name !== undefined && message.toolCallId === undefined) wire.name = message.name;
     if (hasCalls) wire.tool_calls = message.toolCalls?.map(toWireToolCall);
+    if (sendReasoning) wire.reasoning_content = message.reasoning;
     if (message.toolCallId !== undefined) {
       wire.tool_call_id = message.toolCallId;
       wire.content = message.content ?? '';
@@ -196,6 +238,48 @@ export function toAPIMessages(
   }
   if (parts.length > 0) wires.push(imagesMessage(parts));
   return wires;
+}
+
+/** The index of the last `user` message that is not a tool result (-1 when there is none). */
+function lastUserIndex(messages: readonly ChatMessage[]): number {
+  for (let index = messages.length - 1; index >= 0; index--) {
+    const message = messages[index]!;
+    if (message.role === 'user' && message.toolCallId === undefined) return index;
+  }
+  return -1;
+}
+
+/** A message's content parts as OpenAI chat content parts. */
+function wireParts(
+  parts: readonly ContentPart[],
+  loaded: NonNullable<LoadedParts>,
+): Record<string, unknown>[] {
+  const wire: Record<string, unknown>[] = [];
+  for (const part of parts) {
+    if (part.type === 'text') {
+      wire.push({ type: 'text', text: part.text });
+      continue;
+    }
+    const source = loaded.get(part);
+    if (source === undefined) continue;
+    if (part.type === 'image') {
+      wire.push({ type: 'image_url', image_url: { url: partURL(source) } });
+    } else if (source.kind === 'url') {
+      // Chat completions take a file's bytes (or an uploaded file's id), not a URL.
+      wire.push({ type: 'text', text: `${partNote(part)}: ${source.url}` });
+    } else {
+      const file: Record<string, unknown> = { file_data: partURL(source) };
+      file.filename = part.filename ?? defaultFilename(source.mediaType);
+      wire.push({ type: 'file', file });
+    }
+  }
+  return wire;
+}
+
+/** A name for a file part without one (OpenAI asks for a filename with file data). */
+export function defaultFilename(mediaType: string): string {
+  const subtype = mediaType.split('/')[1]?.split(/[+;]/)[0] ?? 'bin';
+  return `file.${subtype === 'plain' ? 'txt' : subtype}`;
 }
 
 /** The `image_url` parts of one tool result's images, and a text part for each one that could not be sent. */
@@ -318,7 +402,14 @@ export class ToolCallAssembler {
         call = { id: '', name: '', arguments: '' };
         this.#calls.set(index, call);
       }
-      if (typeof delta.id === 'string' && delta.id.length > 0) call.id = delta.id;
+      if (typeof delta.id === 'string' && delta.id.length > 0) {
+        // Another id at the same index is another call (a stream a proxy restarted): it replaces the first.
+        if (call.id !== '' && call.id !== delta.id) {
+          call = { id: '', name: '', arguments: '' };
+          this.#calls.set(index, call);
+        }
+        call.id = delta.id;
+      }
       const name = delta.function?.name;
       // Servers send the name whole in the first delta; some repeat it, a few split it.
       if (typeof name === 'string' && name !== call.name) call.name += name;

@@ -3,6 +3,8 @@ import type { TokenUsage } from './usage';
 export type { ChatMessage } from '../schema/chat-message';
 
 import type { OpenAITool, ToolCall } from '../schema/chat-message';
+import type { ReasoningOptions, ReasoningPart } from '../schema/reasoning';
+import type { ResponseFormat } from '../schema/response-format';
 import type { SessionId } from '../schema/session';
 import type { ModelStatusCode } from '../schema/status';
 
@@ -15,6 +17,11 @@ export interface GenParams {
   repetitionPenalty?: number | undefined;
   /** Output is cut before the first stop word. A string means a single stop word. */
   stopWords?: string[] | string | undefined;
+  /**
+   * How hard a reasoning model thinks: OpenAI's `reasoning_effort`, Claude's extended thinking
+   * (`thinking.budget_tokens`), the AI SDK's `reasoning`. Unset: the model's default (Claude: no thinking).
+   */
+  reasoning?: ReasoningOptions | undefined;
 }
 
 /** Generation parameters after defaults are applied; `stopWords` is always an array. */
@@ -25,6 +32,8 @@ export interface ResolvedGenParams {
   topK: number;
   repetitionPenalty: number;
   stopWords: string[];
+  /** Set only when given (in the options or for the call). */
+  reasoning?: ReasoningOptions | undefined;
 }
 
 /**
@@ -62,6 +71,16 @@ export interface LLMCallParams extends GenParams {
    * counts every attempt this way, and refuses one it has no room for.
    */
   onRetry?: ((next: RetryNotice) => void) | undefined;
+  /**
+   * Ask for a JSON reply fitting a schema, in the API's native structured-output mode where it has one
+   * (ignored elsewhere; a `JSONParser` also asks in the prompt).
+   */
+  responseFormat?: ResponseFormat | undefined;
+  /**
+   * Prompt caching, for clients whose API asks for it (Claude): false sends no `cache_control` marks.
+   * @default the client's `cache` option (true)
+   */
+  cache?: boolean | undefined;
   [key: string]: unknown;
 }
 
@@ -85,15 +104,27 @@ export interface ModelReply {
   toolCalls: ToolCall[];
   /** The server's `finish_reason` (`'stop'`, `'length'`, `'tool_calls'`, ...), when it sent one. */
   finishReason?: string | undefined;
+  /** What the model reasoned before answering (DeepSeek's `reasoning_content`, Claude's thinking, ...). */
+  reasoning?: string | undefined;
+  /** The provider's opaque reasoning, to send back with this turn (see `ReasoningPart`). */
+  reasoningParts?: ReasoningPart[] | undefined;
 }
 
 /**
- * One step of a streamed response: `content` is cumulative, `delta` what this step added. The `END` chunk
- * carries the complete `toolCalls` when the model called tools (their arguments parsed).
+ * One step of a streamed response: `content` is cumulative, `delta` what this step added. While a reasoning model
+ * thinks, chunks carry `reasoningDelta` (their `delta` is then `''`). The `END` chunk carries the complete
+ * `toolCalls` when the model called tools (their arguments parsed), and the whole `reasoning` and
+ * `reasoningParts` when it reasoned.
  */
 export interface StreamChunk {
   state: ModelStatusCode;
   content: string;
   delta: string;
   toolCalls?: ToolCall[] | undefined;
+  /** The reasoning text this step added. */
+  reasoningDelta?: string | undefined;
+  /** On the `END` chunk: the whole reasoning text. */
+  reasoning?: string | undefined;
+  /** On the `END` chunk: the provider's opaque reasoning (see `ModelReply.reasoningParts`). */
+  reasoningParts?: ReasoningPart[] | undefined;
 }

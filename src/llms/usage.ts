@@ -1,17 +1,19 @@
 import type { SessionId } from '../schema/session';
 
-/** Token counts of one call, or summed over calls. */
+/**
+ * Token counts of one call, or summed over calls. `promptTokens` counts every prompt token, the cached ones
+ * included; `completionTokens` every output token, reasoning included. The details are set when the server
+ * reports them (and they are not 0).
+ */
 export interface TokenUsage {
-  /** Every prompt token, cached ones included. */
   promptTokens: number;
-  /** Every completion token, reasoning included. */
   completionTokens: number;
   totalTokens: number;
-  /** Of `promptTokens`, those read from the provider's prompt cache (when it reported them). */
-  cacheReadTokens?: number | undefined;
-  /** Of `promptTokens`, those written to the provider's prompt cache (when it reported them). */
+  /** Prompt tokens read from the provider's prompt cache (OpenAI `cached_tokens`, Anthropic `cache_read_input_tokens`, DeepSeek's hits). */
+  cachedPromptTokens?: number | undefined;
+  /** Prompt tokens written to the prompt cache (Anthropic `cache_creation_input_tokens`). */
   cacheWriteTokens?: number | undefined;
-  /** Of `completionTokens`, the model's reasoning (when the provider reported it). */
+  /** Completion tokens spent reasoning (OpenAI `reasoning_tokens`). */
   reasoningTokens?: number | undefined;
 }
 
@@ -25,26 +27,37 @@ export function reportedCount(value: unknown): number {
   return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0;
 }
 
+/** A count a server reported, or undefined when it reported none (a negative or non-finite one is none). */
+function count(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined;
+}
+
 /**
- * Reads an OpenAI `usage` object (snake_case); undefined when the server sent none. Cached prompt tokens
- * (`prompt_tokens_details.cached_tokens`) and reasoning tokens (`completion_tokens_details.reasoning_tokens`)
- * are kept when the server reported some.
+ * Reads an OpenAI `usage` object (snake_case), chat completions' (`prompt_tokens`, `prompt_tokens_details.
+ * cached_tokens`, `completion_tokens_details.reasoning_tokens`; DeepSeek's `prompt_cache_hit_tokens`) or the
+ * Responses API's (`input_tokens`, `output_tokens` and their details); undefined when the server sent none.
+ * Counts that are not finite numbers >= 0 are read as none.
  */
 export function usageFromAPI(usage: unknown): TokenUsage | undefined {
   if (usage === null || typeof usage !== 'object') return undefined;
-  const raw = usage as Record<string, unknown>;
-  const promptTokens = reportedCount(raw.prompt_tokens);
-  const completionTokens = reportedCount(raw.completion_tokens);
-  const totalTokens = reportedCount(raw.total_tokens) || promptTokens + completionTokens;
+  const raw = usage as Record<string, any>;
+  const promptTokens = count(raw.prompt_tokens) ?? count(raw.input_tokens) ?? 0;
+  const completionTokens = count(raw.completion_tokens) ?? count(raw.output_tokens) ?? 0;
+  const totalTokens = count(raw.total_tokens) || promptTokens + completionTokens;
   const result: TokenUsage = { promptTokens, completionTokens, totalTokens };
-  const cached = reportedCount(
-    (raw.prompt_tokens_details as { cached_tokens?: unknown } | null)?.cached_tokens,
-  );
-  if (cached > 0) result.cacheReadTokens = Math.min(cached, promptTokens);
-  const reasoning = reportedCount(
-    (raw.completion_tokens_details as { reasoning_tokens?: unknown } | null)?.reasoning_tokens,
-  );
-  if (reasoning > 0) result.reasoningTokens = reasoning;
+  const cached =
+    count(raw.prompt_tokens_details?.cached_tokens) ??
+    count(raw.input_tokens_details?.cached_tokens) ??
+    count(raw.prompt_cache_hit_tokens);
+  // DeepSeek sends both its own hit count and OpenAI's detail; a zero detail does not hide a real hit count.
+  const hits = count(raw.prompt_cache_hit_tokens);
+  const cachedPromptTokens = hits !== undefined && hits > (cached ?? 0) ? hits : cached;
+  // Cached tokens are part of the prompt: never more of them than the prompt had.
+  if (cachedPromptTokens) result.cachedPromptTokens = Math.min(cachedPromptTokens, promptTokens);
+  const reasoning =
+    count(raw.completion_tokens_details?.reasoning_tokens) ??
+    count(raw.output_tokens_details?.reasoning_tokens);
+  if (reasoning) result.reasoningTokens = reasoning;
   return result;
 }
 
@@ -112,4 +125,10 @@ function add(sum: TokenUsage, usage: TokenUsage): void {
   sum.promptTokens += usage.promptTokens;
   sum.completionTokens += usage.completionTokens;
   sum.totalTokens += usage.totalTokens;
+  if (usage.cachedPromptTokens !== undefined)
+    sum.cachedPromptTokens = (sum.cachedPromptTokens ?? 0) + usage.cachedPromptTokens;
+  if (usage.cacheWriteTokens !== undefined)
+    sum.cacheWriteTokens = (sum.cacheWriteTokens ?? 0) + usage.cacheWriteTokens;
+  if (usage.reasoningTokens !== undefined)
+    sum.reasoningTokens = (sum.reasoningTokens ?? 0) + usage.reasoningTokens;
 }

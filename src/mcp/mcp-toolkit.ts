@@ -178,6 +178,8 @@ interface Listed {
  * - The tool list follows the server's `notifications/tools/list_changed`.
  * - The caller's abort signal and the per-call timeout reach the request, and the server is told to cancel.
  * - `close()` ends the session and, for a stdio server, its process.
+ * - An HTTP server that ended the session (it answers 404, as `serveMCP` does after `sessionIdleMs` without a
+ *   request) gets a new one: the toolkit initializes again and sends the request once more, as MCP asks.
  *
  * Tool names are kept when they are made of letters, digits, `_` and `-`; other characters become `_` in
  * the API name (the server is still called with the tool's own name), and names are cut so that `Name__api`
@@ -201,7 +203,10 @@ export class MCPToolkit extends AsyncBaseAction {
   /** Timeout of each request to the server, in ms. */
   readonly timeoutMs: number;
   readonly #client: Client;
-  readonly #transport: Transport;
+  #transport: Transport;
+  /** How to open a new HTTP session when the server ended ours (undefined for stdio). */
+  readonly #reopen: (() => Transport) | undefined;
+  #reopening: Promise<void> | undefined;
   readonly #onToolsChanged: ((toolkit: MCPToolkit) => void) | undefined;
   readonly #description: string;
   readonly #debounceMs: number;
@@ -218,6 +223,7 @@ export class MCPToolkit extends AsyncBaseAction {
   private constructor(
     client: Client,
     transport: Transport,
+    reopen: (() => Transport) | undefined,
     options: MCPConnectOptions,
     serverInfo: MCPServerInfo,
     timeoutMs: number,
@@ -235,6 +241,7 @@ export class MCPToolkit extends AsyncBaseAction {
     this.#debounceMs = options.listChangedDebounceMs ?? DEFAULT_DEBOUNCE_MS;
     this.#client = client;
     this.#transport = transport;
+    this.#reopen = reopen;
     this.#onToolsChanged = options.onToolsChanged;
     this.#description = description;
     this.serverInfo = serverInfo;
@@ -270,6 +277,12 @@ export class MCPToolkit extends AsyncBaseAction {
       });
     }
     const sdk = await loadClientSDK('MCPToolkit');
+    const reopen = stdio
+      ? undefined
+      : () =>
+          new sdk.StreamableHTTPClientTransport(new URL(options.url), {
+            requestInit: { headers: { ...(options.headers ?? {}) } },
+          });
     const transport: Transport = stdio
       ? new sdk.StdioClientTransport({
           command: options.command,
@@ -278,9 +291,7 @@ export class MCPToolkit extends AsyncBaseAction {
           ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
           stderr: options.stderr ?? 'inherit',
         })
-      : new sdk.StreamableHTTPClientTransport(new URL(options.url), {
-          requestInit: { headers: { ...(options.headers ?? {}) } },
-        });
+      : reopen!();
     const client = new sdk.Client({ name: 'lagent-ts', version: '1' }, { capabilities: {} });
     let toolkit: MCPToolkit | undefined;
     client.setNotificationHandler(sdk.ToolListChangedNotificationSchema, () => {
@@ -296,7 +307,7 @@ export class MCPToolkit extends AsyncBaseAction {
         version: version?.version ?? '',
         ...(version?.title !== undefined ? { title: version.title } : {}),
       };
-      toolkit = new MCPToolkit(client, transport, options, info, timeoutMs);
+      toolkit = new MCPToolkit(client, transport, reopen, options, info, timeoutMs);
       toolkit.#apply(await toolkit.#listTools(sdk, signal, connectTimeoutMs));
       return toolkit;
     } catch (error) {
@@ -415,10 +426,12 @@ export class MCPToolkit extends AsyncBaseAction {
     const tools: Tool[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < MAX_PAGES; page++) {
-      const result = await this.#client.request(
-        { method: 'tools/list', ...(cursor === undefined ? {} : { params: { cursor } }) },
-        ToolPage,
-        { timeout: timeoutMs, ...(signal ? { signal } : {}) },
+      const params = cursor === undefined ? {} : { params: { cursor } };
+      const result = await this.#send(() =>
+        this.#client.request({ method: 'tools/list', ...params }, ToolPage, {
+          timeout: timeoutMs,
+          ...(signal ? { signal } : {}),
+        }),
       );
       for (const raw of result.tools) {
         const tool = sdk.ToolSchema.safeParse(raw);
@@ -488,11 +501,46 @@ export class MCPToolkit extends AsyncBaseAction {
     this.#openAI = undefined;
   }
 
-  async #callTool(name: string, args: Record<string, unknown>, context: ToolContext) {
-    const result = await this.#client.callTool({ name, arguments: args }, undefined, {
-      timeout: this.timeoutMs,
-      ...(context.signal ? { signal: context.signal } : {}),
+  /**
+   * Sends a request; when an HTTP server answers 404 (it ended our session), opens a new session and sends
+   * it once more (a 404 means the server did not take the request).
+   */
+  async #send<T>(request: () => Promise<T>): Promise<T> {
+    const transport = this.#transport;
+    try {
+      return await request();
+    } catch (error) {
+      if (this.#reopen === undefined || this.#closed || (error as { code?: unknown })?.code !== 404)
+        throw error;
+      await this.#newSession(transport);
+      return request();
+    }
+  }
+
+  /** Replaces the session `ended` with a new one (once, however many requests found it ended). */
+  #newSession(ended: Transport): Promise<void> {
+    if (this.#transport !== ended) return this.#reopening ?? Promise.resolve();
+    const reopened = (async () => {
+      await this.#client.close().catch(() => undefined);
+      const transport = this.#reopen!();
+      this.#transport = transport;
+      await this.#client.connect(transport, { timeout: this.timeoutMs });
+      // The new session may offer other tools.
+      this.#listChanged();
+    })();
+    this.#reopening = reopened.finally(() => {
+      if (this.#reopening === reopened) this.#reopening = undefined;
     });
+    return this.#reopening;
+  }
+
+  async #callTool(name: string, args: Record<string, unknown>, context: ToolContext) {
+    const result = await this.#send(() =>
+      this.#client.callTool({ name, arguments: args }, undefined, {
+        timeout: this.timeoutMs,
+        ...(context.signal ? { signal: context.signal } : {}),
+      }),
+    );
     // A server on the protocol's first version answers with `toolResult` instead of content.
     const content =
       'content' in result

@@ -46,13 +46,25 @@ export interface ServeMCPOptions {
   /** HTTP only: when set, every request needs `Authorization: Bearer <token>` (compared in constant time), else 401. */
   token?: string | undefined;
   /**
-   * HTTP only: a session that has no request open (a connected client keeps its notification stream open) for
-   * this long, in ms, is ended; its client must initialize a new one.
+   * HTTP only: a session whose client sent nothing (no POST or DELETE under way or begun) for this long, in ms,
+   * is ended, even with its notification stream (GET) open; its client's next request is answered 404 and it
+   * initializes a new one (as MCP asks clients to; `MCPToolkit` does).
    * @default 1800000 (30 minutes)
    */
   sessionIdleMs?: number | undefined;
   /** HTTP only: sessions alive at once; an initialization past it is answered 503. @default 1000 */
   maxSessions?: number | undefined;
+  /**
+   * HTTP only: sessions alive at once for one client (one remote address): an initialization past it ends that
+   * client's least recently used session that has no POST under way, or is answered 429 when all have. Behind
+   * a reverse proxy every client has the proxy's address: raise it there.
+   * @default 100 (or `maxSessions`, when lower)
+   */
+  maxSessionsPerClient?: number | undefined;
+  /** HTTP only: milliseconds a client has to send a request's headers. @default 10_000 */
+  headersTimeout?: number | undefined;
+  /** HTTP only: milliseconds a client has to send a whole request (headers and body); a tool's work is not counted. @default 30_000 */
+  requestTimeout?: number | undefined;
   /** HTTP only; 0 picks a free port (see {@link MCPServerHandle.port}). @default 0 */
   port?: number | undefined;
   /** HTTP only: the endpoint's path. @default '/mcp' */
@@ -81,6 +93,10 @@ export interface MCPServerHandle {
 
 const DEFAULT_IDLE_MS = 30 * 60_000;
 const DEFAULT_MAX_SESSIONS = 1000;
+const DEFAULT_MAX_SESSIONS_PER_CLIENT = 100;
+/** As `HTTPAgentServer`'s: a client that trickles its headers is cut off after 10 s, not Node's 60 s (checked every 30 s). */
+const DEFAULT_HEADERS_TIMEOUT = 10_000;
+const DEFAULT_REQUEST_TIMEOUT = 30_000;
 /** The largest request body read before a session exists (the SDK's own default limit). */
 const MAX_INIT_BODY = 4 * 1024 * 1024;
 
@@ -150,7 +166,9 @@ function positive(name: string, value: number | undefined, integer: boolean): vo
  * Over HTTP the server answers only requests whose `Host` names it (no DNS rebinding), refuses web pages of
  * origins not in `allowedOrigins` and, with a `token`, requests without it. A request without a session
  * builds nothing until it is a JSON initialize request, and an initialization the SDK refuses keeps nothing;
- * sessions end after `sessionIdleMs` without a request open, and at most `maxSessions` live at once.
+ * sessions end after `sessionIdleMs` without a message from their client (an open notification stream does
+ * not count), at most `maxSessions` live at once and `maxSessionsPerClient` per remote address, and a client
+ * has `headersTimeout` to send its headers.
  *
  * @example
  * const server = await serveMCP({ actions: [weather], transport: 'http' });
@@ -176,6 +194,16 @@ export async function serveMCP(options: ServeMCPOptions): Promise<MCPServerHandl
   });
   positive('sessionIdleMs', options.sessionIdleMs, false);
   positive('maxSessions', options.maxSessions, true);
+  positive('maxSessionsPerClient', options.maxSessionsPerClient, true);
+  positive('headersTimeout', options.headersTimeout, false);
+  positive('requestTimeout', options.requestTimeout, false);
+  if (
+    (options.headersTimeout ?? DEFAULT_HEADERS_TIMEOUT) > (options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT)
+  ) {
+    throw new ConfigurationError({
+      message: `serveMCP: headersTimeout (${options.headersTimeout ?? DEFAULT_HEADERS_TIMEOUT}) cannot exceed requestTimeout (${options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT})`,
+    });
+  }
   const sdk = await loadServerSDK('serveMCP');
   const servers = new Set<Server>();
   let tools = listTools(executor);
@@ -263,25 +291,67 @@ async function serveHTTP(
   }
   const idleMs = options.sessionIdleMs ?? DEFAULT_IDLE_MS;
   const maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
+  const perClient = options.maxSessionsPerClient ?? Math.min(DEFAULT_MAX_SESSIONS_PER_CLIENT, maxSessions);
   type Transport = InstanceType<ServerSDK['StreamableHTTPServerTransport']>;
-  /** A live session: its transport and server, when it was last used, and how many of its requests are open. */
+  /**
+   * A live session: its transport and server, its client's address, when its client last sent something, and
+   * how many of its client's messages (POST, DELETE) are under way. A notification stream (GET) is neither.
+   */
   interface Session {
     transport: Transport;
     server: Server;
+    client: string;
     lastSeen: number;
-    open: number;
+    busy: number;
   }
   const sessions = new Map<string, Session>();
-  /** Initializations under way, counted against `maxSessions` with the sessions. */
+  /** The live sessions of each client, least recently used first. */
+  const byClient = new Map<string, Set<Session>>();
+  /** Initializations under way, counted against `maxSessions` with the sessions (and per client). */
   let starting = 0;
+  const startingFor = new Map<string, number>();
 
-  const track = (session: Session, response: ServerResponse) => {
-    session.open += 1;
+  const clientOf = (request: IncomingMessage) => request.socket.remoteAddress ?? '';
+
+  const track = (session: Session, request: IncomingMessage, response: ServerResponse) => {
+    if (request.method === 'GET') return;
+    session.busy += 1;
     session.lastSeen = Date.now();
+    const own = byClient.get(session.client);
+    if (own !== undefined) {
+      // Most recently used last.
+      own.delete(session);
+      own.add(session);
+    }
     response.once('close', () => {
-      session.open -= 1;
+      session.busy -= 1;
       session.lastSeen = Date.now();
     });
+  };
+  const forget = (id: string) => {
+    const session = sessions.get(id);
+    if (session === undefined) return;
+    sessions.delete(id);
+    const own = byClient.get(session.client);
+    own?.delete(session);
+    if (own?.size === 0) byClient.delete(session.client);
+  };
+
+  /**
+   * Makes room for one more session of `client`: true when it has fewer than its limit (with its
+   * initializations under way), else after ending its least recently used session with no message under way;
+   * false when every one of them is busy.
+   */
+  const roomFor = (client: string): boolean => {
+    const own = byClient.get(client);
+    if ((own?.size ?? 0) + (startingFor.get(client) ?? 0) < perClient) return true;
+    for (const session of own ?? []) {
+      if (session.busy > 0) continue;
+      forget(session.transport.sessionId ?? '');
+      void session.server.close().catch(() => undefined);
+      return true;
+    }
+    return false;
   };
 
   /** Starts a session for an initialize request; nothing is built for anything else, and a refusal frees it. */
@@ -307,29 +377,45 @@ async function serveHTTP(
     if (!sdk.types.isInitializeRequest(message)) {
       return sendJSONError(response, 400, 'Bad Request: No valid session ID provided');
     }
+    const client = clientOf(request);
+    if (!roomFor(client)) {
+      return sendJSONError(
+        response,
+        429,
+        `this client holds its maximum of ${perClient} sessions, each with a request under way`,
+        { 'retry-after': '60' },
+      );
+    }
     if (sessions.size + starting >= maxSessions) {
       return sendJSONError(response, 503, `the server holds its maximum of ${maxSessions} sessions`, {
         'retry-after': '60',
       });
     }
     starting += 1;
+    startingFor.set(client, (startingFor.get(client) ?? 0) + 1);
     const server = newServer();
     try {
       const transport: Transport = new sdk.StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (id) => {
-          const session: Session = { transport, server, lastSeen: Date.now(), open: 0 };
+          const session: Session = { transport, server, client, lastSeen: Date.now(), busy: 0 };
           sessions.set(id, session);
-          track(session, response);
+          const own = byClient.get(client);
+          if (own === undefined) byClient.set(client, new Set([session]));
+          else own.add(session);
+          track(session, request, response);
         },
       });
       transport.onclose = () => {
-        if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
+        if (transport.sessionId !== undefined) forget(transport.sessionId);
       };
       await server.connect(transport);
       await transport.handleRequest(request, response, message);
     } finally {
       starting -= 1;
+      const left = (startingFor.get(client) ?? 1) - 1;
+      if (left === 0) startingFor.delete(client);
+      else startingFor.set(client, left);
       // The SDK refused the initialization (a bad header, say): nothing of it is kept.
       const id = (server.transport as Transport | undefined)?.sessionId;
       if (id === undefined || !sessions.has(id)) await server.close().catch(() => undefined);
@@ -348,28 +434,40 @@ async function serveHTTP(
     if (typeof sessionId !== 'string') return initialize(request, response);
     const session = sessions.get(sessionId);
     if (!session) return sendJSONError(response, 404, 'Session not found', {}, -32001);
-    track(session, response);
+    track(session, request, response);
     return session.transport.handleRequest(request, response);
   };
 
-  // Sessions that nobody used for idleMs (no request open) are ended.
+  // Sessions whose client sent nothing for idleMs are ended, their notification streams with them.
   const sweeper = setInterval(
     () => {
       const now = Date.now();
-      for (const session of sessions.values()) {
-        if (session.open === 0 && now - session.lastSeen >= idleMs)
+      for (const [id, session] of sessions) {
+        if (session.busy === 0 && now - session.lastSeen >= idleMs) {
+          forget(id);
           void session.server.close().catch(() => undefined);
+        }
       }
     },
     Math.max(10, Math.min(idleMs / 2, 60_000)),
   );
   sweeper.unref();
 
-  const http = createHTTPServer((request, response) => {
-    handle(request, response).catch((error: unknown) =>
-      sendJSONError(response, 500, error instanceof Error ? error.message : 'internal error'),
-    );
-  });
+  const headersTimeout = options.headersTimeout ?? DEFAULT_HEADERS_TIMEOUT;
+  const requestTimeout = options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT;
+  const http = createHTTPServer(
+    {
+      headersTimeout,
+      requestTimeout,
+      // How often Node checks those two deadlines (its default, 30 s, would let them slip by that much).
+      connectionsCheckingInterval: Math.min(1_000, headersTimeout),
+    },
+    (request, response) => {
+      handle(request, response).catch((error: unknown) =>
+        sendJSONError(response, 500, error instanceof Error ? error.message : 'internal error'),
+      );
+    },
+  );
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
     http.listen(requestedPort, host, () => {
@@ -385,6 +483,7 @@ async function serveHTTP(
       clearInterval(sweeper);
       await Promise.all([...servers].map((server) => server.close().catch(() => undefined)));
       sessions.clear();
+      byClient.clear();
       await new Promise<void>((resolve) => {
         http.close(() => resolve());
         http.closeAllConnections();

@@ -10,6 +10,12 @@ import { type GetMemoryOptions, Memory } from './memory';
 export const MEMORY_AT: unique symbol = Symbol('lagent.memory.at');
 
 /**
+ * `manager[SESSION_IN_USE] = (key) => boolean`: set by the agent that owns the manager, so that a bound
+ * (`maxSessions`) never drops a session whose call is running.
+ */
+export const SESSION_IN_USE: unique symbol = Symbol('lagent.memory.sessionInUse');
+
+/**
  * The default factory: one function for every manager, so code optimized for one agent's calls still
  * fits the next agent's (a factory per manager would be a new function to V8 each time).
  */
@@ -18,8 +24,10 @@ const newMemory = (): Memory => new Memory();
 /** Options of {@link MemoryManager}. */
 export interface MemoryManagerOptions {
   /**
-   * Bound on live sessions; when a new session would exceed it, the least recently used one is dropped.
-   * Unset means unbounded.
+   * Bound on live sessions; when a new session would exceed it, the least recently used idle one is dropped
+   * (an agent's session is idle when none of its calls runs on it; when every one is busy, the bound waits for
+   * the next new session). Unset means unbounded: a library keeps what you give it until you `reset` it
+   * (servers bound what their clients create: `HTTPAgentServer`'s `maxSessions`).
    */
   maxSessions?: number | undefined;
 }
@@ -35,6 +43,8 @@ interface Session {
  */
 export class MemoryManager {
   readonly maxSessions: number | undefined;
+  /** See {@link SESSION_IN_USE}. */
+  [SESSION_IN_USE]: ((key: SessionKey) => boolean) | undefined = undefined;
   readonly #create: () => Memory;
   readonly #sessions = new Map<SessionKey, Session>();
 
@@ -72,10 +82,7 @@ export class MemoryManager {
       throw new ConfigurationError({ message: 'The memory factory must return a Memory instance' });
     }
     this.#sessions.set(key, { id: sessionId, memory });
-    if (this.maxSessions !== undefined && this.#sessions.size > this.maxSessions) {
-      const oldest = this.#sessions.keys().next().value as SessionKey;
-      this.#sessions.delete(oldest);
-    }
+    if (this.maxSessions !== undefined && this.#sessions.size > this.maxSessions) this.#evict(key);
     return memory;
   }
 
@@ -102,6 +109,16 @@ export class MemoryManager {
   /** Number of live sessions. */
   get size(): number {
     return this.#sessions.size;
+  }
+
+  /** Drops the least recently used idle session, never `created` (the session being made). */
+  #evict(created: SessionKey): void {
+    const inUse = this[SESSION_IN_USE];
+    for (const key of this.#sessions.keys()) {
+      if (key === created || inUse?.(key)) continue;
+      this.#sessions.delete(key);
+      return;
+    }
   }
 
   #touch(key: SessionKey, session: Session): void {

@@ -3,6 +3,7 @@ import { deepClone } from '../utils/clone';
 import { isPlainObject } from '../utils/is';
 import { keepShape } from '../utils/keep-shape';
 import { ActionReturn } from './action-return';
+import { contentPartsToJSON, isContentParts } from './content-parts';
 import { ValidationError } from './errors';
 import { extraInfoFromLagent, extraInfoToLagent } from './lagent-extra-info';
 import { AgentStatusCode } from './status';
@@ -103,6 +104,14 @@ export class AgentMessage<C = unknown, F = unknown> {
    * for await (const chunk of agent.call('hi')) process.stdout.write(chunk.delta ?? '');
    */
   declare delta?: string;
+  /**
+   * On streamed chunks only: the reasoning text this chunk adds, while a reasoning model thinks (its `delta` is
+   * then `''`). The final reply keeps the whole reasoning in `extraInfo.reasoning`. Never stored or serialised.
+   *
+   * @example
+   * for await (const chunk of agent.call('hi')) if (chunk.reasoningDelta) dim(chunk.reasoningDelta);
+   */
+  declare reasoningDelta?: string;
 
   constructor(init: AgentMessageInit<C, F>) {
     this.content = init.content;
@@ -137,8 +146,12 @@ export class AgentMessage<C = unknown, F = unknown> {
   toJSON(options?: MessageJSONOptions): AgentMessageJSON<C, F> | LagentMessageJSON<C, F>;
   toJSON(options?: MessageJSONOptions | string): AgentMessageJSON<C, F> | LagentMessageJSON<C, F> {
     checkNesting('AgentMessage.toJSON', this, false);
+    const content = this.content;
     const json: AgentMessageJSON<C, F> = {
-      content: toJSONValue(this.content) as C,
+      // Image and file bytes are written as `data:` URLs, so a saved state keeps them.
+      content: (Array.isArray(content) && isContentParts(content)
+        ? toJSONValue(contentPartsToJSON(content))
+        : toJSONValue(content)) as C,
       sender: this.sender,
       formatted: toJSONValue(this.formatted) as F | null,
       extraInfo: toJSONValue(this.extraInfo),

@@ -1,3 +1,6 @@
+import type { ContentPart } from './content-parts';
+import type { ReasoningPart } from './reasoning';
+
 /**
  * One tool call a model asked for (OpenAI's function calling). `arguments` is the parsed JSON object, or the
  * raw text when the model sent something that is not a JSON object; the executor answers the latter with an
@@ -9,6 +12,11 @@ export interface ToolCall {
   /** The tool's name (a toolkit's API as `Name__api`, or `Name.api` in Lagent's text protocol). */
   name: string;
   arguments: Record<string, unknown> | string;
+  /**
+   * Set on a call as it ran when a person edited its arguments before approving it (`arguments` are the
+   * edited ones): the executor's answer carries it, and the model's history then shows the call with them.
+   */
+  edited?: true | undefined;
 }
 
 /**
@@ -29,6 +37,19 @@ export interface ChatMessage {
    * take images send them as image parts; `content` still names them as text.
    */
   images?: readonly string[] | undefined;
+  /**
+   * The content as parts, when it holds images or files (see `ContentPart`): clients of models that see them send
+   * the parts; every other reader uses `content`, which is then the parts' text with a note for each image and
+   * file.
+   */
+  parts?: readonly ContentPart[] | undefined;
+  /** On an assistant turn: what the model reasoned before answering (never sent back as text). */
+  reasoning?: string | undefined;
+  /**
+   * On an assistant turn: the provider's opaque reasoning (Claude thinking blocks with their signatures, OpenAI
+   * reasoning items), sent back by the client of that provider as it requires and dropped by the others.
+   */
+  reasoningParts?: readonly ReasoningPart[] | undefined;
 }
 
 /** One tool in OpenAI's function-tool format (what `action.toOpenAITools()` gives and `llm.chat(..., { tools })` takes). */

@@ -11,6 +11,8 @@ export type {
 } from './agent-message';
 export { AgentMessage, MAX_MESSAGE_DEPTH, toAgentMessage, toLagentJSON } from './agent-message';
 export type { ChatMessage, OpenAITool, ToolCall } from './chat-message';
+export type { ContentPart, FilePart, ImagePart, PartSource, TextPart } from './content-parts';
+export { contentPartsText, isContentParts } from './content-parts';
 export type { LagentErrorOptions } from './errors';
 export {
   BudgetExceededError,
@@ -28,6 +30,18 @@ export {
   TimeoutError,
   ValidationError,
 } from './errors';
+export type {
+  AISDKReasoningPart,
+  ClaudeRedactedThinkingPart,
+  ClaudeThinkingPart,
+  OpenAIReasoningItemPart,
+  ReasoningInfo,
+  ReasoningOptions,
+  ReasoningPart,
+} from './reasoning';
+export { reasoningOf } from './reasoning';
+export type { ResponseFormat, StrictJSONSchema } from './response-format';
+export { strictJSONSchema } from './response-format';
 export type { SessionId } from './session';
 export {
   ActionStatusCode,

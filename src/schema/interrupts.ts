@@ -17,7 +17,12 @@ export const RESUME_TYPE = 'resume';
 export interface Interrupt {
   /** Names the question in a {@link Decision}: unique in the call (the tool call's id, after the agent's path). */
   id: string;
-  kind: 'approval';
+  /**
+   * `'approval'`: the tool call needs a person's decision. `'check'`: the call was made with `askBeforeTools`
+   * (a remote client whose caller has tool guardrails), so it stops before every tool call it would run, for
+   * its caller to check (a remote client answers these itself).
+   */
+  kind: 'approval' | 'check';
   /** The dotted path of the agent that asks, in the tree of the agent that was called (`''`: that agent). */
   path: string;
   toolCall: ToolCall;
@@ -57,7 +62,7 @@ export function resumeWith(decisions: readonly Decision[]): ResumeMessage {
       field: 'decisions',
     });
   }
-  const checked = decisions.map(checkDecision);
+  const checked = checkedDecisions(decisions);
   return new AgentMessage({
     sender: 'user',
     type: RESUME_TYPE,
@@ -76,7 +81,25 @@ export function decisionsOf(message: AgentMessage): Decision[] | undefined {
       field: 'formatted.decisions',
     });
   }
-  return decisions.map(checkDecision);
+  return checkedDecisions(decisions);
+}
+
+/** Each decision checked; an id decided twice (the same way or not) is refused rather than one of them winning. */
+function checkedDecisions(decisions: readonly unknown[]): Decision[] {
+  const checked = decisions.map(checkDecision);
+  if (checked.length > 1) {
+    const seen = new Set<string>();
+    for (const decision of checked) {
+      if (seen.has(decision.id)) {
+        throw new ValidationError({
+          message: `the decisions name the interrupt ${JSON.stringify(decision.id)} twice; give one decision per interrupt`,
+          field: 'decisions',
+        });
+      }
+      seen.add(decision.id);
+    }
+  }
+  return checked;
 }
 
 function checkDecision(value: unknown, index: number): Decision {
@@ -112,6 +135,15 @@ function checkDecision(value: unknown, index: number): Decision {
 /** The reason given to the model for calls declined because the user wrote something else instead. */
 export const SUPERSEDED_REASON = 'the user sent a new message';
 
+/** One question of an {@link InterruptSignal}. */
+export interface InterruptAsk {
+  agent: object;
+  toolCall: ToolCall;
+  path?: string | undefined;
+  /** @default 'approval' */
+  kind?: Interrupt['kind'] | undefined;
+}
+
 /**
  * Thrown through the agent tree by a call that needs a person's decision, up to the outermost call, which
  * returns it as an interrupt reply (internal: users see the reply). The calls it passes through keep what
@@ -122,9 +154,9 @@ export class InterruptSignal extends Error {
    * What is asked, by the agent that asks: its path is found by the outermost call. `path`, when set, is
    * where below that agent the question comes from (a remote agent's interrupt, re-rooted by its client).
    */
-  readonly asks: { agent: object; toolCall: ToolCall; path?: string | undefined }[];
+  readonly asks: InterruptAsk[];
 
-  constructor(asks: { agent: object; toolCall: ToolCall; path?: string | undefined }[]) {
+  constructor(asks: InterruptAsk[]) {
     super(`the call stopped to ask for approval of ${asks.map((a) => a.toolCall.name).join(', ')}`);
     this.name = 'InterruptSignal';
     this.asks = asks;
@@ -134,4 +166,9 @@ export class InterruptSignal extends Error {
 /** The id of an interrupt: the tool call's id after the asking agent's path. */
 export function interruptId(path: string, toolCall: ToolCall): string {
   return path === '' ? toolCall.id : `${path}:${toolCall.id}`;
+}
+
+/** The id of a `'check'` interrupt: never that of the same tool call's approval. */
+export function checkInterruptId(path: string, toolCall: ToolCall): string {
+  return `${interruptId(path, toolCall)}~check`;
 }

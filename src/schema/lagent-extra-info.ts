@@ -7,14 +7,23 @@ import { isPlainObject } from '../utils/is';
 const LIBRARY_KEYS: Readonly<Record<string, string>> = Object.freeze({
   maxTurnReached: 'max_turn_reached',
   maxTurn: 'max_turn',
+  reasoningParts: 'reasoning_parts',
 });
 const PYTHON_KEYS: Readonly<Record<string, string>> = Object.freeze(
   Object.fromEntries(Object.entries(LIBRARY_KEYS).map(([camel, snake]) => [snake, camel])),
 );
 
-/** `extraInfo` with the library's own keys renamed, when it is an object this library wrote (has `marker`). */
-function rename(extraInfo: unknown, names: Readonly<Record<string, string>>, marker: string): unknown {
-  if (!isPlainObject(extraInfo) || !Object.hasOwn(extraInfo, marker)) return extraInfo;
+/**
+ * `extraInfo` with the library's own keys renamed, when it is an object this library wrote (has one of
+ * `markers`).
+ */
+function rename(
+  extraInfo: unknown,
+  names: Readonly<Record<string, string>>,
+  markers: readonly string[],
+): unknown {
+  if (!isPlainObject(extraInfo) || !markers.some((marker) => Object.hasOwn(extraInfo, marker)))
+    return extraInfo;
   const out: Record<string, unknown> = {};
   for (const key of Object.keys(extraInfo)) {
     const renamed = Object.hasOwn(names, key) && !Object.hasOwn(extraInfo, names[key]!) ? names[key]! : key;
@@ -31,13 +40,14 @@ function rename(extraInfo: unknown, names: Readonly<Record<string, string>>, mar
 
 /**
  * A message's `extraInfo` as it is written in Python Lagent's shape: the library's own keys in snake_case
- * (`{ maxTurnReached: true, maxTurn: 4 }` is `{ max_turn_reached: true, max_turn: 4 }`); anything else as is.
+ * (`{ maxTurnReached: true, maxTurn: 4 }` is `{ max_turn_reached: true, max_turn: 4 }`, a reply's
+ * `{ reasoning, reasoningParts }` is `{ reasoning, reasoning_parts }`); anything else as is.
  */
 export function extraInfoToLagent(extraInfo: unknown): unknown {
-  return rename(extraInfo, LIBRARY_KEYS, 'maxTurnReached');
+  return rename(extraInfo, LIBRARY_KEYS, ['maxTurnReached', 'reasoningParts']);
 }
 
 /** The inverse of {@link extraInfoToLagent}, for `extra_info` read from Python Lagent's shape. */
 export function extraInfoFromLagent(extraInfo: unknown): unknown {
-  return rename(extraInfo, PYTHON_KEYS, 'max_turn_reached');
+  return rename(extraInfo, PYTHON_KEYS, ['max_turn_reached', 'reasoning_parts']);
 }

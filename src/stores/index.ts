@@ -10,7 +10,9 @@ export type {
   AcquireOptions,
   BusySession,
   CommitOptions,
+  FinishJournalOptions,
   JournalEntry,
+  JournalFence,
   ListOptions,
   MaybePromise,
   SessionInfo,
@@ -22,4 +24,6 @@ export type {
   StoredState,
   StoreOptions,
   SyncSessionStore,
+  UnfinishedCall,
+  UnfinishedCallPage,
 } from './types';

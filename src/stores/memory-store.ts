@@ -5,9 +5,14 @@ import {
   applyTurn,
   type BusySession,
   type CommitOptions,
+  checkRetain,
   commitConflict,
+  type FinishJournalOptions,
+  fenceConflict,
+  type JournalFence,
   type ListOptions,
   MAX_STORE_KEY,
+  PRUNE_BATCH,
   type SessionInfo,
   type SessionPage,
   type StoredJournal,
@@ -15,6 +20,8 @@ import {
   type StoredState,
   type StoreOptions,
   type SyncSessionStore,
+  type UnfinishedCall,
+  type UnfinishedCallPage,
 } from './types';
 
 interface Session {
@@ -24,6 +31,8 @@ interface Session {
   expiresAt: number | null;
   leaseOwner: string | undefined;
   leaseUntil: number;
+  /** The `turnId` of the last committed turn, if it had one. */
+  lastTurnId: string | undefined;
 }
 
 interface Journal {
@@ -31,12 +40,15 @@ interface Journal {
   /** Each entry's data as JSON text: copied once when written, parsed when read (replays only). */
   entries: string[];
   finished: boolean;
+  /** When a finished journal's retention ends (epoch ms), or null for never. */
+  expiresAt: number | null;
 }
 
 /**
  * The in-process store: sessions and journals in maps, as JSON copies (what is read back never shares objects
  * with what was written). It lives as long as the process, so it persists nothing across restarts; it is
- * what tests and single-process apps use, and the reference the other stores are checked against.
+ * what tests and single-process apps use, and the reference the other stores are checked against. Its
+ * clock (leases, expiry, retention) is `clock`, `Date.now` by default: tests give one they move.
  *
  * @example
  * const store = new MemoryStore();
@@ -52,10 +64,18 @@ export class MemoryStore implements SyncSessionStore {
   readonly #journals = new Map<string, Map<string, Journal>>();
   /** Per namespace and session, its journals' call ids, oldest first (listing them reads no others). */
   readonly #sessionJournals = new Map<string, Map<string, Set<string>>>();
+  /** Per namespace, finished journals with a retention, in the order they were finished: pruned from the front. */
+  readonly #retained = new Map<string, Map<string, number>>();
+  readonly #now: () => number;
   #closed = false;
 
-  constructor(options: StoreOptions = {}) {
+  constructor(options: StoreOptions & { clock?: (() => number) | undefined } = {}) {
     this.ttlMs = checkTtl(options.ttlMs);
+    const clock = options.clock;
+    if (clock !== undefined && typeof clock !== 'function') {
+      throw new ConfigurationError({ message: 'MemoryStore: clock must be a function returning epoch ms' });
+    }
+    this.#now = clock ?? now;
   }
 
   acquireSession(
@@ -63,7 +83,7 @@ export class MemoryStore implements SyncSessionStore {
     sessionId: string,
     options: AcquireOptions,
   ): AcquiredSession | BusySession {
-    const now = Date.now();
+    const now = this.#now();
     const session = this.#live(namespace, sessionId, 'acquireSession', now);
     if (session === undefined) {
       // A lease on a session the store does not have yet: a placeholder at version 0.
@@ -74,6 +94,7 @@ export class MemoryStore implements SyncSessionStore {
         expiresAt: null,
         leaseOwner: options.owner,
         leaseUntil: now + options.leaseMs,
+        lastTurnId: undefined,
       };
       this.#namespace(namespace).set(sessionId, created);
       return { acquired: true, version: 0, state: options.knownVersion === 0 ? undefined : {} };
@@ -95,15 +116,16 @@ export class MemoryStore implements SyncSessionStore {
   }
 
   renewLease(namespace: string, sessionId: string, owner: string, leaseMs: number): boolean {
-    const now = Date.now();
+    const now = this.#now();
     const session = this.#live(namespace, sessionId, 'renewLease', now);
-    if (session === undefined || session.leaseOwner !== owner || session.leaseUntil <= now) return false;
+    // A lease that ran out with nobody taking it is still the owner's.
+    if (session === undefined || session.leaseOwner !== owner) return false;
     session.leaseUntil = now + leaseMs;
     return true;
   }
 
   releaseSession(namespace: string, sessionId: string, owner: string): void {
-    const session = this.#live(namespace, sessionId, 'releaseSession', Date.now());
+    const session = this.#live(namespace, sessionId, 'releaseSession', this.#now());
     if (session === undefined || session.leaseOwner !== owner) return;
     session.leaseOwner = undefined;
     session.leaseUntil = 0;
@@ -111,10 +133,20 @@ export class MemoryStore implements SyncSessionStore {
   }
 
   commitTurn(namespace: string, sessionId: string, options: CommitOptions): number {
-    const now = Date.now();
+    const now = this.#now();
+    const existed = this.#sessions.get(namespace)?.has(sessionId) === true;
     const session = this.#live(namespace, sessionId, 'commitTurn', now);
-    if (session === undefined || session.leaseOwner !== options.owner || session.leaseUntil <= now) {
-      throw commitConflict(this.description, namespace, sessionId, options.version, { reason: 'lease' });
+    if (options.turnId !== undefined && session?.lastTurnId === options.turnId) {
+      // Committed already: the answer to the first try was lost.
+      if (options.release !== false && session.leaseOwner === options.owner) {
+        session.leaseOwner = undefined;
+        session.leaseUntil = 0;
+      }
+      return session.version;
+    }
+    if (session === undefined || session.leaseOwner !== options.owner) {
+      const reason = session === undefined && existed ? 'expired' : 'lease';
+      throw commitConflict(this.description, namespace, sessionId, options.version, { reason });
     }
     if (session.version !== options.version) {
       throw commitConflict(this.description, namespace, sessionId, options.version, {
@@ -126,6 +158,7 @@ export class MemoryStore implements SyncSessionStore {
     const turn = copy(options.turn);
     session.state = applyTurn(session.state, turn);
     session.version += 1;
+    session.lastTurnId = options.turnId;
     session.updatedAt = now;
     session.expiresAt = this.ttlMs === undefined ? null : now + this.ttlMs;
     if (options.release !== false) {
@@ -136,7 +169,7 @@ export class MemoryStore implements SyncSessionStore {
   }
 
   readSession(namespace: string, sessionId: string): StoredSession | undefined {
-    const session = this.#live(namespace, sessionId, 'readSession', Date.now());
+    const session = this.#live(namespace, sessionId, 'readSession', this.#now());
     if (session === undefined || session.version === 0) return undefined;
     return { ...info(sessionId, session), state: copy(session.state) };
   }
@@ -144,7 +177,7 @@ export class MemoryStore implements SyncSessionStore {
   listSessions(namespace: string, options: ListOptions = {}): SessionPage {
     this.#open('listSessions');
     const limit = checkLimit(options.limit);
-    const now = Date.now();
+    const now = this.#now();
     const keys = [...(this.#sessions.get(namespace)?.keys() ?? [])].sort();
     const sessions: SessionInfo[] = [];
     for (const key of keys) {
@@ -158,14 +191,14 @@ export class MemoryStore implements SyncSessionStore {
   }
 
   deleteSession(namespace: string, sessionId: string): boolean {
-    const session = this.#live(namespace, sessionId, 'deleteSession', Date.now());
+    const session = this.#live(namespace, sessionId, 'deleteSession', this.#now());
     this.#delete(namespace, sessionId);
     return session !== undefined && session.version > 0;
   }
 
   purgeExpired(namespace?: string): number {
     this.#open('purgeExpired');
-    const now = Date.now();
+    const now = this.#now();
     let purged = 0;
     for (const [name, sessions] of this.#sessions) {
       if (namespace !== undefined && name !== namespace) continue;
@@ -176,10 +209,19 @@ export class MemoryStore implements SyncSessionStore {
         }
       }
     }
+    for (const name of this.#retained.keys()) {
+      if (namespace === undefined || name === namespace) this.#prune(name, now, Number.POSITIVE_INFINITY);
+    }
     return purged;
   }
 
-  appendJournal(namespace: string, sessionId: string, callId: string, data: unknown): number {
+  appendJournal(
+    namespace: string,
+    sessionId: string,
+    callId: string,
+    data: unknown,
+    fence?: JournalFence,
+  ): number {
     this.#checkKeys('appendJournal', namespace, sessionId, callId);
     let journals = this.#journals.get(namespace);
     if (journals === undefined) {
@@ -187,20 +229,33 @@ export class MemoryStore implements SyncSessionStore {
       this.#journals.set(namespace, journals);
     }
     let journal = journals.get(callId);
-    if (journal === undefined) {
-      journal = { sessionId, entries: [], finished: false };
+    const now = this.#now();
+    if (journal !== undefined && journal.sessionId !== sessionId) {
+      throw otherSession(this.description, 'appendJournal', namespace, callId);
+    }
+    if (fence !== undefined) this.#fenced(namespace, sessionId, fence, 'appendJournal', now);
+    const json = JSON.stringify(data) ?? 'null';
+    if (journal === undefined || this.#gone(journal, now)) {
+      if (journal !== undefined) this.#deleteJournal(namespace, callId, journal);
+      this.#prune(namespace, now, PRUNE_BATCH);
+      journal = { sessionId, entries: [], finished: false, expiresAt: null };
       journals.set(callId, journal);
       this.#callIdsOf(namespace, sessionId, true)!.add(callId);
+    } else if (journal.finished) {
+      // An entry after the finish reopens the journal (a failed call tried again).
+      journal.finished = false;
+      journal.expiresAt = null;
+      this.#retained.get(namespace)?.delete(callId);
     }
     const seq = journal.entries.length;
-    journal.entries.push(JSON.stringify(data) ?? 'null');
+    journal.entries.push(json);
     return seq;
   }
 
   readJournal(namespace: string, callId: string): StoredJournal | undefined {
     this.#checkKeys('readJournal', namespace, callId);
     const journal = this.#journals.get(namespace)?.get(callId);
-    if (journal === undefined) return undefined;
+    if (journal === undefined || this.#gone(journal, this.#now())) return undefined;
     return {
       callId,
       sessionId: journal.sessionId,
@@ -209,10 +264,26 @@ export class MemoryStore implements SyncSessionStore {
     };
   }
 
-  finishJournal(namespace: string, callId: string): void {
+  finishJournal(namespace: string, callId: string, options: FinishJournalOptions = {}): void {
     this.#checkKeys('finishJournal', namespace, callId);
+    const retainMs = checkRetain(this.description, options.retainMs);
     const journal = this.#journals.get(namespace)?.get(callId);
-    if (journal) journal.finished = true;
+    const now = this.#now();
+    if (journal === undefined || this.#gone(journal, now)) return;
+    if (options.fence !== undefined)
+      this.#fenced(namespace, journal.sessionId, options.fence, 'finishJournal', now);
+    if (options.entry !== undefined) journal.entries.push(JSON.stringify(options.entry) ?? 'null');
+    journal.finished = true;
+    journal.expiresAt = retainMs === undefined ? null : now + retainMs;
+    if (retainMs !== undefined) {
+      let retained = this.#retained.get(namespace);
+      if (retained === undefined) {
+        retained = new Map();
+        this.#retained.set(namespace, retained);
+      }
+      retained.delete(callId);
+      retained.set(callId, journal.expiresAt!);
+    }
   }
 
   listJournals(
@@ -223,22 +294,34 @@ export class MemoryStore implements SyncSessionStore {
     this.#checkKeys('listJournals', namespace, sessionId);
     const ids: string[] = [];
     const journals = this.#journals.get(namespace);
+    const now = this.#now();
     for (const callId of this.#callIdsOf(namespace, sessionId, false) ?? []) {
-      if (!(options.unfinished && journals!.get(callId)!.finished)) ids.push(callId);
+      const journal = journals!.get(callId)!;
+      if (options.unfinished ? !journal.finished : !this.#gone(journal, now)) ids.push(callId);
     }
     return ids;
   }
 
+  listUnfinishedCalls(namespace: string, options: ListOptions = {}): UnfinishedCallPage {
+    this.#checkKeys('listUnfinishedCalls', namespace);
+    const limit = checkLimit(options.limit);
+    const calls: UnfinishedCall[] = [];
+    for (const [callId, journal] of this.#journals.get(namespace) ?? []) {
+      if (journal.finished || (options.after !== undefined && callId <= options.after)) continue;
+      calls.push({ callId, sessionId: journal.sessionId });
+    }
+    calls.sort((a, b) => (a.callId < b.callId ? -1 : a.callId > b.callId ? 1 : 0));
+    if (calls.length <= limit) return { calls };
+    calls.length = limit;
+    return { calls, next: calls.at(-1)!.callId };
+  }
+
   deleteJournal(namespace: string, callId: string): boolean {
     this.#checkKeys('deleteJournal', namespace, callId);
-    const journals = this.#journals.get(namespace);
-    const journal = journals?.get(callId);
+    const journal = this.#journals.get(namespace)?.get(callId);
     if (journal === undefined) return false;
-    journals!.delete(callId);
-    const callIds = this.#callIdsOf(namespace, journal.sessionId, false)!;
-    callIds.delete(callId);
-    if (callIds.size === 0) this.#sessionJournals.get(namespace)!.delete(journal.sessionId);
-    return true;
+    this.#deleteJournal(namespace, callId, journal);
+    return !this.#gone(journal, this.#now());
   }
 
   close(): void {
@@ -246,6 +329,52 @@ export class MemoryStore implements SyncSessionStore {
     this.#sessions.clear();
     this.#journals.clear();
     this.#sessionJournals.clear();
+    this.#retained.clear();
+  }
+
+  /**
+   * Throws the `StoreConflictError` of a fenced write whose owner no longer holds the session's lease;
+   * else extends the lease (a write is the holder's sign of life).
+   */
+  #fenced(namespace: string, sessionId: string, fence: JournalFence, operation: string, now: number): void {
+    // The keys were checked by the caller.
+    const session = this.#sessions.get(namespace)?.get(sessionId);
+    if (session !== undefined && session.leaseOwner === fence.owner && !expired(session, now)) {
+      session.leaseUntil = now + fence.leaseMs;
+      return;
+    }
+    const gone = session !== undefined && expired(session, now);
+    if (gone) this.#delete(namespace, sessionId);
+    throw fenceConflict(this.description, namespace, sessionId, operation, gone);
+  }
+
+  /** True for a finished journal past its retention. */
+  #gone(journal: Journal, now: number): boolean {
+    return journal.expiresAt !== null && journal.expiresAt <= now;
+  }
+
+  /** Deletes up to `most` finished journals of a namespace past their retention, oldest finish first. */
+  #prune(namespace: string, now: number, most: number): void {
+    const retained = this.#retained.get(namespace);
+    if (retained === undefined) return;
+    let pruned = 0;
+    for (const [callId, expiresAt] of retained) {
+      if (expiresAt > now || pruned === most) break;
+      retained.delete(callId);
+      const journal = this.#journals.get(namespace)?.get(callId);
+      if (journal?.finished && this.#gone(journal, now)) {
+        this.#deleteJournal(namespace, callId, journal);
+      }
+      pruned++;
+    }
+  }
+
+  #deleteJournal(namespace: string, callId: string, journal: Journal): void {
+    this.#journals.get(namespace)!.delete(callId);
+    this.#retained.get(namespace)?.delete(callId);
+    const callIds = this.#callIdsOf(namespace, journal.sessionId, false)!;
+    callIds.delete(callId);
+    if (callIds.size === 0) this.#sessionJournals.get(namespace)!.delete(journal.sessionId);
   }
 
   #namespace(namespace: string): Map<string, Session> {
@@ -306,12 +435,31 @@ export class MemoryStore implements SyncSessionStore {
   }
 }
 
+/** `Date.now()`, read when called (a test's fake clock installed later counts). */
+function now(): number {
+  return Date.now();
+}
+
 function info(sessionId: string, session: Session): SessionInfo {
   return { sessionId, version: session.version, updatedAt: session.updatedAt, expiresAt: session.expiresAt };
 }
 
 function expired(session: Session, now: number): boolean {
   return session.expiresAt !== null && session.expiresAt <= now;
+}
+
+/** The `StoreError` of a journal write naming a call whose journal belongs to another session. */
+export function otherSession(
+  store: string,
+  operation: string,
+  namespace: string,
+  callId: string,
+): StoreError {
+  return new StoreError({
+    message: `${store}.${operation}: call ${JSON.stringify(callId)} of ${JSON.stringify(namespace)} belongs to another session; a call's journal stays with the session it was made on`,
+    store,
+    operation,
+  });
 }
 
 /** A JSON copy: the store keeps and returns only what JSON can hold, as any other store would. */

@@ -4,7 +4,7 @@
  */
 
 /** The schema version this code writes; a database at a newer one is refused. */
-export const POSTGRES_SCHEMA_VERSION = 2;
+export const POSTGRES_SCHEMA_VERSION = 3;
 
 /** The table names of one store (schema-qualified and quoted). */
 export interface PostgresTables {
@@ -73,12 +73,23 @@ export function postgresMigrations(t: PostgresTables): string[][] {
     ],
     // A new durable call looks up its session's unfinished journals: found without reading the finished ones.
     [`CREATE INDEX ON ${t.journals} (namespace, session_id, id) WHERE NOT finished`],
+    [
+      // The turn id of a session's last commit: a commit tried again after its answer was lost writes nothing.
+      `ALTER TABLE ${t.sessions} ADD COLUMN last_turn_id text`,
+      // When a finished journal's retention ends (NULL: kept), found in order to prune.
+      `ALTER TABLE ${t.journals} ADD COLUMN expires_at bigint`,
+      `CREATE INDEX ON ${t.journals} (namespace, expires_at) WHERE expires_at IS NOT NULL`,
+      // A namespace's unfinished calls across sessions (what a process recovers when it starts).
+      `CREATE INDEX ON ${t.journals} (namespace, call_id) WHERE NOT finished`,
+    ],
   ];
 }
 
 /** The server's clock in epoch ms, constant within a statement: every process shares one clock. */
 const NOW = `floor(extract(epoch from statement_timestamp()) * 1000)::bigint`;
 const LIVE = `(expires_at IS NULL OR expires_at > ${NOW})`;
+/** Finished journals past their retention that one finish prunes, at most. */
+const PRUNE = 16;
 
 /** The statements of one store, by name. */
 export function postgresStatements(t: PostgresTables) {
@@ -100,24 +111,27 @@ export function postgresStatements(t: PostgresTables) {
         CASE WHEN a.version IS DISTINCT FROM $5::integer THEN ${turnsOf('a')} END AS turns
       FROM a`,
     // Why a session could not be acquired or committed.
-    lease: `SELECT version, lease_owner, lease_until, expires_at, ${NOW} AS now
+    lease: `SELECT version, lease_owner, lease_until, expires_at, last_turn_id, ${NOW} AS now
       FROM ${t.sessions} WHERE namespace = $1 AND session_id = $2`,
     dropExpired: `WITH s AS (
         DELETE FROM ${t.sessions} WHERE namespace = $1 AND session_id = $2 AND expires_at <= ${NOW} RETURNING 1)
       DELETE FROM ${t.journals} WHERE namespace = $1 AND session_id = $2 AND EXISTS (SELECT 1 FROM s)`,
+    // A lease that ran out with nobody taking it is renewed.
     renew: `UPDATE ${t.sessions} SET lease_until = ${NOW} + $4::bigint
-      WHERE namespace = $1 AND session_id = $2 AND lease_owner = $3 AND lease_until > ${NOW} AND ${LIVE}
+      WHERE namespace = $1 AND session_id = $2 AND lease_owner = $3 AND ${LIVE}
       RETURNING 1`,
     release: `WITH d AS (
         DELETE FROM ${t.sessions} WHERE namespace = $1 AND session_id = $2 AND lease_owner = $3 AND version = 0)
       UPDATE ${t.sessions} SET lease_owner = NULL, lease_until = 0
       WHERE namespace = $1 AND session_id = $2 AND lease_owner = $3 AND version > 0`,
-    // $4 version, $5 release, $6 ttlMs (or null), $7 the turn's JSON. No row: a conflict.
+    // $4 version, $5 release, $6 ttlMs (or null), $7 the turn's JSON, $8 its id (or null). No row: a conflict
+    // (or the turn committed already: see `lease`). A lease that ran out with nobody taking it still commits.
     commit: `WITH u AS (
         UPDATE ${t.sessions} SET version = version + 1, updated_at = ${NOW}, expires_at = ${NOW} + $6::bigint,
+          last_turn_id = $8::text,
           lease_owner = CASE WHEN $5::boolean THEN NULL ELSE lease_owner END,
           lease_until = CASE WHEN $5::boolean THEN 0 ELSE lease_until END
-        WHERE namespace = $1 AND session_id = $2 AND lease_owner = $3 AND lease_until > ${NOW}
+        WHERE namespace = $1 AND session_id = $2 AND lease_owner = $3
           AND version = $4::integer AND ${LIVE}
         RETURNING version, base_version),
       i AS (INSERT INTO ${t.turns} (namespace, session_id, version, turn) SELECT $1, $2, u.version, $7 FROM u)
@@ -144,19 +158,64 @@ export function postgresStatements(t: PostgresTables) {
         RETURNING namespace, session_id),
       j AS (DELETE FROM ${t.journals} j USING s WHERE j.namespace = s.namespace AND j.session_id = s.session_id)
       SELECT count(*)::integer AS purged FROM s`,
-    // $1 namespace, $2 session, $3 call, $4 the entry's JSON.
-    appendJournal: `WITH j AS (
-        INSERT INTO ${t.journals} AS j0 (namespace, call_id, session_id, next_seq) VALUES ($1, $3, $2, 1)
-        ON CONFLICT (namespace, call_id) DO UPDATE SET next_seq = j0.next_seq + 1
-        RETURNING next_seq - 1 AS seq)
-      INSERT INTO ${t.entries} (namespace, call_id, seq, data) SELECT $1, $3, j.seq, $4 FROM j RETURNING seq`,
+    // $1 namespace, $2 session, $3 call, $4 the entry's JSON, $5 the fence's owner and $6 lease ms (or null).
+    // Fenced: written only while $5 holds the session's lease (extended by the same statement, whose row lock
+    // orders it with any acquisition). An entry after the finish reopens the journal. seq null with leased
+    // true: the call is another session's, or its journal is past its retention (see `journalOf`).
+    appendJournal: `WITH l AS (
+        UPDATE ${t.sessions} SET lease_until = ${NOW} + $6::bigint
+        WHERE $5::text IS NOT NULL AND namespace = $1 AND session_id = $2 AND lease_owner = $5 AND ${LIVE}
+        RETURNING 1),
+      ok AS (SELECT 1 AS one WHERE $5::text IS NULL OR EXISTS (SELECT 1 FROM l)),
+      j AS (
+        INSERT INTO ${t.journals} AS j0 (namespace, call_id, session_id, next_seq) SELECT $1, $3, $2, 1 FROM ok
+        ON CONFLICT (namespace, call_id) DO UPDATE
+          SET next_seq = j0.next_seq + 1, finished = false, expires_at = NULL
+          WHERE j0.session_id = $2 AND (j0.expires_at IS NULL OR j0.expires_at > ${NOW})
+        RETURNING next_seq - 1 AS seq),
+      e AS (INSERT INTO ${t.entries} (namespace, call_id, seq, data) SELECT $1, $3, j.seq, $4 FROM j RETURNING seq)
+      SELECT (SELECT seq FROM e) AS seq, EXISTS (SELECT 1 FROM ok) AS leased`,
+    journalOf: `SELECT session_id, expires_at IS NOT NULL AND expires_at <= ${NOW} AS gone
+      FROM ${t.journals} WHERE namespace = $1 AND call_id = $2`,
+    deleteGone: `DELETE FROM ${t.journals} WHERE namespace = $1 AND call_id = $2 AND expires_at <= ${NOW}`,
     readJournal: `SELECT j.session_id, j.finished,
         ARRAY(SELECT e.data FROM ${t.entries} e WHERE e.namespace = $1 AND e.call_id = $2 ORDER BY e.seq) AS entries
-      FROM ${t.journals} j WHERE j.namespace = $1 AND j.call_id = $2`,
-    finishJournal: `UPDATE ${t.journals} SET finished = true WHERE namespace = $1 AND call_id = $2`,
+      FROM ${t.journals} j WHERE j.namespace = $1 AND j.call_id = $2
+        AND (j.expires_at IS NULL OR j.expires_at > ${NOW})`,
+    // $3 the last entry's JSON (or null), $4 retention ms (or null), $5 the fence's owner and $6 lease ms (or
+    // null). Prunes a few journals past their retention. found: the journal is there; done: it was finished
+    // (false when found: the fence no longer holds the lease).
+    finishJournal: `WITH jr AS (
+        SELECT session_id FROM ${t.journals} WHERE namespace = $1 AND call_id = $2
+          AND (expires_at IS NULL OR expires_at > ${NOW})),
+      l AS (
+        UPDATE ${t.sessions} s SET lease_until = ${NOW} + $6::bigint FROM jr
+        WHERE $5::text IS NOT NULL AND s.namespace = $1 AND s.session_id = jr.session_id AND s.lease_owner = $5
+          AND (s.expires_at IS NULL OR s.expires_at > ${NOW})
+        RETURNING 1),
+      ok AS (SELECT 1 AS one WHERE EXISTS (SELECT 1 FROM jr) AND ($5::text IS NULL OR EXISTS (SELECT 1 FROM l))),
+      j AS (
+        UPDATE ${t.journals} SET finished = true, expires_at = ${NOW} + $4::bigint,
+          next_seq = next_seq + CASE WHEN $3::text IS NULL THEN 0 ELSE 1 END
+        WHERE namespace = $1 AND call_id = $2 AND EXISTS (SELECT 1 FROM ok)
+        RETURNING next_seq),
+      e AS (INSERT INTO ${t.entries} (namespace, call_id, seq, data)
+        SELECT $1, $2, j.next_seq - 1, $3 FROM j WHERE $3::text IS NOT NULL),
+      p AS (DELETE FROM ${t.journals} WHERE (namespace, call_id) IN (
+        SELECT namespace, call_id FROM ${t.journals}
+        WHERE namespace = $1 AND expires_at <= ${NOW} AND call_id <> $2 LIMIT ${PRUNE}))
+      SELECT EXISTS (SELECT 1 FROM jr) AS found, EXISTS (SELECT 1 FROM ok) AS done,
+        (SELECT session_id FROM jr) AS session_id`,
     listJournals: `SELECT call_id FROM ${t.journals}
-      WHERE namespace = $1 AND session_id = $2 AND (NOT $3::boolean OR NOT finished) ORDER BY id`,
-    deleteJournal: `DELETE FROM ${t.journals} WHERE namespace = $1 AND call_id = $2 RETURNING 1`,
+      WHERE namespace = $1 AND session_id = $2 AND (NOT $3::boolean OR NOT finished)
+        AND (expires_at IS NULL OR expires_at > ${NOW}) ORDER BY id`,
+    // $2 after (or null), $3 limit + 1.
+    unfinishedCalls: `SELECT call_id, session_id FROM ${t.journals}
+      WHERE namespace = $1 AND NOT finished AND ($2::text IS NULL OR call_id > $2)
+      ORDER BY call_id LIMIT $3::integer`,
+    deleteJournal: `DELETE FROM ${t.journals} WHERE namespace = $1 AND call_id = $2
+      RETURNING expires_at IS NULL OR expires_at > ${NOW} AS existed`,
+    pruneJournals: `DELETE FROM ${t.journals} WHERE expires_at <= ${NOW} AND ($1::text IS NULL OR namespace = $1)`,
   };
 }
 

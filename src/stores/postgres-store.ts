@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Pool, QueryConfig, QueryResultRow } from 'pg';
 import { ConfigurationError, missingPeer, type StoreConflictError, StoreError } from '../schema/errors';
 import { errorMessage } from '../utils/text';
-import { checkLimit, checkStoreKey, checkTtl } from './memory-store';
+import { checkLimit, checkStoreKey, checkTtl, otherSession } from './memory-store';
 import {
   POSTGRES_SCHEMA_VERSION,
   type PostgresStatementName,
@@ -17,7 +17,11 @@ import {
   applyTurn,
   type BusySession,
   type CommitOptions,
+  checkRetain,
   commitConflict,
+  type FinishJournalOptions,
+  fenceConflict,
+  type JournalFence,
   type ListOptions,
   type SessionInfo,
   type SessionPage,
@@ -27,6 +31,7 @@ import {
   type StoredSession,
   type StoredState,
   type StoreOptions,
+  type UnfinishedCallPage,
 } from './types';
 
 /** Options of {@link PostgresStore}: a connection string, or a pool the caller owns (and ends). */
@@ -61,7 +66,9 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,40}$/;
  * the base: a commit writes only its turn, in one statement that checks the lease and the version; every
  * 32 turns they are folded into a new base. Times are the server's clock, shared by every process. The
  * tables are created on first use (and upgraded by later versions of this code, under an advisory lock);
- * a database written by a newer version is refused.
+ * a database written by a newer version is refused. PostgreSQL text holds neither NUL characters nor lone
+ * surrogates: keys with them (or starting with U+0001) are stored as U+0001 and the hex of their UTF-16
+ * code units, so every key the other stores take is kept exactly (such keys list after the others).
  *
  * @example
  * const store = new PostgresStore({ connectionString: 'postgres://app@127.0.0.1/app', ttlMs: 86_400_000 });
@@ -119,8 +126,8 @@ export class PostgresStore implements SessionStore {
     return this.#call('acquireSession', namespace, sessionId, async (query) => {
       for (let attempt = 0; ; attempt++) {
         const [row] = await query('acquire', [
-          namespace,
-          sessionId,
+          pgKey(namespace),
+          pgKey(sessionId),
           options.owner,
           options.leaseMs,
           options.knownVersion ?? null,
@@ -133,19 +140,19 @@ export class PostgresStore implements SessionStore {
             state = await this.#fold(query, namespace, sessionId, row);
           } catch (error) {
             // The lease taken for a state that cannot be read is given back.
-            await query('release', [namespace, sessionId, options.owner]).catch(() => {});
+            await query('release', [pgKey(namespace), pgKey(sessionId), options.owner]).catch(() => {});
             throw error;
           }
           return { acquired: true, version, state };
         }
-        const [held] = await query('lease', [namespace, sessionId]);
+        const [held] = await query('lease', [pgKey(namespace), pgKey(sessionId)]);
         if (held !== undefined) {
           const now = Number(held.now);
           if (held.expires_at === null || Number(held.expires_at) > now) {
             return { acquired: false, until: Number(held.lease_until) };
           }
           // Expired: the session is gone (with its journals) and starts again at version 0.
-          await query('dropExpired', [namespace, sessionId]);
+          await query('dropExpired', [pgKey(namespace), pgKey(sessionId)]);
         }
         if (attempt < 3) continue;
         throw new Error('the session changed under every attempt to acquire it');
@@ -155,13 +162,13 @@ export class PostgresStore implements SessionStore {
 
   async renewLease(namespace: string, sessionId: string, owner: string, leaseMs: number): Promise<boolean> {
     return this.#call('renewLease', namespace, sessionId, async (query) => {
-      return (await query('renew', [namespace, sessionId, owner, leaseMs])).length > 0;
+      return (await query('renew', [pgKey(namespace), pgKey(sessionId), owner, leaseMs])).length > 0;
     });
   }
 
   async releaseSession(namespace: string, sessionId: string, owner: string): Promise<void> {
     await this.#call('releaseSession', namespace, sessionId, (query) =>
-      query('release', [namespace, sessionId, owner]),
+      query('release', [pgKey(namespace), pgKey(sessionId), owner]),
     );
   }
 
@@ -169,15 +176,20 @@ export class PostgresStore implements SessionStore {
     return this.#call('commitTurn', namespace, sessionId, async (query) => {
       const turn = json(options.turn, 'the turn');
       const [row] = await query('commit', [
-        namespace,
-        sessionId,
+        pgKey(namespace),
+        pgKey(sessionId),
         options.owner,
         options.version,
         options.release !== false,
         this.ttlMs ?? null,
         turn,
+        options.turnId ?? null,
       ]);
-      if (row === undefined) throw await this.#conflict(query, namespace, sessionId, options);
+      if (row === undefined) {
+        const refused = await this.#conflict(query, namespace, sessionId, options);
+        if (typeof refused === 'number') return refused;
+        throw refused;
+      }
       const version = row.version as number;
       if (version - (row.base_version as number) >= FOLD_AFTER) {
         // Folding does not change the session's state: a failure here leaves the turn committed.
@@ -189,7 +201,7 @@ export class PostgresStore implements SessionStore {
 
   async readSession(namespace: string, sessionId: string): Promise<StoredSession | undefined> {
     return this.#call('readSession', namespace, sessionId, async (query) => {
-      const [row] = await query('read', [namespace, sessionId]);
+      const [row] = await query('read', [pgKey(namespace), pgKey(sessionId)]);
       if (row === undefined) return undefined;
       return {
         ...info(row, sessionId),
@@ -202,34 +214,61 @@ export class PostgresStore implements SessionStore {
     return this.#call('listSessions', namespace, undefined, async (query) => {
       const limit = checkLimit(options.limit);
       if (options.after !== undefined) checkStoreKey(this.description, 'listSessions', options.after);
-      const rows = await query('list', [namespace, options.after ?? null, limit + 1]);
-      const sessions = rows.slice(0, limit).map((row) => info(row, row.session_id as string));
+      const after = options.after === undefined ? null : pgKey(options.after);
+      const rows = await query('list', [pgKey(namespace), after, limit + 1]);
+      const sessions = rows.slice(0, limit).map((row) => info(row, fromPgKey(row.session_id as string)));
       return rows.length > limit ? { sessions, next: sessions.at(-1)!.sessionId } : { sessions };
     });
   }
 
   async deleteSession(namespace: string, sessionId: string): Promise<boolean> {
     return this.#call('deleteSession', namespace, sessionId, async (query) => {
-      const [row] = await query('delete', [namespace, sessionId]);
+      const [row] = await query('delete', [pgKey(namespace), pgKey(sessionId)]);
       return row?.existed === true;
     });
   }
 
   async purgeExpired(namespace?: string): Promise<number> {
     return this.#call('purgeExpired', namespace, undefined, async (query) => {
-      const [row] = await query('purge', [namespace ?? null]);
+      const ns = namespace === undefined ? null : pgKey(namespace);
+      const [row] = await query('purge', [ns]);
+      await query('pruneJournals', [ns]);
       return row?.purged as number;
     });
   }
 
-  async appendJournal(namespace: string, sessionId: string, callId: string, data: unknown): Promise<number> {
+  async appendJournal(
+    namespace: string,
+    sessionId: string,
+    callId: string,
+    data: unknown,
+    fence?: JournalFence,
+  ): Promise<number> {
     return this.#call(
       'appendJournal',
       namespace,
       sessionId,
       async (query) => {
-        const [row] = await query('appendJournal', [namespace, sessionId, callId, json(data, 'the entry')]);
-        return row!.seq as number;
+        const values = [
+          pgKey(namespace),
+          pgKey(sessionId),
+          pgKey(callId),
+          json(data, 'the entry'),
+          fence?.owner ?? null,
+          fence?.leaseMs ?? null,
+        ];
+        for (let attempt = 0; ; attempt++) {
+          const [row] = await query('appendJournal', values);
+          if (row!.seq !== null) return row!.seq as number;
+          if (!row!.leased) throw await this.#fenceRefused(query, namespace, sessionId, 'appendJournal');
+          const [journal] = await query('journalOf', [pgKey(namespace), pgKey(callId)]);
+          if (journal !== undefined && fromPgKey(journal.session_id as string) !== sessionId) {
+            throw otherSession(this.description, 'appendJournal', namespace, callId);
+          }
+          // A journal of this id past its retention: it goes, and this entry starts a new one.
+          if (journal?.gone === true) await query('deleteGone', [pgKey(namespace), pgKey(callId)]);
+          if (attempt >= 3) throw new Error('the journal changed under every attempt to append to it');
+        }
       },
       callId,
     );
@@ -241,9 +280,9 @@ export class PostgresStore implements SessionStore {
       namespace,
       undefined,
       async (query) => {
-        const [row] = await query('readJournal', [namespace, callId]);
+        const [row] = await query('readJournal', [pgKey(namespace), pgKey(callId)]);
         if (row === undefined) return undefined;
-        const sessionId = row.session_id as string;
+        const sessionId = fromPgKey(row.session_id as string);
         const entries = (row.entries as string[]).map((data, seq) => {
           try {
             return { seq, data: JSON.parse(data) as unknown };
@@ -263,12 +302,27 @@ export class PostgresStore implements SessionStore {
     );
   }
 
-  async finishJournal(namespace: string, callId: string): Promise<void> {
+  async finishJournal(namespace: string, callId: string, options: FinishJournalOptions = {}): Promise<void> {
     await this.#call(
       'finishJournal',
       namespace,
       undefined,
-      (query) => query('finishJournal', [namespace, callId]),
+      async (query) => {
+        const retainMs = checkRetain(this.description, options.retainMs);
+        const { entry, fence } = options;
+        const [row] = await query('finishJournal', [
+          pgKey(namespace),
+          pgKey(callId),
+          entry === undefined ? null : json(entry, 'the entry'),
+          retainMs ?? null,
+          fence?.owner ?? null,
+          fence?.leaseMs ?? null,
+        ]);
+        if (row!.found && !row!.done) {
+          const sessionId = fromPgKey(row!.session_id as string);
+          throw await this.#fenceRefused(query, namespace, sessionId, 'finishJournal');
+        }
+      },
       callId,
     );
   }
@@ -279,8 +333,26 @@ export class PostgresStore implements SessionStore {
     options: { unfinished?: boolean | undefined } = {},
   ): Promise<string[]> {
     return this.#call('listJournals', namespace, sessionId, async (query) => {
-      const rows = await query('listJournals', [namespace, sessionId, options.unfinished === true]);
-      return rows.map((row) => row.call_id as string);
+      const rows = await query('listJournals', [
+        pgKey(namespace),
+        pgKey(sessionId),
+        options.unfinished === true,
+      ]);
+      return rows.map((row) => fromPgKey(row.call_id as string));
+    });
+  }
+
+  async listUnfinishedCalls(namespace: string, options: ListOptions = {}): Promise<UnfinishedCallPage> {
+    return this.#call('listUnfinishedCalls', namespace, undefined, async (query) => {
+      const limit = checkLimit(options.limit);
+      if (options.after !== undefined) checkStoreKey(this.description, 'listUnfinishedCalls', options.after);
+      const after = options.after === undefined ? null : pgKey(options.after);
+      const rows = await query('unfinishedCalls', [pgKey(namespace), after, limit + 1]);
+      const calls = rows.slice(0, limit).map((row) => ({
+        callId: fromPgKey(row.call_id as string),
+        sessionId: fromPgKey(row.session_id as string),
+      }));
+      return rows.length > limit ? { calls, next: calls.at(-1)!.callId } : { calls };
     });
   }
 
@@ -289,7 +361,10 @@ export class PostgresStore implements SessionStore {
       'deleteJournal',
       namespace,
       undefined,
-      async (query) => (await query('deleteJournal', [namespace, callId])).length > 0,
+      async (query) => {
+        const [row] = await query('deleteJournal', [pgKey(namespace), pgKey(callId)]);
+        return row?.existed === true;
+      },
       callId,
     );
   }
@@ -322,8 +397,6 @@ export class PostgresStore implements SessionStore {
     if (namespace !== undefined) checkStoreKey(this.description, operation, namespace);
     if (sessionId !== undefined) checkStoreKey(this.description, operation, sessionId);
     if (callId !== undefined) checkStoreKey(this.description, operation, callId);
-    for (const key of [namespace, sessionId, callId])
-      if (key !== undefined) this.#checkStorable(operation, key);
     try {
       const pool = await this.#open();
       const query: Query = async (name, values) => {
@@ -354,17 +427,6 @@ export class PostgresStore implements SessionStore {
         operation,
         sessionId,
         cause: error,
-      });
-    }
-  }
-
-  /** PostgreSQL text holds neither NUL nor lone surrogates: such keys are refused rather than altered. */
-  #checkStorable(operation: string, key: string): void {
-    if (key.includes('\u0000') || !wellFormed(key)) {
-      throw new StoreError({
-        message: `${this.description}.${operation}: keys must be well-formed Unicode without NUL characters`,
-        store: this.description,
-        operation,
       });
     }
   }
@@ -461,7 +523,7 @@ export class PostgresStore implements SessionStore {
     const turns = row.turns as string[];
     if (turns.length === version - (row.base_version as number))
       return this.#state(namespace, sessionId, row);
-    const [again] = await query('read', [namespace, sessionId]);
+    const [again] = await query('read', [pgKey(namespace), pgKey(sessionId)]);
     if (again === undefined || again.version !== version) {
       throw new Error('the session changed while it was being acquired');
     }
@@ -470,10 +532,16 @@ export class PostgresStore implements SessionStore {
 
   /** Folds a session's turns into a new base (the state is unchanged). */
   async #foldNow(query: Query, namespace: string, sessionId: string): Promise<void> {
-    const [row] = await query('read', [namespace, sessionId]);
+    const [row] = await query('read', [pgKey(namespace), pgKey(sessionId)]);
     if (row === undefined) return;
     const state = this.#state(namespace, sessionId, row);
-    await query('fold', [namespace, sessionId, JSON.stringify(state), row.version, row.base_version]);
+    await query('fold', [
+      pgKey(namespace),
+      pgKey(sessionId),
+      JSON.stringify(state),
+      row.version,
+      row.base_version,
+    ]);
   }
 
   /** The state a row's base and turns make, or a `StoreError` naming the session. */
@@ -497,26 +565,50 @@ export class PostgresStore implements SessionStore {
     });
   }
 
+  /**
+   * Why a commit wrote nothing: a `StoreConflictError` saying so, or the session's version when the turn is its
+   * last one already (committed by an earlier try whose answer was lost; the lease is released when asked).
+   */
   async #conflict(
     query: Query,
     namespace: string,
     sessionId: string,
     options: CommitOptions,
-  ): Promise<StoreConflictError> {
-    const [row] = await query('lease', [namespace, sessionId]);
+  ): Promise<StoreConflictError | number> {
+    const [row] = await query('lease', [pgKey(namespace), pgKey(sessionId)]);
     const now = row === undefined ? 0 : Number(row.now);
-    const leased =
+    const expired = row !== undefined && row.expires_at !== null && Number(row.expires_at) <= now;
+    if (
       row !== undefined &&
-      row.lease_owner === options.owner &&
-      Number(row.lease_until) > now &&
-      (row.expires_at === null || Number(row.expires_at) > now);
+      !expired &&
+      options.turnId !== undefined &&
+      row.last_turn_id === options.turnId
+    ) {
+      if (options.release !== false && row.lease_owner === options.owner) {
+        await query('release', [pgKey(namespace), pgKey(sessionId), options.owner]);
+      }
+      return row.version as number;
+    }
+    const leased = row !== undefined && !expired && row.lease_owner === options.owner;
     return commitConflict(
       this.description,
       namespace,
       sessionId,
       options.version,
-      leased ? { reason: 'version', actual: row.version } : { reason: 'lease' },
+      leased ? { reason: 'version', actual: row.version } : { reason: expired ? 'expired' : 'lease' },
     );
+  }
+
+  /** The `StoreConflictError` of a fenced journal write that wrote nothing. */
+  async #fenceRefused(
+    query: Query,
+    namespace: string,
+    sessionId: string,
+    operation: string,
+  ): Promise<StoreConflictError> {
+    const [row] = await query('lease', [pgKey(namespace), pgKey(sessionId)]);
+    const expired = row !== undefined && row.expires_at !== null && Number(row.expires_at) <= Number(row.now);
+    return fenceConflict(this.description, namespace, sessionId, operation, expired);
   }
 }
 
@@ -575,7 +667,25 @@ function safeUrl(connectionString: string): string {
   }
 }
 
-/** Whether a string has no lone surrogates (what UTF-8, and so PostgreSQL text, can hold). */
-function wellFormed(text: string): boolean {
-  return !/\p{Surrogate}/u.test(text);
+/** Marks a key stored as the hex of its UTF-16 code units (see {@link pgKey}). */
+const ESCAPED = '\u0001';
+
+/**
+ * A key as stored: itself, unless PostgreSQL text cannot hold it (a NUL character, a lone surrogate) or it
+ * starts with {@link ESCAPED}; then ESCAPED and the hex of its UTF-16 code units (one key, and no other).
+ */
+export function pgKey(key: string): string {
+  if (key.charCodeAt(0) !== 1 && !key.includes('\u0000') && !/\p{Surrogate}/u.test(key)) return key;
+  let hex = ESCAPED;
+  for (let i = 0; i < key.length; i++) hex += key.charCodeAt(i).toString(16).padStart(4, '0');
+  return hex;
+}
+
+/** A stored key back as the key. */
+export function fromPgKey(stored: string): string {
+  if (stored.charCodeAt(0) !== 1) return stored;
+  let key = '';
+  for (let i = 1; i < stored.length; i += 4)
+    key += String.fromCharCode(Number.parseInt(stored.slice(i, i + 4), 16));
+  return key;
 }

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { PRELUDE, WRITE } from './redis-scripts';
+import { FENCE_GRACE_MS, PRELUDE, WRITE } from './redis-scripts';
 
 /*
  * The scripts RedisStore runs for a session changed by a BullMQ job (QueueAgentWorker): the same keys and the
@@ -71,6 +71,8 @@ local lease = base .. ':l:' .. m
 local holder = redis.call('GET', lease)
 if holder and holder ~= owner then return {'busy', tostring(redis.call('PTTL', lease))} end
 redis.call('SET', lease, owner, 'PX', ARGV[4])
+-- The holder of record too, so that fenced journal writes of an owner before this one are refused.
+redis.call('SET', base .. ':f:' .. m, owner, 'PX', tonumber(ARGV[4]) + ${FENCE_GRACE_MS})
 if not alive then return {'ok', '0', ''} end
 local f = redis.call('HMGET', base .. ':s:' .. m, 'version', 'epoch')
 if f[2] == ARGV[5] and f[1] == ARGV[6] then return {'ok', f[1], f[2]} end

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { PRUNE_BATCH } from './types';
 
 /*
  * RedisStore's Lua scripts: every change to a session is one of them, so it is in Redis whole or not at all.
@@ -10,8 +11,14 @@ import type { Redis } from 'ioredis';
 /** The layout's version, in `<prefix>:meta`. */
 export const REDIS_SCHEMA = 1;
 
-// Every script: `now` (ms), `drop` (a session and everything of it) and `live` (whether a session has
-// committed turns and has not expired; an expired one is dropped, as MemoryStore does).
+/** How long past its lease a lease's holder of record (`f:`) is kept, in ms: a day. */
+export const FENCE_GRACE_MS = 86_400_000;
+
+// Every script: `now` (ms), `drop` (a session and everything of it), `expired` (whether a session's committed
+// state expired: it is dropped) and `live` (whether a session has committed turns and has not expired; an
+// expired one is dropped, as MemoryStore does). And `fenced`: nil when `owner` still holds the session's
+// lease (the holder of record `f:` is theirs, and no other owner's lease `l:` runs), else why not, as
+// {'lease'} or {'expired'}; when it holds, the lease is extended by `ms`.
 export const PRELUDE = `
 if redis.replicate_commands then redis.replicate_commands() end
 local clock = redis.call('TIME')
@@ -20,21 +27,40 @@ local function drop(base, m)
   local sj = base .. ':sj:' .. m
   for _, call in ipairs(redis.call('LRANGE', sj, 0, -1)) do
     redis.call('DEL', base .. ':j:' .. call, base .. ':j:' .. call .. ':e')
+    redis.call('ZREM', base .. ':u', call)
+    redis.call('ZREM', base .. ':jx', call)
   end
-  redis.call('DEL', base .. ':s:' .. m, base .. ':t:' .. m, base .. ':l:' .. m, sj)
+  redis.call('DEL', base .. ':s:' .. m, base .. ':t:' .. m, base .. ':l:' .. m, base .. ':f:' .. m, sj)
   redis.call('ZREM', base .. ':i', m)
   redis.call('ZREM', base .. ':x', m)
 end
-local function live(base, m)
+local function expired(base, m)
   local expires = redis.call('HGET', base .. ':s:' .. m, 'expires')
   if expires then
-    if expires == '' or tonumber(expires) > now then return true end
+    if expires == '' or tonumber(expires) > now then return false end
     drop(base, m)
-    return false
+    return true
   end
   -- Listed but gone: Redis expired its keys.
-  if redis.call('ZSCORE', base .. ':i', m) then drop(base, m) end
+  if redis.call('ZSCORE', base .. ':i', m) then
+    drop(base, m)
+    return true
+  end
   return false
+end
+local function live(base, m)
+  if expired(base, m) then return false end
+  return redis.call('EXISTS', base .. ':s:' .. m) == 1
+end
+local function fenced(base, m, owner, ms)
+  if expired(base, m) then return {'expired'} end
+  local f, l = base .. ':f:' .. m, base .. ':l:' .. m
+  if redis.call('GET', f) ~= owner then return {'lease'} end
+  local holder = redis.call('GET', l)
+  if holder and holder ~= owner then return {'lease'} end
+  redis.call('SET', l, owner, 'PX', ms)
+  redis.call('PEXPIRE', f, tonumber(ms) + ${FENCE_GRACE_MS})
+  return nil
 end
 local function session(base, m, result)
   local f = redis.call('HMGET', base .. ':s:' .. m, 'version', 'updated', 'expires', 'epoch', 'base', 'state')
@@ -54,7 +80,9 @@ return ARGV[2]
 
 // ARGV: base, session, owner, lease ms, known version ('' for none).
 // {'busy', until} | {'ok', fresh ('1' when the lease was not the owner's already), then the session's fields
-// and turns, or only its version when it is the known one}
+// and turns, or only its version when it is the known one}. The lease `l:` lives as long as it runs; the
+// holder of record `f:` (what fenced writes check) stays until another owner takes the lease or it is
+// released, so a holder whose lease ran out with nobody taking it goes on.
 const ACQUIRE = `${PRELUDE}
 local base, m, owner = ARGV[1], ARGV[2], ARGV[3]
 local alive = live(base, m)
@@ -64,6 +92,7 @@ if holder and holder ~= owner then
   return {'busy', tostring(now + math.max(redis.call('PTTL', lease), 0))}
 end
 redis.call('SET', lease, owner, 'PX', ARGV[4])
+redis.call('SET', base .. ':f:' .. m, owner, 'PX', tonumber(ARGV[4]) + ${FENCE_GRACE_MS})
 local fresh = holder and '0' or '1'
 if not alive then return {'ok', fresh, '0'} end
 local version = redis.call('HGET', base .. ':s:' .. m, 'version')
@@ -73,28 +102,27 @@ return session(base, m, {'ok', fresh})
 
 // ARGV: base, session, owner, lease ms; and, for a lease held by a BullMQ job (redis-job-sessions.ts), the
 // job's lock key and the worker's token: the lease is kept only while the lock holds that token.
+// A lease that ran out with nobody taking it is renewed.
 const RENEW = `${PRELUDE}
 if ARGV[5] and redis.call('GET', ARGV[5]) ~= ARGV[6] then return 0 end
-live(ARGV[1], ARGV[2])
-local lease = ARGV[1] .. ':l:' .. ARGV[2]
-if redis.call('GET', lease) ~= ARGV[3] then return 0 end
-redis.call('PEXPIRE', lease, ARGV[4])
+if fenced(ARGV[1], ARGV[2], ARGV[3], ARGV[4]) then return 0 end
 return 1
 `;
 
 // ARGV: base, session, owner.
 const RELEASE = `${PRELUDE}
 live(ARGV[1], ARGV[2])
-local lease = ARGV[1] .. ':l:' .. ARGV[2]
+local lease, f = ARGV[1] .. ':l:' .. ARGV[2], ARGV[1] .. ':f:' .. ARGV[2]
 if redis.call('GET', lease) == ARGV[3] then redis.call('DEL', lease) end
+if redis.call('GET', f) == ARGV[3] then redis.call('DEL', f) end
 return 1
 `;
 
 // A turn written at `version` (checked by the caller): appended to the turns, or (`rewrite`) the whole state as
-// a new base. Sets the expiry (ttl ms, '' for none) and lists a new session. Returns
-// {'ok', new version, turns since the base, epoch, base version}.
+// a new base. Sets the expiry (ttl ms, '' for none), the turn's id (`turn`, '' for none) and lists a new
+// session. Returns {'ok', new version, turns since the base, epoch, base version}.
 export const WRITE = `
-local function write(base, m, version, kind, payload, ttl, epoch, namespaces, hexns)
+local function write(base, m, version, kind, payload, ttl, epoch, namespaces, hexns, turn)
   local s, t = base .. ':s:' .. m, base .. ':t:' .. m
   if version == 0 then
     redis.call('DEL', t)
@@ -108,7 +136,7 @@ local function write(base, m, version, kind, payload, ttl, epoch, namespaces, he
   else
     redis.call('RPUSH', t, payload)
   end
-  redis.call('HSET', s, 'version', version + 1, 'updated', now)
+  redis.call('HSET', s, 'version', version + 1, 'updated', now, 'turn', turn or '')
   if ttl == '' then
     redis.call('HSET', s, 'expires', '')
     redis.call('PERSIST', s)
@@ -133,17 +161,29 @@ end
 `;
 
 // ARGV: base, session, owner, version, turn, release ('1'/'0'), ttl ms ('' for none), a new epoch, the
-// namespaces key, the hex namespace.
-// {'lease'} | {'version', stored version} | {'ok', new version, turns since the base, epoch, base version}
+// namespaces key, the hex namespace, the turn's id ('' for none).
+// {'lease'} | {'expired'} | {'version', stored version} | {'ok', new version, turns since the base, epoch,
+// base version}. A turn id that is the session's last turn's: {'ok', its version, '0'} (committed already).
 const COMMIT = `${PRELUDE}${WRITE}
 local base, m, owner = ARGV[1], ARGV[2], ARGV[3]
-local alive = live(base, m)
-local lease = base .. ':l:' .. m
-if redis.call('GET', lease) ~= owner then return {'lease'} end
+local s, lease, f = base .. ':s:' .. m, base .. ':l:' .. m, base .. ':f:' .. m
+local function release()
+  if ARGV[6] ~= '1' then return end
+  if redis.call('GET', lease) == owner then redis.call('DEL', lease) end
+  if redis.call('GET', f) == owner then redis.call('DEL', f) end
+end
+if expired(base, m) then return {'expired'} end
+local alive = redis.call('EXISTS', s) == 1
+if alive and ARGV[11] ~= '' and redis.call('HGET', s, 'turn') == ARGV[11] then
+  release()
+  return {'ok', redis.call('HGET', s, 'version'), '0'}
+end
+local holder = redis.call('GET', lease)
+if redis.call('GET', f) ~= owner or (holder and holder ~= owner) then return {'lease'} end
 local version = version_of(base, m, alive)
 if version ~= tonumber(ARGV[4]) then return {'version', tostring(version)} end
-local result = write(base, m, version, 'append', ARGV[5], ARGV[7], ARGV[8], ARGV[9], ARGV[10])
-if ARGV[6] == '1' then redis.call('DEL', lease) end
+local result = write(base, m, version, 'append', ARGV[5], ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11])
+release()
 return result
 `;
 
@@ -214,53 +254,140 @@ redis.call('LTRIM', base .. ':t:' .. m, tonumber(ARGV[5]) - tonumber(ARGV[4]), -
 return 1
 `;
 
-// ARGV: base, session, call, entry. The entry's seq.
-const JOURNAL_APPEND = `
+// A journal's hash: `session`, `finished` ('0'/'1'), `expires` (when a finished journal's retention ends, epoch
+// ms; none: kept). `u` lists the namespace's unfinished calls (lexically, score 0), `jx` the finished journals
+// with a retention (scored by when it ends). `journal_gone` drops a journal past its retention (true then),
+// `drop_journal` any journal, `prune` up to `most` of the namespace's journals past their retention.
+const JOURNALS = `
+local function drop_journal(base, call, m)
+  local journal = base .. ':j:' .. call
+  redis.call('DEL', journal, journal .. ':e')
+  redis.call('LREM', base .. ':sj:' .. m, 0, call)
+  redis.call('ZREM', base .. ':u', call)
+  redis.call('ZREM', base .. ':jx', call)
+end
+local function journal_gone(base, call, m)
+  local expires = redis.call('HGET', base .. ':j:' .. call, 'expires')
+  if expires and tonumber(expires) <= now then
+    drop_journal(base, call, m)
+    return true
+  end
+  return false
+end
+local function prune(base, most)
+  local calls = redis.call('ZRANGEBYSCORE', base .. ':jx', '-inf', now, 'LIMIT', 0, most)
+  for _, call in ipairs(calls) do
+    local m = redis.call('HGET', base .. ':j:' .. call, 'session')
+    if m then drop_journal(base, call, m) else redis.call('ZREM', base .. ':jx', call) end
+  end
+  return #calls
+end
+`;
+
+// ARGV: base, session, call, entry, and for a fenced write the owner and lease ms ('' for none).
+// {'ok', the entry's seq} | {'other'} (the call is another session's) | {'lease'} | {'expired'}
+const JOURNAL_APPEND = `${PRELUDE}${JOURNALS}
 local base, m, call = ARGV[1], ARGV[2], ARGV[3]
 local journal = base .. ':j:' .. call
-if redis.call('EXISTS', journal) == 0 then
+local session = redis.call('HGET', journal, 'session')
+if session and session ~= m then return {'other'} end
+if ARGV[5] ~= '' then
+  local refused = fenced(base, m, ARGV[5], ARGV[6])
+  if refused then return refused end
+end
+if session and journal_gone(base, call, m) then session = nil end
+if not session then
+  prune(base, ${PRUNE_BATCH})
   redis.call('HSET', journal, 'session', m, 'finished', '0')
   redis.call('RPUSH', base .. ':sj:' .. m, call)
+  redis.call('ZADD', base .. ':u', 0, call)
+elseif redis.call('HGET', journal, 'finished') == '1' then
+  -- An entry after the finish reopens the journal (a failed call tried again).
+  redis.call('HSET', journal, 'finished', '0')
+  redis.call('HDEL', journal, 'expires')
+  redis.call('ZREM', base .. ':jx', call)
+  redis.call('ZADD', base .. ':u', 0, call)
 end
-return redis.call('RPUSH', journal .. ':e', ARGV[4]) - 1
+return {'ok', tostring(redis.call('RPUSH', journal .. ':e', ARGV[4]) - 1)}
 `;
 
 // ARGV: base, call. {session, finished, entries...} or nil.
-const JOURNAL_READ = `
+const JOURNAL_READ = `${PRELUDE}${JOURNALS}
 local journal = ARGV[1] .. ':j:' .. ARGV[2]
 local f = redis.call('HMGET', journal, 'session', 'finished')
-if not f[1] then return false end
+if not f[1] or journal_gone(ARGV[1], ARGV[2], f[1]) then return false end
 local result = {f[1], f[2] or '0'}
 for _, entry in ipairs(redis.call('LRANGE', journal .. ':e', 0, -1)) do result[#result + 1] = entry end
 return result
 `;
 
-// ARGV: base, call.
-const JOURNAL_FINISH = `
-local journal = ARGV[1] .. ':j:' .. ARGV[2]
-if redis.call('EXISTS', journal) == 1 then redis.call('HSET', journal, 'finished', '1') end
-return 1
+// ARGV: base, call, has an entry ('1'/'0'), the entry, retention ms ('' for kept), and for a fenced write the
+// owner and lease ms ('' for none). {'ok'} | {'lease' | 'expired', session}
+const JOURNAL_FINISH = `${PRELUDE}${JOURNALS}
+local base, call = ARGV[1], ARGV[2]
+local journal = base .. ':j:' .. call
+local m = redis.call('HGET', journal, 'session')
+if not m or journal_gone(base, call, m) then return {'ok'} end
+if ARGV[6] ~= '' then
+  local refused = fenced(base, m, ARGV[6], ARGV[7])
+  if refused then return {refused[1], m} end
+end
+if ARGV[3] == '1' then redis.call('RPUSH', journal .. ':e', ARGV[4]) end
+redis.call('HSET', journal, 'finished', '1')
+redis.call('ZREM', base .. ':u', call)
+if ARGV[5] == '' then
+  redis.call('HDEL', journal, 'expires')
+  redis.call('ZREM', base .. ':jx', call)
+else
+  local expires = now + tonumber(ARGV[5])
+  redis.call('HSET', journal, 'expires', expires)
+  redis.call('ZADD', base .. ':jx', expires, call)
+end
+return {'ok'}
 `;
 
 // ARGV: base, session, unfinished only ('1'/'0').
-const JOURNAL_LIST = `
+const JOURNAL_LIST = `${PRELUDE}${JOURNALS}
 local result = {}
 for _, call in ipairs(redis.call('LRANGE', ARGV[1] .. ':sj:' .. ARGV[2], 0, -1)) do
-  if ARGV[3] ~= '1' or redis.call('HGET', ARGV[1] .. ':j:' .. call, 'finished') ~= '1' then
+  local finished = redis.call('HGET', ARGV[1] .. ':j:' .. call, 'finished')
+  if ARGV[3] == '1' then
+    if finished ~= '1' then result[#result + 1] = call end
+  elseif not journal_gone(ARGV[1], call, ARGV[2]) then
     result[#result + 1] = call
   end
 end
 return result
 `;
 
-// ARGV: base, call. 1 when it existed.
-const JOURNAL_DELETE = `
+// ARGV: base, call. 1 when it existed (and was not past its retention).
+const JOURNAL_DELETE = `${PRELUDE}${JOURNALS}
 local journal = ARGV[1] .. ':j:' .. ARGV[2]
 local m = redis.call('HGET', journal, 'session')
 if not m then return 0 end
-redis.call('DEL', journal, journal .. ':e')
-redis.call('LREM', ARGV[1] .. ':sj:' .. m, 0, ARGV[2])
+if journal_gone(ARGV[1], ARGV[2], m) then return 0 end
+drop_journal(ARGV[1], ARGV[2], m)
 return 1
+`;
+
+// ARGV: base, start (ZRANGEBYLEX form), how many. Call, session, ... of unfinished calls from start.
+const JOURNAL_UNFINISHED = `
+local result = {}
+for _, call in ipairs(redis.call('ZRANGEBYLEX', ARGV[1] .. ':u', ARGV[2], '+', 'LIMIT', 0, tonumber(ARGV[3]))) do
+  local m = redis.call('HGET', ARGV[1] .. ':j:' .. call, 'session')
+  if m then
+    result[#result + 1] = call
+    result[#result + 1] = m
+  else
+    redis.call('ZREM', ARGV[1] .. ':u', call)
+  end
+end
+return result
+`;
+
+// ARGV: base, batch size. Drops up to that many journals past their retention; how many.
+const JOURNAL_PRUNE = `${PRELUDE}${JOURNALS}
+return prune(ARGV[1], tonumber(ARGV[2]))
 `;
 
 type Reply = Promise<(string | null)[] | null>;
@@ -288,6 +415,7 @@ export interface RedisStoreCommands {
     epoch: string,
     namespaces: string,
     hexNamespace: string,
+    turnId: string,
   ): Promise<string[]>;
   lagentStoreRead(base: string, m: string): Reply;
   lagentStoreDelete(base: string, m: string): Promise<number>;
@@ -301,11 +429,28 @@ export interface RedisStoreCommands {
     version: string,
     state: string,
   ): Promise<number>;
-  lagentStoreJournalAppend(base: string, m: string, call: string, entry: string): Promise<number>;
+  lagentStoreJournalAppend(
+    base: string,
+    m: string,
+    call: string,
+    entry: string,
+    owner: string,
+    leaseMs: string,
+  ): Promise<string[]>;
   lagentStoreJournalRead(base: string, call: string): Reply;
-  lagentStoreJournalFinish(base: string, call: string): Promise<number>;
+  lagentStoreJournalFinish(
+    base: string,
+    call: string,
+    hasEntry: string,
+    entry: string,
+    retainMs: string,
+    owner: string,
+    leaseMs: string,
+  ): Promise<string[]>;
   lagentStoreJournalList(base: string, m: string, unfinished: string): Promise<string[]>;
   lagentStoreJournalDelete(base: string, call: string): Promise<number>;
+  lagentStoreJournalUnfinished(base: string, start: string, limit: number): Promise<string[]>;
+  lagentStoreJournalPrune(base: string, batch: number): Promise<number>;
 }
 
 const SCRIPTS: Record<keyof RedisStoreCommands, string> = {
@@ -324,6 +469,8 @@ const SCRIPTS: Record<keyof RedisStoreCommands, string> = {
   lagentStoreJournalFinish: JOURNAL_FINISH,
   lagentStoreJournalList: JOURNAL_LIST,
   lagentStoreJournalDelete: JOURNAL_DELETE,
+  lagentStoreJournalUnfinished: JOURNAL_UNFINISHED,
+  lagentStoreJournalPrune: JOURNAL_PRUNE,
 };
 
 /** Defines the scripts on a client (once per client: stores sharing one share them). */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { ConfigurationError, missingPeer, StoreError } from '../schema/errors';
 import { errorMessage } from '../utils/text';
-import { checkLimit, checkStoreKey, checkTtl } from './memory-store';
+import { checkLimit, checkStoreKey, checkTtl, otherSession } from './memory-store';
 import { encodeTurn, foldState } from './redis-codec';
 import { decodeKey, encodeKey, RedisStoreKeys } from './redis-keys';
 import { defineStoreCommands, REDIS_SCHEMA, type RedisStoreCommands } from './redis-scripts';
@@ -11,6 +11,8 @@ import type {
   AcquireOptions,
   BusySession,
   CommitOptions,
+  FinishJournalOptions,
+  JournalFence,
   ListOptions,
   SessionPage,
   SessionStore,
@@ -18,8 +20,9 @@ import type {
   StoredSession,
   StoredState,
   StoreOptions,
+  UnfinishedCallPage,
 } from './types';
-import { commitConflict } from './types';
+import { checkRetain, commitConflict, fenceConflict } from './types';
 
 /** Options of {@link RedisStore}: where Redis is (`url`, or a `client` the caller owns), and the store's. */
 export interface RedisStoreOptions extends StoreOptions {
@@ -204,9 +207,12 @@ export class RedisStore implements SessionStore {
         randomUUID(),
         this.keys.namespaces,
         encodeKey(namespace),
+        options.turnId ?? '',
       );
-      if (reply[0] === 'lease') {
-        throw commitConflict(this.description, namespace, sessionId, options.version, { reason: 'lease' });
+      if (reply[0] === 'lease' || reply[0] === 'expired') {
+        throw commitConflict(this.description, namespace, sessionId, options.version, {
+          reason: reply[0],
+        });
       }
       if (reply[0] === 'version') {
         throw commitConflict(this.description, namespace, sessionId, options.version, {
@@ -278,18 +284,35 @@ export class RedisStore implements SessionStore {
           purged += count;
           if (seen < PURGE_BATCH) break;
         }
+        while ((await redis.lagentStoreJournalPrune(base, PURGE_BATCH)) === PURGE_BATCH);
       }
       return purged;
     });
   }
 
-  appendJournal(namespace: string, sessionId: string, callId: string, data: unknown): Promise<number> {
+  appendJournal(
+    namespace: string,
+    sessionId: string,
+    callId: string,
+    data: unknown,
+    fence?: JournalFence,
+  ): Promise<number> {
     return this.#run('appendJournal', namespace, sessionId, async (redis) => {
       checkStoreKey(this.description, 'appendJournal', callId);
       const entry = JSON.stringify(data);
       if (entry === undefined) throw new Error(`a journal entry must be JSON, got ${typeof data}`);
       const base = this.keys.base(namespace);
-      return redis.lagentStoreJournalAppend(base, encodeKey(sessionId), encodeKey(callId), entry);
+      const [status, seq] = await redis.lagentStoreJournalAppend(
+        base,
+        encodeKey(sessionId),
+        encodeKey(callId),
+        entry,
+        fence?.owner ?? '',
+        fence === undefined ? '' : String(fence.leaseMs),
+      );
+      if (status === 'ok') return Number(seq);
+      if (status === 'other') throw otherSession(this.description, 'appendJournal', namespace, callId);
+      throw fenceConflict(this.description, namespace, sessionId, 'appendJournal', status === 'expired');
     });
   }
 
@@ -318,9 +341,25 @@ export class RedisStore implements SessionStore {
     });
   }
 
-  finishJournal(namespace: string, callId: string): Promise<void> {
+  finishJournal(namespace: string, callId: string, options: FinishJournalOptions = {}): Promise<void> {
     return this.#runJournal('finishJournal', namespace, callId, async (redis) => {
-      await redis.lagentStoreJournalFinish(this.keys.base(namespace), encodeKey(callId));
+      const retainMs = checkRetain(this.description, options.retainMs);
+      const { entry, fence } = options;
+      const json = entry === undefined ? '' : JSON.stringify(entry);
+      if (json === undefined) throw new Error(`a journal entry must be JSON, got ${typeof entry}`);
+      const [status, session] = await redis.lagentStoreJournalFinish(
+        this.keys.base(namespace),
+        encodeKey(callId),
+        entry === undefined ? '0' : '1',
+        json,
+        retainMs === undefined ? '' : String(retainMs),
+        fence?.owner ?? '',
+        fence === undefined ? '' : String(fence.leaseMs),
+      );
+      if (status !== 'ok') {
+        const sessionId = session === undefined ? '' : decodeKey(session);
+        throw fenceConflict(this.description, namespace, sessionId, 'finishJournal', status === 'expired');
+      }
     });
   }
 
@@ -343,6 +382,22 @@ export class RedisStore implements SessionStore {
   deleteJournal(namespace: string, callId: string): Promise<boolean> {
     return this.#runJournal('deleteJournal', namespace, callId, async (redis) => {
       return (await redis.lagentStoreJournalDelete(this.keys.base(namespace), encodeKey(callId))) === 1;
+    });
+  }
+
+  listUnfinishedCalls(namespace: string, options: ListOptions = {}): Promise<UnfinishedCallPage> {
+    return this.#run('listUnfinishedCalls', namespace, undefined, async (redis) => {
+      const limit = checkLimit(options.limit);
+      if (options.after !== undefined) checkStoreKey(this.description, 'listUnfinishedCalls', options.after);
+      const start = options.after === undefined ? '-' : `(${encodeKey(options.after)}`;
+      const reply = await redis.lagentStoreJournalUnfinished(this.keys.base(namespace), start, limit + 1);
+      const calls: UnfinishedCallPage['calls'] = [];
+      for (let i = 0; i < reply.length; i += 2) {
+        calls.push({ callId: decodeKey(reply[i]!), sessionId: decodeKey(reply[i + 1]!) });
+      }
+      if (calls.length <= limit) return { calls };
+      calls.length = limit;
+      return { calls, next: calls.at(-1)!.callId };
     });
   }
 

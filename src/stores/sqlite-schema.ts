@@ -35,7 +35,7 @@ export interface SqliteDatabase {
 }
 
 /** The schema version this code writes; a database at a newer one is refused. */
-export const SQLITE_SCHEMA_VERSION = 2;
+export const SQLITE_SCHEMA_VERSION = 3;
 
 /** Table names of one prefix. */
 export interface SqliteTables {
@@ -117,20 +117,40 @@ const MIGRATIONS: ((db: SqliteDatabase, t: SqliteTables, prefix: string) => void
       `CREATE INDEX "${prefix}journals_unfinished" ON ${t.journals} (namespace, session_id, id) WHERE finished = 0`,
     );
   },
+  (db, t, prefix) => {
+    // The turn id of a session's last commit: a commit tried again after its answer was lost writes nothing.
+    db.exec(`ALTER TABLE ${t.sessions} ADD COLUMN last_turn_id TEXT`);
+    // When a finished journal's retention ends (NULL: kept), found in order to prune.
+    db.exec(`ALTER TABLE ${t.journals} ADD COLUMN expires_at INTEGER`);
+    db.exec(
+      `CREATE INDEX "${prefix}journals_expiry" ON ${t.journals} (namespace, expires_at) WHERE expires_at IS NOT NULL`,
+    );
+    // A namespace's unfinished calls across sessions (what a process recovers when it starts).
+    db.exec(
+      `CREATE INDEX "${prefix}journals_unfinished_calls" ON ${t.journals} (namespace, call_id) WHERE finished = 0`,
+    );
+  },
 ];
 
 /**
  * Creates or upgrades the tables of `prefix` (in one IMMEDIATE transaction, so two processes opening a new
- * file do it once), or throws a `StoreError` when the database was written by a newer schema.
+ * file do it once), or throws a `StoreError` when the database was written by a newer schema. Tables already
+ * at this version are only read: opening takes no write lock, so a process that holds one (a process frozen
+ * in a write transaction) does not keep others from opening the file.
  */
 export function migrateSqlite(db: SqliteDatabase, prefix: string, description: string): void {
   const t = sqliteTables(prefix);
-  const migrate = db.transaction(() => {
-    db.exec(`CREATE TABLE IF NOT EXISTS ${t.meta} (key TEXT PRIMARY KEY, value INTEGER NOT NULL)`);
+  const versionOf = (): number => {
+    const table = db
+      .prepare(`SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = ?`)
+      .get(`${prefix}meta`);
+    if (table === undefined) return 0;
     const row = db.prepare(`SELECT value FROM ${t.meta} WHERE key = 'schema_version'`).get() as
       | { value: number }
       | undefined;
-    const version = row?.value ?? 0;
+    return row?.value ?? 0;
+  };
+  const refuseNewer = (version: number) => {
     if (version > SQLITE_SCHEMA_VERSION) {
       throw new StoreError({
         message: `${description}: the database's tables (prefix ${JSON.stringify(prefix)}) are at schema version ${version}, written by a newer lagent-ts; this one reads up to version ${SQLITE_SCHEMA_VERSION}: upgrade lagent-ts`,
@@ -138,6 +158,14 @@ export function migrateSqlite(db: SqliteDatabase, prefix: string, description: s
         operation: 'open',
       });
     }
+  };
+  const current = versionOf();
+  refuseNewer(current);
+  if (current === SQLITE_SCHEMA_VERSION) return;
+  const migrate = db.transaction(() => {
+    db.exec(`CREATE TABLE IF NOT EXISTS ${t.meta} (key TEXT PRIMARY KEY, value INTEGER NOT NULL)`);
+    const version = versionOf();
+    refuseNewer(version);
     for (let from = version; from < SQLITE_SCHEMA_VERSION; from++) MIGRATIONS[from]!(db, t, prefix);
     if (version !== SQLITE_SCHEMA_VERSION) {
       db.prepare(
@@ -148,6 +176,13 @@ export function migrateSqlite(db: SqliteDatabase, prefix: string, description: s
   });
   migrate.immediate();
 }
+
+/**
+ * The database's clock in epoch ms (SQLite's `'now'`, the operating system's time read by the SQL engine), the
+ * same for every process on the machine whatever each one's JavaScript clock says. Read inside a write
+ * transaction, it is the writer's time.
+ */
+export const SQLITE_NOW = `CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)`;
 
 /** A key as stored: its UTF-16 code units, big-endian (bytewise order is JavaScript's string order). */
 export function sqliteKey(key: string): Buffer {

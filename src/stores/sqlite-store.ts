@@ -1,10 +1,11 @@
 import { createRequire } from 'node:module';
 import { ConfigurationError, missingPeer, StoreError } from '../schema/errors';
 import { errorMessage } from '../utils/text';
-import { checkLimit, checkStoreKey, checkTtl } from './memory-store';
+import { checkLimit, checkStoreKey, checkTtl, otherSession } from './memory-store';
 import {
   fromSqliteKey,
   migrateSqlite,
+  SQLITE_NOW,
   type SqliteDatabase,
   type SqliteStatement,
   type SqliteTransaction,
@@ -17,11 +18,16 @@ import {
   applyTurn,
   type BusySession,
   type CommitOptions,
+  checkRetain,
   commitConflict,
+  type FinishJournalOptions,
+  fenceConflict,
   type GroupedSessionWrites,
   type GroupedWrite,
   type JournalEntry,
+  type JournalFence,
   type ListOptions,
+  PRUNE_BATCH,
   type SessionInfo,
   type SessionPage,
   type SessionTurn,
@@ -30,6 +36,7 @@ import {
   type StoredState,
   type StoreOptions,
   type SyncSessionStore,
+  type UnfinishedCallPage,
 } from './types';
 
 /** Options of {@link SQLiteStore}: a file to open, or a database the caller opened (and closes). */
@@ -82,6 +89,15 @@ interface SessionRow {
   lease_owner: string | null;
   lease_until: number;
   base_version: number;
+  last_turn_id: string | null;
+}
+
+interface JournalRow {
+  id: number;
+  session_id: Uint8Array;
+  entries: number;
+  finished: number;
+  expires_at: number | null;
 }
 
 type BetterSqlite3 = new (path: string, options: { timeout: number }) => SqliteDatabase;
@@ -106,7 +122,8 @@ function loadDriver(): BetterSqlite3 {
  * share the file (WAL mode; a writer waits up to `busyTimeoutMs`, 5 s by default, for another's transaction). Each commit is one IMMEDIATE
  * transaction that checks the lease and the version and writes only the turn: a session is a base state plus
  * the turns since it, folded into a new base every 32 turns. Async agents' calls running at once share their
- * lease and commit transactions (see {@link SQLiteStore.acquireSessionGrouped}).
+ * lease and commit transactions (see {@link SQLiteStore.acquireSessionGrouped}). Times (leases, expiry) are
+ * the database's clock, read by SQLite in the writer's transaction, not each process's `Date.now()`.
  *
  * @example
  * const store = new SQLiteStore({ path: './sessions.db', ttlMs: 7 * 24 * 3600_000 });
@@ -212,13 +229,13 @@ export class SQLiteStore implements SyncSessionStore, GroupedSessionWrites {
 
   renewLease(namespace: string, sessionId: string, owner: string, leaseMs: number): boolean {
     this.#checkKeys('renewLease', namespace, sessionId);
-    return this.#run('renewLease', namespace, sessionId, () => {
-      const now = Date.now();
-      return (
-        this.#sql.renew.run(now + leaseMs, sqliteKey(namespace), sqliteKey(sessionId), owner, now, now)
-          .changes > 0
-      );
-    });
+    // One statement: SQLite's clock is read in it. A lease that ran out with nobody taking it is renewed.
+    return this.#run(
+      'renewLease',
+      namespace,
+      sessionId,
+      () => this.#sql.renew.run(leaseMs, sqliteKey(namespace), sqliteKey(sessionId), owner).changes > 0,
+    );
   }
 
   releaseSession(namespace: string, sessionId: string, owner: string): void {
@@ -280,7 +297,7 @@ export class SQLiteStore implements SyncSessionStore, GroupedSessionWrites {
     const limit = checkLimit(options.limit);
     return this.#run('listSessions', namespace, undefined, () => {
       const after = options.after === undefined ? Buffer.alloc(0) : sqliteKey(String(options.after));
-      const rows = this.#sql.list.all(sqliteKey(namespace), after, Date.now(), limit + 1) as {
+      const rows = this.#sql.list.all(sqliteKey(namespace), after, limit + 1) as {
         session_id: Uint8Array;
         version: number;
         updated_at: number;
@@ -304,7 +321,7 @@ export class SQLiteStore implements SyncSessionStore, GroupedSessionWrites {
         const id = sqliteKey(sessionId);
         const row = this.#sql.session.get(ns, id) as SessionRow | undefined;
         this.#deleteSession(ns, id);
-        return row !== undefined && row.version > 0 && !expired(row, Date.now());
+        return row !== undefined && row.version > 0 && !expired(row, this.#now());
       }),
     );
   }
@@ -313,18 +330,33 @@ export class SQLiteStore implements SyncSessionStore, GroupedSessionWrites {
     this.#open('purgeExpired');
     return this.#run('purgeExpired', namespace, undefined, () =>
       this.#writing(() => {
+        const now = this.#now();
         const rows = (
           namespace === undefined
-            ? this.#sql.expiredAll.all(Date.now())
-            : this.#sql.expiredIn.all(sqliteKey(namespace), Date.now())
+            ? this.#sql.expiredAll.all(now)
+            : this.#sql.expiredIn.all(sqliteKey(namespace), now)
         ) as { namespace: Uint8Array; session_id: Uint8Array }[];
         for (const row of rows) this.#deleteSession(row.namespace, row.session_id);
+        if (namespace === undefined) {
+          this.#sql.pruneEntriesAll.run(now);
+          this.#sql.pruneJournalsAll.run(now);
+        } else {
+          const ns = sqliteKey(namespace);
+          this.#sql.pruneEntriesIn.run(ns, now, -1);
+          this.#sql.pruneJournalsIn.run(ns, now, -1);
+        }
         return rows.length;
       }),
     );
   }
 
-  appendJournal(namespace: string, sessionId: string, callId: string, data: unknown): number {
+  appendJournal(
+    namespace: string,
+    sessionId: string,
+    callId: string,
+    data: unknown,
+    fence?: JournalFence,
+  ): number {
     this.#checkKeys('appendJournal', namespace, sessionId, callId);
     const json = this.#run('appendJournal', namespace, sessionId, () => {
       const text = JSON.stringify(data);
@@ -333,12 +365,28 @@ export class SQLiteStore implements SyncSessionStore, GroupedSessionWrites {
     });
     return this.#run('appendJournal', namespace, sessionId, () =>
       this.#writing(() => {
+        const now = this.#now();
         const ns = sqliteKey(namespace);
+        const id = sqliteKey(sessionId);
         const call = sqliteKey(callId);
-        let journal = this.#sql.journal.get(ns, call) as { id: number; entries: number } | undefined;
+        let journal = this.#sql.journal.get(ns, call) as JournalRow | undefined;
+        if (journal !== undefined && Buffer.compare(Buffer.from(journal.session_id), id) !== 0) {
+          throw otherSession(this.description, 'appendJournal', namespace, callId);
+        }
+        if (fence !== undefined) this.#fenced(ns, id, fence, 'appendJournal', namespace, sessionId, now);
+        if (journal !== undefined && gone(journal, now)) {
+          this.#sql.deleteEntries.run(journal.id);
+          this.#sql.deleteJournal.run(journal.id);
+          journal = undefined;
+        }
         if (journal === undefined) {
-          const id = this.#sql.insertJournal.get(ns, call, sqliteKey(sessionId)) as { id: number };
-          journal = { id: id.id, entries: 0 };
+          this.#sql.pruneEntriesIn.run(ns, now, PRUNE_BATCH);
+          this.#sql.pruneJournalsIn.run(ns, now, PRUNE_BATCH);
+          const created = this.#sql.insertJournal.get(ns, call, id) as { id: number };
+          journal = { id: created.id, session_id: id, entries: 0, finished: 0, expires_at: null };
+        } else if (journal.finished !== 0) {
+          // An entry after the finish reopens the journal (a failed call tried again).
+          this.#sql.reopenJournal.run(journal.id);
         }
         this.#sql.insertEntry.run(journal.id, journal.entries, json);
         this.#sql.countEntry.run(journal.id);
@@ -352,9 +400,9 @@ export class SQLiteStore implements SyncSessionStore, GroupedSessionWrites {
     return this.#run('readJournal', namespace, undefined, () =>
       this.#reading(() => {
         const journal = this.#sql.journal.get(sqliteKey(namespace), sqliteKey(callId)) as
-          | { id: number; session_id: Uint8Array; finished: number }
+          | JournalRow
           | undefined;
-        if (journal === undefined) return undefined;
+        if (journal === undefined || gone(journal, this.#now())) return undefined;
         const sessionId = fromSqliteKey(journal.session_id);
         const rows = this.#sql.entries.all(journal.id) as { seq: number; data: string }[];
         const entries: JournalEntry[] = rows.map((row) => ({
@@ -372,10 +420,33 @@ export class SQLiteStore implements SyncSessionStore, GroupedSessionWrites {
     );
   }
 
-  finishJournal(namespace: string, callId: string): void {
+  finishJournal(namespace: string, callId: string, options: FinishJournalOptions = {}): void {
     this.#checkKeys('finishJournal', namespace, callId);
+    const retainMs = checkRetain(this.description, options.retainMs);
+    const entry =
+      options.entry === undefined
+        ? undefined
+        : this.#run('finishJournal', namespace, undefined, () => {
+            const text = JSON.stringify(options.entry);
+            if (text === undefined) throw new TypeError(`${typeof options.entry} cannot be stored as JSON`);
+            return text;
+          });
     this.#run('finishJournal', namespace, undefined, () =>
-      this.#sql.finishJournal.run(sqliteKey(namespace), sqliteKey(callId)),
+      this.#writing(() => {
+        const now = this.#now();
+        const ns = sqliteKey(namespace);
+        const journal = this.#sql.journal.get(ns, sqliteKey(callId)) as JournalRow | undefined;
+        if (journal === undefined || gone(journal, now)) return;
+        if (options.fence !== undefined) {
+          const sessionId = fromSqliteKey(journal.session_id);
+          this.#fenced(ns, journal.session_id, options.fence, 'finishJournal', namespace, sessionId, now);
+        }
+        if (entry !== undefined) {
+          this.#sql.insertEntry.run(journal.id, journal.entries, entry);
+          this.#sql.countEntry.run(journal.id);
+        }
+        this.#sql.finishJournal.run(retainMs === undefined ? null : now + retainMs, journal.id);
+      }),
     );
   }
 
@@ -386,9 +457,29 @@ export class SQLiteStore implements SyncSessionStore, GroupedSessionWrites {
   ): string[] {
     this.#checkKeys('listJournals', namespace, sessionId);
     return this.#run('listJournals', namespace, sessionId, () => {
-      const statement = options.unfinished ? this.#sql.unfinishedJournals : this.#sql.journals;
-      const rows = statement.all(sqliteKey(namespace), sqliteKey(sessionId)) as { call_id: Uint8Array }[];
+      const rows = (
+        options.unfinished
+          ? this.#sql.unfinishedJournals.all(sqliteKey(namespace), sqliteKey(sessionId))
+          : this.#sql.journals.all(sqliteKey(namespace), sqliteKey(sessionId))
+      ) as { call_id: Uint8Array }[];
       return rows.map((row) => fromSqliteKey(row.call_id));
+    });
+  }
+
+  listUnfinishedCalls(namespace: string, options: ListOptions = {}): UnfinishedCallPage {
+    this.#checkKeys('listUnfinishedCalls', namespace);
+    const limit = checkLimit(options.limit);
+    return this.#run('listUnfinishedCalls', namespace, undefined, () => {
+      const after = options.after === undefined ? Buffer.alloc(0) : sqliteKey(String(options.after));
+      const rows = this.#sql.unfinishedCalls.all(sqliteKey(namespace), after, limit + 1) as {
+        call_id: Uint8Array;
+        session_id: Uint8Array;
+      }[];
+      const calls = rows.slice(0, limit).map((row) => ({
+        callId: fromSqliteKey(row.call_id),
+        sessionId: fromSqliteKey(row.session_id),
+      }));
+      return rows.length > limit ? { calls, next: calls.at(-1)!.callId } : { calls };
     });
   }
 
@@ -397,12 +488,12 @@ export class SQLiteStore implements SyncSessionStore, GroupedSessionWrites {
     return this.#run('deleteJournal', namespace, undefined, () =>
       this.#writing(() => {
         const journal = this.#sql.journal.get(sqliteKey(namespace), sqliteKey(callId)) as
-          | { id: number }
+          | JournalRow
           | undefined;
         if (journal === undefined) return false;
         this.#sql.deleteEntries.run(journal.id);
         this.#sql.deleteJournal.run(journal.id);
-        return true;
+        return !gone(journal, this.#now());
       }),
     );
   }
@@ -421,8 +512,39 @@ export class SQLiteStore implements SyncSessionStore, GroupedSessionWrites {
     }
   }
 
+  /** The database's clock (see SQLITE_NOW): inside a write transaction, the writer's time. */
+  #now(): number {
+    return (this.#sql.now.get() as { now: number }).now;
+  }
+
+  /**
+   * Throws the `StoreConflictError` of a fenced write whose owner no longer holds the session's lease; else
+   * extends the lease. Inside the caller's write transaction.
+   */
+  #fenced(
+    ns: Uint8Array,
+    id: Uint8Array,
+    fence: JournalFence,
+    operation: string,
+    namespace: string,
+    sessionId: string,
+    now: number,
+  ): void {
+    const row = this.#sql.session.get(ns, id) as SessionRow | undefined;
+    if (row === undefined || expired(row, now) || row.lease_owner !== fence.owner) {
+      throw fenceConflict(
+        this.description,
+        namespace,
+        sessionId,
+        operation,
+        row !== undefined && expired(row, now),
+      );
+    }
+    this.#sql.extendLease.run(now + fence.leaseMs, ns, id);
+  }
+
   #acquireIn(namespace: string, sessionId: string, options: AcquireOptions): AcquiredSession | BusySession {
-    const now = Date.now();
+    const now = this.#now();
     const ns = sqliteKey(namespace);
     const id = sqliteKey(sessionId);
     let row = this.#sql.session.get(ns, id) as SessionRow | undefined;
@@ -448,17 +570,24 @@ export class SQLiteStore implements SyncSessionStore, GroupedSessionWrites {
   }
 
   #commitIn(namespace: string, sessionId: string, options: CommitOptions, turn: string): number {
-    const now = Date.now();
+    const now = this.#now();
     const ns = sqliteKey(namespace);
     const id = sqliteKey(sessionId);
     const row = this.#sql.session.get(ns, id) as SessionRow | undefined;
     if (
-      row === undefined ||
-      expired(row, now) ||
-      row.lease_owner !== options.owner ||
-      row.lease_until <= now
+      options.turnId !== undefined &&
+      row !== undefined &&
+      !expired(row, now) &&
+      row.last_turn_id === options.turnId
     ) {
-      throw commitConflict(this.description, namespace, sessionId, options.version, { reason: 'lease' });
+      // Committed already: the answer to the first try was lost.
+      if (options.release !== false && row.lease_owner === options.owner)
+        this.#sql.release.run(ns, id, options.owner);
+      return row.version;
+    }
+    if (row === undefined || expired(row, now) || row.lease_owner !== options.owner) {
+      const reason = row !== undefined && expired(row, now) ? 'expired' : 'lease';
+      throw commitConflict(this.description, namespace, sessionId, options.version, { reason });
     }
     if (row.version !== options.version) {
       throw commitConflict(this.description, namespace, sessionId, options.version, {
@@ -478,13 +607,14 @@ export class SQLiteStore implements SyncSessionStore, GroupedSessionWrites {
       this.#sql.insertTurn.run(ns, id, version, turn);
     }
     const expiresAt = this.ttlMs === undefined ? null : now + this.ttlMs;
-    if (options.release === false) this.#sql.committed.run(version, now, expiresAt, ns, id);
-    else this.#sql.committedReleased.run(version, now, expiresAt, ns, id);
+    const turnId = options.turnId ?? null;
+    if (options.release === false) this.#sql.committed.run(version, now, expiresAt, turnId, ns, id);
+    else this.#sql.committedReleased.run(version, now, expiresAt, turnId, ns, id);
     return version;
   }
 
   #readIn(namespace: string, sessionId: string): StoredSession | undefined {
-    const now = Date.now();
+    const now = this.#now();
     const ns = sqliteKey(namespace);
     const id = sqliteKey(sessionId);
     const row = this.#sql.session.get(ns, id) as SessionRow | undefined;
@@ -738,8 +868,9 @@ function prepare(db: SqliteDatabase, prefix: string) {
   const where = 'namespace = ? AND session_id = ?';
   const q = (sql: string): SqliteStatement => db.prepare(sql);
   return {
+    now: q(`SELECT ${SQLITE_NOW} AS now`),
     session: q(
-      `SELECT version, updated_at, expires_at, lease_owner, lease_until, base_version FROM ${t.sessions} WHERE ${where}`,
+      `SELECT version, updated_at, expires_at, lease_owner, lease_until, base_version, last_turn_id FROM ${t.sessions} WHERE ${where}`,
     ),
     base: q(`SELECT state FROM ${t.bases} WHERE ${where}`),
     turns: q(`SELECT version, turn FROM ${t.turns} WHERE ${where} AND version > ? ORDER BY version`),
@@ -748,10 +879,12 @@ function prepare(db: SqliteDatabase, prefix: string) {
        VALUES (?, ?, 0, ?, NULL, ?, ?, 0)`,
     ),
     lease: q(`UPDATE ${t.sessions} SET lease_owner = ?, lease_until = ? WHERE ${where}`),
+    // $1 leaseMs, then namespace, session, owner.
     renew: q(
-      `UPDATE ${t.sessions} SET lease_until = ? WHERE ${where} AND lease_owner = ? AND lease_until > ?
-       AND (expires_at IS NULL OR expires_at > ?)`,
+      `UPDATE ${t.sessions} SET lease_until = ${SQLITE_NOW} + ? WHERE ${where} AND lease_owner = ?
+       AND (expires_at IS NULL OR expires_at > ${SQLITE_NOW})`,
     ),
+    extendLease: q(`UPDATE ${t.sessions} SET lease_until = ? WHERE ${where}`),
     release: q(
       `UPDATE ${t.sessions} SET lease_owner = NULL, lease_until = 0 WHERE ${where} AND lease_owner = ? AND version > 0`,
     ),
@@ -764,13 +897,15 @@ function prepare(db: SqliteDatabase, prefix: string) {
        ON CONFLICT (namespace, session_id) DO UPDATE SET state = excluded.state`,
     ),
     deleteBase: q(`DELETE FROM ${t.bases} WHERE ${where}`),
-    committed: q(`UPDATE ${t.sessions} SET version = ?, updated_at = ?, expires_at = ? WHERE ${where}`),
+    committed: q(
+      `UPDATE ${t.sessions} SET version = ?, updated_at = ?, expires_at = ?, last_turn_id = ? WHERE ${where}`,
+    ),
     committedReleased: q(
-      `UPDATE ${t.sessions} SET version = ?, updated_at = ?, expires_at = ?, lease_owner = NULL, lease_until = 0 WHERE ${where}`,
+      `UPDATE ${t.sessions} SET version = ?, updated_at = ?, expires_at = ?, last_turn_id = ?, lease_owner = NULL, lease_until = 0 WHERE ${where}`,
     ),
     list: q(
       `SELECT session_id, version, updated_at, expires_at FROM ${t.sessions}
-       WHERE namespace = ? AND session_id > ? AND version > 0 AND (expires_at IS NULL OR expires_at > ?)
+       WHERE namespace = ? AND session_id > ? AND version > 0 AND (expires_at IS NULL OR expires_at > ${SQLITE_NOW})
        ORDER BY session_id LIMIT ?`,
     ),
     deleteSession: q(`DELETE FROM ${t.sessions} WHERE ${where}`),
@@ -781,7 +916,25 @@ function prepare(db: SqliteDatabase, prefix: string) {
     ),
     deleteSessionJournals: q(`DELETE FROM ${t.journals} WHERE ${where}`),
     journal: q(
-      `SELECT id, session_id, entries, finished FROM ${t.journals} WHERE namespace = ? AND call_id = ?`,
+      `SELECT id, session_id, entries, finished, expires_at FROM ${t.journals} WHERE namespace = ? AND call_id = ?`,
+    ),
+    reopenJournal: q(`UPDATE ${t.journals} SET finished = 0, expires_at = NULL WHERE id = ?`),
+    // $1 namespace, $2 now, $3 at most how many (-1: all).
+    pruneEntriesIn: q(
+      `DELETE FROM ${t.entries} WHERE journal_id IN (SELECT id FROM ${t.journals}
+       WHERE namespace = ? AND expires_at <= ? ORDER BY expires_at LIMIT ?)`,
+    ),
+    pruneJournalsIn: q(
+      `DELETE FROM ${t.journals} WHERE id IN (SELECT id FROM ${t.journals}
+       WHERE namespace = ? AND expires_at <= ? ORDER BY expires_at LIMIT ?)`,
+    ),
+    pruneEntriesAll: q(
+      `DELETE FROM ${t.entries} WHERE journal_id IN (SELECT id FROM ${t.journals} WHERE expires_at <= ?)`,
+    ),
+    pruneJournalsAll: q(`DELETE FROM ${t.journals} WHERE expires_at <= ?`),
+    unfinishedCalls: q(
+      `SELECT call_id, session_id FROM ${t.journals} WHERE namespace = ? AND finished = 0 AND call_id > ?
+       ORDER BY call_id LIMIT ?`,
     ),
     insertJournal: q(
       `INSERT INTO ${t.journals} (namespace, call_id, session_id, entries, finished) VALUES (?, ?, ?, 0, 0) RETURNING id`,
@@ -789,8 +942,10 @@ function prepare(db: SqliteDatabase, prefix: string) {
     insertEntry: q(`INSERT INTO ${t.entries} (journal_id, seq, data) VALUES (?, ?, ?)`),
     countEntry: q(`UPDATE ${t.journals} SET entries = entries + 1 WHERE id = ?`),
     entries: q(`SELECT seq, data FROM ${t.entries} WHERE journal_id = ? ORDER BY seq`),
-    finishJournal: q(`UPDATE ${t.journals} SET finished = 1 WHERE namespace = ? AND call_id = ?`),
-    journals: q(`SELECT call_id FROM ${t.journals} WHERE ${where} ORDER BY id`),
+    finishJournal: q(`UPDATE ${t.journals} SET finished = 1, expires_at = ? WHERE id = ?`),
+    journals: q(
+      `SELECT call_id FROM ${t.journals} WHERE ${where} AND (expires_at IS NULL OR expires_at > ${SQLITE_NOW}) ORDER BY id`,
+    ),
     unfinishedJournals: q(`SELECT call_id FROM ${t.journals} WHERE ${where} AND finished = 0 ORDER BY id`),
     deleteEntries: q(`DELETE FROM ${t.entries} WHERE journal_id = ?`),
     deleteJournal: q(`DELETE FROM ${t.journals} WHERE id = ?`),
@@ -799,6 +954,11 @@ function prepare(db: SqliteDatabase, prefix: string) {
 
 function expired(row: SessionRow, now: number): boolean {
   return row.expires_at !== null && row.expires_at <= now;
+}
+
+/** True for a finished journal past its retention. */
+function gone(journal: JournalRow, now: number): boolean {
+  return journal.expires_at !== null && journal.expires_at <= now;
 }
 
 function isDatabase(value: unknown): value is SqliteDatabase {

@@ -1,5 +1,5 @@
 import type { LagentMessageJSON } from '../schema/agent-message';
-import { StoreConflictError } from '../schema/errors';
+import { StoreConflictError, StoreError } from '../schema/errors';
 
 /*
  * The one interface every store implements (MemoryStore here; SQLiteStore, RedisStore and PostgresStore in
@@ -33,7 +33,11 @@ export interface SessionTurn {
 
 /** What {@link SessionStore.acquireSession} takes. */
 export interface AcquireOptions {
-  /** Who takes the lease: unique per process and agent (a random id). */
+  /**
+   * Who takes the lease, and the fencing token of this acquisition: a commit or fenced journal write made
+   * with it is refused once another owner took the lease. Use a new one for each acquisition (a random id):
+   * an owner that takes the lease again while it holds it keeps it (re-entry).
+   */
   owner: string;
   /** How long the lease lasts unless renewed or released, in ms. */
   leaseMs: number;
@@ -53,7 +57,7 @@ export interface AcquiredSession {
   state: StoredState | undefined;
 }
 
-/** Another owner holds the session's lease until `until` (epoch ms): try again later. */
+/** Another owner holds the session's lease until `until` (epoch ms, the store's clock): try again later. */
 export interface BusySession {
   acquired: false;
   until: number;
@@ -68,6 +72,48 @@ export interface CommitOptions {
   turn: SessionTurn;
   /** Release the lease with the commit (the end of a call). @default true */
   release?: boolean | undefined;
+  /**
+   * Names this turn (a random id, or the durable call's id). A commit whose `turnId` is that of the session's
+   * last committed turn changes nothing and returns the session's version: a commit tried again after its
+   * answer was lost (a timeout, a broken connection) never writes its turn twice.
+   */
+  turnId?: string | undefined;
+}
+
+/**
+ * What fences a journal write: the session's lease as `owner` acquired it. The write is made only while no
+ * other owner has taken the lease since (one whose lease ran out with nobody taking it may go on), in the
+ * same atomic operation, and extends the lease to now + `leaseMs`; else it is refused with a
+ * `StoreConflictError`.
+ */
+export interface JournalFence {
+  owner: string;
+  leaseMs: number;
+}
+
+/** What {@link SessionStore.finishJournal} takes. */
+export interface FinishJournalOptions {
+  /** An entry appended with the finish, in the same atomic write (the call's outcome). */
+  entry?: unknown;
+  /**
+   * How long the finished journal is kept, in ms: then it is pruned (by later journal writes of its namespace,
+   * and `purgeExpired`) and reads no longer find it. @default kept until its session is deleted
+   */
+  retainMs?: number | undefined;
+  /** Fences the write with the journal's session lease, as {@link SessionStore.appendJournal} does. */
+  fence?: JournalFence | undefined;
+}
+
+/** A call whose journal is not finished, as {@link SessionStore.listUnfinishedCalls} lists it. */
+export interface UnfinishedCall {
+  callId: string;
+  sessionId: string;
+}
+
+/** A page of unfinished calls, in call id order; `next` is set when there are more. */
+export interface UnfinishedCallPage {
+  calls: UnfinishedCall[];
+  next?: string | undefined;
 }
 
 /** A session as listed. */
@@ -139,16 +185,22 @@ export interface SessionStore {
     options: AcquireOptions,
   ): MaybePromise<AcquiredSession | BusySession>;
 
-  /** Extends a lease `owner` holds by `leaseMs`; false when the lease is no longer theirs. */
+  /**
+   * Extends a lease `owner` holds to now + `leaseMs`; false when the lease is no longer theirs (another owner
+   * took it, it was released, or the session is gone). A lease that ran out with nobody taking it is still
+   * theirs.
+   */
   renewLease(namespace: string, sessionId: string, owner: string, leaseMs: number): MaybePromise<boolean>;
 
   /** Releases `owner`'s lease (nothing when it is not theirs). */
   releaseSession(namespace: string, sessionId: string, owner: string): MaybePromise<void>;
 
   /**
-   * Commits one turn atomically when `owner` holds the lease and the session is at `version`, and returns the
-   * new version (`version + 1`); else throws a `StoreConflictError` and changes nothing. Sets the session's
-   * expiry to now + `ttlMs` when the store has one.
+   * Commits one turn atomically when `owner` holds the lease (a lease that ran out with nobody taking it
+   * counts) and the session is at `version`, and returns the new version (`version + 1`); else throws a
+   * `StoreConflictError` and changes nothing. Sets the session's expiry to now + `ttlMs` when the store has
+   * one. A commit whose `turnId` is the session's last committed turn's returns the session's version and
+   * changes nothing (releasing the lease when asked).
    */
   commitTurn(namespace: string, sessionId: string, options: CommitOptions): MaybePromise<number>;
 
@@ -161,17 +213,33 @@ export interface SessionStore {
   /** Deletes a session (and its journals); true when it existed. A lease on it is dropped. */
   deleteSession(namespace: string, sessionId: string): MaybePromise<boolean>;
 
-  /** Deletes every expired session now (reads already skip them); returns how many. */
+  /**
+   * Deletes every expired session now (reads already skip them), and every finished journal past its
+   * retention; returns how many sessions.
+   */
   purgeExpired(namespace?: string): MaybePromise<number>;
 
-  /** Appends an entry to a call's journal (created, for `sessionId`, by its first entry); returns its `seq`. */
-  appendJournal(namespace: string, sessionId: string, callId: string, data: unknown): MaybePromise<number>;
+  /**
+   * Appends an entry to a call's journal (created, for `sessionId`, by its first entry; an entry appended to a
+   * finished journal reopens it); returns its `seq`. With `fence`, only while the fence's owner holds the
+   * session's lease (see {@link JournalFence}).
+   */
+  appendJournal(
+    namespace: string,
+    sessionId: string,
+    callId: string,
+    data: unknown,
+    fence?: JournalFence,
+  ): MaybePromise<number>;
 
-  /** A call's journal, or undefined when there is none. */
+  /** A call's journal, or undefined when there is none (or it was finished longer ago than its retention). */
   readJournal(namespace: string, callId: string): MaybePromise<StoredJournal | undefined>;
 
-  /** Marks a call's journal finished (kept until its session is deleted or `deleteJournal`). */
-  finishJournal(namespace: string, callId: string): MaybePromise<void>;
+  /**
+   * Marks a call's journal finished, with its last entry when given: kept `retainMs` (or until its session is
+   * deleted, or `deleteJournal`). With `fence`, only while the fence's owner holds the journal's session lease.
+   */
+  finishJournal(namespace: string, callId: string, options?: FinishJournalOptions): MaybePromise<void>;
 
   /** The ids of a session's journals, oldest first; with `unfinished`, only calls not marked finished. */
   listJournals(
@@ -182,6 +250,13 @@ export interface SessionStore {
 
   /** Deletes a call's journal; true when it existed. */
   deleteJournal(namespace: string, callId: string): MaybePromise<boolean>;
+
+  /**
+   * The namespace's calls whose journals are not finished, across its sessions, in call id order, a page at a
+   * time (what a process recovers at start: see `agent.recoverAll`). Stores of lagent-ts have it; one that
+   * does not cannot recover a whole namespace at once.
+   */
+  listUnfinishedCalls?(namespace: string, options?: ListOptions): MaybePromise<UnfinishedCallPage>;
 
   /** Closes connections and files; the store is unusable after. Idempotent. */
   close(): MaybePromise<void>;
@@ -215,8 +290,17 @@ export function applyTurn(state: StoredState, turn: SessionTurn): StoredState {
 /** The longest key a store accepts (namespace, session id, call id). */
 export const MAX_STORE_KEY = 1024;
 
-/** Why a commit was refused: the lease is not the caller's, or the session is not at the caller's version. */
-export type CommitRefusal = { reason: 'lease' } | { reason: 'version'; actual: number | string };
+/**
+ * Why a commit was refused: the lease is not the caller's (another owner took it, or it was released), the
+ * session expired (its `ttlMs` passed) during the call, or it is not at the caller's version.
+ */
+export type CommitRefusal =
+  | { reason: 'lease' }
+  | { reason: 'expired' }
+  | { reason: 'version'; actual: number | string };
+
+/** Why a lease is not the caller's any more, in every store's words. */
+const LEASE_LOST = 'is no longer leased to this caller (another owner took its lease, or it was released)';
 
 /** The `StoreConflictError` every store throws for a refused commit, in the same words. */
 export function commitConflict(
@@ -228,9 +312,11 @@ export function commitConflict(
 ): StoreConflictError {
   const session = `${store}: session ${JSON.stringify(sessionId)} of ${JSON.stringify(namespace)}`;
   const why =
-    refusal.reason === 'lease'
-      ? 'is no longer leased to this caller (its lease expired and another took it)'
-      : `is at version ${refusal.actual}, not ${expected}`;
+    refusal.reason === 'version'
+      ? `is at version ${refusal.actual}, not ${expected}`
+      : refusal.reason === 'expired'
+        ? 'expired (its ttlMs passed) during the call'
+        : LEASE_LOST;
   return new StoreConflictError({
     message: `${session} ${why}; the turn was not committed`,
     store,
@@ -238,6 +324,42 @@ export function commitConflict(
     sessionId,
   });
 }
+
+/**
+ * The `StoreConflictError` every store throws for a fenced journal write whose fence no longer holds the
+ * session's lease (`expired`: the session expired meanwhile).
+ */
+export function fenceConflict(
+  store: string,
+  namespace: string,
+  sessionId: string,
+  operation: string,
+  expired = false,
+): StoreConflictError {
+  const session = `${store}: session ${JSON.stringify(sessionId)} of ${JSON.stringify(namespace)}`;
+  const why = expired ? 'expired (its ttlMs passed) during the call' : LEASE_LOST;
+  return new StoreConflictError({
+    message: `${session} ${why}; the journal entry was not written`,
+    store,
+    operation,
+    sessionId,
+  });
+}
+
+/** The `retainMs` of a journal finish, checked. */
+export function checkRetain(store: string, retainMs: number | undefined): number | undefined {
+  if (retainMs !== undefined && !(Number.isSafeInteger(retainMs) && retainMs >= 0)) {
+    throw new StoreError({
+      message: `${store}.finishJournal: retainMs must be a whole number of ms, got ${retainMs}`,
+      store,
+      operation: 'finishJournal',
+    });
+  }
+  return retainMs;
+}
+
+/** Finished journals past their retention that one journal write prunes, at most. */
+export const PRUNE_BATCH = 16;
 
 /**
  * A write queued to run with the others queued in the same turn of the event loop, in one transaction:

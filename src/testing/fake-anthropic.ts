@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { fakeSignature, IMAGE_TYPES, strictSchemaProblem } from './fake-checks';
 import type { FakeToolCall } from './fake-openai';
 import {
   countTokens,
@@ -39,8 +40,26 @@ export interface FakeAnthropicReply {
   hang?: boolean | undefined;
   /** Close the connection without answering (a connection reset). */
   destroy?: boolean | undefined;
-  /** Token counts to report; by default about one token per 4 characters. */
-  usage?: { input_tokens: number; output_tokens: number } | undefined;
+  /**
+   * Token counts to report; by default about one token per 4 characters, and, for a request with `cache_control`
+   * marks, the cache reads and writes the server's prompt cache makes (see {@link startFakeAnthropic}).
+   */
+  usage?:
+    | {
+        input_tokens: number;
+        output_tokens: number;
+        cache_read_input_tokens?: number | undefined;
+        cache_creation_input_tokens?: number | undefined;
+      }
+    | undefined;
+  /**
+   * What the model thought, sent as a `thinking` block (with a signature the server checks when the block comes
+   * back) before the text, streamed as `thinking_delta` and `signature_delta` events. Only when the request
+   * turns thinking on (`thinking: { type: 'enabled' }`), as with the real API.
+   */
+  thinking?: string | undefined;
+  /** Encrypted thinking: a `redacted_thinking` block with this data (thinking requests only). */
+  redactedThinking?: string | undefined;
   /** @default 'tool_use' with `toolCalls`, 'stop_sequence' when cut at a stop sequence, else 'end_turn' */
   stopReason?: string | undefined;
   /**
@@ -79,6 +98,11 @@ export interface FakeAnthropicOptions {
   script?: FakeAnthropicScript | undefined;
   /** @default 0 (any free port) */
   port?: number | undefined;
+  /**
+   * The shortest prompt prefix the prompt cache keeps, in (estimated) tokens, as Anthropic's minimum for Sonnet
+   * and Opus models. @default 1024
+   */
+  minCacheTokens?: number | undefined;
 }
 
 /** A running fake Anthropic server. */
@@ -122,6 +146,146 @@ function textOf(content: unknown): string {
     .join('');
 }
 
+function isRecord(value: unknown): value is Record<string, any> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+const BLOCK_TYPES = new Set([
+  'text',
+  'image',
+  'document',
+  'tool_use',
+  'tool_result',
+  'thinking',
+  'redacted_thinking',
+]);
+
+/** Why Anthropic would refuse this request (a 400 `invalid_request_error`), or undefined. */
+function requestProblem(body: any, redacted: ReadonlySet<string>): string | undefined {
+  const thinking = body?.thinking;
+  const thinkingOn = thinking?.type === 'enabled';
+  if (thinkingOn) {
+    if (!(thinking.budget_tokens >= 1024))
+      return 'thinking.enabled.budget_tokens: Input should be greater than or equal to 1024';
+    if (!(body.max_tokens > thinking.budget_tokens)) {
+      return '`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size';
+    }
+    if (body.temperature !== undefined && body.temperature !== 1) {
+      return '`temperature` may only be set to 1 when thinking is enabled. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#feature-compatibility';
+    }
+    if (body.top_k !== undefined) return '`top_k` is not supported when thinking is enabled.';
+  }
+  const format = body?.output_config?.format;
+  if (format !== undefined) {
+    if (format.type !== 'json_schema') return `output_config.format.type: Input should be 'json_schema'`;
+    const problem = strictSchemaProblem(format.schema, [], false);
+    if (problem !== undefined) return `output_config.format.schema: ${problem}`;
+  }
+  let marks = 0;
+  const count = (value: unknown) => {
+    if (isRecord(value) && value.cache_control !== undefined) marks++;
+  };
+  for (const tool of Array.isArray(body?.tools) ? body.tools : []) count(tool);
+  if (Array.isArray(body?.system)) for (const block of body.system) count(block);
+  const messages: any[] = Array.isArray(body?.messages) ? body.messages : [];
+  for (const [index, message] of messages.entries()) {
+    for (const key of Object.keys(message ?? {})) {
+      if (key !== 'role' && key !== 'content')
+        return `messages.${index}.${key}: Extra inputs are not permitted`;
+    }
+    if (!Array.isArray(message.content)) continue;
+    for (const [position, block] of message.content.entries()) {
+      const at = `messages.${index}.content.${position}`;
+      count(block);
+      if (!BLOCK_TYPES.has(block?.type))
+        return `${at}.type: Input tag '${block?.type}' found using 'type' does not match any of the expected tags`;
+      if (block.type === 'thinking') {
+        if (block.signature !== fakeSignature('thinking', String(block.thinking ?? ''))) {
+          return `${at}: Invalid \`signature\` in \`thinking\` block`;
+        }
+        if (block.cache_control !== undefined)
+          return `${at}.thinking.cache_control: Extra inputs are not permitted`;
+      }
+      if (block.type === 'redacted_thinking' && !redacted.has(block.data)) {
+        return `${at}: Invalid \`data\` in \`redacted_thinking\` block`;
+      }
+      if (
+        block.type === 'image' &&
+        block.source?.type === 'base64' &&
+        !IMAGE_TYPES.has(block.source.media_type)
+      ) {
+        return `${at}.image.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'`;
+      }
+      if (block.type === 'document') {
+        const source = block.source;
+        if (source?.type === 'base64' && source.media_type !== 'application/pdf') {
+          return `${at}.document.source.base64.media_type: Input should be 'application/pdf'`;
+        }
+        if (source?.type === 'text' && source.media_type !== 'text/plain') {
+          return `${at}.document.source.text.media_type: Input should be 'text/plain'`;
+        }
+      }
+    }
+  }
+  if (marks > 4) return `A maximum of 4 blocks with cache_control may be provided. Found ${marks}.`;
+  // With thinking on, the assistant turn that called the tools being answered must start with its thinking.
+  const last = messages.at(-1);
+  const previous = messages.at(-2);
+  if (
+    thinkingOn &&
+    last?.role === 'user' &&
+    Array.isArray(last.content) &&
+    last.content.some((block: any) => block?.type === 'tool_result') &&
+    previous?.role === 'assistant'
+  ) {
+    const first = Array.isArray(previous.content) ? previous.content[0] : { type: 'text' };
+    if (first?.type !== 'thinking' && first?.type !== 'redacted_thinking') {
+      return `messages.${messages.length - 2}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${first?.type}\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a thinking block (preceeding the lastmost set of \`tool_use\` and \`tool_result\` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable \`thinking\`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking`;
+    }
+  }
+  return undefined;
+}
+
+/** A value with its `cache_control` marks taken out (the cache keys on content, not on where marks are). */
+function unmarked(value: unknown): unknown {
+  if (!isRecord(value) || value.cache_control === undefined) return value;
+  const { cache_control: _mark, ...rest } = value;
+  return rest;
+}
+
+/**
+ * The prompt cache's view of a request: its content as one sequence (tools, system blocks, message blocks), the
+ * prefix ending at each block (`marked` when the block carries `cache_control`), and the whole prompt's tokens.
+ */
+function cachePrefixes(body: any): {
+  prefixes: { key: string; tokens: number; marked: boolean }[];
+  total: number;
+} {
+  const sequence: unknown[] = [String(body?.model ?? '')];
+  const prefixes: { key: string; tokens: number; marked: boolean }[] = [];
+  const add = (value: unknown) => {
+    sequence.push(unmarked(value));
+    const key = JSON.stringify(sequence);
+    prefixes.push({
+      key,
+      tokens: countTokens(key),
+      marked: isRecord(value) && value.cache_control !== undefined,
+    });
+  };
+  for (const tool of Array.isArray(body?.tools) ? body.tools : []) add(tool);
+  if (Array.isArray(body?.system)) for (const block of body.system) add(block);
+  else if (typeof body?.system === 'string') add({ type: 'text', text: body.system });
+  for (const message of Array.isArray(body?.messages) ? body.messages : []) {
+    sequence.push(message.role);
+    if (typeof message.content === 'string') add({ type: 'text', text: message.content });
+    else for (const block of message.content ?? []) add(block);
+  }
+  return { prefixes, total: countTokens(JSON.stringify(sequence)) };
+}
+
+/** How many blocks before a breakpoint Anthropic looks back for a cached prefix. */
+const LOOKBACK = 20;
+
 const echo: FakeAnthropicScript = (request) => {
   const messages = request.body?.messages;
   return Array.isArray(messages) ? textOf(messages.at(-1)?.content) : '';
@@ -148,6 +312,14 @@ function parseInput(value: Record<string, unknown> | string): unknown {
  * error body), headers, latency, raw events and dropped connections. It records every request (headers and
  * body), so tests can check the `system` field, the tools and the `tool_result` blocks sent.
  *
+ * Like the real API it speaks extended thinking (`thinking` blocks with signatures, `redacted_thinking`, only
+ * when the request turns thinking on), keeps a prompt cache (a request's `cache_control` marks: the longest
+ * marked prefix seen before is read, a new one of at least `minCacheTokens` written; usage reports both), and
+ * refuses (400) what Anthropic refuses: a thinking block whose signature it did not issue, a tool loop whose
+ * assistant turn does not start with its thinking while thinking is on, sampling params thinking does not allow,
+ * more than 4 cache marks, an `output_config.format` schema with an open object, image and document types it
+ * does not take, and message fields it does not know.
+ *
  * A sync client (`ClaudeAPI`) blocks its thread while it waits: test one against `startFakeAnthropicWorker()`.
  *
  * @example
@@ -163,6 +335,11 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
   let scriptIndex = 0;
   let served = 0;
   let toolCallCount = 0;
+  const minCacheTokens = options.minCacheTokens ?? 1024;
+  /** The prompt cache: prefixes written so far, by content. */
+  const cache = new Set<string>();
+  /** Redacted thinking data handed out, which may come back. */
+  const redacted = new Set<string>();
 
   const replyFor = (request: FakeAnthropicRequest, index: number): Promise<FakeAnthropicReply> =>
     scriptedReply(script, request, index, (length) => ({
@@ -245,6 +422,12 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       response.end(errorBody('invalid_request_error', 'max_tokens: Field required'));
       return;
     }
+    const problem = requestProblem(body, redacted);
+    if (problem !== undefined) {
+      response.writeHead(400, { 'content-type': 'application/json' });
+      response.end(errorBody('invalid_request_error', problem));
+      return;
+    }
     const reply = await replyFor(request, index);
     if (!(await wait(reply.delayMs ?? 0, response))) return;
     if (reply.destroy) {
@@ -280,10 +463,48 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       name: call.name,
       arguments: call.arguments,
     }));
-    const usage = reply.usage ?? {
-      input_tokens: countTokens({ system: body?.system, messages: body?.messages }),
-      output_tokens: countTokens(content) + (toolCalls.length > 0 ? countTokens(toolCalls) : 0),
-    };
+    const thinkingOn = body?.thinking?.type === 'enabled';
+    const thinking = thinkingOn ? reply.thinking : undefined;
+    const redactedData =
+      thinkingOn && reply.redactedThinking !== undefined
+        ? `${reply.redactedThinking}.${fakeSignature('redacted', reply.redactedThinking)}`
+        : undefined;
+    if (redactedData !== undefined) redacted.add(redactedData);
+    const usage: Record<string, number | undefined> = reply.usage
+      ? { ...reply.usage }
+      : {
+          input_tokens: countTokens({ system: body?.system, messages: body?.messages }),
+          output_tokens:
+            countTokens(content) +
+            (toolCalls.length > 0 ? countTokens(toolCalls) : 0) +
+            (thinking ? countTokens(thinking) : 0),
+        };
+    const { prefixes, total } = cachePrefixes(body);
+    const marks = prefixes.flatMap((prefix, index) => (prefix.marked ? [index] : []));
+    if (marks.length > 0 && reply.usage === undefined) {
+      // As Anthropic does: at each breakpoint, the longest cached prefix ending at a block boundary up to 20
+      // blocks back is read; the prefix of the last breakpoint is written when it is new and long enough.
+      let read = 0;
+      for (const mark of marks) {
+        for (let index = mark; index >= Math.max(0, mark - LOOKBACK); index--) {
+          const prefix = prefixes[index]!;
+          if (cache.has(prefix.key)) {
+            if (prefix.tokens > read) read = prefix.tokens;
+            break;
+          }
+        }
+      }
+      const last = prefixes[marks.at(-1)!]!;
+      let written = 0;
+      if (!cache.has(last.key) && last.tokens >= minCacheTokens) written = last.tokens - read;
+      for (const mark of marks) {
+        const prefix = prefixes[mark]!;
+        if (prefix.tokens >= minCacheTokens) cache.add(prefix.key);
+      }
+      usage.cache_read_input_tokens = read;
+      usage.cache_creation_input_tokens = written;
+      usage.input_tokens = Math.max(0, total - read - written);
+    }
     const stopReason =
       reply.stopReason ??
       (toolCalls.length > 0 ? 'tool_use' : cut.sequence !== null ? 'stop_sequence' : 'end_turn');
@@ -292,6 +513,10 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
 
     if (!request.stream) {
       const blocks: Record<string, unknown>[] = [];
+      if (thinking !== undefined) {
+        blocks.push({ type: 'thinking', thinking, signature: fakeSignature('thinking', thinking) });
+      }
+      if (redactedData !== undefined) blocks.push({ type: 'redacted_thinking', data: redactedData });
       if (content.length > 0) blocks.push({ type: 'text', text: content });
       for (const call of toolCalls) {
         blocks.push({ type: 'tool_use', id: call.id, name: call.name, input: parseInput(call.arguments) });
@@ -334,12 +559,54 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
             content: [],
             stop_reason: null,
             stop_sequence: null,
-            usage: { input_tokens: usage.input_tokens, output_tokens: 1 },
+            usage: { ...usage, output_tokens: 1 },
           },
         },
       });
       events.push({ event: 'ping', data: { type: 'ping' } });
       let blockIndex = 0;
+      if (thinking !== undefined) {
+        const index = blockIndex++;
+        events.push({
+          event: 'content_block_start',
+          data: {
+            type: 'content_block_start',
+            index,
+            content_block: { type: 'thinking', thinking: '', signature: '' },
+          },
+        });
+        for (let start = 0; start < thinking.length; start += size) {
+          events.push({
+            event: 'content_block_delta',
+            data: {
+              type: 'content_block_delta',
+              index,
+              delta: { type: 'thinking_delta', thinking: thinking.slice(start, start + size) },
+            },
+          });
+        }
+        events.push({
+          event: 'content_block_delta',
+          data: {
+            type: 'content_block_delta',
+            index,
+            delta: { type: 'signature_delta', signature: fakeSignature('thinking', thinking) },
+          },
+        });
+        events.push({ event: 'content_block_stop', data: { type: 'content_block_stop', index } });
+      }
+      if (redactedData !== undefined) {
+        const index = blockIndex++;
+        events.push({
+          event: 'content_block_start',
+          data: {
+            type: 'content_block_start',
+            index,
+            content_block: { type: 'redacted_thinking', data: redactedData },
+          },
+        });
+        events.push({ event: 'content_block_stop', data: { type: 'content_block_stop', index } });
+      }
       if (content.length > 0) {
         const index = blockIndex++;
         events.push({

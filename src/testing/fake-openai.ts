@@ -1,4 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { dataURLType, IMAGE_TYPES, strictSchemaProblem } from './fake-checks';
+import { answerEmbeddings, type FakeEmbeddingsOptions } from './fake-embeddings';
+import {
+  type ResponsesReply,
+  responseEvents,
+  responseObject,
+  responsesMemory,
+  responsesPromptTokens,
+  responsesRequestProblem,
+} from './fake-openai-responses';
 import {
   countTokens,
   cutAtStop,
@@ -37,8 +47,28 @@ export interface FakeReply {
   hang?: boolean | undefined;
   /** Close the connection without answering (a connection reset). */
   destroy?: boolean | undefined;
-  /** Token counts to report; by default about one token per 4 characters. */
-  usage?: { prompt_tokens: number; completion_tokens: number } | undefined;
+  /**
+   * Token counts to report; by default about one token per 4 characters. `cached_tokens` and
+   * `reasoning_tokens` go into `prompt_tokens_details` / `completion_tokens_details` (the Responses API's
+   * `input_tokens_details` / `output_tokens_details`), `prompt_cache_hit_tokens` is DeepSeek's own count.
+   */
+  usage?:
+    | {
+        prompt_tokens: number;
+        completion_tokens: number;
+        cached_tokens?: number | undefined;
+        reasoning_tokens?: number | undefined;
+        prompt_cache_hit_tokens?: number | undefined;
+      }
+    | undefined;
+  /**
+   * What the model reasoned before answering: chat completions send it as `message.reasoning_content` (streamed
+   * as `delta.reasoning_content` pieces before the text, as DeepSeek does; see `reasoningField`); the Responses
+   * API as a `reasoning` item with a summary (and encrypted content when the request includes it).
+   */
+  reasoning?: string | undefined;
+  /** The field chat completions carry `reasoning` in: DeepSeek's and xAI's, or Groq's. @default 'reasoning_content' */
+  reasoningField?: 'reasoning_content' | 'reasoning' | undefined;
   /** @default 'tool_calls' with `toolCalls`, else 'stop' */
   finishReason?: string | undefined;
   /**
@@ -68,7 +98,7 @@ export interface FakeRequest {
   headers: Record<string, string>;
   /** The parsed JSON body (the raw text when it is not JSON). */
   body: any;
-  endpoint: 'chat' | 'completions' | 'other';
+  endpoint: 'chat' | 'completions' | 'responses' | 'other';
   stream: boolean;
   /** Set when the client closed the connection before the reply was complete (e.g. an aborted request). */
   aborted?: boolean | undefined;
@@ -92,6 +122,12 @@ export interface FakeOpenAIOptions {
    * body is never buffered whole) and its connection is closed. @default 33554432 (32 MB)
    */
   maxBodyBytes?: number | undefined;
+  /**
+   * The `/v1/embeddings` route: deterministic `HashEmbedder` vectors, or scripted answers. Its requests are
+   * recorded in `requests` too (with `endpoint: 'other'`; tell them by `path`) and leave the chat script's
+   * index alone.
+   */
+  embeddings?: FakeEmbeddingsOptions | undefined;
 }
 
 /** A running fake server. */
@@ -111,11 +147,71 @@ export interface FakeOpenAIServer {
 const echo: FakeScript = (request) => {
   const messages = request.body?.messages;
   if (Array.isArray(messages)) return String(messages.at(-1)?.content ?? '');
+  const input = request.body?.input;
+  if (typeof input === 'string') return input;
+  if (Array.isArray(input)) {
+    const content = input.at(-1)?.content;
+    return typeof content === 'string' ? content : '';
+  }
   return String(request.body?.prompt ?? '');
 };
 
+/** Message fields chat completions take (DeepSeek's `reasoning_content` included). */
+const MESSAGE_FIELDS = new Set([
+  'role',
+  'content',
+  'name',
+  'tool_calls',
+  'tool_call_id',
+  'reasoning_content',
+  'refusal',
+  'audio',
+]);
+
+/** Why OpenAI would refuse this chat request (a 400 `invalid_request_error`), or undefined. */
+function chatRequestProblem(body: any): string | undefined {
+  const format = body?.response_format;
+  if (format?.type === 'json_schema' && format.json_schema?.strict === true) {
+    const problem = strictSchemaProblem(format.json_schema.schema);
+    if (problem !== undefined) {
+      return `Invalid schema for response_format '${format.json_schema.name}': ${problem}`;
+    }
+  }
+  const messages = body?.messages;
+  if (!Array.isArray(messages)) return undefined;
+  for (const [index, message] of messages.entries()) {
+    for (const key of Object.keys(message ?? {})) {
+      if (!MESSAGE_FIELDS.has(key)) {
+        return `Additional properties are not allowed ('${key}' was unexpected) - 'messages.${index}'`;
+      }
+    }
+    if (!Array.isArray(message?.content)) continue;
+    for (const [position, part] of message.content.entries()) {
+      const at = `messages[${index}].content[${position}]`;
+      if (part?.type === 'image_url') {
+        const url = part.image_url?.url;
+        const type = dataURLType(url);
+        if (!(typeof url === 'string' && /^https?:\/\//.test(url)) && !(type && IMAGE_TYPES.has(type))) {
+          return `Invalid '${at}.image_url.url'. Expected a base64-encoded data URL with an image MIME type (e.g. 'data:image/png;base64,...'), or an http(s) URL.`;
+        }
+      } else if (part?.type === 'file') {
+        if (dataURLType(part.file?.file_data) === undefined && typeof part.file?.file_id !== 'string') {
+          return `Invalid '${at}.file': expected file_data (a base64 data: URL) or file_id.`;
+        }
+        if (part.file?.file_data !== undefined && typeof part.file?.filename !== 'string') {
+          return `Missing required parameter: '${at}.file.filename'.`;
+        }
+      } else if (part?.type !== 'text') {
+        return `Invalid value: '${part?.type}'. Supported values are: 'text', 'image_url', 'input_audio', 'refusal', 'audio' and 'file'.`;
+      }
+    }
+  }
+  return undefined;
+}
+
 function endpointOf(path: string): FakeRequest['endpoint'] {
   if (path.endsWith('/chat/completions')) return 'chat';
+  if (path.endsWith('/responses')) return 'responses';
   if (path.endsWith('/completions')) return 'completions';
   return 'other';
 }
@@ -172,9 +268,14 @@ function parseBody(text: string): ParsedBody {
 }
 
 /**
- * Starts an OpenAI-compatible server on 127.0.0.1 for integration tests: `/v1/chat/completions` and
- * `/v1/completions`, streaming (SSE) and not, with scriptable replies, errors, headers, latency, malformed
- * bodies and dropped connections. It records every request (headers and body) for assertions. Like OpenAI, it
+ * Starts an OpenAI-compatible server on 127.0.0.1 for integration tests: `/v1/chat/completions`,
+ * `/v1/completions` and the Responses API's `/v1/responses`, streaming (SSE) and not, with scriptable replies,
+ * reasoning (DeepSeek's `reasoning_content`, Responses reasoning items with encrypted content), cache and
+ * reasoning token counts, errors, headers, latency, malformed bodies and dropped connections. Like OpenAI, it
+ * refuses (400) a strict `json_schema` that breaks the strict rules, content parts it does not take, message
+ * fields it does not know, and on `/responses` a function call sent back without its reasoning item or a
+ * reasoning item whose encrypted content it did not issue. `/v1/embeddings` answers with deterministic vectors (see
+ * `embeddings`). It records every request (headers and body) for assertions. Like OpenAI, it
  * answers a body that is not a JSON object with a 400 `invalid_request_error`, and one over `maxBodyBytes`
  * with a 413; neither uses up a scripted reply.
  *
@@ -200,6 +301,10 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
   let served = 0;
   /** Tool calls ever sent: numbers their default ids. */
   let toolCallCount = 0;
+  /** Embeddings requests received: the index their script sees. */
+  let embeddingsIndex = 0;
+  /** The reasoning items the Responses endpoint issued, and the calls they came with. */
+  const memory = responsesMemory();
 
   const replyFor = (request: FakeRequest, index: number): Promise<FakeReply> =>
     scriptedReply(script, request, index, (length) => ({
@@ -259,6 +364,11 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       return;
     }
     if (request.endpoint === 'other') {
+      if (path.endsWith('/embeddings')) {
+        requests.push(request);
+        await answerEmbeddings(text, request, response, wait, options.embeddings ?? {}, embeddingsIndex++);
+        return;
+      }
       if (path.endsWith('/models')) {
         response.writeHead(200, { 'content-type': 'application/json' });
         response.end(JSON.stringify({ object: 'list', data: [{ id: 'fake-model', object: 'model' }] }));
@@ -268,6 +378,18 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       response.end(
         JSON.stringify({ error: { message: `fake OpenAI server: no route ${path}`, type: 'not_found' } }),
       );
+      return;
+    }
+    const problem =
+      request.endpoint === 'chat'
+        ? chatRequestProblem(body)
+        : request.endpoint === 'responses'
+          ? responsesRequestProblem(body, memory)
+          : undefined;
+    if (problem !== undefined) {
+      requests.push(request);
+      response.writeHead(400, { 'content-type': 'application/json' });
+      response.end(errorBody(problem, 'invalid_request_error'));
       return;
     }
     const index = scriptIndex++;
@@ -309,7 +431,9 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       : cutAtStop(reply.content ?? '', body?.stop).text;
     const isChat = request.endpoint === 'chat';
     const toolCalls =
-      isChat && reply.toolCalls !== undefined && reply.toolCalls.length > 0
+      (isChat || request.endpoint === 'responses') &&
+      reply.toolCalls !== undefined &&
+      reply.toolCalls.length > 0
         ? reply.toolCalls.map((call) => ({
             id: call.id ?? `call_${++toolCallCount}`,
             type: 'function' as const,
@@ -319,20 +443,84 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
             },
           }))
         : undefined;
+    const reasoning = reply.reasoning;
     const usage = reply.usage ?? {
-      prompt_tokens: countTokens(body?.messages ?? body?.prompt),
-      completion_tokens: countTokens(content) + (toolCalls ? countTokens(toolCalls) : 0),
+      prompt_tokens:
+        request.endpoint === 'responses'
+          ? responsesPromptTokens(body)
+          : countTokens(body?.messages ?? body?.prompt),
+      completion_tokens:
+        countTokens(content) +
+        (toolCalls ? countTokens(toolCalls) : 0) +
+        (reasoning ? countTokens(reasoning) : 0),
     };
-    const fullUsage = { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
     const id = `fake-${number}`;
+    if (request.endpoint === 'responses') {
+      const scripted: ResponsesReply = {
+        content,
+        reasoning,
+        toolCalls: (toolCalls ?? []).map((call) => ({
+          id: call.id,
+          name: call.function.name,
+          arguments: call.function.arguments,
+        })),
+        usage,
+        chunkSize: reply.chunkSize ?? 4,
+        incomplete: reply.finishReason === 'length',
+      };
+      const responseId = `resp_fake_${number}`;
+      if (!request.stream) {
+        response.writeHead(status, { 'content-type': 'application/json', ...reply.headers });
+        response.end(JSON.stringify(responseObject(body, scripted, responseId, memory)));
+        return;
+      }
+      response.writeHead(status, {
+        'content-type': 'text/event-stream',
+        'cache-control': 'no-cache',
+        ...reply.headers,
+      });
+      const events =
+        reply.events ??
+        responseEvents(body, scripted, responseId, memory).map((event) => JSON.stringify(event));
+      for (const [position, payload] of events.entries()) {
+        if (position > 0 && !(await wait(reply.chunkDelayMs ?? 0, response))) return;
+        if (response.destroyed) return;
+        const type = (() => {
+          try {
+            return String(JSON.parse(payload).type);
+          } catch {
+            return 'message';
+          }
+        })();
+        response.write(`event: ${type}\ndata: ${payload}\n\n`);
+      }
+      if (!reply.hang) response.end();
+      return;
+    }
+    const fullUsage: Record<string, unknown> = {
+      prompt_tokens: usage.prompt_tokens,
+      completion_tokens: usage.completion_tokens,
+      total_tokens: usage.prompt_tokens + usage.completion_tokens,
+    };
+    if (usage.cached_tokens !== undefined)
+      fullUsage.prompt_tokens_details = { cached_tokens: usage.cached_tokens };
+    if (usage.reasoning_tokens !== undefined) {
+      fullUsage.completion_tokens_details = { reasoning_tokens: usage.reasoning_tokens };
+    }
+    if (usage.prompt_cache_hit_tokens !== undefined) {
+      fullUsage.prompt_cache_hit_tokens = usage.prompt_cache_hit_tokens;
+      fullUsage.prompt_cache_miss_tokens = usage.prompt_tokens - usage.prompt_cache_hit_tokens;
+    }
+    const reasoningField = reply.reasoningField ?? 'reasoning_content';
     const model = String(body?.model ?? 'fake-model');
     const created = Math.floor(Date.now() / 1000);
     const finishReason = reply.finishReason ?? (toolCalls ? 'tool_calls' : 'stop');
 
     if (!request.stream) {
-      const message = toolCalls
+      const message: Record<string, unknown> = toolCalls
         ? { role: 'assistant', content: content === '' ? null : content, tool_calls: toolCalls }
         : { role: 'assistant', content };
+      if (reasoning !== undefined && isChat) message[reasoningField] = reasoning;
       const choice = isChat
         ? { index: 0, message, finish_reason: finishReason, logprobs: null }
         : { index: 0, text: content, finish_reason: finishReason, logprobs: null };
@@ -365,6 +553,14 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       if (isChat)
         payloads.push(event([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }]));
       const size = Math.max(1, reply.chunkSize ?? 4);
+      if (isChat && reasoning !== undefined) {
+        for (let start = 0; start < reasoning.length; start += size) {
+          const piece = reasoning.slice(start, start + size);
+          payloads.push(
+            event([{ index: 0, delta: { content: null, [reasoningField]: piece }, finish_reason: null }]),
+          );
+        }
+      }
       for (let start = 0; start < content.length; start += size) {
         const piece = content.slice(start, start + size);
         payloads.push(

@@ -8,6 +8,7 @@ export type {
 export { startFakeAnthropic } from './fake-anthropic';
 export type { FakeAnthropicWorkerOptions, FakeAnthropicWorkerServer } from './fake-anthropic-worker';
 export { startFakeAnthropicWorker } from './fake-anthropic-worker';
+export type { FakeEmbeddingsOptions, FakeEmbeddingsReply } from './fake-embeddings';
 export type {
   FakeOpenAIOptions,
   FakeOpenAIServer,
@@ -19,6 +20,7 @@ export type {
 export { startFakeOpenAI } from './fake-openai';
 export type { FakeOpenAIWorkerOptions, FakeOpenAIWorkerServer } from './fake-openai-worker';
 export { startFakeOpenAIWorker } from './fake-openai-worker';
+export { HashEmbedder, type HashEmbedderOptions } from './hash-embedder';
 export type {
   AsyncMockLLMOptions,
   MockCall,

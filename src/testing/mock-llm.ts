@@ -30,6 +30,11 @@ export interface MockReply {
   /** @default '' */
   content?: string | undefined;
   toolCalls?: readonly MockToolCall[] | undefined;
+  /**
+   * What the model reasoned before answering: the reply's `reasoning`, streamed in `chunkSize` pieces as
+   * `reasoningDelta` chunks before the text.
+   */
+  reasoning?: string | undefined;
 }
 
 /** A scripted reply: a fixed list used in order, or a function of the request. */
@@ -128,7 +133,8 @@ class Script {
       scripted === null ||
       typeof scripted !== 'object' ||
       (scripted.content !== undefined && typeof scripted.content !== 'string') ||
-      (scripted.toolCalls !== undefined && !Array.isArray(scripted.toolCalls))
+      (scripted.toolCalls !== undefined && !Array.isArray(scripted.toolCalls)) ||
+      (scripted.reasoning !== undefined && typeof scripted.reasoning !== 'string')
     ) {
       throw new MockScriptError({
         message: `${owner} response #${index + 1} is not a string nor a { content, toolCalls } reply (got ${typeof reply})`,
@@ -147,11 +153,13 @@ class Script {
         arguments: typeof args === 'string' ? parseToolArguments(args) : cloneArguments(args),
       };
     });
-    return {
+    const answer: ModelReply = {
       content: cutAtStopWords(scripted.content ?? '', params.stopWords),
       toolCalls,
       finishReason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
     };
+    if (scripted.reasoning !== undefined && scripted.reasoning !== '') answer.reasoning = scripted.reasoning;
+    return answer;
   }
 
   /** What `chat()` returns: the text; a reply that calls tools is refused as a real client refuses it. */
@@ -167,6 +175,13 @@ class Script {
   }
 
   *chunks(reply: ModelReply): Generator<StreamChunk> {
+    const reasoning = reply.reasoning;
+    if (reasoning !== undefined) {
+      for (let start = 0; start < reasoning.length; start += this.chunkSize) {
+        const reasoningDelta = reasoning.slice(start, start + this.chunkSize);
+        yield { state: ModelStatusCode.STREAM_ING, content: '', delta: '', reasoningDelta };
+      }
+    }
     const text = reply.content;
     for (let end = this.chunkSize; end - this.chunkSize < text.length; end += this.chunkSize) {
       const delta = text.slice(end - this.chunkSize, end);
@@ -174,6 +189,7 @@ class Script {
     }
     const last: StreamChunk = { state: ModelStatusCode.END, content: text, delta: '' };
     if (reply.toolCalls.length > 0) last.toolCalls = reply.toolCalls;
+    if (reasoning !== undefined) last.reasoning = reasoning;
     yield last;
   }
 

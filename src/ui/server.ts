@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AgentBase } from '../agents/agent-base';
 import type { MemoryStoreOptions } from '../agents/lifecycle/persist';
+import { TOOL_TURNS } from '../agents/pending-interrupts';
 import type { CallerOptionsPolicy } from '../distributed/caller-options';
 import type { HTTPAgentServer, ServedAgent } from '../distributed/http/server';
 import { ConfigurationError } from '../schema/errors';
@@ -9,7 +10,7 @@ import type { SessionId } from '../schema/session';
 import type { SessionStore } from '../stores/types';
 import { errorMessage } from '../utils/text';
 import { readAssets, type UIAssets } from './assets';
-import { EventRelay, type UIEvent } from './event-relay';
+import { EventRelay, EventStreams } from './event-relay';
 import { changeSession } from './stored-session';
 
 /** Options of {@link UIServer}. */
@@ -48,11 +49,6 @@ const PAGE_HEADERS = {
   'cache-control': 'no-store',
 };
 
-/** Milliseconds between the comments that keep an idle event stream open through proxies. */
-const KEEP_ALIVE_MS = 15_000;
-/** A page whose event stream has this many bytes waiting is too slow: its stream is closed (it reconnects). */
-const MAX_BUFFERED = 4 * 1024 * 1024;
-
 /** `http://host:port` of a `Host` header, lower-cased, as a browser writes a page's `Origin`. */
 function ownOrigin(host: string | undefined): string | undefined {
   if (!host) return undefined;
@@ -84,11 +80,14 @@ function sendError(reply: FastifyReply, status: number, error: unknown, code: st
  * and token checks) with the page and the routes it needs:
  *
  * - `GET /`, `/ui/app.js`, `/ui/app.css`: the page (built into `dist/ui/`, so nothing is fetched from the network);
- * - `GET /ui/info`: the agent's name and tree (every agent's path, name and class);
+ * - `GET /ui/info`: the agent's name and tree (every agent's path, name and class), and `transcript`: the
+ *   state-dict key of the memory that holds the conversation with its tool turns (a prebuilt loop's sub-agent);
  * - `GET /ui/sessions`: the sessions any agent of the tree has in memory;
+ * - `GET /ui/sessions/:id/interrupts`: what the session waits for (`pendingInterrupts`), so a page reloaded,
+ *   switched back or opened in another tab shows the approvals still open;
  * - `POST /ui/sessions/:id/reset`: clears a session in every agent of the tree;
  * - `PUT /ui/state/:id`: loads a state dict (either shape) into a session (`GET /memory/:id` downloads one);
- * - `GET /ui/events`: server-sent events, one `agent` event per event of the tree ({@link UIEvent}): the recent
+ * - `GET /ui/events`: server-sent events, one `agent` event per event of the tree (`UIEvent`): the recent
  *   ones first, then each as it happens.
  *
  * The page's own requests carry its origin, which is accepted (a page of any other origin is refused). Every
@@ -104,7 +103,7 @@ export class UIServer {
   readonly #token: string;
   readonly #assets: UIAssets;
   readonly #relay: EventRelay | undefined;
-  readonly #streams = new Set<() => void>();
+  readonly #streams: EventStreams;
   readonly #options: UIServerOptions;
   #server: HTTPAgentServer | undefined;
   #url: string | undefined;
@@ -122,6 +121,7 @@ export class UIServer {
     this.#options = options;
     this.#assets = readAssets(options.assetsDir);
     this.#relay = options.agent instanceof AgentBase ? new EventRelay(options.agent) : undefined;
+    this.#streams = new EventStreams(this.#relay);
   }
 
   /** The server's base URL, once `listen()` resolved. */
@@ -169,7 +169,7 @@ export class UIServer {
 
   /** Ends the event streams, then closes the server (calls in flight finish first). */
   async close(): Promise<void> {
-    for (const end of this.#streams) end();
+    this.#streams.close();
     this.#relay?.close();
     await this.#server?.close();
   }
@@ -208,6 +208,15 @@ export class UIServer {
     app.get('/ui/sessions', (_request, reply) => {
       sendJSON(reply, { sessions: this.#sessions() });
     });
+    app.get('/ui/sessions/:id/interrupts', async (request, reply) => {
+      const id = (request.params as { id: string }).id;
+      try {
+        const interrupts = this.agent instanceof AgentBase ? await this.agent.pendingInterrupts(id) : [];
+        sendJSON(reply, { sessionId: id, interrupts });
+      } catch (error) {
+        sendError(reply, 500, error, (error as Error)?.name ?? 'Error');
+      }
+    });
     app.post('/ui/sessions/:id/reset', (request, reply) => {
       const id = (request.params as { id: string }).id;
       const agent = this.agent as { reset?: (id: SessionId, options?: object) => unknown };
@@ -218,7 +227,7 @@ export class UIServer {
       return this.#change(reply, id, () => agent.reset!(id, { recursive: true }), { reset: true });
     });
     app.put('/ui/state/:id', (request, reply) => this.#load(request, reply));
-    app.get('/ui/events', (request, reply) => this.#events(request, reply));
+    app.get('/ui/events', (_request, reply) => this.#events(reply));
   }
 
   #info(): unknown {
@@ -235,8 +244,20 @@ export class UIServer {
       name: agent.name ?? 'agent',
       className: agent.constructor.name,
       tree,
+      transcript: this.#transcriptKey(),
       events: this.#relay !== undefined,
     };
+  }
+
+  /** The memory the page shows as the conversation: a prebuilt loop's tool turns, else the root's. */
+  #transcriptKey(): string {
+    const agent = this.agent;
+    if (!(agent instanceof AgentBase)) return 'memory';
+    const turns = (agent as unknown as { [TOOL_TURNS]?: unknown })[TOOL_TURNS];
+    if (turns === undefined) return 'memory';
+    for (const [prefix, node] of agent.namedAgents())
+      if (node === turns && prefix !== '') return `${prefix}memory`;
+    return 'memory';
   }
 
   #sessions(): SessionId[] {
@@ -280,35 +301,8 @@ export class UIServer {
     }
   }
 
-  #events(request: FastifyRequest, reply: FastifyReply): void {
+  #events(reply: FastifyReply): void {
     reply.hijack();
-    const raw = reply.raw;
-    raw.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      'x-accel-buffering': 'no',
-    });
-    const write = (event: UIEvent) => {
-      raw.write(`event: agent\ndata: ${JSON.stringify(event)}\n\n`);
-      if (raw.writableLength > MAX_BUFFERED) end();
-    };
-    raw.write(': events of the agent tree\n\n');
-    const relay = this.#relay;
-    for (const event of relay?.recent() ?? []) write(event);
-    const unsubscribe = relay?.subscribe(write) ?? (() => {});
-    const timer = setInterval(() => raw.write(': keep-alive\n\n'), KEEP_ALIVE_MS);
-    timer.unref();
-    let ended = false;
-    const end = () => {
-      if (ended) return;
-      ended = true;
-      clearInterval(timer);
-      unsubscribe();
-      this.#streams.delete(end);
-      raw.end();
-    };
-    this.#streams.add(end);
-    request.raw.once('close', end);
-    raw.once('close', end);
+    this.#streams.open(reply.raw);
   }
 }

@@ -346,6 +346,21 @@ describe('sub-agents and state', () => {
     warn.mockRestore();
   });
 
+  it('loadStateDict names unknown keys escaped, and not a thousand of them', () => {
+    const team = new Team();
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+    // An uploaded state whose key names would clear the screen and retitle the terminal of whoever reads the log.
+    const hostile: Record<string, unknown[]> = { '\x1b[2J\x1b]0;owned\x07\x9b31m': [] };
+    for (let i = 0; i < 1_000; i++) hostile[`extra${i}`] = [];
+    team.loadStateDict({ ...team.stateDict(), ...hostile } as never);
+    const text = String(warn.mock.calls[0]![0]);
+    warn.mockRestore();
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: what must not be there
+    expect(text).not.toMatch(/[\x00-\x1f\x7f-\x9f]/);
+    expect(text).toContain('"\\x1b[2J\\x1b]0;owned\\x07\\x9b31m"');
+    expect(text).toMatch(/and 981 more$/);
+  });
+
   it('reset clears one session, a keypath, or everything recursively', () => {
     const team = new Team();
     team.call('a', { sessionId: 1 });

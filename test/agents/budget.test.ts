@@ -359,9 +359,9 @@ describe('usd at the rates the provider bills', () => {
           usage: {
             prompt_tokens: 1000,
             completion_tokens: 100,
-            prompt_tokens_details: { cached_tokens: 800 },
-            completion_tokens_details: { reasoning_tokens: 60 },
-          } as never,
+            cached_tokens: 800,
+            reasoning_tokens: 60,
+          },
         },
       ],
     });

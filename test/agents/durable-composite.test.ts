@@ -127,7 +127,10 @@ describe.each(['state', 'sqlite'] as const)(
     it('approved with edited arguments: the tool and the sub-agent run once with them', async () => {
       const { outcome, effects } = runs.edit;
       expect(effects).toEqual([...PAUSE_EFFECTS[mode], 'publish:Rome', 'lookup:Rome']);
-      expect(outcome.content).toBe('assistant: worker: published Rome with facts (Rome is a capital)');
+      // The worker's model reads that a person changed its arguments before the result.
+      expect(outcome.content).toBe(
+        'assistant: worker: The user edited the arguments of this call before approving it; it ran with the arguments shown.\npublished Rome with facts (Rome is a capital)',
+      );
       expect(outcome.memories.researcher).toEqual(['Find facts about Rome', 'facts (Rome is a capital)']);
       expect(outcome.unfinished).toBe(mode === 'sqlite' ? 0 : undefined);
     });

@@ -12,6 +12,7 @@ import { AsyncMockLLM, MockLLM, type MockReply } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { ChatMessage } from '../../src/schema/chat-message';
+import { dyingStore } from '../helpers/durable';
 
 /** A model that answers from the conversation: a Send, then text; ids fixed so replays match. */
 function answer(messages: ChatMessage[]): MockReply {
@@ -58,7 +59,7 @@ class FailingStore extends MemoryStore {
 }
 
 describe('durable calls that fail', () => {
-  it('an abort during a replay fails the call cleanly; the journal stays unfinished and a later recover completes it', async () => {
+  it('an abort during a replay fails the call cleanly; a retry with its callId completes it', async () => {
     const store = new MemoryStore();
     const runs: string[] = [];
     const send = asyncTool({
@@ -79,7 +80,7 @@ describe('durable calls that fail', () => {
         },
       }),
       actions: [send],
-      durable: { store },
+      durable: { store: dyingStore(store) },
       name: 'a',
     });
     await expect(first.call('go', { sessionId: 's', callId: 'c1' })).rejects.toThrow(/the process died/);
@@ -99,13 +100,15 @@ describe('durable calls that fail', () => {
     await expect(call).rejects.toThrow(/stopped by the user/);
     expect(slow.calls).toHaveLength(1);
     expect(runs).toEqual(['u1', 'v1']);
-    expect(store.listJournals('a', 's', { unfinished: true })).toEqual(['c1']);
+    // The aborted replay failed: the call is kept as failed (recover leaves it), with what it did.
+    expect(store.listJournals('a', 's', { unfinished: true })).toEqual([]);
+    expect(await replaying.recover({ sessionId: 's' })).toEqual([]);
     // Nothing of the aborted replay stays in memory.
     expect(replaying.stateDict('s')).toEqual({ memory: [], 'agent.memory': [] });
     const llm = new AsyncMockLLM({ responses: answer });
     replaying.agent.llm = llm;
-    const [reply] = await replaying.recover({ sessionId: 's' });
-    expect(reply!.content).toBe('done 1');
+    const reply = await replaying.call('go', { sessionId: 's', callId: 'c1' });
+    expect(reply.content).toBe('done 1');
     expect(llm.calls).toHaveLength(1);
     expect(runs).toEqual(['u1', 'v1']);
     expect(store.listJournals('a', 's', { unfinished: true })).toEqual([]);
@@ -128,20 +131,20 @@ describe('durable calls that fail', () => {
         return reply;
       },
     });
-    const make = () =>
+    const make = (on: MemoryStore) =>
       new FunctionCallingAgent({
         llm,
         actions: [sendTool(runs)],
-        durable: { store },
-        memory: { store },
+        durable: { store: on },
+        memory: { store: on },
         name: 'd',
       });
-    expect(() => make().call('first', { sessionId: 's' })).toThrow(/the process died/);
+    expect(() => make(dyingStore(store)).call('first', { sessionId: 's' })).toThrow(/the process died/);
     expect(store.listJournals('d', 's', { unfinished: true })).toHaveLength(1);
     store.deleteSession('d', 's');
     expect(store.listJournals('d', 's')).toEqual([]);
     dead = false;
-    const fresh = make();
+    const fresh = make(store);
     expect(fresh.recover({ sessionId: 's' })).toEqual([]);
     runs.length = 0;
     const reply = fresh.call('again', { sessionId: 's' });
@@ -166,7 +169,12 @@ describe('durable calls that fail', () => {
         return reply;
       },
     });
-    const agent = new FunctionCallingAgent({ llm, actions: [sendTool(runs)], durable: { store }, name: 'r' });
+    const agent = new FunctionCallingAgent({
+      llm,
+      actions: [sendTool(runs)],
+      durable: { store: dyingStore(store) },
+      name: 'r',
+    });
     dead = false;
     agent.call('one', { sessionId: 's' });
     dead = true;
@@ -188,7 +196,7 @@ describe('durable calls that fail', () => {
     ).toEqual(['two', 'done 1']);
   });
 
-  it('a store failing on any journal write fails the call and rolls memory back; recover then finishes it without doing anything twice', () => {
+  it('a store failing on any journal write fails the call and rolls memory back; a retry with its callId then finishes it without doing anything twice', () => {
     // The session has one finished call before the one whose writes fail.
     const reference = (() => {
       const store = new MemoryStore();
@@ -200,7 +208,8 @@ describe('durable calls that fail', () => {
       });
       agent.call('one', { sessionId: 's' });
       const before = contents(agent, 's');
-      const writesBefore = store.readJournal('f', store.listJournals('f', 's')[0]!)!.entries.length;
+      // Every entry but the last (the outcome, written with the finish).
+      const writesBefore = store.readJournal('f', store.listJournals('f', 's')[0]!)!.entries.length - 1;
       agent.call('two', { sessionId: 's' });
       return { before, after: contents(agent, 's'), writesPerCall: writesBefore };
     })();
@@ -219,17 +228,13 @@ describe('durable calls that fail', () => {
       });
       agent.call('one', { sessionId: 's' });
       store.failAt = store.writes + n;
-      expect(() => agent.call('two', { sessionId: 's' }), `write ${n}`).toThrow(/disk failed/);
+      const callId = `two-${n}`;
+      expect(() => agent.call('two', { sessionId: 's', callId }), `write ${n}`).toThrow(/disk failed/);
       expect(contents(agent, 's'), `write ${n}`).toBe(reference.before);
       const asked = llm.calls.length;
-      const replies = agent.recover({ sessionId: 's' }) as AgentMessage[];
-      if (n === 1) {
-        // The begin entry was never written: there is nothing to recover; the call can simply be made again.
-        expect(replies).toEqual([]);
-        agent.call('two', { sessionId: 's' });
-      } else {
-        expect(replies.map((r) => r.content)).toEqual(['done 2']);
-      }
+      // The call failed (it was not left by a dead process): recover leaves it, a retry goes on with it.
+      expect(agent.recover({ sessionId: 's' })).toEqual([]);
+      expect(agent.call('two', { sessionId: 's', callId }).content, `write ${n}`).toBe('done 2');
       // No Send ran twice; one whose result was not written comes back as unknown instead of running again.
       expect(new Set(runs).size, `write ${n}`).toBe(runs.length);
       const after = JSON.parse(contents(agent, 's')) as Record<string, { content: unknown }[]>;
@@ -297,7 +302,7 @@ describe('durable calls that fail', () => {
         name: 'b',
       });
       constructor(readonly order: ('a' | 'b')[]) {
-        super({ durable: { store }, name: 'pair' });
+        super({ durable: { store: dead ? dyingStore(store) : store }, name: 'pair' });
       }
       override forward(messages: AgentMessage[], options: { sessionId: string | number }) {
         const [first, second] = this.order.map((name) => this[name]);
@@ -321,7 +326,12 @@ describe('durable calls that fail', () => {
     expect((error as Error).message).toMatch(
       /step r\.0\S* was a model call of "a" .* now is a model call of "b"/,
     );
-    expect(store.listJournals('pair', 's', { unfinished: true })).toEqual(['c1']);
+    // The failed replay is kept as a failed call: it is not recovered again; a retry fails the same way.
+    expect(store.listJournals('pair', 's', { unfinished: true })).toEqual([]);
+    const outcome = store.readJournal('pair', 'c1')!.entries.at(-1)!.data as {
+      result: { status: string; error: string };
+    };
+    expect(outcome.result).toMatchObject({ status: 'failed', error: expect.stringMatching(/step r\.0/) });
     // Every memory is as before the replay.
     expect(other.stateDict('s')).toEqual({ memory: [], 'a.memory': [], 'b.memory': [] });
   });

@@ -13,6 +13,7 @@ import {
 import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { dyingStore } from '../helpers/durable';
 
 function counter(runs: string[], options: { retrySafe?: boolean; needsApproval?: boolean } = {}) {
   return tool({
@@ -39,14 +40,14 @@ function flaky(responses: unknown[], failOn: number[]) {
 }
 
 describe('durable calls', () => {
-  it('a call that failed after a tool ran is recovered: the tool does not run again, the model is not asked again', () => {
+  it('a call whose process died after a tool ran is recovered: the tool does not run again, the model is not asked again', () => {
     const store = new MemoryStore();
     const runs: string[] = [];
     const responses = [{ toolCalls: [{ name: 'Send', arguments: { to: 'bob' } }] }, 'Sent.'];
     const first = new FunctionCallingAgent({
       llm: flaky(responses, [1]),
       actions: [counter(runs)],
-      durable: { store },
+      durable: { store: dyingStore(store) },
       name: 'mailer',
     });
     expect(() => first.call('mail bob', { sessionId: 's' })).toThrow(/the process died/);
@@ -130,7 +131,7 @@ describe('durable calls', () => {
     const first = new FunctionCallingAgent({
       llm: flaky([{ toolCalls: [{ name: 'Send', arguments: { to: 'bob' } }] }, 'x'], [1]),
       actions: [counter(runs)],
-      durable: { store },
+      durable: { store: dyingStore(store) },
       name: 'n',
     });
     expect(() => first.call('go', { callId: 'c1' })).toThrow();

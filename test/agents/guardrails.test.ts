@@ -2,6 +2,7 @@ import {
   Agent,
   type AgentMessage,
   AsyncAgent,
+  AsyncBaseLLM,
   AsyncFunctionCallingAgent,
   AsyncStreamingAgent,
   asyncTool,
@@ -62,7 +63,17 @@ describe('guardrails', () => {
   });
 
   it('parallel input: the model starts at once; a trip aborts it while it is answering', async () => {
-    const llm = new AsyncMockLLM({ responses: ['a slow answer'], latencyMs: 400 });
+    // A model that answers only when its request is aborted (then it rejects with the reason).
+    const asked: AbortSignal[] = [];
+    const llm = new (class extends AsyncBaseLLM {
+      async chat(_messages: unknown, params?: { signal?: AbortSignal }): Promise<string> {
+        const signal = params!.signal!;
+        asked.push(signal);
+        return new Promise<string>((_resolve, reject) =>
+          signal.addEventListener('abort', () => reject(signal.reason), { once: true }),
+        );
+      }
+    })();
     let release: () => void = () => {};
     const checked = new Promise<void>((resolve) => {
       release = resolve;
@@ -77,14 +88,14 @@ describe('guardrails', () => {
       },
     });
     const agent = new AsyncAgent({ llm, hooks: [slowCheck] });
-    const started = Date.now();
     const call = agent.call('a forbidden question', { sessionId: 1 });
-    await new Promise((resolve) => setTimeout(resolve, 30));
-    expect(llm.calls).toHaveLength(1); // the model was asked before the check answered
+    while (asked.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    // The model was asked before the check answered.
+    expect(asked[0]!.aborted).toBe(false);
     release();
     const error = await tripped(call);
     expect(error.reason).toBe('forbidden topic');
-    expect(Date.now() - started).toBeLessThan(350); // aborted, not waited out
+    expect(asked[0]!.aborted).toBe(true); // the request was aborted, not waited out
     expect(agent.memory!.get(1)?.length ?? 0).toBe(0);
   });
 

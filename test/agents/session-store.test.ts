@@ -10,7 +10,7 @@ import {
   StoreError,
 } from 'lagent-ts';
 import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 /** Agents with `memory: { store }`: every committed turn is in the store, and only committed turns are. */
 
@@ -37,6 +37,20 @@ function asAsync(store: MemoryStore): SessionStore {
       };
     },
   }) as unknown as SessionStore;
+}
+
+/** An agent whose forward waits at a gate: `opened` gets the function that lets it answer. */
+class Gated extends AsyncAgent {
+  constructor(
+    options: ConstructorParameters<typeof AsyncAgent>[0],
+    readonly opened: (open: () => void) => void,
+  ) {
+    super(options);
+  }
+  override async forward(messages: AgentMessage[]): Promise<string> {
+    await new Promise<void>((resolve) => this.opened(resolve));
+    return `reply to ${String(messages.at(-1)?.content)}`;
+  }
 }
 
 describe('memory: { store }', () => {
@@ -158,30 +172,128 @@ describe('memory: { store }', () => {
     expect(store.readSession('w', '1')).toBeUndefined();
   });
 
-  it('a call whose lease expired and was taken fails with StoreConflictError, and is taken back', async () => {
-    const store = new MemoryStore();
-    const slow = new AsyncAgent({ llm: echo(150), memory: { store, leaseMs: 40 }, name: 'n' });
-    const call = slow.call('slow', { sessionId: 1 });
-    await new Promise((resolve) => setTimeout(resolve, 60));
-    // The async agent renews its lease while it runs, so nobody takes it...
-    expect(store.acquireSession('n', '1', { owner: 'intruder', leaseMs: 10_000 }).acquired).toBe(false);
-    await call;
-    expect(contents(store, 'n', '1')).toEqual(['slow', 'reply to slow']);
+  it('a call renews its lease while it runs; one whose lease another took fails with StoreConflictError, and is taken back', async () => {
+    // The store's clock and the renewal timer are fake: the call waits at a gate, time moves only when told.
+    vi.useFakeTimers({ toFake: ['Date', 'setInterval', 'clearInterval', 'setTimeout', 'clearTimeout'] });
+    try {
+      const store = new MemoryStore();
+      let open: (() => void) | undefined;
+      const slow = new Gated({ memory: { store, leaseMs: 40 }, name: 'n' }, (resolve) => {
+        open = resolve;
+      });
+      const call = slow.call('slow', { sessionId: 1 });
+      await vi.waitFor(() => expect(open).toBeDefined());
+      // Ten leases' time passes while the model answers: the call renews its lease, so nobody takes it...
+      await vi.advanceTimersByTimeAsync(400);
+      expect(store.acquireSession('n', '1', { owner: 'intruder', leaseMs: 10_000 }).acquired).toBe(false);
+      open!();
+      await call;
+      expect(contents(store, 'n', '1')).toEqual(['slow', 'reply to slow']);
 
-    // ...unless renewal cannot keep up (here: the store is told the lease is someone else's).
-    const second = slow.call('late', { sessionId: 1 });
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    store.deleteSession('n', '1');
-    store.acquireSession('n', '1', { owner: 'intruder', leaseMs: 10_000 });
-    store.commitTurn('n', '1', { owner: 'intruder', version: 0, turn: { append: { memory: [] } } });
-    await expect(second).rejects.toBeInstanceOf(StoreConflictError);
-    expect(slow.stateDict(1).memory).toEqual(
-      expect.arrayContaining([expect.objectContaining({ content: 'reply to slow' })]),
-    );
-    expect(slow.stateDict(1).memory).toHaveLength(2);
-    // The next call reloads what the store has (the intruder's empty session) and goes on from there.
-    await slow.call('again', { sessionId: 1 });
-    expect(contents(store, 'n', '1')).toEqual(['again', 'reply to again']);
+      // ...unless another owner takes the session meanwhile (here: it is deleted and taken).
+      open = undefined;
+      const second = slow.call('late', { sessionId: 1 });
+      await vi.waitFor(() => expect(open).toBeDefined());
+      store.deleteSession('n', '1');
+      store.acquireSession('n', '1', { owner: 'intruder', leaseMs: 10_000 });
+      store.commitTurn('n', '1', { owner: 'intruder', version: 0, turn: { append: { memory: [] } } });
+      open!();
+      await expect(second).rejects.toBeInstanceOf(StoreConflictError);
+      expect(slow.stateDict(1).memory).toEqual(
+        expect.arrayContaining([expect.objectContaining({ content: 'reply to slow' })]),
+      );
+      expect(slow.stateDict(1).memory).toHaveLength(2);
+      // The next call reloads what the store has (the intruder's empty session) and goes on from there.
+      open = undefined;
+      const again = slow.call('again', { sessionId: 1 });
+      await vi.waitFor(() => expect(open).toBeDefined());
+      open!();
+      await again;
+      expect(contents(store, 'n', '1')).toEqual(['again', 'reply to again']);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('a call whose renewal another owner refused stops before its commit, naming why', async () => {
+    const store = new MemoryStore();
+    let open: (() => void) | undefined;
+    const agent = new Gated({ memory: { store, leaseMs: 30 }, name: 'r' }, (resolve) => {
+      open = resolve;
+    });
+    const call = agent.call('x', { sessionId: 's' });
+    await vi.waitFor(() => expect(open).toBeDefined());
+    // Another owner takes the session (its lease was made to run out) and the holder's next renewal is refused.
+    const renewed = new Promise<void>((resolve) => {
+      const renew = store.renewLease.bind(store);
+      store.renewLease = (...args) => {
+        const kept = renew(...args);
+        if (!kept) resolve();
+        return kept;
+      };
+    });
+    store.deleteSession('r', 's');
+    store.acquireSession('r', 's', { owner: 'other', leaseMs: 60_000 });
+    await renewed;
+    open!();
+    await expect(call).rejects.toThrow(/no longer held by this call: another owner took its lease/);
+    expect(store.readSession('r', 's')).toBeUndefined();
+  });
+
+  it('back-to-back calls on a session of an async store never wait for the lease of the call before', async () => {
+    const store = new MemoryStore();
+    // The store answers a release late (another connection of a pool): the next acquire must not find it held.
+    const late = new Proxy(store, {
+      get(target, key) {
+        if (key === 'synchronous') return false;
+        const value = Reflect.get(target, key, target);
+        if (typeof value !== 'function') return value;
+        return async (...args: unknown[]) => {
+          if (key === 'releaseSession') await new Promise((resolve) => setTimeout(resolve, 20));
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    }) as unknown as SessionStore;
+    const warnings: Error[] = [];
+    const listen = (warning: Error) => warnings.push(warning);
+    process.on('warning', listen);
+    try {
+      const agent = new AsyncAgent({
+        llm: echo(),
+        memory: { store: late },
+        durable: { store: late },
+        name: 'b2b',
+      });
+      for (let i = 0; i < 5; i++) await agent.call(`m${i}`, { sessionId: 's' });
+    } finally {
+      process.off('warning', listen);
+    }
+    expect(warnings.filter((warning) => /is held by another call/.test(warning.message))).toEqual([]);
+    expect(store.readSession('b2b', 's')!.version).toBe(5);
+  });
+
+  it('a call waiting for a session another process holds says once which one, and until when', async () => {
+    const store = new MemoryStore();
+    const until = Date.now() + 60_000;
+    store.acquireSession('w', 'busy', { owner: 'elsewhere', leaseMs: 60_000 });
+    const warnings: Error[] = [];
+    const listen = (warning: Error) => warnings.push(warning);
+    process.on('warning', listen);
+    try {
+      const agent = new AsyncAgent({ llm: echo(), memory: { store }, name: 'w' });
+      const controller = new AbortController();
+      const waiting = agent.call('x', { sessionId: 'busy', signal: controller.signal });
+      await vi.waitFor(() => expect(warnings).toHaveLength(1));
+      controller.abort(new Error('gave up'));
+      await expect(waiting).rejects.toThrow('gave up');
+    } finally {
+      process.off('warning', listen);
+    }
+    expect(warnings).toHaveLength(1);
+    expect((warnings[0] as Error & { code?: string }).code).toBe('LAGENT_SESSION_WAIT');
+    expect(warnings[0]!.message).toContain('session "busy" of "w"');
+    const at = Date.parse(/until (\S+) \(its lease\)/.exec(warnings[0]!.message)![1]!);
+    expect(Math.abs(at - until)).toBeLessThan(5_000);
   });
 
   it('holds at most maxSessions sessions in memory; a dropped one is reloaded from the store', async () => {
@@ -250,6 +362,29 @@ describe('memory: { store }', () => {
     await expect(failed).rejects.toThrow(/commitTurn of session "bob" failed: connection reset/);
     expect(agent.stateDict('bob').memory).toEqual([]);
     expect(store.readSession('b', 'bob')).toBeUndefined();
+  });
+
+  it('a commit whose answer was lost is checked before the call reports failure: the turn is there once', async () => {
+    const store = new MemoryStore();
+    let lost = 1;
+    // The store commits the turn, and the answer never comes back (a timeout, a broken connection).
+    const timingOut = new Proxy(store, {
+      get(target, key) {
+        if (key === 'synchronous') return false;
+        const value = Reflect.get(target, key, target);
+        if (typeof value !== 'function') return value;
+        return async (...args: unknown[]) => {
+          const result = (value as (...a: unknown[]) => unknown).apply(target, args);
+          if (key === 'commitTurn' && lost-- > 0) throw new Error('Command timed out');
+          return result;
+        };
+      },
+    }) as unknown as SessionStore;
+    const agent = new AsyncAgent({ llm: echo(), memory: { store: timingOut }, name: 'pay' });
+    expect((await agent.call('pay bob', { sessionId: 's' })).content).toBe('reply to pay bob');
+    await agent.call('next', { sessionId: 's' });
+    expect(contents(store, 'pay', 's')).toEqual(['pay bob', 'reply to pay bob', 'next', 'reply to next']);
+    expect(store.readSession('pay', 's')!.version).toBe(2);
   });
 
   it('a stored session that cannot be loaded is a StoreError naming it; other sessions work', async () => {

@@ -8,6 +8,7 @@ import {
 } from 'lagent-ts';
 import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
+import { comparedCharacters } from '../helpers/compared-text';
 
 const states = (messages: AgentMessage[]) => messages.map((message) => message.streamState);
 
@@ -145,6 +146,18 @@ describe('AsyncStreamingAgent', () => {
     expect(agent.memory!.getMemory()).toEqual([]);
   });
 
+  it('a stream left before its end is an error to listeners (a page whose tree said "running" forever)', async () => {
+    const agent = new AsyncStreamingAgent({
+      llm: new AsyncMockLLM({ responses: () => 'x'.repeat(100), chunkSize: 1 }),
+    });
+    const heard: string[] = [];
+    agent.events.on('callEnd', () => heard.push('callEnd'));
+    agent.events.on('error', ({ error }) => heard.push(`error: ${(error as Error).message}`));
+    for await (const _ of agent.call('hi', { sessionId: 's' })) break;
+    expect(heard).toEqual(['error: the call was abandoned before it finished (its stream was closed)']);
+    expect(agent.memory!.get('s')?.length ?? 0).toBe(0);
+  });
+
   it('an abort signal stops a slow stream with the abort reason', async () => {
     const agent = new AsyncStreamingAgent({
       llm: new AsyncMockLLM({ responses: ['slow'], latencyMs: 5_000 }),
@@ -159,5 +172,53 @@ describe('AsyncStreamingAgent', () => {
     }).rejects.toThrow('user cancelled');
     expect(Date.now() - started).toBeLessThan(1_000);
     expect(agent.memory!.getMemory()).toEqual([]);
+  });
+});
+
+describe('streaming in time linear in the reply', () => {
+  // 20,000 characters in 4-character chunks: comparing each chunk's text with the previous chunk's would read
+  // 5,000 texts of 10,000 characters on average (50 million characters); the model's own deltas need none.
+  const length = 20_000;
+  const text = 'abcdefghij'.repeat(length / 10);
+
+  it('the built-in forward gives each chunk the delta the model streamed, so no chunk is compared with the last', async () => {
+    const agent = new AsyncStreamingAgent({ llm: new AsyncMockLLM({ responses: [text], chunkSize: 4 }) });
+    let received = '';
+    let chunks = 0;
+    const compared = await comparedCharacters(async () => {
+      for await (const chunk of agent.call('hi')) {
+        if (chunk.streamState === AgentStatusCode.STREAM_ING) chunks++;
+        received += chunk.delta;
+      }
+    });
+    expect(chunks).toBe(length / 4);
+    expect(received).toBe(text);
+    // The final reply is compared with the last chunk once.
+    expect(compared).toBeLessThanOrEqual(2 * length);
+  });
+
+  it('the same holds for the sync StreamingAgent', async () => {
+    const agent = new StreamingAgent({ llm: new MockLLM({ responses: [text], chunkSize: 4 }) });
+    let received = '';
+    const compared = await comparedCharacters(() => {
+      for (const chunk of agent.call('hi')) received += chunk.delta;
+    });
+    expect(received).toBe(text);
+    expect(compared).toBeLessThanOrEqual(2 * length);
+  });
+
+  it("a model chunk whose delta does not account for the content's growth gets its delta by comparison", async () => {
+    const llm = new AsyncMockLLM({ responses: ['unused'] });
+    llm.streamChat = async function* () {
+      yield { state: 1, content: 'Hello', delta: 'Hello' };
+      // A rewrite: the model's delta is what it appended, but the text before it changed too.
+      yield { state: 1, content: 'Help me', delta: '!' };
+      yield { state: 1, content: 'Help me now', delta: ' now' };
+      yield { state: 0, content: 'Help me now', delta: '' };
+    } as typeof llm.streamChat;
+    const agent = new AsyncStreamingAgent({ llm });
+    const deltas: (string | undefined)[] = [];
+    for await (const chunk of agent.call('hi')) deltas.push(chunk.delta);
+    expect(deltas).toEqual(['Hello', 'Help me', ' now', '']);
   });
 });

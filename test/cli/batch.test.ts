@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -277,6 +277,80 @@ describe('lagent batch', () => {
     expect(same.code).toBe(1);
     expect(same.stderr).toBe('lagent: the output file must not be the input file\n');
     expect(readFileSync(input, 'utf8')).toBe('{"id":1,"message":"x"}\n');
+  });
+});
+
+describe('lagent batch: the files it writes', () => {
+  it.skipIf(spawnSync('mkfifo', ['--version']).status !== 0)(
+    'refuses a FIFO or /dev/stdout as the output at once, instead of waiting for a reader forever',
+    async () => {
+      const input = writeInput([{ id: 1, message: 'x' }]);
+      const requests = fake.requests.length;
+      const fifo = join(dir, 'out.fifo');
+      expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+      const toFifo = await runCli(['batch', input, '-o', fifo, ...modelFlags()], { timeoutMs: 15_000 });
+      expect(toFifo.code).toBe(1);
+      expect(toFifo.stderr).toBe(
+        `lagent: the output file ${fifo} is not a regular file (a FIFO, a device or a directory cannot be written and read back)\n`,
+      );
+      const errorsToFifo = await runCli(
+        ['batch', input, '-o', join(dir, 'out.jsonl'), '-e', fifo, ...modelFlags()],
+        {
+          timeoutMs: 15_000,
+        },
+      );
+      expect(errorsToFifo.code).toBe(1);
+      expect(errorsToFifo.stderr).toMatch(/the errors file .* is not a regular file/);
+      const toStdout = await runCli(['batch', input, '-o', '/dev/stdout', ...modelFlags()], {
+        timeoutMs: 15_000,
+      });
+      expect(toStdout.code).toBe(1);
+      expect(toStdout.stderr).toMatch(/the output file \/dev\/stdout is a symbolic link/);
+      // Refused before any line ran.
+      expect(fake.requests).toHaveLength(requests);
+    },
+  );
+});
+
+describe('lagent batch: links (in process)', () => {
+  const quiet = { progress: false, log: new PassThrough().resume() };
+  const agent: AgentLike = new AsyncAgent({ llm: new AsyncMockLLM({ responses: () => 'ok' }) }) as never;
+  const INPUT = '{"id":1,"message":"x"}\n';
+
+  it('never truncates the input: --errors naming a link to it, or another name of it, is refused', async () => {
+    const input = writeInput([{ id: 1, message: 'x' }]);
+    const link = join(dir, 'errors.jsonl');
+    symlinkSync(input, link);
+    await expect(
+      runBatch(agent, { input, output: join(dir, 'out.jsonl'), errors: link, ...quiet }),
+    ).rejects.toThrow(`the errors file ${link} is a symbolic link`);
+    const hard = join(dir, 'hard.jsonl');
+    linkSync(input, hard);
+    await expect(
+      runBatch(agent, { input, output: join(dir, 'out.jsonl'), errors: hard, ...quiet }),
+    ).rejects.toThrow(`the errors file ${hard} is also the input file`);
+    await expect(runBatch(agent, { input: hard, output: input, ...quiet })).rejects.toThrow(
+      `the output file ${input} is also the input file`,
+    );
+    expect(readFileSync(input, 'utf8')).toBe(INPUT);
+  });
+
+  it('does not write through a link: an output naming one is refused and its target left as it was', async () => {
+    const input = writeInput([{ id: 1, message: 'x' }]);
+    const target = join(dir, 'elsewhere.txt');
+    writeFileSync(target, 'precious\n');
+    const link = join(dir, 'out.jsonl');
+    symlinkSync(target, link);
+    await expect(runBatch(agent, { input, output: link, ...quiet })).rejects.toThrow(
+      `the output file ${link} is a symbolic link`,
+    );
+    expect(readFileSync(target, 'utf8')).toBe('precious\n');
+    expect(existsSync(join(dir, 'out.errors.jsonl'))).toBe(false);
+    // A plain file there is written as before.
+    rmSync(link);
+    const summary = await runBatch(agent, { input, output: link, ...quiet });
+    expect(summary.done).toBe(1);
+    expect(readFileSync(link, 'utf8')).toMatch(/^\{"id":1,"message":\{/);
   });
 });
 

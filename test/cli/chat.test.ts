@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AsyncAgent } from '../../src/agents/async-agent';
 import { AsyncStreamingAgent } from '../../src/agents/index';
 import type { AgentLike } from '../../src/cli/agent-like';
 import { runChat } from '../../src/cli/chat';
@@ -14,6 +15,7 @@ import {
   type FakeRequest,
   startFakeOpenAI,
 } from '../../src/testing/index';
+import { comparedCharacters } from '../helpers/compared-text';
 import { CLI, childEnv, FIXTURES, ROOT } from './helpers';
 
 /**
@@ -170,6 +172,31 @@ describe.skipIf(!hasTmux)('lagent chat in a terminal', () => {
     await waitFor(session, shows('EXITED 0'));
   });
 
+  it('approves and declines a tool call waiting for approval; a typed message is held, not a silent decline', async () => {
+    const session = 'approval';
+    await startChat(session, ['--agent', `${FIXTURES}approval-agent.ts`]);
+    await tmux('send-keys', '-t', session, 'delete /tmp/a', 'Enter');
+    await waitFor(session, shows('Delete {"path":"/tmp/a"} (id call_1)'));
+    // "yes" would decline the call if it were sent: the REPL says so and sends nothing.
+    await tmux('send-keys', '-t', session, 'yes', 'Enter');
+    const held = await waitFor(session, shows('[waiting] Delete still waits for a decision'));
+    expect(held).not.toContain('echo: yes');
+    await tmux('send-keys', '-t', session, '/pending', 'Enter');
+    await waitFor(session, (text) => (text.match(/\(id call_1\)/g) ?? []).length >= 2);
+    await tmux('send-keys', '-t', session, '/approve', 'Enter');
+    await waitFor(session, shows('Done: deleted /tmp/a'));
+    expect(await screen(session)).toContain('[approved] Delete {"path":"/tmp/a"} (id call_1)');
+
+    await tmux('send-keys', '-t', session, 'delete /tmp/b', 'Enter');
+    await waitFor(session, shows('(id call_2)'));
+    await tmux('send-keys', '-t', session, '/decline keep it', 'Enter');
+    const declined = await waitFor(session, shows('Done: The user declined this call of Delete: keep it'));
+    expect(declined).toContain('[declined] Delete {"path":"/tmp/b"} (id call_2): keep it');
+    expect(declined).not.toContain('deleted /tmp/b');
+    await tmux('send-keys', '-t', session, 'C-d');
+    await waitFor(session, shows('EXITED 0'));
+  });
+
   it('runs an agent module and leaves on Ctrl-D', async () => {
     const session = 'module';
     await startChat(session, ['--agent', `${FIXTURES}echo-agent.ts`]);
@@ -213,7 +240,7 @@ describe.skipIf(!hasTmux)('lagent batch in a terminal', () => {
 
 describe('lagent chat and what it prints (in process)', () => {
   /** Runs the REPL on piped streams: types `lines`, then Ctrl-D; gives what it printed. */
-  async function chat(agent: AgentLike, lines: string[]) {
+  async function chat(agent: AgentLike, lines: string[], showReasoning = false) {
     const input = new PassThrough();
     const output = new PassThrough();
     const errors = new PassThrough();
@@ -225,7 +252,7 @@ describe('lagent chat and what it prints (in process)', () => {
     errors.on('data', (chunk) => {
       err += chunk;
     });
-    const done = runChat(agent, { input, output, errorOutput: errors });
+    const done = runChat(agent, { input, output, errorOutput: errors, showReasoning });
     for (const line of lines) input.write(`${line}\n`);
     input.end();
     let timer: NodeJS.Timeout | undefined;
@@ -240,6 +267,20 @@ describe('lagent chat and what it prints (in process)', () => {
     return { out, err };
   }
 
+  it("shows a reasoning model's thinking before the answer with --reasoning, and not without", async () => {
+    const script = () => [{ reasoning: 'Hmm, \x1b[31mthink.', content: 'Answer.' }];
+    const streaming = new AsyncStreamingAgent({
+      llm: new AsyncMockLLM({ responses: script(), chunkSize: 4 }),
+    });
+    expect((await chat(streaming, ['q'], true)).out).toContain('Hmm, think.\nAnswer.\n');
+    const plain = new AsyncAgent({ llm: new AsyncMockLLM({ responses: script() }) });
+    expect((await chat(plain, ['q'], true)).out).toContain('Hmm, think.\nAnswer.\n');
+    const quiet = new AsyncStreamingAgent({ llm: new AsyncMockLLM({ responses: script() }) });
+    const { out } = await chat(quiet, ['q']);
+    expect(out).toContain('Answer.');
+    expect(out).not.toContain('think');
+  });
+
   it('prints a reply without its escape sequences and control characters, even cut across chunks', async () => {
     const reply =
       '\x1b]0;pwned\x07Hello \x1b[31mred\x1b[0m\tdone\r\x1b[2K\x1b]52;c;ZXZpbA==\x1b\\ \x9b2Jend\x07\x08\nnext line';
@@ -248,6 +289,65 @@ describe('lagent chat and what it prints (in process)', () => {
     // biome-ignore lint/suspicious/noControlCharactersInRegex: looking for control characters
     expect(out).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/);
     expect(out).toContain('Hello red\tdone end\nnext line\n');
+  });
+
+  it('answers calls waiting for approval: /pending, /approve (edited), /decline with a reason; a typed message asks first', async () => {
+    const { default: createAgent } = await import('./fixtures/approval-agent');
+    const agent = createAgent() as unknown as AgentLike;
+    const { out, err } = await chat(agent, [
+      'delete /tmp/a',
+      'yes',
+      '/pending',
+      '/approve',
+      'delete /tmp/b /tmp/c',
+      '/approve',
+      '/approve call_2 {"path": "/tmp/b2"}',
+      '/decline not that one',
+      'delete /tmp/d',
+      'hello',
+      'hello',
+    ]);
+    // The call waits, named with its arguments and id; "yes" is not sent (it would decline it) but held.
+    expect(out).toContain(
+      '[waiting for approval]\n  Delete {"path":"/tmp/a"} (id call_1)\n/approve [JSON], /decline [REASON]\n',
+    );
+    expect(out).not.toContain('Waiting for approval:');
+    expect(err).toContain(
+      '[waiting] Delete still waits for a decision: /approve or /decline; type the message again to send it and decline it\n',
+    );
+    expect(out).not.toContain('echo: yes');
+    expect(out).toContain(
+      '[approved] Delete {"path":"/tmp/a"} (id call_1)\n[tool] Delete {"path":"/tmp/a"}\n[result] deleted /tmp/a\nDone: deleted /tmp/a\n',
+    );
+    // Two wait: /approve must name one; the round runs once both are decided, the edited call with its arguments.
+    expect(err).toContain('[error] 2 calls wait: /approve ID (or all); /pending lists them\n');
+    expect(out).toContain(
+      '[approved] Delete {"path":"/tmp/b"} (id call_2) with {"path":"/tmp/b2"}\n[waiting] still to decide: call_3\n',
+    );
+    expect(out).toContain('[declined] Delete {"path":"/tmp/c"} (id call_3): not that one\n');
+    expect(out).toMatch(
+      /\[result\] deleted \/tmp\/b2\n\[result\] error: The user declined this call of Delete: not that one/,
+    );
+    // The repeated message is sent, and the decline it makes is said.
+    expect(out).toMatch(
+      /\[declined\] Delete \{"path":"\/tmp\/d"\} \(id call_4\): you sent a new message\n\[tool\] Delete .*\n\[result\] error: The user declined this call of Delete: the user sent a new message\. It was not run\.\necho: hello\n/,
+    );
+    expect(out.match(/echo: hello/g)).toHaveLength(1);
+    expect(
+      await (agent as unknown as { pendingInterrupts(id: number): Promise<unknown[]> }).pendingInterrupts(0),
+    ).toEqual([]);
+  });
+
+  it('prints a long streamed reply from its deltas: no chunk is compared with what was printed', async () => {
+    const reply = 'abcdefghij'.repeat(2_000);
+    const agent = new AsyncStreamingAgent({ llm: new AsyncMockLLM({ responses: [reply], chunkSize: 4 }) });
+    let out = '';
+    // 5,000 chunks: comparing each with what was printed would read 50 million characters.
+    const compared = await comparedCharacters(async () => {
+      out = (await chat(agent, ['hi'])).out;
+    });
+    expect(out).toContain(`${reply}\n`);
+    expect(compared).toBeLessThanOrEqual(4 * reply.length);
   });
 
   it.skipIf(spawnSync('mkfifo', ['--version']).status !== 0)(

@@ -197,6 +197,50 @@ describe('eval scorers and summary (in process)', () => {
     expect(percentile([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 95)).toBe(10);
     expect(percentile([7], 95)).toBe(7);
   });
+
+  it('shows the cached prompt and reasoning tokens the models reported', async () => {
+    const agent: AgentLike = {
+      call: async () =>
+        new AgentMessage({
+          sender: 'agent',
+          content: 'yes',
+          extraInfo: {
+            usage: {
+              promptTokens: 2000,
+              completionTokens: 100,
+              totalTokens: 2100,
+              cachedPromptTokens: 1536,
+              reasoningTokens: 64,
+            },
+          },
+        }),
+      stateDict: () => ({}),
+    };
+    const log = new PassThrough();
+    let table = '';
+    log.on('data', (chunk: Buffer) => {
+      table += chunk.toString();
+    });
+    const output = join(dir, 'cached-out.jsonl');
+    const summary = await runEval(agent, {
+      input: writeData([{ id: 0, input: 'q', expected: 'yes' }], 'cached.jsonl'),
+      output,
+      scorer: exactScorer,
+      concurrency: 1,
+      progress: false,
+      log,
+    });
+    expect(summary.tokens).toEqual({
+      prompt: 2000,
+      completion: 100,
+      total: 2100,
+      cached: 1536,
+      reasoning: 64,
+    });
+    expect(jsonl(output)[0].usage).toMatchObject({ cachedPromptTokens: 1536, reasoningTokens: 64 });
+    expect(table).toMatch(/tokens cached prompt\s+1536\n/);
+    expect(table).toMatch(/tokens reasoning\s+64\n/);
+  });
 });
 
 describe('eval resuming (in process)', () => {
@@ -381,12 +425,14 @@ describe('lagent eval', () => {
     const total = results.reduce((sum, line) => sum + line.usage.totalTokens, 0);
     expect(total).toBeGreaterThan(0);
     expect(summary.tokens.total).toBe(total);
-    expect(summary.usd).toBeNull();
+    // The model has no price: its tokens count, its cost is 0 and said to be unknown.
+    expect(summary.usd).toBe(0);
+    expect(summary.unpriced).toEqual(['fake-model']);
     expect(summary.latencyMs.p50).toBeGreaterThanOrEqual(0);
     expect(summary.latencyMs.p95).toBeGreaterThanOrEqual(summary.latencyMs.p50);
     expect(rest.stderr).toMatch(/items\s+50\n/);
     expect(rest.stderr).toMatch(/accuracy\s+50\.0%/);
-    expect(rest.stderr).toMatch(/cost USD\s+-\n/);
+    expect(rest.stderr).toMatch(/cost USD\s+0\.0000 \(no price for fake-model\)\n/);
     expect(rest.stderr).toMatch(new RegExp(`tokens total\\s+${total}\\n`));
   }, 40_000);
 

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -55,6 +55,43 @@ describe('lagent serve --store', () => {
     expect(await chat(second.url, 'three', 7)).toBe('echo:three#5');
     expect(await chat(second.url, 'again', 8)).toBe('echo:again#3');
     expect(await second.cli.stop('SIGTERM')).toBe(0);
+  });
+
+  it('a durable agent: a call the killed server left unfinished is recovered at start, its Send not run again', async () => {
+    const env = { DURABLE_DB: join(dir, 'durable.db'), SIDE_EFFECTS: join(dir, 'side-effects.txt') };
+    const agent = `${FIXTURES}durable-agent.ts`;
+    const first = await startCli(
+      ['serve', '--agent', agent, '--port', '0', '--lease-ms', '300'],
+      /listening on/,
+      {
+        env: { ...env, KILL_AFTER_SEND: '1' },
+      },
+    );
+    running.push(first);
+    const url = /(http:\/\/\S+)/.exec(first.line)![1]!;
+    // The server dies in the middle of the call, right after its Send.
+    await expect(
+      fetch(`${url}/chat_completion`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message: ['bob'], session_id: 7 }),
+      }),
+    ).rejects.toThrow();
+    expect(await first.stop('SIGKILL')).not.toBe(0);
+    // Started again, the server recovers the call (once the dead process's 300 ms lease has run out).
+    const second = await startCli(
+      ['serve', '--agent', agent, '--port', '0', '--lease-ms', '300'],
+      /recovered 1 unfinished call of 1 session/,
+      { env },
+    );
+    running.push(second);
+    const served = /(http:\/\/\S+)/.exec(second.output().stdout)![1]!;
+    const memory = (await (await fetch(`${served}/memory/7`)).json()) as {
+      memory: { content: unknown; sender: string }[];
+    };
+    expect(memory.memory.map((m) => m.sender)).toEqual(['user', 'errands']);
+    expect(readFileSync(env.SIDE_EFFECTS, 'utf8')).toBe('send:bob\n');
+    expect(await second.stop('SIGTERM')).toBe(0);
   });
 
   it('says what is wrong with a store URL, and refuses --store for a worker', async () => {

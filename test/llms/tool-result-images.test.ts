@@ -155,7 +155,12 @@ describe('tool results to Claude', () => {
       ],
     });
     try {
-      const llm = new AsyncClaudeAPI({ model: 'claude-test', apiKey: 'k', baseURL: server.baseURL });
+      const llm = new AsyncClaudeAPI({
+        model: 'claude-test',
+        apiKey: 'k',
+        baseURL: server.baseURL,
+        cache: false,
+      });
       const agent = new AsyncFunctionCallingAgent({ llm, actions: [plotTool(() => [figure]), failing] });
       expect((await agent.call('Plot sales')).content).toBe('Done.');
       const messages = server.requests[1]!.body.messages;

@@ -18,7 +18,7 @@ describe('usage as the providers report it', () => {
       promptTokens: 1000,
       completionTokens: 100,
       totalTokens: 1100,
-      cacheReadTokens: 800,
+      cachedPromptTokens: 800,
       reasoningTokens: 60,
     });
     expect(usageFromAPI({ prompt_tokens: 5, completion_tokens: 2 })).toEqual({
@@ -45,7 +45,7 @@ describe('usage as the providers report it', () => {
       promptTokens: 160,
       completionTokens: 7,
       totalTokens: 167,
-      cacheReadTokens: 50,
+      cachedPromptTokens: 50,
       cacheWriteTokens: 100,
     });
     expect(usageFromClaude({ input_tokens: 3, output_tokens: 1, cache_read_input_tokens: 0 })).toEqual({
@@ -78,7 +78,7 @@ describe('usage as the providers report it', () => {
       promptTokens: 100,
       completionTokens: 30,
       totalTokens: 130,
-      cacheReadTokens: 60,
+      cachedPromptTokens: 60,
       cacheWriteTokens: 20,
       reasoningTokens: 12,
     });
@@ -96,7 +96,7 @@ describe('prices', () => {
         promptTokens: 1000,
         completionTokens: 100,
         totalTokens: 1100,
-        cacheReadTokens: 800,
+        cachedPromptTokens: 800,
       }),
     ).toBeCloseTo((200 * 2.5 + 800 * 1.25 + 100 * 10) / 1e6, 15);
     expect(costOf({ input: 2, output: 4 }, 10, 1, 5, 5)).toBe((10 * 2 + 4) / 1e6);

@@ -1,8 +1,10 @@
 // serveMCP over HTTP against hostile clients: refused requests keep nothing, sessions expire and are capped,
 // web pages of other sites and clients without the token are refused.
+import http from 'node:http';
+import { connect } from 'node:net';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { tool } from 'lagent-ts';
+import { asyncTool, tool } from 'lagent-ts';
 import { type MCPServerHandle, MCPToolkit, serveMCP } from 'lagent-ts/mcp';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -31,6 +33,23 @@ function post(url: string, body: string, headers: Record<string, string> = {}): 
       ...headers,
     },
     body,
+  });
+}
+
+/** POSTs `body` from the local address `from` (another loopback address is another client); resolves to the status. */
+function postFrom(from: string, url: string, body: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const request = http.request(url, {
+      method: 'POST',
+      localAddress: from,
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    });
+    request.once('response', (response) => {
+      response.resume();
+      response.once('end', () => resolve(response.statusCode ?? 0));
+    });
+    request.once('error', reject);
+    request.end(body);
   });
 }
 
@@ -79,33 +98,123 @@ describe('serveMCP over HTTP, guarded', () => {
     await waitFor(() => server!.sessionCount === 0);
   });
 
-  it('ends sessions idle for sessionIdleMs, not those of a connected client', async () => {
+  it('ends sessions idle for sessionIdleMs, even with their notification stream open; the toolkit starts a new one', async () => {
     server = await serveMCP({ actions: [echo], transport: 'http', sessionIdleMs: 200 });
     const response = await post(server.url!, INITIALIZE);
     await response.arrayBuffer();
     const id = response.headers.get('mcp-session-id');
     expect(id).toBeTruthy();
-    expect(server.sessionCount).toBe(1);
     const kit = await MCPToolkit.connect({ url: server.url! });
     try {
-      await waitFor(() => server!.sessionCount === 1 && kit.apis.has('echo'), 3000);
-      await new Promise((resolve) => setTimeout(resolve, 500));
-      expect(server.sessionCount).toBe(1);
+      // The toolkit keeps its notification stream (GET) open: that does not keep its session.
+      await waitFor(() => server!.sessionCount === 0, 5_000);
       const gone = await post(server.url!, JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }), {
         'mcp-session-id': id!,
         'mcp-protocol-version': '2025-06-18',
       });
       expect(gone.status).toBe(404);
-      // The toolkit keeps its notification stream open, so its session is in use.
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      // Its next call is answered 404 too: it initializes again and sends the call once more.
       expect((await kit.call({ text: 'still here' }, 'echo')).toText()).toBe('still here');
+      expect(server.sessionCount).toBe(1);
     } finally {
       await kit.close();
     }
   });
 
+  it('one client cannot fill the server: past maxSessionsPerClient its least recently used idle session ends', async () => {
+    server = await serveMCP({
+      actions: [echo],
+      transport: 'http',
+      maxSessions: 30,
+      maxSessionsPerClient: 10,
+    });
+    const ids: string[] = [];
+    for (let i = 0; i < 50; i++) {
+      const response = await post(server.url!, INITIALIZE);
+      await response.arrayBuffer();
+      expect(response.status).toBe(200);
+      ids.push(response.headers.get('mcp-session-id')!);
+    }
+    expect(server.sessionCount).toBe(10);
+    // The ten most recent are the ones alive.
+    const status = async (sessionId: string) => {
+      const response = await post(server!.url!, JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' }), {
+        'mcp-session-id': sessionId,
+        'mcp-protocol-version': '2025-06-18',
+      });
+      await response.arrayBuffer();
+      return response.status;
+    };
+    expect(await status(ids[39]!)).toBe(404);
+    expect(await status(ids[40]!)).toBe(200);
+    // Another client (another address) still gets a session.
+    const other = await postFrom('127.0.0.2', server.url!, INITIALIZE);
+    expect(other).toBe(200);
+    expect(server.sessionCount).toBe(11);
+  });
+
+  it('answers 429 when every session of the client has a request under way', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let running = 0;
+    const wait = asyncTool({
+      name: 'wait',
+      description: 'Waits',
+      parameters: z.object({}),
+      run: async () => {
+        running++;
+        await held;
+        return 'done';
+      },
+    });
+    server = await serveMCP({ actions: [wait], transport: 'http', maxSessionsPerClient: 2 });
+    const kits = await Promise.all([0, 1].map(() => MCPToolkit.connect({ url: server!.url! })));
+    try {
+      const calls = kits.map((kit) => kit.call({}, 'wait'));
+      // Both calls are under way on the server before the third initialization.
+      await waitFor(() => running === 2);
+      const third = await post(server.url!, INITIALIZE);
+      expect(third.status).toBe(429);
+      expect(third.headers.get('retry-after')).toBe('60');
+      release();
+      expect((await Promise.all(calls)).map((result) => result.toText())).toEqual(['done', 'done']);
+    } finally {
+      release();
+      await Promise.all(kits.map((kit) => kit.close()));
+    }
+  });
+
+  it('cuts off a client that trickles its headers after headersTimeout', async () => {
+    server = await serveMCP({ actions: [echo], transport: 'http', headersTimeout: 300, requestTimeout: 600 });
+    const { port } = new URL(server.url!);
+    const socket = connect(Number(port), '127.0.0.1');
+    socket.on('error', () => undefined);
+    let answer = '';
+    socket.on('data', (part: Buffer) => {
+      answer += part.toString('latin1');
+    });
+    socket.write('POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+    // One more header line every 100 ms: never the blank line that ends them.
+    const trickle = setInterval(() => socket.write('X-Slow: 1\r\n'), 100);
+    try {
+      await new Promise((resolve) => socket.once('close', resolve));
+    } finally {
+      clearInterval(trickle);
+    }
+    expect(answer).toMatch(/^HTTP\/1\.1 408/);
+  }, 10_000);
+
+  it('refuses bad limits', async () => {
+    await expect(serveMCP({ actions: [echo], transport: 'http', maxSessionsPerClient: 0 })).rejects.toThrow(
+      /maxSessionsPerClient/,
+    );
+    await expect(
+      serveMCP({ actions: [echo], transport: 'http', headersTimeout: 5_000, requestTimeout: 1_000 }),
+    ).rejects.toThrow(/headersTimeout/);
+  });
+
   it('answers 503 past maxSessions', async () => {
-    server = await serveMCP({ actions: [echo], transport: 'http', maxSessions: 2 });
+    server = await serveMCP({ actions: [echo], transport: 'http', maxSessions: 2, maxSessionsPerClient: 5 });
     const statuses: number[] = [];
     for (let i = 0; i < 3; i++) {
       const response = await post(server.url!, INITIALIZE);

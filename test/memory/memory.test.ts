@@ -1,4 +1,12 @@
-import { AgentMessage, ConfigurationError, Memory, MemoryManager, ValidationError } from 'lagent-ts';
+import {
+  AgentMessage,
+  AsyncAgent,
+  ConfigurationError,
+  Memory,
+  MemoryManager,
+  ValidationError,
+} from 'lagent-ts';
+import { AsyncMockLLM } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
 
 const texts = (memory: Memory) => memory.getMemory().map((message) => message.content);
@@ -108,5 +116,29 @@ describe('MemoryManager', () => {
     expect(manager.sessions().sort()).toEqual(['a', 'c']);
     expect(manager.get('b')).toBeUndefined();
     expect(() => new MemoryManager(undefined, { maxSessions: 0 })).toThrow(ConfigurationError);
+  });
+
+  it("an agent's bounded memory never drops a session it is answering", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let asked = 0;
+    const llm = new AsyncMockLLM({ responses: (messages) => `re: ${String(messages.at(-1)?.content)}` });
+    const generate = llm.generate.bind(llm);
+    // The model answers 'slow' only once released.
+    llm.generate = async (messages, params) => {
+      asked++;
+      if (messages.at(-1)?.content === 'slow') await held;
+      return generate(messages, params);
+    };
+    const agent = new AsyncAgent({ llm, memory: { maxSessions: 2 } });
+    const slow = agent.call('slow', { sessionId: 'a' });
+    while (asked === 0) await new Promise((resolve) => setImmediate(resolve));
+    // Two more sessions while 'a' is answered: the idle 'b' goes, not 'a'.
+    await agent.call('hi', { sessionId: 'b' });
+    await agent.call('hi', { sessionId: 'c' });
+    release();
+    await slow;
+    expect(agent.memory!.getMemory('a').map((message) => message.content)).toEqual(['slow', 're: slow']);
+    expect(agent.memory!.sessions().sort()).toEqual(['a', 'c']);
   });
 });

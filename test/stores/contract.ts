@@ -298,6 +298,212 @@ export function describeStoreContract(name: string, harness: () => StoreHarness)
       expect(await run(store.readJournal(ns, 'call-3'))).toBeUndefined();
     });
 
+    it('fences journal writes with the lease: refused once another owner took it, also after the old one takes it again', async () => {
+      const ns = fresh('fence');
+      await run(store.acquireSession(ns, 's', { owner: 'a1', leaseMs: 10_000 }));
+      const a1 = { owner: 'a1', leaseMs: 10_000 };
+      expect(await run(store.appendJournal(ns, 's', 'c', { step: 0 }, a1))).toBe(0);
+      // Without the lease (never taken by this owner, or released): refused, nothing written.
+      await expect(
+        attempt(() => other.appendJournal(ns, 's', 'c', { step: 'x' }, { owner: 'b', leaseMs: 1000 })),
+      ).rejects.toBeInstanceOf(StoreConflictError);
+      await expect(
+        attempt(() => other.appendJournal(ns, 'never', 'c2', { step: 'x' }, { owner: 'b', leaseMs: 1000 })),
+      ).rejects.toThrow(/no longer leased to this caller.*journal entry was not written/);
+      expect(await run(other.readJournal(ns, 'c2'))).toBeUndefined();
+      await run(store.releaseSession(ns, 's', 'a1'));
+      await expect(
+        attempt(() => store.appendJournal(ns, 's', 'c', { step: 'late' }, a1)),
+      ).rejects.toBeInstanceOf(StoreConflictError);
+      // Another owner takes the session: the first one's writes are refused, even once it holds the session
+      // again under a new acquisition.
+      await run(other.acquireSession(ns, 's', { owner: 'b1', leaseMs: 10_000 }));
+      expect(
+        await run(other.appendJournal(ns, 's', 'c', { step: 1 }, { owner: 'b1', leaseMs: 10_000 })),
+      ).toBe(1);
+      await run(other.releaseSession(ns, 's', 'b1'));
+      await run(store.acquireSession(ns, 's', { owner: 'a2', leaseMs: 10_000 }));
+      await expect(
+        attempt(() => store.appendJournal(ns, 's', 'c', { step: 'stale' }, a1)),
+      ).rejects.toBeInstanceOf(StoreConflictError);
+      await expect(
+        attempt(() => store.finishJournal(ns, 'c', { fence: a1, entry: { end: 'stale' } })),
+      ).rejects.toBeInstanceOf(StoreConflictError);
+      const journal = await run(other.readJournal(ns, 'c'));
+      expect(journal?.entries.map((entry) => entry.data)).toEqual([{ step: 0 }, { step: 1 }]);
+      expect(journal?.finished).toBe(false);
+      await run(
+        store.finishJournal(ns, 'c', { fence: { owner: 'a2', leaseMs: 10_000 }, entry: { end: 'ok' } }),
+      );
+      expect((await run(other.readJournal(ns, 'c')))?.entries.at(-1)?.data).toEqual({ end: 'ok' });
+      await run(store.releaseSession(ns, 's', 'a2'));
+    });
+
+    it("a lease that ran out with nobody taking it is still the holder's: it writes, renews and commits", async () => {
+      const ns = fresh('ranout');
+      await run(store.acquireSession(ns, 's', { owner: 'a', leaseMs: 50 }));
+      await new Promise((resolve) => setTimeout(resolve, 120));
+      const fence = { owner: 'a', leaseMs: 50 };
+      expect(await run(store.appendJournal(ns, 's', 'c', { step: 0 }, fence))).toBe(0);
+      await new Promise((resolve) => setTimeout(resolve, 120));
+      expect(await run(store.renewLease(ns, 's', 'a', 50))).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 120));
+      expect(
+        await run(
+          store.commitTurn(ns, 's', { owner: 'a', version: 0, turn: { append: { memory: [message('1')] } } }),
+        ),
+      ).toBe(1);
+      // Once another owner took it (it ran out), the first one can neither renew nor write.
+      await run(store.acquireSession(ns, 's', { owner: 'a', leaseMs: 50 }));
+      await new Promise((resolve) => setTimeout(resolve, 120));
+      expect((await run(other.acquireSession(ns, 's', { owner: 'b', leaseMs: 10_000 }))).acquired).toBe(true);
+      expect(await run(store.renewLease(ns, 's', 'a', 10_000))).toBe(false);
+      await expect(
+        attempt(() => store.appendJournal(ns, 's', 'c', { step: 1 }, fence)),
+      ).rejects.toBeInstanceOf(StoreConflictError);
+      await run(other.releaseSession(ns, 's', 'b'));
+    });
+
+    it('a commit tried again with its turnId writes nothing twice, and releases the lease when asked', async () => {
+      const ns = fresh('turnid');
+      await run(store.acquireSession(ns, 's', { owner: 'a', leaseMs: 10_000 }));
+      const turn = { append: { memory: [message('once')] } };
+      const options = { owner: 'a', version: 0, turn, turnId: 't-1', release: false };
+      expect(await run(store.commitTurn(ns, 's', options))).toBe(1);
+      // The answer was lost: the same commit again gives the version it made.
+      expect(await run(store.commitTurn(ns, 's', { ...options, release: true }))).toBe(1);
+      expect((await run(other.readSession(ns, 's')))?.state).toEqual({ memory: [message('once')] });
+      expect((await run(other.acquireSession(ns, 's', { owner: 'b', leaseMs: 10_000 }))).acquired).toBe(true);
+      // Another turn id at the old version is a conflict as before.
+      await expect(
+        attempt(() => other.commitTurn(ns, 's', { ...options, owner: 'b', turnId: 't-2' })),
+      ).rejects.toThrow(/version 1, not 0/);
+      await run(other.releaseSession(ns, 's', 'b'));
+    });
+
+    it('keeps finished journals for their retention: then reads miss them and purgeExpired prunes them', async () => {
+      const ns = fresh('retain');
+      await run(store.appendJournal(ns, 's', 'kept', { step: 0 }));
+      await run(store.finishJournal(ns, 'kept', { retainMs: 60_000, entry: { end: 'done' } }));
+      await run(store.appendJournal(ns, 's', 'short', { step: 0 }));
+      await run(store.finishJournal(ns, 'short', { retainMs: 0 }));
+      await run(store.appendJournal(ns, 's', 'open', { step: 0 }));
+      expect(await run(other.readJournal(ns, 'short'))).toBeUndefined();
+      expect(await run(other.listJournals(ns, 's'))).toEqual(['kept', 'open']);
+      expect(await run(other.readJournal(ns, 'kept'))).toEqual({
+        callId: 'kept',
+        sessionId: 's',
+        entries: [
+          { seq: 0, data: { step: 0 } },
+          { seq: 1, data: { end: 'done' } },
+        ],
+        finished: true,
+      });
+      await run(other.purgeExpired(ns));
+      expect(await run(other.deleteJournal(ns, 'short'))).toBe(false);
+      // An entry after the finish reopens a journal (a failed call tried again), and keeps it.
+      expect(await run(store.appendJournal(ns, 's', 'kept', { step: 'again' }))).toBe(2);
+      expect((await run(other.readJournal(ns, 'kept')))?.finished).toBe(false);
+      expect(await run(other.listJournals(ns, 's', { unfinished: true }))).toEqual(['kept', 'open']);
+      // A journal of the same id on the session starts again once the old one was pruned.
+      await run(store.appendJournal(ns, 's', 'short', { step: 'new' }));
+      expect((await run(other.readJournal(ns, 'short')))?.entries).toEqual([
+        { seq: 0, data: { step: 'new' } },
+      ]);
+    });
+
+    it("refuses a journal write naming a call of another session, and lists a namespace's unfinished calls", async () => {
+      const ns = fresh('calls');
+      await run(store.appendJournal(ns, 'a', 'call-1', { step: 0 }));
+      await expect(attempt(() => other.appendJournal(ns, 'b', 'call-1', { step: 'x' }))).rejects.toThrow(
+        /belongs to another session/,
+      );
+      expect((await run(other.readJournal(ns, 'call-1')))?.entries).toHaveLength(1);
+      await run(store.appendJournal(ns, 'b', 'call-3', { step: 0 }));
+      await run(store.appendJournal(ns, 'b', 'call-2', { step: 0 }));
+      await run(store.appendJournal(ns, 'c', 'call-4', { step: 0 }));
+      await run(store.finishJournal(ns, 'call-4'));
+      await run(store.appendJournal(fresh('elsewhere'), 'a', 'call-0', { step: 0 }));
+      const list = other.listUnfinishedCalls!.bind(other);
+      const first = await run(list(ns, { limit: 2 }));
+      expect(first).toEqual({
+        calls: [
+          { callId: 'call-1', sessionId: 'a' },
+          { callId: 'call-2', sessionId: 'b' },
+        ],
+        next: 'call-2',
+      });
+      expect(await run(list(ns, { after: first.next, limit: 2 }))).toEqual({
+        calls: [{ callId: 'call-3', sessionId: 'b' }],
+      });
+    });
+
+    it('a session that expires during a call: its commit and fenced writes say it expired', async () => {
+      const ns = fresh('expiring');
+      const short = await h.open({ ttlMs: 150 });
+      try {
+        await run(short.acquireSession(ns, 's', { owner: 'a', leaseMs: 10_000 }));
+        await run(
+          short.commitTurn(ns, 's', {
+            owner: 'a',
+            version: 0,
+            turn: { append: { memory: [message('1')] } },
+            release: false,
+          }),
+        );
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        await expect(
+          attempt(() =>
+            short.commitTurn(ns, 's', {
+              owner: 'a',
+              version: 1,
+              turn: { append: { memory: [message('2')] } },
+            }),
+          ),
+        ).rejects.toThrow(/expired \(its ttlMs passed\) during the call; the turn was not committed/);
+        await run(short.acquireSession(ns, 't', { owner: 'a', leaseMs: 10_000 }));
+        await run(
+          short.commitTurn(ns, 't', {
+            owner: 'a',
+            version: 0,
+            turn: { append: { memory: [message('1')] } },
+            release: false,
+          }),
+        );
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        await expect(
+          attempt(() => short.appendJournal(ns, 't', 'c', { step: 0 }, { owner: 'a', leaseMs: 10_000 })),
+        ).rejects.toThrow(/expired \(its ttlMs passed\) during the call; the journal entry was not written/);
+      } finally {
+        await run(short.close());
+      }
+    });
+
+    it('stores keys with NUL characters and lone surrogates exactly, apart from others', async () => {
+      const ns = fresh('odd\u0000keys');
+      const ids = ['a\u0000b', 'a', '\ud800', '\udfff-x', '\ud83d\ude00'];
+      for (const [i, id] of ids.entries()) {
+        await run(store.acquireSession(ns, id, { owner: 'a', leaseMs: 10_000 }));
+        await run(
+          store.commitTurn(ns, id, {
+            owner: 'a',
+            version: 0,
+            turn: { append: { memory: [message(String(i))] } },
+          }),
+        );
+        await run(store.appendJournal(ns, id, `call\u0000${id}`, { i }));
+      }
+      for (const [i, id] of ids.entries()) {
+        expect((await run(other.readSession(ns, id)))?.state.memory).toEqual([message(String(i))]);
+        expect((await run(other.readJournal(ns, `call\u0000${id}`)))?.sessionId).toBe(id);
+        expect(await run(other.listJournals(ns, id))).toEqual([`call\u0000${id}`]);
+      }
+      const listed = (await run(other.listSessions(ns))).sessions.map((session) => session.sessionId);
+      expect([...listed].sort()).toEqual([...ids].sort());
+      const calls = (await run(other.listUnfinishedCalls!(ns))).calls.map((call) => call.sessionId);
+      expect([...calls].sort()).toEqual([...ids].sort());
+    });
+
     it('refuses keys that are empty or longer than 1,024 characters with a StoreError', async () => {
       await expect(attempt(() => store.readSession('', 's'))).rejects.toBeInstanceOf(StoreError);
       await expect(attempt(() => store.readSession('ns', 'x'.repeat(1025)))).rejects.toBeInstanceOf(

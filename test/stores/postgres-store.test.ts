@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AsyncAgent } from '../../src/agents/async-agent';
 import { AgentMessage } from '../../src/schema/agent-message';
 import { ConfigurationError, StoreConflictError, StoreError } from '../../src/schema/errors';
 import { PostgresStore, type PostgresStoreOptions } from '../../src/stores/postgres-store';
@@ -79,13 +80,13 @@ describe.runIf('bin' in binaries)('PostgresStore', () => {
     const { rows } = await admin.query(
       `SELECT value FROM lagent_test.race_meta WHERE key = 'schema_version'`,
     );
-    expect(rows).toEqual([{ value: '2' }]);
+    expect(rows).toEqual([{ value: '3' }]);
 
     await admin.query(`UPDATE lagent_test.race_meta SET value = '99' WHERE key = 'schema_version'`);
     const newer = open({ tablePrefix: 'race_', schema: 'lagent_test' }).readSession('ns', 's');
     await expect(newer).rejects.toBeInstanceOf(StoreError);
     await expect(newer).rejects.toThrow(
-      /schema version 99, newer than this version of lagent-ts knows \(2\)/,
+      /schema version 99, newer than this version of lagent-ts knows \(3\)/,
     );
     // The tables were not touched.
     expect((await admin.query(`SELECT value FROM lagent_test.race_meta`)).rows).toEqual([{ value: '99' }]);
@@ -157,7 +158,7 @@ describe.runIf('bin' in binaries)('PostgresStore', () => {
     }
   });
 
-  it('stores keys of any Unicode up to 1,024 characters as they are, and refuses ones PostgreSQL cannot hold', async () => {
+  it('stores keys of any Unicode up to 1,024 characters: as they are, or escaped when PostgreSQL text cannot hold them', async () => {
     const store = open();
     const ns = `ns '"\\%_ ${'名'.repeat(1000)}`;
     const ids = ["it's", 'a"b', '%', '_', '\\', '😀'.repeat(512), 'x'.repeat(1024), '\u00e9', 'e\u0301'];
@@ -169,9 +170,43 @@ describe.runIf('bin' in binaries)('PostgresStore', () => {
     const listed = (await store.listSessions(ns)).sessions.map((session) => session.sessionId);
     expect(new Set(listed)).toEqual(new Set(ids));
     expect(await store.readSession(ns, '%x')).toBeUndefined();
-    await expect(store.readSession(ns, 'a\u0000b')).rejects.toBeInstanceOf(StoreError);
-    await expect(store.readSession(ns, 'a\ud800')).rejects.toThrow(/well-formed/);
+    // NUL, lone surrogates and the escape's own mark: kept exactly, each apart from the others.
+    const odd = ['a\u0000b', 'a\ud800', '\udc00', '\u0001', '\u00010061', 'a'];
+    for (const id of odd) {
+      await store.acquireSession(ns, id, { owner: 'a', leaseMs: 1000 });
+      await store.commitTurn(ns, id, { owner: 'a', version: 0, turn: { append: { memory: [message(id)] } } });
+    }
+    for (const id of odd) expect((await store.readSession(ns, id))?.state.memory).toEqual([message(id)]);
+    const { rows } = await admin.query('SELECT session_id FROM lagent_sessions WHERE session_id = $1', [
+      "it's",
+    ]);
+    expect(rows).toEqual([{ session_id: "it's" }]);
   });
+
+  it('a commit held past timeoutMs is checked before the call reports failure: the turn lands once, the call succeeds', async () => {
+    const store = open({ timeoutMs: 200 });
+    const ns = fresh('held');
+    const locker = new pg.Client({ connectionString: server.connectionString });
+    await locker.connect();
+    /** Another connection holds the session's row for 600 ms once the model has answered. */
+    class Paying extends AsyncAgent {
+      override async forward(messages: AgentMessage[]): Promise<string> {
+        await locker.query('BEGIN');
+        await locker.query('SELECT 1 FROM lagent_sessions WHERE namespace = $1 FOR UPDATE', [ns]);
+        setTimeout(() => void locker.query('COMMIT'), 600);
+        return `paid ${String(messages.at(-1)?.content)}`;
+      }
+    }
+    const agent = new Paying({ memory: { store, namespace: ns } });
+    try {
+      expect((await agent.call('bob $80', { sessionId: 's' })).content).toBe('paid bob $80');
+      const read = await store.readSession(ns, 's');
+      expect(read?.version).toBe(1);
+      expect(read?.state.memory?.map((m) => m.content)).toEqual(['bob $80', 'paid bob $80']);
+    } finally {
+      await locker.end();
+    }
+  }, 30_000);
 
   it('a failed commit writes nothing; a turn JSON cannot hold is a StoreError', async () => {
     const store = open();

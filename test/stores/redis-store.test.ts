@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { AsyncAgent } from '../../src/agents/async-agent';
 import { AgentMessage, type LagentMessageJSON } from '../../src/schema/agent-message';
 import { ConfigurationError, StoreError } from '../../src/schema/errors';
 import { MemoryStore } from '../../src/stores/memory-store';
@@ -196,6 +197,30 @@ describe('RedisStore', () => {
           turn: { append: { memory: [message('2')] } },
         }),
       ).toBe(2);
+    } finally {
+      await store.close();
+    }
+  }, 30_000);
+
+  it('a commit held past timeoutMs is checked before the call reports failure: the turn lands once, the call succeeds', async () => {
+    const ns = fresh('held');
+    const store = new RedisStore({ url: server.url, prefix, timeoutMs: 200 });
+    /** Redis holds every write for 600 ms once the model has answered: the commit's answer comes too late. */
+    class Paying extends AsyncAgent {
+      override async forward(messages: AgentMessage[]): Promise<string> {
+        await admin.call('CLIENT', 'PAUSE', '600', 'WRITE');
+        return `paid ${String(messages.at(-1)?.content)}`;
+      }
+    }
+    const agent = new Paying({ memory: { store, namespace: ns } });
+    try {
+      expect((await agent.call('bob $80', { sessionId: 's' })).content).toBe('paid bob $80');
+      const read = await store.readSession(ns, 's');
+      expect(read?.version).toBe(1);
+      expect(read?.state.memory?.map((m) => m.content)).toEqual(['bob $80', 'paid bob $80']);
+      // The next call goes on from exactly that turn.
+      await agent.call('alice $5', { sessionId: 's' });
+      expect((await store.readSession(ns, 's'))?.version).toBe(2);
     } finally {
       await store.close();
     }

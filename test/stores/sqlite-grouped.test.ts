@@ -59,6 +59,7 @@ function groupedView(store: SQLiteStore): SessionStore {
     finishJournal: async (...args) => store.finishJournal(...args),
     listJournals: async (...args) => store.listJournals(...args),
     deleteJournal: async (...args) => store.deleteJournal(...args),
+    listUnfinishedCalls: async (...args) => store.listUnfinishedCalls(...args),
     close: async () => store.close(),
   };
 }

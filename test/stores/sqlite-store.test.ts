@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import type { LagentMessageJSON } from '../../src/schema/agent-message';
 import { ConfigurationError, StoreConflictError, StoreError } from '../../src/schema/errors';
 import { MemoryStore } from '../../src/stores/memory-store';
@@ -414,8 +414,12 @@ describe('SQLiteStore', () => {
         .join(' ');
     const raw = new Database(file);
     expect(plan(raw)).toContain('lagent_journals_unfinished');
-    // As a database of schema 1 was: no such index.
+    // As a database of schema 1 was: no such index (nor what schema 3 added).
     raw.exec('DROP INDEX lagent_journals_unfinished');
+    raw.exec('DROP INDEX lagent_journals_expiry');
+    raw.exec('DROP INDEX lagent_journals_unfinished_calls');
+    raw.exec('ALTER TABLE lagent_journals DROP COLUMN expires_at');
+    raw.exec('ALTER TABLE lagent_sessions DROP COLUMN last_turn_id');
     raw.prepare("UPDATE lagent_meta SET value = 1 WHERE key = 'schema_version'").run();
     raw.close();
     const upgraded = new SQLiteStore({ path: file });
@@ -424,9 +428,49 @@ describe('SQLiteStore', () => {
     const after = new Database(file);
     expect(plan(after)).toContain('lagent_journals_unfinished');
     expect(after.prepare("SELECT value FROM lagent_meta WHERE key = 'schema_version'").get()).toEqual({
-      value: 2,
+      value: 3,
     });
     after.close();
+  });
+
+  it("leases run on the database's clock: a process whose own clock is a minute ahead cannot take a live one", () => {
+    const file = freshFile();
+    const holder = new SQLiteStore({ path: file });
+    expect(holder.acquireSession('ns', 's', { owner: 'holder', leaseMs: 10_000 }).acquired).toBe(true);
+    const ahead = new SQLiteStore({ path: file });
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(Date.now() + 60_000);
+      const busy = ahead.acquireSession('ns', 's', { owner: 'ahead', leaseMs: 10_000 });
+      expect(busy.acquired).toBe(false);
+      // `until` is on the database's clock: about 10 s from the real now.
+      if (!busy.acquired) expect(busy.until).toBeLessThan(Date.now() - 30_000);
+      expect(ahead.commitTurn.bind(ahead, 'ns', 's', { owner: 'ahead', version: 0, turn: {} })).toThrow(
+        StoreConflictError,
+      );
+    } finally {
+      vi.useRealTimers();
+      holder.close();
+      ahead.close();
+    }
+  });
+
+  it('opens while another connection holds a write transaction (a frozen process): reads work, writes wait for it', () => {
+    const file = freshFile();
+    new SQLiteStore({ path: file }).close();
+    const frozen = new Database(file);
+    frozen.prepare('BEGIN IMMEDIATE').run();
+    try {
+      const store = new SQLiteStore({ path: file, busyTimeoutMs: 50 });
+      expect(store.readSession('ns', 's')).toBeUndefined();
+      expect(() => store.acquireSession('ns', 's', { owner: 'a', leaseMs: 1000 })).toThrow(
+        /database is locked/,
+      );
+      store.close();
+    } finally {
+      frozen.prepare('ROLLBACK').run();
+      frozen.close();
+    }
   });
 
   it('refuses a database written by a newer schema, and keeps what this one wrote when reopened', () => {

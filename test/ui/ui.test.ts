@@ -1,10 +1,18 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
-import { fileURLToPath } from 'node:url';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { readFileSync, writeFileSync } from 'node:fs';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningCli, startCli } from '../cli/helpers';
+import {
+  ensureBuilt,
+  launchBrowser,
+  openPage,
+  pixelStats,
+  type RunningUi,
+  SHOTS,
+  send,
+  shown as shownIn,
+  startUi,
+  status,
+} from './browser';
 
 /**
  * `lagent ui` in headless Chromium (Debian's /usr/bin/chromium, driven by playwright-core): the real command in
@@ -14,106 +22,31 @@ import { type RunningCli, startCli } from '../cli/helpers';
 // The functions given to page.evaluate run in the browser; the project's type-check has no DOM library.
 declare const document: any;
 declare const window: any;
-declare const Image: any;
 declare const MutationObserver: any;
 declare const performance: { now(): number; getEntriesByType(type: string): any[] };
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const AGENT = fileURLToPath(new URL('./fixtures/ui-agent.ts', import.meta.url));
-const SHOTS = `${ROOT}reports/ui/`;
-const CHROMIUM = '/usr/bin/chromium';
 const TOKEN = 'ui-test-token';
 
-/** Builds dist/ui/ when it is missing or older than the page's sources. */
-function ensureBuilt(): void {
-  const built = `${ROOT}dist/ui/app.js`;
-  const page = `${ROOT}src/ui/page/`;
-  const newest = Math.max(...readdirSync(page).map((name) => statSync(`${page}${name}`).mtimeMs));
-  if (existsSync(built) && statSync(built).mtimeMs >= newest && existsSync(`${ROOT}dist/ui/index.html`))
-    return;
-  execFileSync(process.execPath, [`${ROOT}scripts/build-ui.mjs`], { cwd: ROOT, stdio: 'pipe' });
-}
-
-/** A GET with exactly these headers (fetch would add or refuse some); resolves to the status. */
-function status(url: string, headers: Record<string, string>, method = 'GET'): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const request = http.request(url, { method, headers, agent: false }, (response) => {
-      response.resume();
-      resolve(response.statusCode ?? 0);
-    });
-    request.on('error', reject);
-    request.end(method === 'POST' ? '{"message":["hi"],"session_id":"x"}' : undefined);
-  });
-}
-
-/**
- * Whether a PNG shows something: decoded by the browser on a blank page, its pixels' luminance must vary
- * (a blank or single-colour image has none) and more than a handful of distinct colours must appear.
- */
-async function pixelStats(browser: Browser, png: Buffer): Promise<{ variance: number; colours: number }> {
-  const page = await browser.newPage();
-  try {
-    return await page.evaluate(async (data) => {
-      const image = new Image();
-      image.src = `data:image/png;base64,${data}`;
-      await image.decode();
-      const canvas = document.createElement('canvas');
-      canvas.width = image.width;
-      canvas.height = image.height;
-      const context = canvas.getContext('2d')!;
-      context.drawImage(image, 0, 0);
-      const pixels = context.getImageData(0, 0, image.width, image.height).data;
-      let sum = 0;
-      let squares = 0;
-      const colours = new Set<number>();
-      const n = pixels.length / 4;
-      for (let i = 0; i < pixels.length; i += 4) {
-        const y = 0.299 * pixels[i]! + 0.587 * pixels[i + 1]! + 0.114 * pixels[i + 2]!;
-        sum += y;
-        squares += y * y;
-        if (colours.size < 1000) colours.add((pixels[i]! << 16) | (pixels[i + 1]! << 8) | pixels[i + 2]!);
-      }
-      const mean = sum / n;
-      return { variance: squares / n - mean * mean, colours: colours.size };
-    }, png.toString('base64'));
-  } finally {
-    await page.close();
-  }
-}
-
 describe('lagent ui', () => {
-  let cli: RunningCli;
+  let ui: RunningUi;
   let base: string;
   let pageUrl: string;
   let browser: Browser;
   let page: Page;
   const problems: string[] = [];
   /** Waits for a message of the session's memory (not the reply still streaming) whose text matches. */
-  const shown = (pattern: RegExp) =>
-    page.locator('[data-testid=message] > .content', { hasText: pattern }).first().waitFor();
+  const shown = (pattern: RegExp) => shownIn(page, pattern);
 
   beforeAll(async () => {
     ensureBuilt();
-    mkdirSync(SHOTS, { recursive: true });
-    [cli, browser] = await Promise.all([
-      startCli(['ui', '--agent', AGENT, '--port', '0', '--token', TOKEN], /^lagent ui: .* at http/, {
-        env: { LAGENT_UI_TEST_CHUNK: '4', LAGENT_UI_TEST_CHUNK_MS: '40' },
-      }),
-      chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] }),
-    ]);
-    pageUrl = /(http:\/\/\S+)/.exec(cli.line)![1]!;
-    base = new URL(pageUrl).origin;
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
-    page.setDefaultTimeout(8_000);
-    page.on('console', (message) => {
-      if (message.type() === 'error') problems.push(`console: ${message.text()}`);
-    });
-    page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+    [ui, browser] = await Promise.all([startUi(TOKEN), launchBrowser()]);
+    ({ pageUrl, base } = ui);
+    page = await openPage(browser, problems);
   }, 30_000);
 
   afterAll(async () => {
     await browser?.close();
-    if (cli) expect(await cli.stop('SIGTERM')).toBe(0);
+    if (ui) expect(await ui.cli.stop('SIGTERM')).toBe(0);
   });
 
   it('prints a URL with the token; without it every route but the page’s own files answers 401', async () => {
@@ -188,8 +121,7 @@ describe('lagent ui', () => {
         if (text && text !== '…' && seen.at(-1) !== text) seen.push(text);
       }).observe(document.body, { subtree: true, childList: true, characterData: true });
     });
-    await page.getByTestId('input').fill('hello world');
-    await page.getByTestId('send').click();
+    await send(page, 'hello world');
     await page.getByTestId('streaming').waitFor();
     await shown(/^echo: hello world$/);
     await page.getByTestId('streaming').waitFor({ state: 'detached' });
@@ -213,8 +145,7 @@ describe('lagent ui', () => {
       .toEqual(['memory', 'agent.memory', 'researcher.memory']);
 
     // A sub-agent's work appears live in the tree.
-    await page.getByTestId('input').fill('research cats');
-    await page.getByTestId('send').click();
+    await send(page, 'research cats');
     await shown(/^Done: found: research cats$/);
     await expect
       .poll(() => page.locator('[data-testid=tree-node][data-path="researcher"]').getAttribute('data-status'))
@@ -232,8 +163,7 @@ describe('lagent ui', () => {
   }, 30_000);
 
   it('shows an interrupt as the tool call: approve, edit the arguments, decline with a reason', async () => {
-    await page.getByTestId('input').fill('please delete the file');
-    await page.getByTestId('send').click();
+    await send(page, 'please delete the file');
     const card = page.getByTestId('interrupt');
     await card.waitFor();
     expect(await card.textContent()).toContain('Delete');
@@ -254,20 +184,19 @@ describe('lagent ui', () => {
       .toBe('done');
 
     // Edited arguments: the tool runs with them.
-    await page.getByTestId('input').fill('delete another');
-    await page.getByTestId('send').click();
+    await send(page, 'delete another');
     await card.waitFor();
     await page.getByTestId('interrupt-arguments').fill('{"path": "/tmp/b.txt"}');
     await page.getByTestId('approve').click();
-    await shown(/^Done: .*deleted \/tmp\/b\.txt$/);
+    // The model reads (on a line of its own) that a person edited the arguments.
+    await shown(/^Done: .*edited the arguments.*\ndeleted \/tmp\/b\.txt$/s);
 
     // Declined with a reason: the tool does not run, the model reads why.
-    await page.getByTestId('input').fill('delete once more');
-    await page.getByTestId('send').click();
+    await send(page, 'delete once more');
     await card.waitFor();
     await page.getByTestId('decline-reason').fill('keep it');
     await page.getByTestId('decline').click();
-    await shown(/^Done: .*keep it/);
+    await shown(/^Done: .*keep it/s);
     expect(problems).toEqual([]);
   }, 30_000);
 
@@ -285,13 +214,19 @@ describe('lagent ui', () => {
     expect(Object.keys(state)).toEqual(['memory', 'agent.memory', 'researcher.memory']);
     expect(state.memory![0]!.content).toBe('hello world');
     // The last reply, to the declined call, is in it.
-    expect(state.memory!.at(-1)!.content).toMatch(/^Done: .*keep it/);
+    expect(state.memory!.at(-1)!.content).toMatch(/^Done: .*keep it/s);
 
     await page.getByTestId('new-session').click();
     await expect.poll(() => page.getByTestId('session').inputValue()).not.toBe(first);
     await expect.poll(messages).toBe(0);
     // Upload into the new session: it now holds the first one's conversation.
-    const edited = { ...state, memory: [...state.memory!, { content: 'uploaded note', sender: 'user' }] };
+    // The note goes to the root's memory and to its loop's (the transcript the page shows).
+    const note = { content: 'uploaded note', sender: 'user' };
+    const edited = {
+      ...state,
+      memory: [...state.memory!, note],
+      'agent.memory': [...state['agent.memory']!, note],
+    };
     writeFileSync(saved, JSON.stringify(edited));
     await page.locator('input[type=file]').setInputFiles(saved);
     await shown(/^uploaded note$/);
@@ -299,7 +234,14 @@ describe('lagent ui', () => {
 
     await page.getByTestId('session').selectOption(first);
     await shown(/^echo: hello world$/);
+    // Reset asks first: cancelled, nothing changes; confirmed, the session is cleared.
     await page.getByTestId('reset').click();
+    await page.getByTestId('confirm-reset').waitFor();
+    await page.getByTestId('confirm-reset-no').click();
+    await page.getByTestId('confirm-reset').waitFor({ state: 'detached' });
+    await shown(/^echo: hello world$/);
+    await page.getByTestId('reset').click();
+    await page.getByTestId('confirm-reset-yes').click();
     await expect.poll(messages).toBe(0);
     // The other session kept its messages, and both are listed.
     await page.getByTestId('session').selectOption(second);

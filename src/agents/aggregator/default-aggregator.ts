@@ -2,10 +2,12 @@ import { type Memory, RECENT } from '../../memory/memory';
 import type { OutputParser } from '../../prompts/output-parser';
 import type { AgentMessage } from '../../schema/agent-message';
 import type { ChatMessage } from '../../schema/chat-message';
+import { type ContentPart, isContentParts } from '../../schema/content-parts';
 import { ConfigurationError } from '../../schema/errors';
 import { toolCallsOf } from '../../schema/tool-calls';
 import { withRoom } from '../../utils/arrays';
 import { contentToText } from './content';
+import { withReasoning } from './reasoning';
 import { ToolTurns } from './tool-turns';
 
 /** Something that renders to the system prompt text, such as a `PromptTemplate`. */
@@ -96,23 +98,38 @@ export function appendHistory(
     if (message.sender === name) {
       if (calls) {
         tools ??= new ToolTurns(out);
-        tools.addCalls(message.content, calls);
+        tools.addCalls(message.content, calls, message.extraInfo);
         continue;
       }
       tools?.close();
-      out.push({ role: 'assistant', content: contentToText(message.content) });
+      const reply: ChatMessage = { role: 'assistant', content: contentToText(message.content) };
+      if (message.extraInfo !== null) withReasoning(reply, message.extraInfo);
+      out.push(reply);
       continue;
     }
+    const content = message.content;
+    let parts: ContentPart[] | undefined;
     if (calls) {
       tools ??= new ToolTurns(out);
-      const orphans = tools.addResults(message.content, calls);
+      const orphans = tools.addResults(content, calls);
       if (orphans === '') continue;
-      text = orphans ?? contentToText(message.content);
-    } else text = contentToText(message.content);
+      text = orphans ?? contentToText(content);
+    } else {
+      text = contentToText(content);
+      if (Array.isArray(content) && isContentParts(content)) parts = content;
+    }
     tools?.close();
     const last = out[out.length - 1];
     // `out` holds only fresh objects, so extending the last one in place is safe.
-    if (last !== undefined && last.role === 'user') last.content += text;
+    if (last !== undefined && last.role === 'user') {
+      if (parts !== undefined || last.parts !== undefined) {
+        last.parts = [
+          ...(last.parts ?? [{ type: 'text', text: last.content ?? '' }]),
+          ...(parts ?? [{ type: 'text' as const, text }]),
+        ];
+      }
+      last.content += text;
+    } else if (parts !== undefined) out.push({ role: 'user', content: text, parts });
     else out.push({ role: 'user', content: text });
   }
   tools?.close();

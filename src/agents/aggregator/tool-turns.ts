@@ -5,9 +5,14 @@ import { deepClone } from '../../utils/clone';
 import { isPlainObject } from '../../utils/is';
 import { toText } from '../../utils/text';
 import { contentToText } from './content';
+import { withReasoning } from './reasoning';
 
 /** The content of the `tool` message that stands in for a call that got no result. */
 export const NOT_RUN_TEXT = 'This tool call was not run, so it has no result.';
+
+/** What a `tool` message says first when a person edited the call's arguments before approving it. */
+export const EDITED_TEXT =
+  'The user edited the arguments of this call before approving it; it ran with the arguments shown.';
 
 /** A call's arguments as a chat message carries them: a fresh JSON object, or text. */
 function chatArguments(value: unknown): Record<string, unknown> | string {
@@ -74,7 +79,7 @@ export class ToolTurns {
   }
 
   /** The agent's own tool-call message: an assistant message with the calls (one per id). */
-  addCalls(content: unknown, calls: readonly ToolCall[]): void {
+  addCalls(content: unknown, calls: readonly ToolCall[], extraInfo: unknown = null): void {
     this.close();
     const toolCalls: ToolCall[] = [];
     for (const call of calls) {
@@ -82,7 +87,10 @@ export class ToolTurns {
       toolCalls.push({ id: call.id, name: call.name, arguments: chatArguments(call.arguments) });
     }
     const text = contentToText(content);
-    this.#out.push({ role: 'assistant', content: text === '' ? null : text, toolCalls });
+    const turn: ChatMessage = { role: 'assistant', content: text === '' ? null : text, toolCalls };
+    // The reasoning that led to the calls: a provider may need it back (Claude's signed thinking blocks).
+    if (extraInfo !== null) withReasoning(turn, extraInfo);
+    this.#out.push(turn);
     this.#calls = toolCalls;
     this.#answeredMask = 0;
     this.#answeredBeyond = null;
@@ -107,7 +115,7 @@ export class ToolTurns {
     for (let i = 0; i < count; i++) {
       const call = calls[i]!;
       const at = this.#waitingIndex(call.id);
-      if (at !== -1) this.#answer(at, content[i]);
+      if (at !== -1) this.#answer(at, content[i], call.edited === true ? call : undefined);
       else if (!this.#wasAnswered(call.id)) {
         orphans += `${orphans ? '\n' : ''}Result of ${call.name}: ${resultText(content[i])}`;
       }
@@ -137,14 +145,23 @@ export class ToolTurns {
     return at < 30 ? (this.#answeredMask & (1 << at)) !== 0 : this.#answeredBeyond?.[at] === true;
   }
 
-  /** Writes the `tool` message of call `at` (`undefined`: it was not run); the turn ends when none is left. */
-  #answer(at: number, result: unknown): void {
-    const call = this.#calls![at]!;
+  /**
+   * Writes the `tool` message of call `at` (`undefined`: it was not run); the turn ends when none is left.
+   * With `edited` (the call as it ran, its arguments edited by a person), the assistant's call shows the
+   * arguments it ran with, and the result says a person edited them.
+   */
+  #answer(at: number, result: unknown, edited?: ToolCall): void {
+    let call = this.#calls![at]!;
+    if (edited !== undefined) {
+      call = { id: call.id, name: call.name, arguments: chatArguments(edited.arguments) };
+      this.#calls![at] = call;
+    }
+    const text = result === undefined ? NOT_RUN_TEXT : resultText(result);
     const message: ChatMessage = {
       role: 'tool',
       toolCallId: call.id,
       name: call.name,
-      content: result === undefined ? NOT_RUN_TEXT : resultText(result),
+      content: edited === undefined ? text : `${EDITED_TEXT}\n${text}`,
     };
     if (result instanceof ActionReturn) {
       if (result.state !== ActionStatusCode.SUCCESS) message.isError = true;

@@ -1,17 +1,27 @@
+import { uniqueToolCallIds } from '../../actions/tool-call-steps';
 import type { Meter } from '../../core/budget';
 import { currentFrame } from '../../core/call-context';
 import { modelStep } from '../../core/durable-steps';
 import { streamStep } from '../../core/durable-stream';
+import { AsyncBaseLLM, BaseLLM } from '../../llms/base-llm';
+import { toolCallsError } from '../../llms/tool-calls';
 import type { ModelReply } from '../../llms/types';
 import { modelName } from '../../llms/wrapped-usage';
-import { Memory } from '../../memory/memory';
-import { AgentMessage } from '../../schema/agent-message';
+import { Memory, RECENT } from '../../memory/memory';
+import { AgentMessage, messageOf } from '../../schema/agent-message';
 import type { ChatMessage, ToolCall } from '../../schema/chat-message';
 import { ConfigurationError, LagentError, ParseError } from '../../schema/errors';
+import type { ReasoningInfo } from '../../schema/reasoning';
 import type { SessionId } from '../../schema/session';
 import { AgentStatusCode } from '../../schema/status';
 import { isThenable } from '../../utils/is';
-import { type AgentBase, EMITTER, type ForwardOptions, type ForwardResult } from '../agent-base';
+import {
+  type AgentBase,
+  type AgentEvents,
+  EMITTER,
+  type ForwardOptions,
+  type ForwardResult,
+} from '../agent-base';
 import { observers } from '../observers';
 import { emitEvent } from './events';
 import { withFormatInstruction } from './format-instruction';
@@ -69,28 +79,40 @@ export const MODEL_TURN: ForwardParts = {
       agent.memory ? (memory ?? agent.memory.get(sessionId)) : scratchMemory(messages),
       sessionId,
     );
+    // `generate` when the model has its own (an API client, a mock): its reply carries reasoning and tool
+    // calls. A model that only implements `chat` is asked with `chat`, as `generate` would do anyway.
+    const generates = agent.tools !== undefined || generatesReplies(llm);
+    const params = modelParams(agent, options);
     if (meter !== undefined) {
-      const call = beginModelCall(meter, agent.name, llm, prompt, modelParams(agent, options));
+      const call = beginModelCall(meter, agent.name, llm, prompt, params);
       let answer: unknown;
       try {
-        answer =
-          agent.tools === undefined ? llm.chat(prompt, call.params) : llm.generate(prompt, call.params);
+        answer = generates ? llm.generate(prompt, call.params) : llm.chat(prompt, call.params);
       } catch (error) {
         call.fail(error);
         throw error;
       }
       return call.end(answer);
     }
-    return agent.tools === undefined
-      ? llm.chat(prompt, options)
-      : llm.generate(prompt, modelParams(agent, options));
+    return generates ? llm.generate(prompt, params) : llm.chat(prompt, params);
   },
   answer(agent, answer, sessionId) {
-    if (agent.tools === undefined) return buildReply(agent, answer as string, sessionId);
+    if (typeof answer === 'string') return buildReply(agent, answer, sessionId);
     const reply = answer as ModelReply;
-    return buildReply(agent, reply.content, sessionId, reply.toolCalls);
+    if (agent.tools === undefined && reply.toolCalls.length > 0) {
+      // What `chat` would have refused: a tool call the agent offered no tools for.
+      const client = (agent.llm as { clientName?: unknown } | undefined)?.clientName;
+      throw toolCallsError(typeof client === 'string' ? client : agent.name, reply.toolCalls);
+    }
+    return buildReply(agent, reply.content, sessionId, reply.toolCalls, reply);
   },
 };
+
+/** Whether a model's `generate` is its own rather than the base classes' (`chat` wrapped). */
+function generatesReplies(llm: ModelLike): boolean {
+  const generate = llm.generate;
+  return generate !== BaseLLM.prototype.generate && generate !== AsyncBaseLLM.prototype.generate;
+}
 
 /**
  * {@link MODEL_TURN}'s request as `Agent.forward` and `AsyncAgent.forward` make it: counted by the budget and
@@ -129,9 +151,15 @@ function askNow(agent: AgentBase, messages: AgentMessage[], options: ForwardOpti
  */
 export interface StreamedRequest {
   readonly params: object;
-  readonly recorded: { content: string; toolCalls?: ToolCall[] | undefined } | undefined;
-  end(content: string, toolCalls: ToolCall[] | undefined): unknown;
+  readonly recorded: StreamedAnswer | undefined;
+  end(content: string, toolCalls: ToolCall[] | undefined, reasoning?: ReasoningInfo | undefined): unknown;
   fail(error: unknown, content: string): void;
+}
+
+/** A streamed model answer as a durable call journals it. */
+export interface StreamedAnswer extends ReasoningInfo {
+  content: string;
+  toolCalls?: ToolCall[] | undefined;
 }
 
 const UNMETERED_STREAM = {
@@ -166,8 +194,10 @@ export function beginStreamedRequest(
   return {
     params: call?.params ?? params,
     recorded: undefined,
-    end(content, toolCalls) {
-      const answer = toolCalls === undefined ? { content } : { content, toolCalls };
+    end(content, toolCalls, reasoning) {
+      const answer: StreamedAnswer = toolCalls === undefined ? { content } : { content, toolCalls };
+      if (reasoning?.reasoning !== undefined) answer.reasoning = reasoning.reasoning;
+      if (reasoning?.reasoningParts !== undefined) answer.reasoningParts = reasoning.reasoningParts;
       call?.end(answer);
       return step?.record(answer);
     },
@@ -269,24 +299,49 @@ function promptOf(agent: AgentBase, memory: Memory | undefined, sessionId: Sessi
 
 /**
  * The default forward's reply: the raw text, a message with `formatted` when there is an output format,
- * or a message with `formatted: { toolCalls }` when the model called tools.
+ * or a message with `formatted: { toolCalls }` when the model called tools. The model's reasoning, when it
+ * gave any, goes into the message's `extraInfo` (`reasoning`, and the provider's `reasoningParts`), never into
+ * its content.
  */
 export function buildReply(
   agent: AgentBase,
   raw: string,
   sessionId: SessionId,
   toolCalls?: ToolCall[] | undefined,
+  reasoning?: ReasoningInfo | undefined,
 ): AgentMessage | string {
+  const thought =
+    reasoning === undefined || (reasoning.reasoning === undefined && reasoning.reasoningParts === undefined)
+      ? undefined
+      : reasoningExtra(reasoning);
   if (agent[EMITTER] !== undefined || observers.count > 0) {
-    const model = answeringModel(agent.llm, sessionId);
-    emitEvent(agent, 'llmEnd', { agent, sessionId, response: raw, path: '', model });
+    const event: AgentEvents['llmEnd'][0] = {
+      agent,
+      sessionId,
+      response: raw,
+      path: '',
+      model: answeringModel(agent.llm, sessionId),
+    };
+    if (thought?.reasoning !== undefined) event.reasoning = thought.reasoning;
+    emitEvent(agent, 'llmEnd', event);
   }
-  // A reply that calls tools is not parsed: its `formatted` is the calls, for an executor to run.
+  // A reply that calls tools is not parsed: its `formatted` is the calls (their ids unique in the session,
+  // whatever the server sent: an approval names one call), for an executor to run.
   if (toolCalls !== undefined && toolCalls.length > 0) {
-    return new AgentMessage({ sender: agent.name, content: raw, formatted: { toolCalls } });
+    const history = agent.memory?.get(sessionId)?.[RECENT]();
+    return new AgentMessage({
+      sender: agent.name,
+      content: raw,
+      formatted: { toolCalls: uniqueToolCallIds(toolCalls, history) },
+      extraInfo: thought,
+    });
   }
   const parser = agent.outputFormat;
-  if (!parser) return raw;
+  if (!parser) {
+    return thought === undefined
+      ? raw
+      : new AgentMessage({ sender: agent.name, content: raw, extraInfo: thought });
+  }
   let formatted: unknown;
   try {
     formatted = parser.parseResponse(raw);
@@ -298,7 +353,36 @@ export function buildReply(
       cause: error,
     });
   }
-  return new AgentMessage({ sender: agent.name, content: raw, formatted });
+  return new AgentMessage({ sender: agent.name, content: raw, formatted, extraInfo: thought });
+}
+
+/** The `extraInfo` of a reply that reasoned: its reasoning text and parts; undefined when it has neither. */
+function reasoningExtra(reasoning: ReasoningInfo): ReasoningInfo | undefined {
+  const text = reasoning.reasoning;
+  const parts = reasoning.reasoningParts;
+  const hasText = typeof text === 'string' && text !== '';
+  const hasParts = parts !== undefined && parts.length > 0;
+  if (!hasText && !hasParts) return undefined;
+  const extra: ReasoningInfo = {};
+  if (hasText) extra.reasoning = text;
+  if (hasParts) extra.reasoningParts = parts;
+  return extra;
+}
+
+/**
+ * A chunk of the model's reasoning: the text so far unchanged (so `delta` is `''`), the `formatted` of the
+ * chunk before it, and the reasoning it adds.
+ */
+export function reasoningChunk(
+  agent: AgentBase,
+  content: string,
+  reasoningDelta: string,
+  formatted: unknown,
+): AgentMessage {
+  const chunk = messageOf(content, agent.name, formatted, null, null, null, AgentStatusCode.STREAM_ING);
+  chunk.delta = '';
+  chunk.reasoningDelta = reasoningDelta;
+  return chunk;
 }
 
 /**
@@ -326,17 +410,21 @@ export function streamReader(agent: AgentBase): StreamReader | undefined {
 /**
  * A streaming chunk of the default forward; `formatted` is best effort on partial text. With a `reader`,
  * it is the reader's live partial value, read from the chunk's `delta` only (see `PartialJSONParser`).
+ * `previousLength` is the length of the stream's previous chunk: when the model's `delta` accounts for
+ * exactly what the content grew by, it becomes the chunk's `delta`, so nothing downstream compares the
+ * whole text so far with the previous chunk's (which would make a long stream quadratic in its length).
+ * A chunk of reasoning carries its `reasoningDelta` (and the text so far, unchanged).
  */
 export function buildChunk(
   agent: AgentBase,
   content: string,
   delta?: string | undefined,
   reader?: StreamReader | undefined,
+  previousLength = 0,
+  reasoningDelta?: string | undefined,
 ): AgentMessage {
   let formatted: unknown = null;
   const parser = agent.outputFormat;
-  const extendsText =
-    reader !== undefined && delta !== undefined && reader.received + delta.length === content.length;
   if (reader) formatted = reader.feed(content, delta) ?? null;
   else if (parser) {
     try {
@@ -351,15 +439,21 @@ export function buildChunk(
     formatted,
     streamState: AgentStatusCode.STREAM_ING,
   });
-  // The stream driver then need not compare the whole text with the previous chunk's to find the delta.
-  if (extendsText) chunk.delta = delta;
+  if (delta !== undefined && previousLength + delta.length === content.length) chunk.delta = delta;
+  if (reasoningDelta !== undefined) chunk.reasoningDelta = reasoningDelta;
   return chunk;
 }
 
-/** The call params for the model: the call's options, with the agent's native tools when it has any. */
+/**
+ * The call params for the model: the call's options, with the agent's native tools when it has any, and the
+ * response format its output format asks for (a `JSONParser`'s schema) unless the call gives one.
+ */
 export function modelParams<O extends object>(agent: AgentBase, options: O): O {
-  if (agent.tools === undefined) return options;
-  const params = Object.assign({}, options) as O & { tools: unknown }; // not a spread: see forwardOptionsOf
-  params.tools = agent.tools;
+  const format = (agent.outputFormat as { responseFormat?: unknown } | undefined)?.responseFormat;
+  if (agent.tools === undefined && format === undefined) return options;
+  // not a spread: see forwardOptionsOf
+  const params = Object.assign({}, options) as O & { tools?: unknown; responseFormat?: unknown };
+  if (agent.tools !== undefined) params.tools = agent.tools;
+  if (format !== undefined && params.responseFormat === undefined) params.responseFormat = format;
   return params;
 }

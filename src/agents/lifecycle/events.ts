@@ -50,8 +50,11 @@ export function chatSpan(agent: AgentBase): Span | undefined {
   return startChatSpan(tracer, typeof model === 'string' ? model : undefined, currentFrame()?.span);
 }
 
-/** Ends a `chat` span: the token usage the model reported, or the error. */
-export function endChatSpan(span: Span, agent: AgentBase, error?: unknown): void {
+/**
+ * Ends a `chat` span: the token usage the model reported (cached prompt and reasoning tokens too, when
+ * reported) and the reasoning of its answer (`lagent.reasoning`), or the error.
+ */
+export function endChatSpan(span: Span, agent: AgentBase, error?: unknown, answer?: unknown): void {
   if (error === undefined) {
     try {
       const usage = (
@@ -60,7 +63,15 @@ export function endChatSpan(span: Span, agent: AgentBase, error?: unknown): void
       if (usage) {
         span.setAttribute('gen_ai.usage.input_tokens', usage.promptTokens);
         span.setAttribute('gen_ai.usage.output_tokens', usage.completionTokens);
+        if (usage.cachedPromptTokens !== undefined)
+          span.setAttribute('gen_ai.usage.cache_read.input_tokens', usage.cachedPromptTokens);
+        if (usage.cacheWriteTokens !== undefined)
+          span.setAttribute('gen_ai.usage.cache_creation.input_tokens', usage.cacheWriteTokens);
+        if (usage.reasoningTokens !== undefined)
+          span.setAttribute('gen_ai.usage.reasoning.output_tokens', usage.reasoningTokens);
       }
+      const reasoning = (answer as { reasoning?: unknown } | null | undefined)?.reasoning;
+      if (typeof reasoning === 'string' && reasoning !== '') span.setAttribute('lagent.reasoning', reasoning);
     } catch {
       // usage is optional
     }
@@ -71,6 +82,9 @@ export function endChatSpan(span: Span, agent: AgentBase, error?: unknown): void
 interface TokenUsageLike {
   promptTokens: number;
   completionTokens: number;
+  cachedPromptTokens?: number | undefined;
+  cacheWriteTokens?: number | undefined;
+  reasoningTokens?: number | undefined;
 }
 
 /** Emits an agent event; a listener that throws is reported as a process warning and never fails the call. */

@@ -14,6 +14,7 @@ export {
   type ForwardParts,
   MODEL_TURN,
   modelParams,
+  reasoningChunk,
   registerPlainForward,
   requireLLM,
   streamReader,

@@ -242,6 +242,8 @@ class MeteredRequest implements MeteredCall, Asker {
     const price = this.#price;
     const usd = price === undefined ? undefined : costOfUsage(price, usage);
     this.#meter.endModel(usage.promptTokens, usage.completionTokens, usd, this.#name);
+    if (usage.cachedPromptTokens || usage.cacheWriteTokens || usage.reasoningTokens)
+      this.#meter.addDetails(usage);
   }
 
   /** The usage of an attempt the client did not report: the prompt counted here, and `answer` if any. */

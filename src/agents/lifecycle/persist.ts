@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { CallFrame } from '../../core/call-context';
-import { PromiseInSyncCall, type Steps } from '../../core/steps';
+import type { Steps } from '../../core/steps';
 import type { Memory } from '../../memory/memory';
 import type { MemoryManager } from '../../memory/memory-manager';
 import { AgentMessage, type AgentMessageJSON, type LagentMessageJSON } from '../../schema/agent-message';
-import { ConfigurationError, StoreError } from '../../schema/errors';
+import { ConfigurationError, StoreConflictError, StoreError } from '../../schema/errors';
 import { type SessionId, type SessionKey, sessionKey } from '../../schema/session';
 import {
-  type GroupedWrite,
+  type CommitOptions,
   groupedWrites,
   type MaybePromise,
   type SessionStore,
@@ -19,6 +19,16 @@ import { isThenable } from '../../utils/is';
 import { errorMessage } from '../../utils/text';
 import type { AgentBase } from '../agent-base';
 import { snakePath } from '../state-dict';
+import {
+  acquireLease,
+  asStoreError,
+  DEFAULT_LEASE_MS,
+  groupedStep,
+  holderName,
+  pause,
+  type SessionLease,
+  storeStep,
+} from './lease';
 
 /*
  * Sessions kept in a store (`memory: { store }`). The outermost call of an agent that has a store (no call of
@@ -29,9 +39,13 @@ import { snakePath } from '../state-dict';
  * 2. the call runs in memory as always (a failed call takes its messages back);
  * 3. after it succeeded: commit what it changed in every memory of the tree as one turn (the appended
  *    messages, or a memory's whole history when it was edited otherwise), conditional on the version loaded
- *    and the lease; a commit that fails fails the call, which is then taken back in memory too.
+ *    and the lease; a commit that fails fails the call, which is then taken back in memory too. A commit whose
+ *    answer was lost (a timeout, a broken connection: it may have landed) is tried again with the same turn id
+ *    until the store answers, which tells whether it landed, so the call never reports a turn that landed as
+ *    failed (and a retry never writes it twice).
  *
- * The lease is released with the commit, or when the call fails. Async calls renew it while they run.
+ * The lease is released with the commit, or when the call fails. Async calls renew it while they run (see
+ * lease.ts); a renewal refused or failed stops the call before its commit.
  */
 
 /** Options of a store in `memory: { store, ... }`. */
@@ -42,17 +56,21 @@ export interface MemoryStoreOptions {
   namespace?: string | undefined;
   /**
    * How long a call's lease on its session lasts, in ms; async calls renew it every third of that while they
-   * run. Another process waits at most this long for a session whose holder died. @default 30000
+   * run. Another process waits at most this long for a session whose holder died or stopped. A holder whose
+   * lease ran out with nobody taking it goes on (a long synchronous model call of a sync agent). @default 10000
    */
   leaseMs?: number | undefined;
   /** Sessions kept in this process (least recently used ones are dropped and reloaded when called). @default 1000 */
   maxSessions?: number | undefined;
 }
 
-const DEFAULT_LEASE_MS = 30_000;
 const DEFAULT_CACHED_SESSIONS = 1000;
-/** The longest wait between two tries of a busy session, in ms. */
-const MAX_BUSY_WAIT_MS = 200;
+/** Tries of a commit whose answer was lost, after the first, and the wait before each (doubling), in ms. */
+const COMMIT_RETRIES = 3;
+const COMMIT_RETRY_MS = 50;
+
+/** Errors of commits whose outcome stayed unknown (the store never answered whether the turn landed). */
+export const UNKNOWN_OUTCOME = new WeakSet<object>();
 
 /** What the process holds of one stored session. */
 interface CachedSession {
@@ -71,7 +89,8 @@ export interface SessionHold {
   sessionId: SessionId;
   cached: CachedSession;
   released: boolean;
-  renewal: ReturnType<typeof setInterval> | undefined;
+  /** The session's lease: its fence names this acquisition. */
+  lease: SessionLease;
 }
 
 /** An agent's store, and the sessions of it this process holds. */
@@ -80,8 +99,8 @@ export class SessionBinding {
   readonly namespace: string;
   readonly leaseMs: number;
   readonly maxSessions: number;
-  /** This process's (and agent's) name for its leases. */
-  readonly owner = randomUUID();
+  /** This process's (and agent's) name for its leases (each acquisition's owner is made from it). */
+  readonly owner = holderName();
   readonly #sessions = new Map<SessionKey, CachedSession>();
 
   constructor(agent: AgentBase, options: MemoryStoreOptions) {
@@ -108,27 +127,17 @@ export class SessionBinding {
     signal?: AbortSignal | undefined,
   ): Steps<SessionHold> {
     let cached = this.#sessions.get(key);
-    const known = cached?.version;
-    let waited = 0;
-    let acquired: { version: number; state: StoredState | undefined };
     const grouped = this.#groupedFor(agent);
-    for (;;) {
-      const options = { owner: this.owner, leaseMs: this.leaseMs, knownVersion: known };
-      const acquire = () => this.store.acquireSession(this.namespace, String(key), options);
-      const result = yield* grouped
-        ? this.#grouped('acquireSession', String(sessionId), acquire, () =>
-            grouped.acquireSessionGrouped(this.namespace, String(key), options),
-          )
-        : this.#call('acquireSession', String(sessionId), acquire);
-      if (result.acquired) {
-        acquired = result;
-        break;
-      }
-      // Another process holds the session: wait for it (at most until its lease ends), then try again.
-      signal?.throwIfAborted();
-      const delay = Math.max(1, Math.min(MAX_BUSY_WAIT_MS, result.until - Date.now(), 5 * 2 ** waited++));
-      yield* pause(delay);
-    }
+    const { lease, acquired } = yield* acquireLease({
+      store: this.store,
+      namespace: this.namespace,
+      sessionId: String(key),
+      holder: this.owner,
+      leaseMs: this.leaseMs,
+      knownVersion: cached?.version,
+      signal,
+      grouped: grouped && ((options) => grouped.acquireSessionGrouped(this.namespace, String(key), options)),
+    });
     if (cached === undefined) {
       cached = { sessionId, version: 0, committed: new Map(), active: 0 };
       this.#sessions.set(key, cached);
@@ -139,7 +148,7 @@ export class SessionBinding {
       this.#sessions.set(key, cached);
     }
     cached.active++;
-    const hold: SessionHold = { binding: this, key, sessionId, cached, released: false, renewal: undefined };
+    const hold: SessionHold = { binding: this, key, sessionId, cached, released: false, lease };
     try {
       // The store sends the state unless this process holds its version.
       if (acquired.state !== undefined) load(agent, sessionId, acquired.state, cached);
@@ -148,46 +157,109 @@ export class SessionBinding {
       this.release(hold);
       throw error;
     }
-    hold.renewal = this.#renewEvery(hold);
+    lease.startRenewal();
     return hold;
   }
 
-  /** Steps that commit what the call changed in the tree's memories of the session, and release the lease. */
-  *commit(agent: AgentBase, hold: SessionHold): Steps<void> {
+  /**
+   * Steps that commit what the call changed in the tree's memories of the session and release the lease (kept
+   * with `release: false`: a call recovered before the one that holds the session). `turnId` names the turn
+   * (a durable call's id; random otherwise).
+   */
+  *commit(
+    agent: AgentBase,
+    hold: SessionHold,
+    options: {
+      turnId?: string | undefined;
+      release?: boolean | undefined;
+      /** The version to commit at, when not the one loaded (a replayed call's, as it began). */
+      version?: number | undefined;
+    } = {},
+  ): Steps<void> {
+    const release = options.release !== false;
+    hold.lease.check();
     const { cached } = hold;
     const { turn, committed } = changesOf(agent, hold.sessionId, cached.committed);
     if (turn === undefined) {
-      this.release(hold);
+      if (release) this.release(hold);
       return;
     }
-    const options = { owner: this.owner, version: cached.version, turn };
-    const commitTurn = () => this.store.commitTurn(this.namespace, String(hold.key), options);
+    const commit: CommitOptions = {
+      owner: hold.lease.owner,
+      version: options.version ?? cached.version,
+      turn,
+      release,
+      turnId: options.turnId ?? randomUUID(),
+    };
+    const id = String(hold.sessionId);
+    const commitTurn = () => this.store.commitTurn(this.namespace, String(hold.key), commit);
     const grouped = this.#groupedFor(agent);
-    const version = yield* grouped
-      ? this.#grouped('commitTurn', String(hold.sessionId), commitTurn, () =>
-          grouped.commitTurnGrouped(this.namespace, String(hold.key), options),
-        )
-      : this.#call('commitTurn', String(hold.sessionId), commitTurn);
-    hold.released = true;
-    this.#stop(hold);
+    let version: number;
+    try {
+      version = yield* grouped
+        ? groupedStep(
+            this.store,
+            id,
+            commitTurn,
+            () => grouped.commitTurnGrouped(this.namespace, String(hold.key), commit),
+            'commitTurn',
+          )
+        : storeStep(this.store, 'commitTurn', id, commitTurn);
+    } catch (error) {
+      // A refusal is an answer: nothing was written. A sync store's failure is one too (its transaction ended).
+      if (error instanceof StoreConflictError || this.store.synchronous) throw error;
+      version = yield* this.#settleCommit(commitTurn, id, error);
+    }
+    if (release) {
+      hold.released = true;
+      hold.lease.stopRenewal();
+      cached.active--;
+    }
     cached.version = version;
     cached.committed = committed;
-    cached.active--;
+  }
+
+  /**
+   * A commit whose answer was lost: tried again with the same turn id (the store writes a turn once) until the
+   * store answers, which says whether it landed. Still no answer: a `StoreError` saying the outcome is unknown.
+   */
+  *#settleCommit(commitTurn: () => MaybePromise<number>, sessionId: string, lost: unknown): Steps<number> {
+    let last = lost;
+    for (let attempt = 0; attempt < COMMIT_RETRIES; attempt++) {
+      yield* pause(COMMIT_RETRY_MS * 2 ** attempt);
+      try {
+        return yield* storeStep(this.store, 'commitTurn', sessionId, commitTurn);
+      } catch (error) {
+        if (error instanceof StoreConflictError) throw error;
+        last = error;
+      }
+    }
+    const unknown = new StoreError({
+      message: `${this.store.description}: commitTurn of session ${JSON.stringify(sessionId)} got no answer (${errorMessage(last)}), also when tried again ${COMMIT_RETRIES} times: whether the turn was committed is unknown (a durable call finds out when it is recovered)`,
+      store: this.store.description,
+      operation: 'commitTurn',
+      sessionId,
+      cause: last,
+    });
+    UNKNOWN_OUTCOME.add(unknown);
+    throw unknown;
   }
 
   /** Ends a hold without a commit (the call failed): the lease goes back; the store is as it was. */
   release(hold: SessionHold): void {
     if (hold.released) return;
     hold.released = true;
-    this.#stop(hold);
     hold.cached.active--;
-    try {
-      const done = this.store.releaseSession(this.namespace, String(hold.key), this.owner);
-      // Not waited for: the lease ends by itself if this fails.
-      if (isThenable(done)) (done as Promise<void>).catch(() => undefined);
-    } catch {
-      // the lease ends by itself
-    }
+    hold.lease.release();
+  }
+
+  /**
+   * After a call that committed and then failed (its memories are taken back): the next call reloads the
+   * session rather than trusting what this process holds.
+   */
+  stale(hold: SessionHold): void {
+    hold.cached.version = -1;
+    hold.cached.committed = new Map();
   }
 
   /** Forgets what this process holds of a session (after `agent.reset`): the next call reloads it. */
@@ -223,76 +295,9 @@ export class SessionBinding {
     });
   }
 
-  /** A store method's result as a step; failures other than StoreErrors become StoreErrors naming the call. */
-  *#call<T>(operation: string, sessionId: string, run: () => T | Promise<T>): Steps<T> {
-    let result: T | Promise<T>;
-    try {
-      result = run();
-    } catch (error) {
-      throw asStoreError(this.store, operation, sessionId, error);
-    }
-    if (!isThenable(result)) return result;
-    try {
-      return (yield result) as T;
-    } catch (error) {
-      throw asStoreError(this.store, operation, sessionId, error);
-    }
-  }
-
   /** The store's grouped writes, for an agent whose calls can wait for them (not a sync agent's). */
   #groupedFor(agent: AgentBase) {
     return (agent as { [SYNC_AGENT]?: boolean })[SYNC_AGENT] === true ? undefined : groupedWrites(this.store);
-  }
-
-  /**
-   * A write the store groups with those of other calls, as a step: an async driver awaits it; a sync driver
-   * cannot, so it is taken back and made directly.
-   */
-  *#grouped<T>(
-    operation: string,
-    sessionId: string,
-    direct: () => T | Promise<T>,
-    queue: () => GroupedWrite<T>,
-  ): Steps<T> {
-    let write: GroupedWrite<T>;
-    try {
-      write = queue();
-    } catch (error) {
-      throw asStoreError(this.store, operation, sessionId, error);
-    }
-    const { made } = write;
-    if (made !== undefined) {
-      if ('error' in made) throw asStoreError(this.store, operation, sessionId, made.error);
-      return made.value;
-    }
-    try {
-      return (yield write.result) as T;
-    } catch (error) {
-      if (error instanceof PromiseInSyncCall && write.cancel())
-        return yield* this.#call(operation, sessionId, direct);
-      throw asStoreError(this.store, operation, sessionId, error);
-    }
-  }
-
-  #renewEvery(hold: SessionHold): ReturnType<typeof setInterval> {
-    const timer = setInterval(
-      () => {
-        try {
-          const renewed = this.store.renewLease(this.namespace, String(hold.key), this.owner, this.leaseMs);
-          if (isThenable(renewed)) (renewed as Promise<boolean>).catch(() => undefined);
-        } catch {
-          // a lease that cannot be renewed ends; the commit then says so
-        }
-      },
-      Math.max(1, Math.floor(this.leaseMs / 3)),
-    );
-    timer.unref?.();
-    return timer;
-  }
-
-  #stop(hold: SessionHold): void {
-    if (hold.renewal !== undefined) clearInterval(hold.renewal);
-    hold.renewal = undefined;
   }
 
   /** Drops the least recently used idle sessions past `maxSessions` from the tree's memories. */
@@ -433,35 +438,6 @@ function changesOf(
 
 function toStored(message: AgentMessage): LagentMessageJSON {
   return message.toJSON({ format: 'lagent' });
-}
-
-function asStoreError(store: SessionStore, operation: string, sessionId: string, error: unknown): unknown {
-  if (error instanceof StoreError) return error;
-  return new StoreError({
-    message: `${store.description}: ${operation} of session ${JSON.stringify(sessionId)} failed: ${errorMessage(error)}`,
-    store: store.description,
-    operation,
-    sessionId,
-    cause: error,
-  });
-}
-
-/**
- * Waits `ms`: an async driver awaits a timer; a sync driver cannot (it throws `PromiseInSyncCall` into the
- * steps), so a sync agent's thread sleeps. The holder is then another thread or process: a call of this
- * thread cannot be running.
- */
-function* pause(ms: number): Steps<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    yield new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, ms);
-    });
-  } catch (error) {
-    if (!(error instanceof PromiseInSyncCall)) throw error;
-    clearTimeout(timer);
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-  }
 }
 
 function positiveInteger(name: string, value: number | undefined, fallback: number): number {

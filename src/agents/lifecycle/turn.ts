@@ -1,25 +1,30 @@
+import { unwatchAbort, watchAbort } from '../../core/abort-watch';
 import { checkBudget, Meter } from '../../core/budget';
 import {
   type CallFrame,
   combineSignals,
   currentFrame,
   type DurableScope,
+  followingSignal,
   isRunningIn,
+  type JournalEntry,
   journal,
   retract,
   runInFrame,
+  stopFollowing,
   streamInFrame,
 } from '../../core/call-context';
+import { ResumeDecisions } from '../../core/decisions';
 import { type CallJournal, childScope, modelStep } from '../../core/durable-steps';
-import { type GuardSpec, guardOf, runCheck } from '../../core/guards';
+import { CallerChecks, CheckContext, checkEach, type GuardSpec, guardOf, runCheck } from '../../core/guards';
 import type { PendingTurn } from '../../core/session-lanes';
 import { activeTracer, endSpan, type Span, startAgentSpan } from '../../core/tracing';
 import type { Memory } from '../../memory/memory';
 import { MEMORY_AT, MemoryManager } from '../../memory/memory-manager';
 import { AgentMessage, type MessageInput, messageOf, toAgentMessage } from '../../schema/agent-message';
-import { ConfigurationError, type GuardrailTripped } from '../../schema/errors';
+import { ConfigurationError } from '../../schema/errors';
 import {
-  type Decision,
+  checkInterruptId,
   decisionsOf,
   INTERRUPT_TYPE,
   type Interrupt,
@@ -89,22 +94,44 @@ export class Turn {
   failure: unknown = undefined;
   /** The journal of a durable call this call opened (the outermost durable call only). */
   durable: DurableScope | undefined = undefined;
-  /** The decisions of a resume message the call was given, by interrupt id. */
-  resume: ReadonlyMap<string, Decision> | undefined = undefined;
-  /** The budget's meter the call counts in (its own when it was given `budget`, else its caller's). */
-  readonly meter: Meter | undefined;
-  /** True when the call was given a `budget` of its own: its reply says what it spent. */
-  readonly budgeted: boolean;
+  /** True when that journal is an in-process one of a composite that may pause (no `callId` on replies). */
+  implicit = false;
+  /**
+   * This call's place in its caller's durable journal, taken when the call is made (program order), before
+   * anything it awaits: sibling calls made at once keep their keys whatever order their checks answer in.
+   */
+  readonly step: DurableScope | undefined;
+  /** The decisions of a resume message the call was given (and, replayed, those its journal recorded). */
+  resume: ResumeDecisions | undefined = undefined;
+  /**
+   * The budget's meter the call counts in (its own when it was given `budget`, else its caller's; a replayed
+   * durable call's recorded one).
+   */
+  meter: Meter | undefined;
+  /** True when the call has a `budget` of its own: its reply says what it spent. */
+  budgeted: boolean;
+  /** The call runs in the session lane of another call of it (a durable call recovered first): not its own. */
+  sharesLane = false;
   /** The tool guardrails of this call and its callers (checked before every tool call made inside it). */
   toolGuards: readonly GuardSpec[] | undefined;
   /** Guardrails the lifecycle runs itself: parallel input checks, output checks of streams. */
   guards: GuardSpec[] | undefined = undefined;
-  /** Aborts the call when a guardrail running alongside it trips. */
-  tripwire: AbortController | undefined = undefined;
+  /**
+   * The call's own cancellation, following its signal: aborted when a guardrail running alongside it trips,
+   * and when the call fails, so that sub-calls still running inside it stop. Made when the call has such
+   * guardrails, or when a call made inside it first reads its frame's signal.
+   */
+  #cancel: AbortController | undefined = undefined;
   /** Checks running alongside the call (never rejecting: a trip is kept in {@link tripped}). */
   checks: Promise<void>[] | undefined = undefined;
-  /** What tripped, when a guardrail did. */
-  tripped: GuardrailTripped | undefined = undefined;
+  /** What stopped the call: a guardrail that tripped, or the abort that ended a pending check. */
+  tripped: unknown = undefined;
+  /** Settles once every parallel input check passed (rejects with what stopped the call). */
+  inputGate: Promise<void> | undefined = undefined;
+  /** True while a parallel input check is pending: nothing reaches the caller, no tool call starts. */
+  inputsPending = false;
+  /** The call was made with `askBeforeTools`: its reply says so, for the client that asked. */
+  callerChecks = false;
 
   /** Checks the call can start: not aborted, and not waiting for itself. */
   constructor(agent: AgentBase, options: Record<string, unknown> | undefined) {
@@ -129,14 +156,24 @@ export class Turn {
         ? parent?.meter
         : new Meter(checkBudget(agent.name, budget)!, parent?.meter, agent.name);
     this.toolGuards = parent?.toolGuards;
+    // The caller checks every tool call itself (a remote client whose caller has tool guardrails).
+    if (options?.askBeforeTools === true) {
+      const checks = new CallerChecks();
+      this.toolGuards = this.toolGuards === undefined ? [checks] : [...this.toolGuards, checks];
+      this.callerChecks = true;
+    }
+    this.step = parent?.durable === undefined ? undefined : childScope(parent.durable);
   }
 
   /**
    * Finds the agent's guardrails: tool guardrails join those inherited, parallel input checks and output
-   * checks of streams are run by the call (with a tripwire in its signal); the others run as hooks.
+   * checks of streams are run by the call (with its cancellation in its signal); the others run as steps of
+   * the call ({@link checkMessages}). Parallel input checks also hold back every tool call made inside the
+   * call until they passed: a tool guard of their own leads the call's tool guardrails.
    */
   armGuards(): void {
     let tools: GuardSpec[] | undefined;
+    let parallel = false;
     for (const hook of this.agent.hooks) {
       const guard = guardOf(hook);
       if (guard === undefined) continue;
@@ -144,58 +181,126 @@ export class Turn {
         if (tools === undefined) tools = [guard];
         else tools.push(guard);
       } else if (guard.parallel || guard.on === 'output') {
+        if (guard.parallel) parallel = true;
         if (this.guards === undefined) this.guards = [guard];
         else this.guards.push(guard);
       }
     }
+    if (parallel) tools = tools === undefined ? [inputGateGuard(this)] : [inputGateGuard(this), ...tools];
     if (tools !== undefined) this.toolGuards = this.toolGuards ? [...this.toolGuards, ...tools] : tools;
     if (this.guards === undefined) return;
-    const tripwire = new AbortController();
-    this.tripwire = tripwire;
+    this.#cancel = followingSignal(this.options.signal);
     const options = Object.assign({}, this.options);
-    options.signal = combineSignals(tripwire.signal, this.options.signal);
+    options.signal = this.#cancel.signal;
     this.options = options;
+  }
+
+  /** The signal calls made inside this one inherit: the call's, with its cancellation. */
+  frameSignal(): AbortSignal {
+    this.#cancel ??= followingSignal(this.options.signal);
+    return this.#cancel.signal;
   }
 
   /** Starts the parallel input checks on the call's inputs. */
   startInputChecks(messages: AgentMessage[]): void {
-    for (const guard of this.guards!) {
-      if (guard.on !== 'input') continue;
-      for (const message of messages) this.#watch(runCheck(guard, message, this.#checkContext(guard)));
+    let gate: Promise<void> | undefined;
+    try {
+      gate = checkEach(this.guards!, (guard) =>
+        guard.on === 'input'
+          ? checkEach(messages, (message) => runCheck(guard, message, this.#checkContext(guard)))
+          : undefined,
+      );
+    } catch (error) {
+      this.#trip(error);
+      throw error;
     }
+    if (gate === undefined) return;
+    this.inputsPending = true;
+    this.inputGate = gate.then(
+      () => {
+        this.inputsPending = false;
+      },
+      (error: unknown) => {
+        this.#trip(error);
+        throw this.tripped;
+      },
+    );
+    this.inputGate.catch(noop);
+    this.#keep(this.inputGate.then(undefined, noop));
   }
 
-  /** A check answering later: a trip aborts the call. */
-  #watch(check: Promise<void> | undefined): void {
-    if (check === undefined) return;
-    const watched = check.then(undefined, (error: unknown) => {
-      this.tripped ??= error as GuardrailTripped;
-      this.tripwire!.abort(this.tripped);
-    });
-    if (this.checks === undefined) this.checks = [watched];
-    else this.checks.push(watched);
+  /** Keeps a check the call waits for before its reply. */
+  #keep(check: Promise<void>): void {
+    if (this.checks === undefined) this.checks = [check];
+    else this.checks.push(check);
   }
 
-  #checkContext(guard: GuardSpec): object {
-    return { name: this.agent.name, sessionId: this.options.sessionId, on: guard.on };
+  /** A guardrail tripped (or a pending check was ended by an abort): the call stops. */
+  #trip(error: unknown): void {
+    this.tripped ??= error;
+    this.#cancel?.abort(this.tripped);
   }
 
-  /** Checks a streamed chunk with the output guardrails: a trip at once throws, a later one aborts. */
-  checkChunk(chunk: unknown): void {
+  #checkContext(guard: GuardSpec): CheckContext {
+    return new CheckContext(this.agent.name, this.options.sessionId, guard.on, this.options.signal);
+  }
+
+  /**
+   * Runs a guardrail the call runs as one of its steps (a sequential input check on each input, an output
+   * check on the reply): throws a trip at once, returns a promise for checks that answer later.
+   */
+  checkMessages(guard: GuardSpec, messages: readonly AgentMessage[]): Promise<void> | undefined {
+    if (messages.length === 1) return runCheck(guard, messages[0], this.#checkContext(guard));
+    return checkEach(messages, (message) => runCheck(guard, message, this.#checkContext(guard)));
+  }
+
+  /**
+   * Checks a streamed chunk with the output guardrails: a trip at once throws; else a promise for checks
+   * that answer later (rejected when one trips, which also stops the call at once), or undefined.
+   */
+  checkChunk(chunk: unknown): Promise<void> | undefined {
     const message =
       chunk instanceof AgentMessage
         ? chunk
         : new AgentMessage({ sender: this.agent.name, content: String(chunk) });
-    for (const guard of this.guards!) {
-      if (guard.on !== 'output') continue;
-      try {
-        this.#watch(runCheck(guard, message, this.#checkContext(guard)));
-      } catch (error) {
-        this.tripped ??= error as GuardrailTripped;
-        this.tripwire!.abort(this.tripped);
-        throw this.tripped;
-      }
+    let all: Promise<void> | undefined;
+    try {
+      all = checkEach(this.guards!, (guard) =>
+        guard.on === 'output' ? runCheck(guard, message, this.#checkContext(guard)) : undefined,
+      );
+    } catch (error) {
+      this.#trip(error);
+      throw this.tripped;
     }
+    all?.catch((error: unknown) => this.#trip(error));
+    return all;
+  }
+
+  /**
+   * `waiting`, or what stops the call if that comes first (a trip, the caller's abort): a call ends promptly
+   * even when its forward or a check does not listen to its signal.
+   */
+  untilStopped<T>(waiting: PromiseLike<T>): Promise<T> {
+    const signal = this.options.signal;
+    if (signal === undefined) return Promise.resolve(waiting);
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = () => reject(this.tripped ?? signal.reason);
+      if (signal.aborted) {
+        Promise.resolve(waiting).then(undefined, noop); // nobody waits for it any more
+        return onAbort();
+      }
+      watchAbort(signal, onAbort);
+      Promise.resolve(waiting).then(
+        (value) => {
+          unwatchAbort(signal, onAbort);
+          resolve(value);
+        },
+        (error: unknown) => {
+          unwatchAbort(signal, onAbort);
+          reject(error);
+        },
+      );
+    });
   }
 
   /** Reports each step the call's journal replays as a `stepReplayed` event (when anyone listens). */
@@ -245,7 +350,7 @@ export class Turn {
   /** A resume message is not a message of the conversation: its decisions go to the call's frame. */
   #resumeWith(message: AgentMessage): AgentMessage[] {
     const decisions = decisionsOf(message)!;
-    this.resume = new Map(decisions.map((decision) => [decision.id, decision]));
+    this.resume = new ResumeDecisions(decisions);
     this.span?.addEvent?.('lagent.resume', { 'lagent.decisions': decisions.map((d) => d.id) });
     if (this.observed) {
       emitEvent(this.agent, 'resume', {
@@ -268,11 +373,13 @@ export class Turn {
       return undefined;
     }
     const agent = this.agent;
-    const interrupts: Interrupt[] = signal.asks.map(({ agent: asking, toolCall, path: below }) => {
+    const interrupts: Interrupt[] = signal.asks.map(({ agent: asking, toolCall, path: below, kind }) => {
       // `below`: where in a remote agent's tree the question was asked (the remote's own path).
       const at = asking === agent ? '' : (pathIn(agent, asking as AgentBase) ?? '');
       const path = below === undefined || below === '' ? at : at === '' ? below : `${at}.${below}`;
-      return { id: interruptId(path, toolCall), kind: 'approval', path, toolCall: { ...toolCall } };
+      return kind === 'check'
+        ? { id: checkInterruptId(path, toolCall), kind, path, toolCall: { ...toolCall } }
+        : { id: interruptId(path, toolCall), kind: 'approval', path, toolCall: { ...toolCall } };
     });
     if (this.observed) {
       emitEvent(agent, 'interrupt', { agent, sessionId: this.options.sessionId, interrupts, path: '' });
@@ -281,7 +388,7 @@ export class Turn {
     return new AgentMessage({
       sender: agent.name,
       type: INTERRUPT_TYPE,
-      content: `Waiting for approval: ${interrupts.map((i) => `${i.toolCall.name} (${i.id})`).join(', ')}`,
+      content: `${interrupts.every((i) => i.kind === 'check') ? "Waiting for the caller's check" : 'Waiting for approval'}: ${interrupts.map((i) => `${i.toolCall.name} (${i.id})`).join(', ')}`,
       formatted: { interrupts },
     });
   }
@@ -312,33 +419,20 @@ export class Turn {
     const forward = (agent as unknown as Forwarding).forward;
     // A summarising aggregator folds turns inside the call's own frame, which a failure then takes back.
     const plain = this.span === undefined && !summarizes(agent) ? plainForwardOf(forward) : undefined;
-    const parentScope = this.parent?.durable;
+    const scope = this.durable ?? this.step;
     if (plain !== undefined && plain !== null) {
       this.parts = plain;
       const meter = this.meter;
-      if (this.durable === undefined && parentScope === undefined)
-        return plain.ask(agent, this.memory, messages, this.options, meter);
-      return modelStep(this.durable ?? childScope(parentScope!), agent.name, digestInput(messages), () =>
+      if (scope === undefined) return plain.ask(agent, this.memory, messages, this.options, meter);
+      return modelStep(scope, agent.name, digestInput(messages), () =>
         plain.ask(agent, this.memory, messages, this.options, meter),
       );
     }
     // A plain streaming forward finds a budget or a durable journal in a frame of its own.
-    if (plain === null && this.meter === undefined && this.durable === undefined && parentScope === undefined)
+    if (plain === null && this.meter === undefined && scope === undefined)
       return forward.call(agent, messages, this.options);
     if (this.inputs && plain === undefined) this.inputs = this.inputs.slice(); // a custom forward may change the array it is given
-    const frame: CallFrame = {
-      parent: this.parent,
-      owner: agent,
-      sessionKey: this.sessionKey,
-      signal: this.options.signal,
-      journal: undefined,
-      failed: false,
-      span: this.span,
-      resume: this.resume,
-      durable: this.durable ?? (parentScope ? childScope(parentScope) : undefined),
-      meter: this.meter,
-      toolGuards: this.toolGuards,
-    };
+    const frame = new TurnFrame(this, scope);
     this.frame = frame;
     return forwardInFrame(frame, agent, forward, messages, this.options);
   }
@@ -370,6 +464,8 @@ export class Turn {
   /** The call failed with `error` (not yet taken back: see {@link close}). */
   fail(error: unknown): void {
     this.failure = error;
+    // Sub-calls still running inside the call stop, and start no tool.
+    this.#cancel?.abort(error);
     const agent = this.agent;
     if (agent[EMITTER] !== undefined || observers.count > 0)
       emitEvent(agent, 'error', { agent, sessionId: this.options.sessionId, error, path: '' });
@@ -381,16 +477,73 @@ export class Turn {
    */
   close(): void {
     const { parent, frame, finished, span } = this;
+    // A stream its caller stopped reading (a closed connection, a Stop) ends the call too: listeners hear it.
+    if (!finished && this.failure === undefined) this.fail(abandoned());
     if (parent !== undefined || frame !== undefined || !finished) {
       settle(parent, frame, finished, this.memory, this.inputs, this.result);
     }
-    this.agent[LANES].release(this.sessionKey);
-    if (span) {
-      endSpan(
-        span,
-        finished ? undefined : (this.failure ?? new Error('the call was abandoned before it finished')),
-      );
+    if (!this.sharesLane) this.agent[LANES].release(this.sessionKey);
+    const cancel = this.#cancel;
+    if (cancel !== undefined) {
+      if (!finished) cancel.abort(this.failure);
+      stopFollowing(cancel);
     }
+    if (span) {
+      endSpan(span, finished ? undefined : this.failure);
+    }
+  }
+}
+
+/** The error of a call left before it finished (a stream its consumer stopped reading). */
+function abandoned(): Error {
+  return new Error('the call was abandoned before it finished (its stream was closed)');
+}
+
+function noop(): void {}
+
+/**
+ * The tool guard of a call with parallel input checks: a tool call made inside it waits for them (passes at
+ * once when they passed, and fails with what stopped the call when one tripped).
+ */
+function inputGateGuard(turn: Turn): GuardSpec {
+  return {
+    name: 'parallel input checks',
+    on: 'tool',
+    parallel: false,
+    timeoutMs: Number.POSITIVE_INFINITY,
+    check: () => (turn.inputsPending ? turn.inputGate : undefined),
+  };
+}
+
+/** The frame of a call whose forward may make calls of its own. */
+class TurnFrame implements CallFrame {
+  readonly parent: CallFrame | undefined;
+  readonly owner: object;
+  readonly sessionKey: SessionKey;
+  journal: JournalEntry[] | undefined = undefined;
+  failed = false;
+  readonly span: Span | undefined;
+  readonly resume: ResumeDecisions | undefined;
+  readonly durable: DurableScope | undefined;
+  readonly meter: Meter | undefined;
+  readonly toolGuards: readonly GuardSpec[] | undefined;
+  readonly #turn: Turn;
+
+  constructor(turn: Turn, scope: DurableScope | undefined) {
+    this.parent = turn.parent;
+    this.owner = turn.agent;
+    this.sessionKey = turn.sessionKey;
+    this.span = turn.span;
+    this.resume = turn.resume;
+    this.durable = scope;
+    this.meter = turn.meter;
+    this.toolGuards = turn.toolGuards;
+    this.#turn = turn;
+  }
+
+  /** The call's signal with its cancellation (made when a call inside first asks for it). */
+  get signal(): AbortSignal {
+    return this.#turn.frameSignal();
   }
 }
 

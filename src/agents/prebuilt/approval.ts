@@ -1,12 +1,20 @@
 import type { ExecutorBase } from '../../actions/executor-base';
 import { answeredCall } from '../../actions/tool-call-steps';
 import { executorGate, type GatePlan } from '../../core/approval-gate';
-import { currentFrame, decisionIn, rootFrame } from '../../core/call-context';
+import { currentFrame, resumeOf, rootFrame } from '../../core/call-context';
+import type { ResumeDecisions } from '../../core/decisions';
+import { type CallerChecks, callerChecksIn } from '../../core/guards';
 import type { Steps } from '../../core/steps';
 import { ActionReturn } from '../../schema/action-return';
 import { AgentMessage } from '../../schema/agent-message';
 import type { ToolCall } from '../../schema/chat-message';
-import { type Decision, InterruptSignal, interruptId, SUPERSEDED_REASON } from '../../schema/interrupts';
+import {
+  checkInterruptId,
+  type Decision,
+  InterruptSignal,
+  interruptId,
+  SUPERSEDED_REASON,
+} from '../../schema/interrupts';
 import type { SessionId } from '../../schema/session';
 import { ActionStatusCode } from '../../schema/status';
 import { toolCallsOf } from '../../schema/tool-calls';
@@ -61,16 +69,28 @@ export type RoundPlan =
 const RUN_AS_IS: RoundPlan = Object.freeze({ run: true });
 
 /**
- * Plans a round (see {@link RoundPlan}). With `superseded`, the session got a new message instead of a
- * decision: every call of a round that needed approval is declined with that reason.
+ * Which round of tool calls is planned: one the model just asked for (`live`), or the one a session waited
+ * on (a loop's calls left unanswered in its memory), given a resume message (`resumed`) or a new message
+ * instead (`superseded`: every call of it that needs approval is declined with that reason).
+ */
+export type RoundKind = 'live' | 'resumed' | 'superseded';
+
+/**
+ * Plans a round (see {@link RoundPlan}). A resume message sent to a `resumed` round must answer something
+ * of it.
+ *
+ * Decisions are taken as `ResumeDecisions` (core/decisions.ts) says: those of earlier resumes (a durable replay) by the
+ * rounds that asked for them, those of the resume message by the first round that still waits, once. A
+ * decision for an id that does not wait there is a `ValidationError`, before anything of the round runs.
  */
 export function* planRound(
   owner: AgentBase,
   executor: ExecutorBase<never>,
   reply: AgentMessage,
   sessionId: SessionId,
-  superseded: boolean,
+  round: RoundKind,
 ): Steps<RoundPlan> {
+  const superseded = round === 'superseded';
   const calls = toolCallsOf(reply.formatted)!;
   const frame = currentFrame();
   const context = { sessionId, signal: frame?.signal };
@@ -82,31 +102,75 @@ export function* planRound(
     needs ??= new Array<boolean>(calls.length).fill(false);
     needs[i] = true;
   }
-  if (needs === undefined) return RUN_AS_IS;
+  const checks = callerChecksIn(frame?.toolGuards);
+  if (needs === undefined && checks === undefined) {
+    // A resume message for a round where nothing needs approval answers nothing.
+    if (round === 'resumed') resumeOf(frame)?.answer([], owner.name);
+    return RUN_AS_IS;
+  }
+  const resume = superseded ? undefined : resumeOf(frame);
   const path = pathOf(owner, frame);
   const answers = new Array<ActionReturn | undefined>(calls.length).fill(undefined);
   const ran: ToolCall[] = calls.slice();
-  const waiting: ToolCall[] = [];
+  let waiting: number[] = [];
   for (let i = 0; i < calls.length; i++) {
     const call = calls[i]!;
     if (superseded) {
       answers[i] = declined(call, SUPERSEDED_REASON);
       continue;
     }
-    if (!needs[i]) continue;
-    const decision = decisionIn(frame, interruptId(path, call)) as Decision | undefined;
-    if (decision === undefined) waiting.push(call);
-    else if (!decision.approve) answers[i] = declined(call, decision.reason);
-    else if (decision.arguments !== undefined)
-      ran[i] = { id: call.id, name: call.name, arguments: decision.arguments };
+    if (!needs?.[i]) continue;
+    const decision = resume?.takeEarlier(interruptId(path, call));
+    if (decision === undefined) waiting.push(i);
+    else apply(decision, i, calls, ran, answers);
   }
-  if (waiting.length > 0) throw new InterruptSignal(waiting.map((toolCall) => ({ agent: owner, toolCall })));
+  // The round that waits takes the decisions given now: people's, and the caller's checks when it checks
+  // every tool call (askBeforeTools).
+  let given: ReadonlyMap<string, Decision> | undefined;
+  if (resume !== undefined && (waiting.length > 0 || checks !== undefined)) {
+    const ids = waiting.map((i) => interruptId(path, calls[i]!));
+    if (checks !== undefined) {
+      for (let i = 0; i < calls.length; i++)
+        if (answers[i] === undefined) ids.push(checkInterruptId(path, calls[i]!));
+    }
+    given = resume.answer(ids, owner.name);
+  }
+  if (given !== undefined) {
+    const answered = given;
+    waiting = waiting.filter((i) => {
+      const call = calls[i]!;
+      const decision =
+        answered.get(interruptId(path, call)) ??
+        (checks === undefined ? undefined : checkedApproval(answered, path, call));
+      if (decision === undefined) return true;
+      apply(decision, i, calls, ran, answers);
+      return false;
+    });
+  }
+  if (waiting.length > 0) {
+    throw new InterruptSignal(waiting.map((i) => ({ agent: owner, toolCall: calls[i]! })));
+  }
+  if (checks !== undefined) askCallerChecks(checks, owner, resume, given, path, ran, answers);
   const toRun = ran.filter((_, i) => answers[i] === undefined);
   const message =
     toRun.length === 0
       ? undefined
       : new AgentMessage({ sender: reply.sender, content: reply.content, formatted: { toolCalls: toRun } });
   return { run: false, message, calls: ran, answers };
+}
+
+/** Applies a decision to call `i` of a round: declined (its answer), or approved (with edited arguments). */
+function apply(
+  decision: Decision,
+  i: number,
+  calls: readonly ToolCall[],
+  ran: ToolCall[],
+  answers: (ActionReturn | undefined)[],
+): void {
+  const call = calls[i]!;
+  if (!decision.approve) answers[i] = declined(call, decision.reason);
+  else if (decision.arguments !== undefined)
+    ran[i] = { id: call.id, name: call.name, arguments: decision.arguments, edited: true };
 }
 
 // An executor called by a user's own forward asks the same question about a native tool-call message.
@@ -116,8 +180,72 @@ executorGate.run = (executor, message, sessionId) =>
     executor as ExecutorBase<never>,
     message,
     sessionId as SessionId,
-    false,
+    'live',
   ) as Steps<GatePlan>;
+
+/**
+ * The caller checks every tool call (`askBeforeTools`): once every person's decision is in, each call that
+ * would run needs the caller's approval too (asked with the arguments it would run with). Throws the
+ * `InterruptSignal` of kind `'check'` while one is missing; a call the caller declined is answered as such.
+ */
+function askCallerChecks(
+  checks: CallerChecks,
+  owner: AgentBase,
+  resume: ResumeDecisions | undefined,
+  given: ReadonlyMap<string, Decision> | undefined,
+  path: string,
+  ran: ToolCall[],
+  answers: (ActionReturn | undefined)[],
+): void {
+  const waiting: ToolCall[] = [];
+  const approved: ToolCall[] = [];
+  for (let i = 0; i < ran.length; i++) {
+    if (answers[i] !== undefined) continue;
+    const call = ran[i]!;
+    const id = checkInterruptId(path, call);
+    const decision = resume?.takeEarlier(id) ?? given?.get(id);
+    if (decision === undefined) waiting.push(call);
+    else if (!decision.approve) answers[i] = declined(call, decision.reason);
+    else approved.push(call);
+  }
+  if (waiting.length > 0) {
+    throw new InterruptSignal(
+      waiting.map((toolCall) => ({ agent: owner, toolCall, kind: 'check' as const })),
+    );
+  }
+  for (const call of approved) checks.approve(call.name, call.arguments);
+}
+
+/**
+ * The caller's approval of its check of a call that needs a person's approval: the check came after that
+ * approval and saw the arguments it approved, so it stands for it (a call that is not durable keeps no
+ * decisions between resumes, and the caller resumes the check alone). Its arguments are the call's as the
+ * person approved them: an edit only when they differ from the model's.
+ */
+function checkedApproval(
+  given: ReadonlyMap<string, Decision>,
+  path: string,
+  call: ToolCall,
+): Decision | undefined {
+  const checked = given.get(checkInterruptId(path, call));
+  if (checked?.approve !== true) return undefined;
+  const args = checked.arguments;
+  if (args === undefined || sameArguments(args, call.arguments)) return { id: checked.id, approve: true };
+  return checked;
+}
+
+/** True when two tool-call arguments (JSON text or objects) say the same. */
+function sameArguments(a: unknown, b: unknown): boolean {
+  const read = (value: unknown) => {
+    if (typeof value !== 'string') return value;
+    try {
+      return JSON.parse(value) as unknown;
+    } catch {
+      return value;
+    }
+  };
+  return JSON.stringify(read(a)) === JSON.stringify(read(b));
+}
 
 /** The executor's reply to the calls that ran, with the known answers put back in their places. */
 export function mergeRound(

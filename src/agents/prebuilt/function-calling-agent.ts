@@ -30,10 +30,13 @@ import { AsyncAgent } from '../async-agent';
 import { AsyncStreamingAgent } from '../async-streaming-agent';
 import { agentCallSteps, emitEvent } from '../lifecycle';
 import type { DurableOptions } from '../lifecycle/durable';
+import { resumesFromMemory } from '../lifecycle/in-process-journal';
+import { TOOL_TURNS, WAITING_CALLS, type WaitingCalls } from '../pending-interrupts';
 import { StreamingAgent } from '../streaming-agent';
-import { type GatedLoop, mergeRound, pendingCallsOf, planRound } from './approval';
+import { type GatedLoop, mergeRound, pendingCallsOf, planRound, type RoundKind } from './approval';
 import { checkMaxTurn, type MaxTurnInfo, subCall } from './loop-turns';
 import { markedChunk } from './stream-states';
+import { stoppedUnanswered } from './text-approval';
 
 /** Options of the function-calling agents; `L` is the kind of model, `H` the kind of hooks. */
 export interface FunctionCallingAgentOptions<L, H, A extends ActionBase = ActionBase> {
@@ -130,7 +133,15 @@ function* functionCallingSteps(
   if (pending !== undefined) {
     // The session waits for decisions on these calls: given them, the round runs; given another message,
     // the calls that needed approval are declined and the loop goes on with that message.
-    const results = yield* toolRound(loop, pending, sessionId, direct, streaming, state, !resuming);
+    const results = yield* toolRound(
+      loop,
+      pending,
+      sessionId,
+      direct,
+      streaming,
+      state,
+      resuming ? 'resumed' : 'superseded',
+    );
     if (results !== undefined) input = messages.length === 0 ? results : [results, ...messages];
   } else if (frame?.owner === owner && frame.resume !== undefined && messages.length === 0) {
     throw new ValidationError({
@@ -148,14 +159,14 @@ function* functionCallingSteps(
     if (calls === null) return reply;
     if (turn >= loop.maxTurn) return stoppedReply(loop, calls);
     if (typeof reply.content === 'string' && reply.content !== '') state.wroteText = true;
-    input = (yield* toolRound(loop, reply, sessionId, direct, streaming, state, false))!;
+    input = (yield* toolRound(loop, reply, sessionId, direct, streaming, state, 'live'))!;
   }
 }
 
 /**
  * One round of tool calls: checked for approval (see `approval.ts`), run by the executor, reported as
- * events (and chunks when streaming). With `superseded`, a round waiting for decisions gets a new message
- * instead: its calls are declined, or, when none needed approval, left as they are (undefined).
+ * events (and chunks when streaming). A round `superseded` by a new message has its calls that need approval
+ * declined; when none does, it is left as it is (undefined).
  */
 function* toolRound(
   loop: Loop,
@@ -164,18 +175,12 @@ function* toolRound(
   direct: DirectCalls | undefined,
   streaming: boolean,
   state: { wroteText: boolean },
-  superseded: boolean,
+  round: RoundKind,
 ): Steps<AgentMessage | undefined> {
   const owner = loop as unknown as AgentBase;
   const executor = loop.executor;
-  const plan = yield* planRound(
-    owner,
-    executor as unknown as ExecutorBase<never>,
-    reply,
-    sessionId,
-    superseded,
-  );
-  if (plan.run && superseded) return undefined;
+  const plan = yield* planRound(owner, executor as unknown as ExecutorBase<never>, reply, sessionId, round);
+  if (plan.run && round === 'superseded') return undefined;
   const calls = plan.run ? toolCallsOf(reply.formatted)! : plan.calls;
   emitEvent(owner, 'toolStart', { agent: owner, sessionId, toolCalls: calls, path: '' });
   if (streaming) yield markedChunk(reply, AgentStatusCode.PLUGIN_END, '');
@@ -268,6 +273,18 @@ function functionCallingAgentClass<
         name: this.name,
         tools: [this.executor],
       });
+    }
+
+    /** The calls of the model's last message when the loop never answered them (see `pendingInterrupts`). */
+    [WAITING_CALLS](sessionId: SessionId): WaitingCalls | undefined {
+      const message = pendingCallsOf(this as unknown as GatedLoop, sessionId);
+      // A loop that stopped at maxTurn leaves its last calls there too, but waits for nothing.
+      if (message === undefined || !stoppedUnanswered(this, sessionId, 0)) return undefined;
+      return { calls: toolCallsOf(message.formatted)!, executor: this.executor };
+    }
+
+    get [TOOL_TURNS](): AgentBase {
+      return this.agent;
     }
   }
   return FunctionCallingBase as unknown as AgentClass<A & FunctionCallingAgentFields<I, E>> & {
@@ -389,3 +406,9 @@ function asyncExecutorOf(
 ): AsyncActionExecutor {
   return new AsyncActionExecutor({ actions: options.actions, timeoutMs: options.timeoutMs });
 }
+
+// The loops keep a paused round in memory and resume from it: their calls need no journal to resume.
+resumesFromMemory(FunctionCallingAgent.prototype.forward);
+resumesFromMemory(AsyncFunctionCallingAgent.prototype.forward);
+resumesFromMemory(StreamingFunctionCallingAgent.prototype.forward);
+resumesFromMemory(AsyncStreamingFunctionCallingAgent.prototype.forward);

@@ -32,6 +32,9 @@ import type { DefaultAggregator, SystemInstruction } from '../aggregator/default
 import { InternLMToolAggregator } from '../aggregator/internlm-tool-aggregator';
 import { AsyncAgent } from '../async-agent';
 import type { DurableOptions } from '../lifecycle/durable';
+import { resumesFromMemory } from '../lifecycle/in-process-journal';
+import { TOOL_TURNS, WAITING_CALLS, type WaitingCalls } from '../pending-interrupts';
+import type { RoundKind } from './approval';
 import { type CompatMode, checkCompat } from './compat';
 import { INTERNLM_PROMPTS, type InternLMPrompts, type PromptLanguage } from './internlm-prompts';
 import { LAGENT_INTERPRETER_CN, LAGENT_META_CN, LAGENT_PLUGIN_CN } from './lagent-prompts';
@@ -45,6 +48,7 @@ import {
 } from './loop-turns';
 import { markedChunk, toolState, withToolStates } from './stream-states';
 import {
+  editedAnswer,
   lastMessageOf,
   planTextCall,
   stoppedUnanswered,
@@ -249,7 +253,7 @@ function* executorTurn(
   toolType: string,
   sessionId: SessionId,
   streaming: boolean,
-  superseded: boolean,
+  round: RoundKind,
 ): Steps<AgentMessage | undefined> {
   const action = callOf(executor, reply);
   let plan: TextCallPlan | undefined = { run: true, message: reply };
@@ -260,12 +264,13 @@ function* executorTurn(
       arguments: action.parameters as ToolCall['arguments'],
     };
     const gate = owner as unknown as AgentBase;
-    plan = yield* planTextCall(gate, executor, reply, call, reply, sessionId, superseded);
+    plan = yield* planTextCall(gate, executor, reply, call, reply, sessionId, round);
     if (plan === undefined) return undefined;
   }
   if (streaming) yield markedChunk(reply, toolState(toolType, 'end'), '');
   if (!plan.run) return plan.answer;
-  return yield* subCall(executor.call(plan.message, { sessionId }));
+  const result: AgentMessage = yield* subCall(executor.call(plan.message, { sessionId }));
+  return plan.edited === undefined ? result : editedAnswer(result, plan.edited);
 }
 
 /**
@@ -288,8 +293,8 @@ export function* internLMLoop(
     // refusal); given another message, a call that needed approval is declined and the loop goes on.
     const toolType = asToolResponse(pending.formatted)!.toolType!;
     const executor = executorFor(owner, toolType)!;
-    const superseded = !isResuming(frame);
-    const answer = yield* executorTurn(owner, executor, pending, toolType, sessionId, streaming, superseded);
+    const round = isResuming(frame) ? 'resumed' : 'superseded';
+    const answer = yield* executorTurn(owner, executor, pending, toolType, sessionId, streaming, round);
     if (answer !== undefined) {
       if (streaming) yield resultChunk(answer, toolType);
       input = messages.length === 0 ? answer : [answer, ...messages];
@@ -308,7 +313,7 @@ export function* internLMLoop(
     const toolType = asToolResponse(reply.formatted)?.toolType ?? null;
     const executor = toolType === null ? undefined : executorFor(owner, toolType);
     if (stray === undefined && executor !== undefined) {
-      last = (yield* executorTurn(owner, executor, reply, toolType!, sessionId, streaming, false))!;
+      last = (yield* executorTurn(owner, executor, reply, toolType!, sessionId, streaming, 'live'))!;
     } else {
       if (streaming && toolType !== null) yield markedChunk(reply, toolState(toolType, 'end'), '');
       const fallback = owner.interpreterExecutor ?? owner.pluginExecutor ?? NO_TOOLS;
@@ -425,6 +430,22 @@ export function internLMAgentClass<A extends AgentBase, I extends AgentBase, E, 
     getSteps(sessionId: SessionId = 0): ChatMessage[] {
       return toolSteps(this.agent, sessionId);
     }
+
+    /** The call of the inner agent's last reply when the loop never answered it (see `pendingInterrupts`). */
+    [WAITING_CALLS](sessionId: SessionId): WaitingCalls | undefined {
+      const owner = this as unknown as InternLMLoop;
+      const reply = pendingCall(owner, sessionId, 0);
+      if (reply === undefined) return undefined;
+      const executor = executorFor(owner, asToolResponse(reply.formatted)!.toolType!)!;
+      const action = callOf(executor, reply)!;
+      const id = textCallId(owner.agent, sessionId);
+      const call: ToolCall = { id, name: action.name, arguments: action.parameters as ToolCall['arguments'] };
+      return { calls: [call], executor };
+    }
+
+    get [TOOL_TURNS](): AgentBase {
+      return this.agent;
+    }
   }
   return InternLMAgent as unknown as AgentClass<A & InternLMAgentFields<I, E>> & {
     new (options: O): A & InternLMAgentFields<I, E>;
@@ -506,3 +527,7 @@ export class AsyncAgentForInternLM extends internLMAgentClass<
     >;
   }
 }
+
+// The loops keep a paused round in memory and resume from it: their calls need no journal to resume.
+resumesFromMemory(AgentForInternLM.prototype.forward);
+resumesFromMemory(AsyncAgentForInternLM.prototype.forward);

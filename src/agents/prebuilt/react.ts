@@ -28,6 +28,9 @@ import type { DefaultAggregator } from '../aggregator/default-aggregator';
 import { AsyncAgent } from '../async-agent';
 import { emitEvent } from '../lifecycle';
 import type { DurableOptions } from '../lifecycle/durable';
+import { resumesFromMemory } from '../lifecycle/in-process-journal';
+import { TOOL_TURNS, WAITING_CALLS, type WaitingCalls } from '../pending-interrupts';
+import type { RoundKind } from './approval';
 import { asciiPythonJSON, type CompatMode, checkCompat } from './compat';
 import type { PromptLanguage } from './internlm-prompts';
 import { LAGENT_REACT_TEMPLATE } from './lagent-prompts';
@@ -48,7 +51,14 @@ import {
   reactOutputFormat,
 } from './react-output-format';
 import { REACT_PROMPTS } from './react-prompts';
-import { lastMessageOf, planTextCall, stoppedUnanswered, type TextCall, textCallId } from './text-approval';
+import {
+  editedAnswer,
+  lastMessageOf,
+  planTextCall,
+  stoppedUnanswered,
+  type TextCall,
+  textCallId,
+} from './text-approval';
 
 /** Options of {@link ReAct} and {@link AsyncReAct}: `L` the model, `A` the tools, `F` the parsed step, `H` the hooks. */
 export interface ReActOptions<L, A extends ActionBase, F, H extends Hook> {
@@ -183,7 +193,7 @@ function* actionTurn(
   owner: ReActLoop,
   reply: AgentMessage,
   sessionId: SessionId,
-  superseded: boolean,
+  round: RoundKind,
 ): Steps<AgentMessage | undefined> {
   const action = actionOf(reply);
   let message: AgentMessage = toCall(reply);
@@ -200,16 +210,17 @@ function* actionTurn(
       call,
       message,
       sessionId,
-      superseded,
+      round,
     );
     if (plan === undefined) return undefined;
     if (!plan.run) return plan.answer;
     message = plan.message;
     // The tool call as the function-calling loop reports it, for listeners (and `lagent ui`).
     const agent = owner as unknown as AgentBase;
-    const toolCalls = [call];
+    const toolCalls = [plan.edited ?? call];
     emitEvent(agent, 'toolStart', { agent, sessionId, toolCalls, path: '' });
-    const result: AgentMessage = yield* subCall(owner.actions.call(message, { sessionId }));
+    let result: AgentMessage = yield* subCall(owner.actions.call(message, { sessionId }));
+    if (plan.edited !== undefined) result = editedAnswer(result, plan.edited);
     emitEvent(agent, 'toolEnd', { agent, sessionId, toolCalls, message: result, path: '' });
     return result;
   }
@@ -230,7 +241,7 @@ function* reactSteps(
   if (pending !== undefined) {
     // The session waits for a decision on this call: given it, the call runs (or is answered with the
     // refusal); given another message, a call that needed approval is declined and the loop goes on.
-    const answer = yield* actionTurn(owner, pending, sessionId, !isResuming(frame));
+    const answer = yield* actionTurn(owner, pending, sessionId, isResuming(frame) ? 'resumed' : 'superseded');
     if (answer !== undefined) input = messages.length === 0 ? answer : [answer, ...messages];
   } else if (frame?.owner === owner && frame.resume !== undefined && messages.length === 0) {
     throw new ValidationError({
@@ -246,7 +257,7 @@ function* reactSteps(
       const errMsg: string = `Your reply could not be read (${formatted.parseError}). Reply with one JSON object in one of the formats given.`;
       last = yield* builtinTurn(owner.actions, owner.actions.noAction.name, { errMsg }, sessionId);
     } else {
-      last = (yield* actionTurn(owner, reply, sessionId, false))!;
+      last = (yield* actionTurn(owner, reply, sessionId, 'live'))!;
     }
     input = last;
   }
@@ -326,6 +337,21 @@ function reactAgentClass<A extends AgentBase, I extends AgentBase, E extends Exe
       this.maxTurn = parts.maxTurn;
       this.finishCondition = parts.finishCondition;
     }
+
+    /** The call of the select agent's last step when the loop never answered it (see `pendingInterrupts`). */
+    [WAITING_CALLS](sessionId: SessionId): WaitingCalls | undefined {
+      const owner = this as unknown as ReActLoop;
+      const step = pendingStep(owner, sessionId, 0);
+      const action = step === undefined ? null : actionOf(step);
+      if (action === null) return undefined;
+      const id = textCallId(owner.selectAgent, sessionId);
+      const call: ToolCall = { id, name: action.name, arguments: action.parameters as ToolCall['arguments'] };
+      return { calls: [call], executor: this.actions };
+    }
+
+    get [TOOL_TURNS](): AgentBase {
+      return this.selectAgent;
+    }
   }
   return ReActAgent as unknown as AgentClass<A & ReActAgentFields<I, E>> & {
     new (options: O): A & ReActAgentFields<I, E>;
@@ -401,3 +427,7 @@ export class AsyncReAct<F = ReActStep> extends reactAgentClass<
     >;
   }
 }
+
+// The loops keep a paused round in memory and resume from it: their calls need no journal to resume.
+resumesFromMemory(ReAct.prototype.forward);
+resumesFromMemory(AsyncReAct.prototype.forward);

@@ -9,6 +9,7 @@ import type { AgentStatusCode } from '../../schema/status';
 import type { ToolResponse } from '../../schema/tool-response';
 import type { AgentOptions, AsyncForwardOptions, ForwardOptions } from '../agent-base';
 import { AsyncStreamingAgent } from '../async-streaming-agent';
+import { resumesFromMemory } from '../lifecycle/in-process-journal';
 import { StreamingAgent } from '../streaming-agent';
 import {
   type AgentForInternLMOptions,
@@ -88,3 +89,7 @@ export class AsyncStreamingAgentForInternLM extends internLMAgentClass<
     >;
   }
 }
+
+// The loops keep a paused round in memory and resume from it: their calls need no journal to resume.
+resumesFromMemory(StreamingAgentForInternLM.prototype.forward);
+resumesFromMemory(AsyncStreamingAgentForInternLM.prototype.forward);

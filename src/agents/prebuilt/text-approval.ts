@@ -8,7 +8,7 @@ import type { SessionId } from '../../schema/session';
 import { isPlainObject } from '../../utils/is';
 import { pythonJSON } from '../../utils/text';
 import type { AgentBase } from '../agent-base';
-import { planRound } from './approval';
+import { planRound, type RoundKind } from './approval';
 
 /*
  * Tool approval in the text-format loops (ReAct, the InternLM agents). Their model writes one call per
@@ -26,8 +26,13 @@ export interface TextCall {
   parameters: unknown;
 }
 
-/** What the gate decided for a call: the executor's input, or the answer the model gets instead. */
-export type TextCallPlan = { run: true; message: AgentMessage } | { run: false; answer: AgentMessage };
+/**
+ * What the gate decided for a call: the executor's input (and, when a person edited the arguments, the call
+ * as it runs), or the answer the model gets instead.
+ */
+export type TextCallPlan =
+  | { run: true; message: AgentMessage; edited?: ToolCall | undefined }
+  | { run: false; answer: AgentMessage };
 
 /** The id of the call a model reply makes: its 1-based place in the sub-agent's memory. */
 export function textCallId(agent: unknown, sessionId: SessionId): string {
@@ -57,9 +62,9 @@ export function stoppedUnanswered(owner: AgentBase, sessionId: SessionId, inputs
 /**
  * Asks the executor whether `call` needs approval and applies the decision the call was given: the
  * executor's input (`asIs`, or a call with the edited arguments), or the declined answer (the text the
- * model reads, from the executor). Throws the `InterruptSignal` when a decision is missing. With
- * `superseded` (a new message came instead of a decision), a call that needs approval is declined, and one
- * that needs none gives undefined (it stays as it is).
+ * model reads, from the executor). Throws the `InterruptSignal` when a decision is missing. A call
+ * `superseded` by a new message is declined when it needs approval, and gives undefined when it needs none
+ * (it stays as it is).
  */
 export function* planTextCall(
   owner: AgentBase,
@@ -68,24 +73,43 @@ export function* planTextCall(
   call: ToolCall,
   asIs: AgentMessage,
   sessionId: SessionId,
-  superseded: boolean,
+  round: RoundKind,
 ): Steps<TextCallPlan | undefined> {
+  const superseded = round === 'superseded';
   // An executor of another kind (no approval rules) runs every call as it is.
   if (typeof (executor as Partial<ExecutorBase<never>>).approvalNeeded !== 'function') {
     return superseded ? undefined : { run: true, message: asIs };
   }
-  const round = new AgentMessage({
+  const single = new AgentMessage({
     sender: reply.sender,
     content: reply.content,
     formatted: { toolCalls: [call] },
   });
-  const plan = yield* planRound(owner, executor as ExecutorBase<never>, round, sessionId, superseded);
+  const plan = yield* planRound(owner, executor as ExecutorBase<never>, single, sessionId, round);
   if (plan.run) return superseded ? undefined : { run: true, message: asIs };
   const name = (executor as { name: string }).name;
   const answer = plan.answers[0];
   if (answer !== undefined) return { run: false, answer: answerMessage(name, answer) };
   const ran = plan.calls[0]!;
-  return { run: true, message: ran === call ? asIs : callMessage(reply, ran) };
+  return ran === call
+    ? { run: true, message: asIs }
+    : { run: true, message: callMessage(reply, ran), edited: ran };
+}
+
+/**
+ * The executor's answer to a call whose arguments a person edited, as the model reads it: the model's own
+ * text still shows the arguments it wrote, so the answer says first that a person changed them, and to what.
+ */
+export function editedAnswer(answer: AgentMessage, ran: ToolCall): AgentMessage {
+  const read = readToolCallArguments(ran.arguments);
+  const shown = JSON.stringify(read.ok ? read.args : ran.arguments);
+  const note = `The user edited the arguments of this call before approving it: it ran as ${ran.name} with ${shown}.`;
+  const content = answer.content;
+  const text =
+    content instanceof ActionReturn ? content.toText() : typeof content === 'string' ? content : '';
+  const copy = answer.clone();
+  copy.content = `${note}\n${text}`;
+  return copy;
 }
 
 /** A message the executor reads as a call of `call.name` with `call.arguments` (the edited ones). */

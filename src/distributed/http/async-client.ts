@@ -6,7 +6,14 @@ import { AgentMessage, type MessageInput } from '../../schema/agent-message';
 import { ConfigurationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { beginRemote, remoteRefusal } from '../remote-budget';
-import { remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
+import {
+  approveChecks,
+  checkRemoteCalls,
+  checksAsked,
+  toolGuardsHere,
+  withToolChecks,
+} from '../remote-guards';
+import { REMOTE_AGENT, remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
 import { HTTPAgentError } from './errors';
 import { chatRequestBody, messageToWire, SSE_EVENTS } from './protocol';
 import { readEvents } from './sse-reader';
@@ -19,13 +26,15 @@ export interface HTTPAgentClientOptions {
   /** Sent as `Authorization: Bearer <token>` (an `HTTPAgentServer` started with `token` needs it). */
   token?: string | undefined;
   /**
-   * Milliseconds one call may take, retries included (for `stream()`, until its first event); `Infinity` for none.
+   * Milliseconds one call may take, retries included (for `stream()`, until its first event: SSE comments do not
+   * count); `Infinity` for none.
    * @default 300_000
    */
   timeout?: number | undefined;
   /**
-   * `stream()` only: milliseconds the stream may stay silent between two events (the time your loop spends
-   * on an event is not counted); `Infinity` for none.
+   * `stream()` only: milliseconds the stream may go without an event between two events (the time your loop
+   * spends on an event is not counted; SSE comments, such as keep-alives, do not count as events);
+   * `Infinity` for none.
    * @default the `timeout`
    */
   idleTimeout?: number | undefined;
@@ -124,6 +133,8 @@ function toMessage(json: unknown, url: string): AgentMessage {
  * default to `unknown`. For an agent that answers text: `new AsyncHTTPAgentClient<string>({ url })`.
  */
 export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
+  /** A remote agent: a local tree holding it may stop for its questions (see `interruptsOf`). */
+  readonly [REMOTE_AGENT] = true as const;
   readonly url: string;
   readonly name: string;
   readonly #transport: Transport;
@@ -186,25 +197,45 @@ export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
   ): Promise<AgentMessage<C, F>> {
     const place = remotePlace(this, this.name);
     const sent = remoteInput(place, input);
-    const spend = beginRemote(options, `${this.url}/chat_completion`);
-    let reply: AgentMessage<C, F>;
-    try {
-      const body = JSON.stringify(
-        chatRequestBody(wireMessages(sent), options.sessionId ?? 0, spend.options, place !== undefined),
-      );
-      let json: unknown;
+    const guards = toolGuardsHere();
+    const sessionId = options.sessionId ?? 0;
+    const approved = new Set<string>();
+    let next: unknown = sent;
+    for (;;) {
+      // Each request of the call holds what it is sent of the local budget, and is charged what it spent.
+      const spend = beginRemote(options, `${this.url}/chat_completion`);
+      let reply: AgentMessage<C, F>;
       try {
-        json = await this.#requestJSON('POST', 'chat_completion', body, options);
+        const body = JSON.stringify(
+          chatRequestBody(
+            wireMessages(next as MessageInput),
+            sessionId,
+            withToolChecks(spend.options, guards),
+            place !== undefined,
+          ),
+        );
+        let json: unknown;
+        try {
+          json = await this.#requestJSON('POST', 'chat_completion', body, options);
+        } catch (error) {
+          throw (error instanceof HTTPAgentError ? remoteRefusal(error.body) : undefined) ?? error;
+        }
+        reply = toMessage(json, `${this.url}/chat_completion`) as AgentMessage<C, F>;
       } catch (error) {
-        throw (error instanceof HTTPAgentError ? remoteRefusal(error.body) : undefined) ?? error;
+        spend.fail();
+        throw error;
       }
-      reply = toMessage(json, `${this.url}/chat_completion`) as AgentMessage<C, F>;
-    } catch (error) {
-      spend.fail();
-      throw error;
+      spend.settle(reply);
+      const asks = guards === undefined ? [] : checksAsked(reply, this.url);
+      if (asks.length === 0) return throwIfInterrupted(place, reply);
+      // The remote call stopped before tool calls: the local tool guardrails check them.
+      await checkRemoteCalls(guards!, asks, this.name, sessionId, effectiveSignal(options.signal));
+      next = approveChecks(asks, approved, (message) => this.#refused(message));
     }
-    spend.settle(reply);
-    return throwIfInterrupted(place, reply);
+  }
+
+  #refused(message: string): HTTPAgentError {
+    return new HTTPAgentError({ message: `${this.url}: ${message}`, url: this.url });
   }
 
   /**
@@ -223,6 +254,35 @@ export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
     signal?.throwIfAborted();
     const place = remotePlace(this, this.name);
     const sent = remoteInput(place, input);
+    const guards = toolGuardsHere();
+    const approved = new Set<string>();
+    let next: unknown = sent;
+    for (;;) {
+      const leg = this.#streamOnce(next, options, signal, guards, place !== undefined) as AsyncGenerator<
+        AgentMessage<C, F>,
+        AgentMessage<C, F>,
+        undefined
+      >;
+      const final = yield* leg;
+      const asks = guards === undefined ? [] : checksAsked(final, this.url);
+      if (asks.length === 0) {
+        yield final;
+        return throwIfInterrupted(place, final);
+      }
+      // The remote call stopped before tool calls: the local tool guardrails check them, then it goes on.
+      await checkRemoteCalls(guards!, asks, this.name, options.sessionId ?? 0, signal);
+      next = approveChecks(asks, approved, (message) => this.#refused(message));
+    }
+  }
+
+  /** One streamed request: yields its chunks, returns its final message (not yielded). */
+  async *#streamOnce(
+    sent: unknown,
+    options: RemoteCallOptions,
+    signal: AbortSignal | undefined,
+    guards: ReturnType<typeof toolGuardsHere>,
+    nested: boolean,
+  ): AsyncGenerator<AgentMessage, AgentMessage, undefined> {
     const url = `${this.url}/chat_completion/stream`;
     const timeout = options.timeout ?? this.#transport.timeout;
     const idleTimeout = checkNumber('idleTimeout', options.idleTimeout, this.#idleTimeout ?? timeout, 1);
@@ -234,7 +294,12 @@ export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
     const spend = beginRemote(options, url);
     try {
       const body = JSON.stringify(
-        chatRequestBody(wireMessages(sent), options.sessionId ?? 0, spend.options, place !== undefined),
+        chatRequestBody(
+          wireMessages(sent as MessageInput),
+          options.sessionId ?? 0,
+          withToolChecks(spend.options, guards),
+          nested,
+        ),
       );
       response = await exchange(
         this.#transport,
@@ -267,11 +332,10 @@ export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
           spend.settle(message);
         } else {
           spend.cancel(); // the stream route is not there: the call counts its own
-          message = await this.call(sent, { ...options, signal });
+          message = await this.call(sent as MessageInput, { ...options, signal });
         }
         message.delta = typeof message.content === 'string' ? message.content : '';
-        yield message as AgentMessage<C, F>;
-        return throwIfInterrupted(place, message as AgentMessage<C, F>);
+        return message;
       }
       const open = response;
       combined.addEventListener('abort', () => open.destroy(combined.reason as Error), { once: true });
@@ -308,15 +372,16 @@ export class AsyncHTTPAgentClient<C = unknown, F = unknown> {
             ? message.content.slice(previous.length)
             : message.content;
         }
-        if (event.event === SSE_EVENTS.message) final = message;
         previous = typeof message.content === 'string' ? message.content : '';
-        yield message as AgentMessage<C, F>;
+        // The final message is the caller's to yield (or, a remote check, to answer).
+        if (event.event === SSE_EVENTS.message) final = message;
+        else yield message;
       }
       if (final === undefined) {
         throw new HTTPAgentError({ message: `${url} ended the stream without a final message`, url });
       }
       spend.settle(final);
-      return throwIfInterrupted(place, final as AgentMessage<C, F>);
+      return final;
     } finally {
       spend.fail(); // a stream that failed or was left: charged all it was allowed (a no-op once settled)
       // Leaving early (or failing) closes the request; the server then stops the remote call.

@@ -6,7 +6,14 @@ import { AgentMessage, type LagentMessageJSON, type MessageInput } from '../../s
 import { ConfigurationError, LagentError, TimeoutError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { beginRemote, remoteRefusal } from '../remote-budget';
-import { remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
+import {
+  approveChecks,
+  checkRemoteCalls,
+  checksAsked,
+  toolGuardsHere,
+  withToolChecks,
+} from '../remote-guards';
+import { REMOTE_AGENT, remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
 import {
   AsyncHTTPAgentClient,
   type HTTPAgentClientOptions,
@@ -83,6 +90,8 @@ export class HTTPAgentClientHost {
  * default to `unknown`. For an agent that answers text: `new AsyncHTTPAgentClient<string>({ url })`.
  */
 export class HTTPAgentClient<C = unknown, F = unknown> {
+  /** A remote agent: a local tree holding it may stop for its questions (see `interruptsOf`). */
+  readonly [REMOTE_AGENT] = true as const;
   readonly url: string;
   readonly name: string;
   readonly #bridge: SyncBridge;
@@ -110,23 +119,60 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
     options.signal?.throwIfAborted();
     const place = remotePlace(this, this.name);
     const sent = remoteInput(place, input);
-    const spend = beginRemote(options, `${this.url}/chat_completion`);
-    let reply: AgentMessage<C, F>;
-    try {
-      const json = this.#run(() =>
-        this.#bridge.call<LagentMessageJSON>(
-          'call',
-          [wire(sent), bridgeOptions(spend.options)],
-          this.#callTimeout(options),
-        ),
-      );
-      reply = AgentMessage.from(json) as AgentMessage<C, F>;
-    } catch (error) {
-      spend.fail();
-      throw error;
+    const guards = toolGuardsHere();
+    const approved = new Set<string>();
+    let next: unknown = sent;
+    for (;;) {
+      // Each request of the call holds what it is sent of the local budget, and is charged what it spent.
+      const spend = beginRemote(options, `${this.url}/chat_completion`);
+      let reply: AgentMessage<C, F>;
+      try {
+        const json = this.#run(() =>
+          this.#bridge.call<LagentMessageJSON>(
+            'call',
+            [wire(next as MessageInput), bridgeOptions(withToolChecks(spend.options, guards))],
+            this.#callTimeout(options),
+          ),
+        );
+        reply = AgentMessage.from(json) as AgentMessage<C, F>;
+      } catch (error) {
+        spend.fail();
+        throw error;
+      }
+      spend.settle(reply);
+      const asks = guards === undefined ? [] : checksAsked(reply, this.url);
+      if (asks.length === 0) return throwIfInterrupted(place, reply);
+      next = this.#checked(asks, approved, options);
     }
-    spend.settle(reply);
-    return throwIfInterrupted(place, reply);
+  }
+
+  /**
+   * The remote call stopped before tool calls: the local tool guardrails check them (they must answer at
+   * once: this thread cannot wait), and the message that resumes it approving them.
+   */
+  #checked(
+    asks: ReturnType<typeof checksAsked>,
+    approved: Set<string>,
+    options: RemoteCallOptions,
+  ): AgentMessage {
+    const pending = checkRemoteCalls(
+      toolGuardsHere()!,
+      asks,
+      this.name,
+      options.sessionId ?? 0,
+      options.signal,
+    );
+    if (pending !== undefined) {
+      pending.catch(() => {});
+      throw new ConfigurationError({
+        message: `${this.name}: a tool guardrail's check returned a promise, which a synchronous client cannot wait for; use checks that answer at once, or AsyncHTTPAgentClient`,
+      });
+    }
+    return approveChecks(
+      asks,
+      approved,
+      (message) => new HTTPAgentError({ message: `${this.url}: ${message}`, url: this.url }),
+    );
   }
 
   /** Streams the remote reply: chunks, then the final message (also the return value); each step blocks. */
@@ -137,6 +183,26 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
     options.signal?.throwIfAborted();
     const place = remotePlace(this, this.name);
     const sent = remoteInput(place, input);
+    const guards = toolGuardsHere();
+    const approved = new Set<string>();
+    let next: unknown = sent;
+    for (;;) {
+      const final = yield* this.#streamOnce(next, options, guards);
+      const asks = guards === undefined ? [] : checksAsked(final, this.url);
+      if (asks.length === 0) return throwIfInterrupted(place, final as AgentMessage<C, F>);
+      next = this.#checked(asks, approved, options);
+    }
+  }
+
+  /**
+   * One streamed request: yields its messages and returns the final one. With tool guardrails in force each
+   * message is held until the next comes, so a final check interrupt is answered rather than yielded.
+   */
+  *#streamOnce(
+    sent: unknown,
+    options: RemoteCallOptions,
+    guards: ReturnType<typeof toolGuardsHere>,
+  ): Generator<AgentMessage<C, F>, AgentMessage, undefined> {
     let final: AgentMessage | undefined;
     let previous = '';
     // Each step waits for one event: up to the timeout for the first, the idle timeout for the others.
@@ -146,7 +212,7 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
     try {
       const steps = this.#bridge.iterate<LagentMessageJSON>(
         'stream',
-        [wire(sent), bridgeOptions(spend.options)],
+        [wire(sent as MessageInput), bridgeOptions(withToolChecks(spend.options, guards))],
         this.#callTimeout({ timeout: wait }),
       );
       for (;;) {
@@ -159,8 +225,9 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
             : message.content;
           previous = message.content;
         }
+        if (guards !== undefined && final !== undefined) yield final as AgentMessage<C, F>;
         final = message;
-        yield message as AgentMessage<C, F>;
+        if (guards === undefined) yield message as AgentMessage<C, F>;
       }
       if (final === undefined)
         throw new HTTPAgentError({ message: `${this.url} streamed nothing`, url: this.url });
@@ -168,7 +235,8 @@ export class HTTPAgentClient<C = unknown, F = unknown> {
     } finally {
       spend.fail(); // a stream that failed or was left: charged all it was allowed (a no-op once settled)
     }
-    return throwIfInterrupted(place, final as AgentMessage<C, F>);
+    if (guards !== undefined && checksAsked(final, this.url).length === 0) yield final as AgentMessage<C, F>;
+    return final;
   }
 
   /** The remote agent's state dict for a session, in Lagent's snake_case shape. */

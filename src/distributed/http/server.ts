@@ -13,6 +13,7 @@ import type { SessionId } from '../../schema/session';
 import { AgentStatusCode } from '../../schema/status';
 import type { SessionStore } from '../../stores/types';
 import { isAsyncIterator, isIterator, isThenable } from '../../utils/is';
+import { printable } from '../../utils/printable';
 import { errorMessage } from '../../utils/text';
 import {
   CallerOptions,
@@ -30,6 +31,7 @@ import {
   readChatRequest,
   SSE_EVENTS,
 } from './protocol';
+import { ServedSessions } from './served-sessions';
 import { SSEWriter, type StreamContent } from './sse-writer';
 
 /**
@@ -75,6 +77,14 @@ export interface HTTPAgentServerOptions {
    * @default 'delta'
    */
   streamContent?: StreamContent | undefined;
+  /**
+   * Sessions kept in memory for an agent without a store: past it, the least recently used sessions with no
+   * call in flight are forgotten (reset in the whole agent tree, with a warning the first time), so clients
+   * that invent session ids cannot grow the process without end. With a store, the store's own `maxSessions`
+   * applies (forgotten sessions are reloaded from it). `Infinity` keeps every session.
+   * @default 10_000
+   */
+  maxSessions?: number | undefined;
   /**
    * What callers may set on a call besides the session: generation parameters (with bounds), a budget ceiling,
    * options of your own. Keys a body carries that this does not allow — `model`, `messages`, `tools`,
@@ -223,6 +233,8 @@ export class HTTPAgentServer {
   #forget: (() => void) | undefined;
   #inFlight = 0;
   #drained: (() => void) | undefined;
+  /** The sessions clients used, bounded, for an agent that keeps them in memory only. */
+  readonly #sessions: ServedSessions | undefined;
   readonly #calls = new Set<AbortController>();
 
   constructor(options: HTTPAgentServerOptions) {
@@ -259,6 +271,19 @@ export class HTTPAgentServer {
       attachStore(agent, 'acquireSession' in store ? { store } : store);
     }
     this.agent = agent;
+    const maxSessions = options.maxSessions ?? 10_000;
+    if (maxSessions !== Number.POSITIVE_INFINITY && !(Number.isInteger(maxSessions) && maxSessions > 0)) {
+      throw new ConfigurationError({
+        message: `HTTPAgentServer: maxSessions must be a positive integer or Infinity, got ${String(maxSessions)}`,
+      });
+    }
+    const reset = (agent as { reset?: unknown }).reset;
+    this.#sessions =
+      typeof reset === 'function' &&
+      sessionBindingOf(agent) === undefined &&
+      maxSessions !== Number.POSITIVE_INFINITY
+        ? new ServedSessions(maxSessions, (id) => reset.call(agent, id, { recursive: true }))
+        : undefined;
     this.host = options.host ?? '127.0.0.1';
     this.#port = port;
     this.#token = options.token === undefined ? undefined : Buffer.from(options.token);
@@ -296,7 +321,10 @@ export class HTTPAgentServer {
       options.onError ??
       ((error, { route, sessionId }) => {
         const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-        process.stderr.write(`HTTPAgentServer: ${route} (session ${String(sessionId)}) failed: ${text}\n`);
+        // The session id, and often the message, are the client's: escaped, they cannot drive the terminal.
+        process.stderr.write(
+          `HTTPAgentServer: ${route} (session ${printable(String(sessionId))}) failed: ${printable(text)}\n`,
+        );
       });
   }
 
@@ -535,11 +563,17 @@ export class HTTPAgentServer {
       reply.code(422).type(JSON_TYPE).send(JSON.stringify(refusal));
       return;
     }
+    // A call id (Idempotency-Key) reused for another session or input: well formed, but refused (422).
     if (isCallIdRefusal(error)) {
       reply
         .code(422)
         .type(JSON_TYPE)
         .send(errorBody(errorMessage(error), errorName(error)));
+      return;
+    }
+    // The caller's own input refused by the agent (a malformed resume, a decision for nothing that waits): 400.
+    if (error instanceof ValidationError) {
+      badRequest(reply, error);
       return;
     }
     const name = errorName(error);
@@ -548,13 +582,15 @@ export class HTTPAgentServer {
     reply.code(500).type(JSON_TYPE).send(errorBody(detail, name));
   }
 
-  #begin(controller: AbortController): () => void {
+  #begin(controller: AbortController, sessionId: SessionId): () => void {
     this.#inFlight++;
     this.#calls.add(controller);
+    const session = this.#sessions?.begin(sessionId);
     let done = false;
     return () => {
       if (done) return;
       done = true;
+      session?.();
       this.#inFlight--;
       this.#calls.delete(controller);
       if (this.#inFlight === 0 && this.#drained) {
@@ -618,7 +654,7 @@ export class HTTPAgentServer {
     const parsed = this.#read(request, reply);
     if (parsed === undefined) return;
     const controller = new AbortController();
-    const end = this.#begin(controller);
+    const end = this.#begin(controller, parsed.sessionId);
     const onClose = () => {
       if (!reply.raw.writableFinished) controller.abort(new Error('the client closed the connection'));
     };
@@ -644,7 +680,7 @@ export class HTTPAgentServer {
     const parsed = this.#read(request, reply);
     if (parsed === undefined) return;
     const controller = new AbortController();
-    const end = this.#begin(controller);
+    const end = this.#begin(controller, parsed.sessionId);
     const raw = reply.raw;
     const writer = new SSEWriter(raw, this.#streamContent);
     let gone = false;

@@ -111,10 +111,11 @@ export class SSEParser {
 }
 
 /**
- * The server-sent events of a response, each `data` parsed as JSON (events without data, such as comment
- * keep-alives, only reset the idle timer). The first event must come within `firstEventTimeout` and each
- * later one within `idleTimeout` of the previous (the time the consumer spends on an event is not counted),
- * else a `TimeoutError`; bad JSON, an oversized event or a connection cut mid-stream is an {@link HTTPAgentError}.
+ * The server-sent events of a response, each `data` parsed as JSON. The first event must come within
+ * `firstEventTimeout` and each later one within `idleTimeout` of the previous (the time the consumer spends on
+ * an event is not counted), else a `TimeoutError`. Events without data, such as comment keep-alives, are skipped
+ * and do not count: a stream that sends only those times out as a silent one does. Bad JSON, an oversized event
+ * or a connection cut mid-stream is an {@link HTTPAgentError}.
  */
 export async function* readEvents(
   response: http.IncomingMessage,
@@ -154,21 +155,21 @@ export async function* readEvents(
       }
       if (step.done) break;
       for (const block of parser.push(step.value as string)) {
+        // Only data counts as progress: a server that sends nothing but comments (keep-alives) still times out.
+        if (block.data === undefined) continue;
         clearTimeout(timer);
-        if (block.data !== undefined) {
-          let data: unknown;
-          try {
-            data = JSON.parse(block.data);
-          } catch (error) {
-            throw new HTTPAgentError({
-              message: `${url} sent a stream event whose data is not JSON: ${(error as Error).message}`,
-              url,
-              body: block.data.slice(0, 200),
-              cause: error,
-            });
-          }
-          yield { event: block.event, data };
+        let data: unknown;
+        try {
+          data = JSON.parse(block.data);
+        } catch (error) {
+          throw new HTTPAgentError({
+            message: `${url} sent a stream event whose data is not JSON: ${(error as Error).message}`,
+            url,
+            body: block.data.slice(0, 200),
+            cause: error,
+          });
         }
+        yield { event: block.event, data };
         arm(options.idleTimeout, 'stream event');
       }
     }

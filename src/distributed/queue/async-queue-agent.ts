@@ -12,7 +12,14 @@ import { ConfigurationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { isPlainObject } from '../../utils/is';
 import { beginRemote } from '../remote-budget';
-import { remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
+import {
+  approveChecks,
+  checkRemoteCalls,
+  checksAsked,
+  toolGuardsHere,
+  withToolChecks,
+} from '../remote-guards';
+import { REMOTE_AGENT, remoteInput, remotePlace, throwIfInterrupted } from '../remote-interrupts';
 import {
   closeBullMQ,
   closeRedis,
@@ -86,6 +93,8 @@ const SWEEP_MS = 5_000;
  * await remote.close();
  */
 export class AsyncQueueAgent {
+  /** A remote agent: a local tree holding it may stop for its questions (see `interruptsOf`). */
+  readonly [REMOTE_AGENT] = true as const;
   name: string;
   description: string | undefined;
   readonly queue: string;
@@ -149,31 +158,50 @@ export class AsyncQueueAgent {
     checkTimeout(timeoutMs);
     const sessionId: SessionId = options.sessionId ?? 0;
     const place = remotePlace(this, this.name);
-    const messages = toMessages(remoteInput(place, input)).map(
-      (message) => message.toJSON({ format: 'lagent' }) as LagentMessageJSON,
-    );
+    const sent = remoteInput(place, input);
+    const guards = toolGuardsHere();
     const deadline = timeoutMs === undefined ? undefined : new Deadline(own, timeoutMs, this.name);
     const signal = deadline?.signal ?? own;
-    const spend = beginRemote(options, `the queue ${this.name}`);
     try {
-      const data: CallJobData = {
-        message: messages,
-        session_id: sessionId,
-        kwargs: jobKwargs(spend.options, place !== undefined),
-      };
       const connected = await this.#connect();
       const key = String(sessionId);
       const turn = this.#lanes.acquire(key, signal);
       if (turn !== undefined) await turn.ready;
       try {
-        const reply = await this.#submit(connected, data, signal);
-        spend.settle(reply);
-        return throwIfInterrupted(place, reply);
+        const approved = new Set<string>();
+        let next: unknown = sent;
+        for (;;) {
+          // Each job of the call holds what it is sent of the local budget, and is charged what it spent.
+          const spend = beginRemote(options, `the queue ${this.name}`);
+          let reply: AgentMessage;
+          try {
+            const data: CallJobData = {
+              message: toMessages(next as MessageInput).map(
+                (message) => message.toJSON({ format: 'lagent' }) as LagentMessageJSON,
+              ),
+              session_id: sessionId,
+              kwargs: jobKwargs(withToolChecks(spend.options, guards), place !== undefined),
+            };
+            reply = await this.#submit(connected, data, signal);
+            spend.settle(reply);
+          } finally {
+            spend.fail(); // a job that failed: charged all it was allowed (a no-op once settled)
+          }
+          const asks = guards === undefined ? [] : checksAsked(reply, `the agent behind queue ${this.queue}`);
+          if (asks.length === 0) return throwIfInterrupted(place, reply);
+          // The remote call stopped before tool calls: the local tool guardrails check them, then it goes on.
+          await checkRemoteCalls(guards!, asks, this.name, sessionId, signal);
+          next = approveChecks(
+            asks,
+            approved,
+            (message) =>
+              new RemoteAgentError({ message: `${this.name}: ${message}`, jobId: '', remoteName: '' }),
+          );
+        }
       } finally {
         this.#lanes.release(key);
       }
     } finally {
-      spend.fail(); // a call that failed: charged all it was allowed (a no-op once settled)
       deadline?.dispose();
     }
   }

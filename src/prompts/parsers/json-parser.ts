@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { ConfigurationError, ParseError } from '../../schema/errors';
+import type { ResponseFormat } from '../../schema/response-format';
 import { kindOf, toText } from '../../utils/text';
 import { describeIssues, type JSONSchemaNode, toJSONSchemaNode, typeNameOf } from '../schema-text';
 import { parseLenientJSON } from './json-text';
@@ -22,6 +23,14 @@ export interface JSONParserOptions<S extends z.ZodType> {
    * @default true
    */
   addsFormatInstruction?: boolean | undefined;
+  /**
+   * Whether an agent using this parser asks its model for native structured output with the schema
+   * (`responseFormat`: OpenAI's strict `json_schema`, Anthropic's `output_config.format`, the AI SDK's
+   * `responseFormat`), where the client has it; the format instruction stays in the prompt either way. Only
+   * schemas whose root is an object are sent (the strict modes take no other).
+   * @default true
+   */
+  structuredOutput?: boolean | undefined;
   [field: string]: unknown;
 }
 
@@ -46,6 +55,11 @@ export class JSONParser<S extends z.ZodType = z.ZodType> extends StrParser {
   readonly schema: S;
   /** See {@link JSONParserOptions.addsFormatInstruction}. */
   readonly addsFormatInstruction: boolean;
+  /**
+   * What an agent using this parser asks its model for (`{ type: 'json', schema }`), or undefined when
+   * `structuredOutput` is off or the schema's root is not an object.
+   */
+  readonly responseFormat: ResponseFormat | undefined;
   readonly #json: JSONSchemaNode;
   readonly #placeholders: ReadonlyMap<string, string>;
 
@@ -54,6 +68,7 @@ export class JSONParser<S extends z.ZodType = z.ZodType> extends StrParser {
       schema,
       template = DEFAULT_TEMPLATE,
       addsFormatInstruction = true,
+      structuredOutput = true,
       ...rest
     } = options ?? ({} as never);
     if (!schema || typeof (schema as { safeParse?: unknown }).safeParse !== 'function') {
@@ -65,6 +80,8 @@ export class JSONParser<S extends z.ZodType = z.ZodType> extends StrParser {
     this.schema = schema;
     this.addsFormatInstruction = addsFormatInstruction;
     this.#json = toJSONSchemaNode(schema);
+    this.responseFormat =
+      structuredOutput && this.#json.type === 'object' ? { type: 'json', schema } : undefined;
     const placeholders = new Map<string, string>();
     for (const [key, node] of Object.entries(this.#json.properties ?? {}))
       placeholders.set(key, typeNameOf(node));
@@ -96,7 +113,15 @@ export class JSONParser<S extends z.ZodType = z.ZodType> extends StrParser {
       });
     }
     data = this.#dropPlaceholders(data);
-    const result = this.schema.safeParse(data);
+    let result = this.schema.safeParse(data);
+    if (!result.success) {
+      // Strict structured output writes `null` for an optional field it leaves out: read those as absent.
+      const absent = withoutStrictNulls(data, result.error.issues);
+      if (absent !== data) {
+        const retried = this.schema.safeParse(absent);
+        if (retried.success) result = retried;
+      }
+    }
     if (!result.success) {
       throw new ParseError({
         text,
@@ -134,6 +159,42 @@ export class JSONParser<S extends z.ZodType = z.ZodType> extends StrParser {
     }
     return copy ?? data;
   }
+}
+
+/**
+ * `data` without the `null` values the issues point at (a copy along their paths), or `data` itself when no
+ * issue is about a `null`.
+ */
+function withoutStrictNulls(data: unknown, issues: readonly z.core.$ZodIssue[]): unknown {
+  let copy = data;
+  for (const issue of issues) {
+    const path = issue.path;
+    if (path.length === 0) continue;
+    if (valueAt(data, path) !== null) continue;
+    copy = deleteAt(copy, path);
+  }
+  return copy;
+}
+
+function valueAt(data: unknown, path: readonly PropertyKey[]): unknown {
+  let value = data;
+  for (const key of path) {
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value;
+}
+
+/** `data` with the property at `path` removed, copying each container along the way. */
+function deleteAt(data: unknown, path: readonly PropertyKey[]): unknown {
+  if (data === null || typeof data !== 'object') return data;
+  const [key, ...rest] = path;
+  if (key === undefined) return data;
+  const copy = (Array.isArray(data) ? [...data] : { ...data }) as Record<PropertyKey, unknown>;
+  if (rest.length === 0) {
+    if (!Array.isArray(data)) delete copy[key];
+  } else copy[key] = deleteAt(copy[key], rest);
+  return copy;
 }
 
 function renderNode(node: JSONSchemaNode, depth: number): string[] {

@@ -19,8 +19,8 @@ export function takeSecret() {
   if (fromFragment !== null || fromQuery !== null) history.replaceState(null, '', '/');
 }
 
-/** `fetch` of this server, with the secret. */
-function request(path, init = {}) {
+/** Every request of the page to its server (`fetch`, with the secret). */
+export function request(path, init = {}) {
   const secret = sessionStorage.getItem(SECRET_KEY);
   const headers = { ...init.headers };
   if (secret) headers.authorization = `Bearer ${secret}`;
@@ -41,13 +41,16 @@ async function json(response) {
   return body;
 }
 
+const session = (id) => encodeURIComponent(id);
+
 export const getInfo = () => request('/ui/info').then(json);
 export const getSessions = () => request('/ui/sessions').then(json);
-export const getMemory = (id) => request(`/memory/${encodeURIComponent(id)}`).then(json);
+export const getMemory = (id) => request(`/memory/${session(id)}`).then(json);
+export const getInterrupts = (id) => request(`/ui/sessions/${session(id)}/interrupts`).then(json);
 export const resetSession = (id) =>
-  request(`/ui/sessions/${encodeURIComponent(id)}/reset`, { method: 'POST' }).then(json);
+  request(`/ui/sessions/${session(id)}/reset`, { method: 'POST' }).then(json);
 export const loadState = (id, text) =>
-  request(`/ui/state/${encodeURIComponent(id)}`, {
+  request(`/ui/state/${session(id)}`, {
     method: 'PUT',
     headers: { 'content-type': 'application/json' },
     body: text,
@@ -79,56 +82,85 @@ export async function readEvents(response, onEvent) {
 }
 
 /**
- * Follows the agent tree's event stream (`/ui/events`, read with fetch so that it carries the secret), calling
- * `onEvent(name, data)` with each event; reconnects a second after the stream ends or fails, as EventSource would.
- * Returns a function that stops it.
+ * Follows the server's agent events (`/ui/events`) until `signal` aborts, reconnecting after a dropped stream
+ * (the server replays its recent events; the page drops those it has by `seq`). It is read with fetch so that
+ * it carries the secret. `onState` hears 'open', 'closed' and 'refused' (the server wants the secret).
  */
-export function followEvents(onEvent, onRefused) {
-  let stopped = false;
-  let controller;
-  (async () => {
-    while (!stopped) {
-      controller = new AbortController();
-      try {
-        const response = await request('/ui/events', { signal: controller.signal });
-        if (response.status === 401) {
-          onRefused?.(new Error(NO_SECRET));
-          return;
-        }
-        if (response.ok) await readEvents(response, onEvent);
-      } catch {
-        // a dropped stream: reconnect below
+export async function watchEvents(onEvent, onState, signal) {
+  let wait = 500;
+  while (!signal.aborted) {
+    try {
+      const response = await request('/ui/events', { signal });
+      if (response.status === 401) {
+        // Without the secret no retry helps: say so once.
+        onState('refused');
+        return;
       }
-      if (!stopped) await new Promise((resolve) => setTimeout(resolve, 1000));
+      if (!response.ok) await json(response);
+      onState('open');
+      wait = 500;
+      await readEvents(response, (event, data) => {
+        if (event === 'agent') onEvent(data);
+      });
+    } catch {
+      // Dropped, or refused: try again a little later.
     }
-  })();
-  return () => {
-    stopped = true;
-    controller?.abort();
-  };
+    if (signal.aborted) return;
+    onState('closed');
+    await new Promise((resolve) => setTimeout(resolve, wait));
+    wait = Math.min(wait * 2, 10_000);
+  }
+}
+
+/** The state a streamed chunk carries (Lagent's `stream_state`): which are tool calls and tool results. */
+const TOOL_CALLS = new Set([4, 7]);
+const TOOL_RESULTS = new Set([5, 8]);
+
+function toolCallsOf(formatted) {
+  const calls = formatted?.toolCalls ?? formatted?.tool_calls;
+  return Array.isArray(calls) ? calls : undefined;
 }
 
 /**
- * Sends messages to the agent on a session through the streaming endpoint: `onText` gets the reply's text so
- * far as it grows; resolves to the final message (Lagent's JSON shape).
+ * Sends messages to the agent on a session through the streaming endpoint. `onParts` gets what the reply
+ * shows so far, as parts: `{ kind: 'text', text }` as the model writes, `{ kind: 'tools', calls, results }` for
+ * a round of tool calls (results once they came back). Resolves to the final message (Lagent's JSON shape).
+ * Aborting `signal` stops the call (the server takes it back).
  */
-export async function streamChat(sessionId, messages, onText) {
+export async function streamChat(sessionId, messages, onParts, signal) {
   const response = await request('/chat_completion/stream', {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ message: messages, session_id: sessionId }),
+    signal,
   });
   if (!response.ok) await json(response);
-  let text = '';
+  const parts = [];
+  const last = () => parts.at(-1);
   let final;
   let failure;
   await readEvents(response, (event, data) => {
-    if (event === 'chunk')
-      text = typeof data.content === 'string' ? data.content : JSON.stringify(data.content);
-    else if (event === 'delta') text += data.content;
-    else if (event === 'message') final = data;
+    if (event === 'message') final = data;
     else if (event === 'error') failure = new Error(data.detail ?? 'the call failed');
-    if (event === 'chunk' || event === 'delta') onText(text);
+    else if (event === 'delta') {
+      if (last()?.kind === 'text') last().text += data.content;
+      else parts.push({ kind: 'text', text: data.content });
+    } else if (event === 'chunk') {
+      const state = data.stream_state ?? data.streamState;
+      const calls = toolCallsOf(data.formatted);
+      if (TOOL_CALLS.has(state) && calls) parts.push({ kind: 'tools', calls, results: undefined });
+      else if (TOOL_RESULTS.has(state)) {
+        const round = last()?.kind === 'tools' ? last() : undefined;
+        const results = Array.isArray(data.content) ? data.content : [data.content];
+        if (round) round.results = results;
+        else parts.push({ kind: 'tools', calls: toolCallsOf(data.formatted) ?? [], results });
+      } else if (typeof data.content === 'string') {
+        // A whole text so far (a new model turn, or a stream that sends no deltas).
+        if (last()?.kind === 'text') last().text = data.content;
+        else parts.push({ kind: 'text', text: data.content });
+      }
+    } else return;
+    if (event !== 'message' && event !== 'error') onParts(parts.map((part) => ({ ...part })));
   });
   if (failure) throw failure;
   return final;

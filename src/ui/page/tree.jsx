@@ -36,15 +36,20 @@ function summary(event) {
   }
 }
 
+function count(n, noun) {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}
+
 function label(path) {
   return path === '' ? '(root)' : path;
 }
 
 /**
- * The agent tree, drawn from the server's list and the events: each agent's name, path, state (running,
- * waiting, done, failed), calls, time of the last call and tokens; below, the events as they came.
+ * The agent tree, drawn from the server's list and one session's events: each agent's name, path, state
+ * (running, waiting, done, failed), calls, time of the last call and tokens in that session, the session's
+ * totals; below, its events as they came (newest first).
  */
-export function Tree({ info, events }) {
+export function Tree({ info, events, session }) {
   const [open, setOpen] = useState(undefined);
   const nodes = new Map();
   for (const node of info?.tree ?? []) nodes.set(node.path, { ...node, calls: 0, tokens: 0 });
@@ -63,9 +68,24 @@ export function Tree({ info, events }) {
     a.path === '' ? -1 : b.path === '' ? 1 : a.path.localeCompare(b.path),
   );
   const recent = events.slice(-200).reverse();
+  let tokens = 0;
+  let models = 0;
+  let tools = 0;
+  for (const event of events) {
+    if (event.kind === 'llmEnd') models++;
+    if (event.kind === 'toolEnd') tools += event.detail?.toolCalls?.length ?? 0;
+    if (event.tokens) tokens += event.tokens.prompt + event.tokens.completion;
+  }
   return (
     <section class="tree">
-      <h2>Agents</h2>
+      <h2>
+        Agents <span class="muted">· session {session}</span>
+      </h2>
+      <div class="figures" data-testid="figures">
+        <span data-testid="figure-models">{count(models, 'model call')}</span>
+        <span data-testid="figure-tools">{count(tools, 'tool call')}</span>
+        <span data-testid="figure-tokens">{count(tokens, 'token')}</span>
+      </div>
       <ul data-testid="tree">
         {sorted.map((node) => {
           const depth = node.path === '' ? 0 : node.path.split('.').length;
@@ -80,9 +100,15 @@ export function Tree({ info, events }) {
               data-status={status}
             >
               <span class="dot" title={status} />
-              <span class="name">{node.name}</span>
-              <span class="path">{label(node.path)}</span>
-              <span class="class">{node.className}</span>
+              <span class="name" title={node.name}>
+                {node.name}
+              </span>
+              <span class="path" title={label(node.path)}>
+                {label(node.path)}
+              </span>
+              <span class="class" title={node.className}>
+                {node.className}
+              </span>
               <span class="stats">
                 {node.calls > 0 && `${node.calls} call${node.calls > 1 ? 's' : ''}`}
                 {node.ms !== undefined && ` · ${node.ms} ms`}
@@ -92,7 +118,9 @@ export function Tree({ info, events }) {
           );
         })}
       </ul>
-      <h2>Events</h2>
+      <h2>
+        Events <span class="muted">· session {session}</span>
+      </h2>
       <ol class="events" data-testid="events">
         {recent.length === 0 && <li class="empty">No events yet.</li>}
         {recent.map((event) => (

@@ -94,7 +94,10 @@ describe('tool approval in the InternLM agents', () => {
     const [ask] = interruptsOf(agent.call('Clean up'));
     agent.call(resumeWith([{ id: ask!.id, approve: true, arguments: { path: '/tmp/b' } }]));
     expect(runs).toEqual(['/tmp/b']);
-    expect(environment(llm, 1)).toEqual(['deleted /tmp/b']);
+    // The model wrote /tmp/a: its observation says a person changed that, and what ran.
+    expect(environment(llm, 1)).toEqual([
+      'The user edited the arguments of this call before approving it: it ran as Delete with {"path":"/tmp/b"}.\ndeleted /tmp/b',
+    ]);
   });
 
   it('declined: the plugin does not run, the model reads the refusal and the reason', () => {
@@ -137,7 +140,9 @@ describe('tool approval in the InternLM agents', () => {
     });
     agent.call(resumeWith([{ id: ask!.id, approve: true, arguments: { command: 'print(1)' } }]));
     expect(runs).toEqual(['print(1)']);
-    expect(environment(llm, 1)).toEqual(['ran print(1)']);
+    expect(environment(llm, 1)).toEqual([
+      'The user edited the arguments of this call before approving it: it ran as IPythonInteractive with {"command":"print(1)"}.\nran print(1)',
+    ]);
   });
 
   it('a call run at maxTurn is not taken for a waiting one by the next message', () => {

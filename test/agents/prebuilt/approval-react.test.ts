@@ -13,6 +13,7 @@ import {
 import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { dyingStore } from '../../helpers/durable';
 
 function deleteTool(runs: string[], needsApproval: boolean | ((args: { path: string }) => boolean) = true) {
   return tool({
@@ -81,7 +82,9 @@ describe('tool approval in ReAct', () => {
       const [ask] = interruptsOf(agent.call('Clean up'));
       agent.call(resumeWith([{ id: ask!.id, approve: true, arguments: edited }]));
       expect(runs).toEqual(['/tmp/b']);
-      expect(userTurns(llm, 1)[1]).toBe('deleted /tmp/b');
+      expect(userTurns(llm, 1)[1]).toBe(
+        'The user edited the arguments of this call before approving it: it ran as Delete with {"path":"/tmp/b"}.\ndeleted /tmp/b',
+      );
     }
   });
 
@@ -251,9 +254,16 @@ describe('tool approval in ReAct', () => {
         return step('Delete', { path: '/a' });
       }) as never,
     });
-    const build = (llm: MockLLM) =>
-      new ReAct({ llm, actions: [deleteTool(runs)], language: 'en', durable: { store }, name: 'cleaner' });
-    const first = build(dying);
+    const build = (llm: MockLLM, on: MemoryStore = store) =>
+      new ReAct({
+        llm,
+        actions: [deleteTool(runs)],
+        language: 'en',
+        durable: { store: on },
+        name: 'cleaner',
+      });
+    // The first process dies (its failure is never recorded: the call is left unfinished).
+    const first = build(dying, dyingStore(store));
     const [ask] = interruptsOf(first.call('Clean up', { sessionId: 's' }));
     expect(() => first.call(resumeWith([{ id: ask!.id, approve: true }]), { sessionId: 's' })).toThrow(
       /the process died/,

@@ -134,6 +134,37 @@ describe('HTTP clients: stream() deadlines, framing and bad events', () => {
     expect(performance.now() - began).toBeLessThan(3_000);
   });
 
+  /** Writes an SSE comment every 10 ms until the client goes (or 5 s pass). */
+  const commentsOnly = (first?: string) =>
+    sse((response) => {
+      if (first !== undefined) response.write(first);
+      const timer = setInterval(() => response.write(': keep-alive\n\n'), 10);
+      const end = () => {
+        clearInterval(timer);
+        response.end();
+      };
+      const limit = setTimeout(end, 5_000);
+      response.once('close', () => {
+        clearTimeout(limit);
+        clearInterval(timer);
+      });
+    });
+
+  it('a stream that sends only comments ends at the timeout: comments are not events', async () => {
+    const url = await hostile(commentsOnly());
+    const { seen, error } = await collect(client(url, { timeout: 300 }).stream('hi'));
+    expect(seen).toEqual([]);
+    expect(error).toBeInstanceOf(TimeoutError);
+  });
+
+  it('comments after an event do not hold off idleTimeout', async () => {
+    const url = await hostile(commentsOnly(`event: chunk\ndata: ${message('par', { stream_state: 1 })}\n\n`));
+    const { seen, error } = await collect(client(url, { idleTimeout: 300 }).stream('hi'));
+    expect(seen.map((chunk) => chunk.content)).toEqual(['par']);
+    expect(error).toBeInstanceOf(TimeoutError);
+    expect((error as TimeoutError).timeoutMs).toBe(300);
+  });
+
   it('CRLF- and CR-framed events are read like LF ones, however the bytes are split', async () => {
     const text =
       `: a comment\r\nevent: chunk\r\ndata: ${message('pa', { stream_state: 1 })}\r\n\r\n` +

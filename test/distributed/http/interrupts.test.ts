@@ -96,6 +96,46 @@ describe('HTTPAgentServer: interrupts and resume', () => {
   });
 });
 
+describe("HTTPAgentServer: resumes it cannot take are the caller's mistake (400) and change nothing", () => {
+  it('a malformed resume, two decisions for one id, and a decision for an id nothing waits for: 400', async () => {
+    const runs = join(dir, 'runs-400');
+    const server = await serve(['--kind', 'async', '--runs', runs]);
+    const remote = client(new AsyncHTTPAgentClient({ url: server.url }));
+    const [ask] = interruptsOf(await remote.call('/tmp/c', { sessionId: 'bad' }));
+    const post = async (message: unknown) => {
+      const response = await fetch(`${server.url}/chat_completion`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message, session_id: 'bad' }),
+      });
+      return { status: response.status, body: (await response.json()) as { detail: string; error: string } };
+    };
+    const resume = (decisions: unknown) => ({
+      role: 'user',
+      type: 'resume',
+      content: '',
+      formatted: { decisions },
+    });
+    const malformed = await post(resume([{ id: 42, approve: 'yes' }]));
+    expect(malformed).toMatchObject({ status: 400, body: { error: 'ValidationError' } });
+    const twice = await post(
+      resume([
+        { id: ask!.id, approve: false },
+        { id: ask!.id, approve: true },
+      ]),
+    );
+    expect(twice).toMatchObject({ status: 400, body: { error: 'ValidationError' } });
+    const unknown = await post(resume([{ id: 'del_9', approve: true }]));
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.detail).toContain(ask!.id);
+    expect(existsSync(runs)).toBe(false);
+    // The call still waits for its own decision.
+    const done = await remote.call(resumeWith([{ id: ask!.id, approve: true }]), { sessionId: 'bad' });
+    expect(String(done.content)).toMatch(/^done/);
+    expect(runsOf(runs)).toEqual(['/tmp/c']);
+  });
+});
+
 describe('a client inside a local agent: remote interrupts in the local tree', () => {
   it('async client: path is the local path joined with the remote one, and resuming the local root resumes the remote', async () => {
     const runs = join(dir, 'runs-3');

@@ -15,6 +15,8 @@ const client = (options: ConstructorParameters<typeof AsyncClaudeAPI>[0] = {}) =
     apiKey: 'sk-ant-test',
     baseURL: server.baseURL,
     retryMinDelayMs: 1,
+    // The bodies below are checked whole; prompt caching marks are tested in prompt-caching.test.ts.
+    cache: false,
     ...options,
   });
 const lastBody = () => server.requests.at(-1)?.body;

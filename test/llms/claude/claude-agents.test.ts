@@ -12,6 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { AsyncClaudeAPI, ClaudeAPI } from '../../../src/llms/index';
 import { asyncAdd, calculator, weather } from '../../helpers/tools';
 
+// The request bodies below are checked whole: the clients send no prompt-caching marks (cache: false).
 describe('AsyncClaudeAPI in the function-calling agents', () => {
   it('loops model -> tools -> model with real tools; the second request carries tool_use and tool_result blocks', async () => {
     const server = await startFakeAnthropic({
@@ -27,7 +28,12 @@ describe('AsyncClaudeAPI in the function-calling agents', () => {
       ],
     });
     try {
-      const llm = new AsyncClaudeAPI({ model: 'claude-test', apiKey: 'k', baseURL: server.baseURL });
+      const llm = new AsyncClaudeAPI({
+        model: 'claude-test',
+        apiKey: 'k',
+        baseURL: server.baseURL,
+        cache: false,
+      });
       const agent = new AsyncFunctionCallingAgent({
         llm,
         actions: [weather, calculator],
@@ -74,7 +80,7 @@ describe('AsyncClaudeAPI in the function-calling agents', () => {
       ],
     });
     try {
-      const llm = new AsyncClaudeAPI({ apiKey: 'k', baseURL: server.baseURL });
+      const llm = new AsyncClaudeAPI({ apiKey: 'k', baseURL: server.baseURL, cache: false });
       const agent = new AsyncStreamingFunctionCallingAgent({ llm, actions: [weather] });
       const chunks: AgentMessage[] = [];
       for await (const chunk of agent.call('weather?')) chunks.push(chunk);
@@ -90,7 +96,7 @@ describe('AsyncClaudeAPI in the function-calling agents', () => {
   it("the agent call's signal aborts the model request it makes", async () => {
     const server = await startFakeAnthropic({ script: { content: 'late', delayMs: 5000 } });
     try {
-      const llm = new AsyncClaudeAPI({ apiKey: 'k', baseURL: server.baseURL });
+      const llm = new AsyncClaudeAPI({ apiKey: 'k', baseURL: server.baseURL, cache: false });
       const agent = new AsyncFunctionCallingAgent({ llm, actions: [weather] });
       const started = performance.now();
       await expect(agent.call('hi', { signal: AbortSignal.timeout(150) })).rejects.toThrow();
@@ -107,7 +113,7 @@ describe('AsyncClaudeAPI in the function-calling agents', () => {
       script: [{ toolCalls: [{ id: 'toolu_bad', name: 'add', arguments: { a: 'one' } }] }, 'Sorry.'],
     });
     try {
-      const llm = new AsyncClaudeAPI({ apiKey: 'k', baseURL: server.baseURL });
+      const llm = new AsyncClaudeAPI({ apiKey: 'k', baseURL: server.baseURL, cache: false });
       const agent = new AsyncFunctionCallingAgent({ llm, actions: [asyncAdd] });
       expect((await agent.call('add')).content).toBe('Sorry.');
       const [result] = server.requests[1]!.body.messages[2].content;
@@ -130,7 +136,13 @@ describe('ClaudeAPI (sync, through the bridge) against a server in a worker', ()
         { status: 401, error: { message: 'invalid x-api-key' } },
       ],
     });
-    const llm = new ClaudeAPI({ model: 'claude-test', apiKey: 'k', baseURL: server.baseURL, retry: 1 });
+    const llm = new ClaudeAPI({
+      model: 'claude-test',
+      apiKey: 'k',
+      baseURL: server.baseURL,
+      retry: 1,
+      cache: false,
+    });
     try {
       expect(
         llm.chat([
@@ -159,7 +171,7 @@ describe('ClaudeAPI (sync, through the bridge) against a server in a worker', ()
         'Seven.',
       ],
     });
-    const llm = new ClaudeAPI({ apiKey: 'k', baseURL: server.baseURL });
+    const llm = new ClaudeAPI({ apiKey: 'k', baseURL: server.baseURL, cache: false });
     try {
       const agent = new FunctionCallingAgent({ llm, actions: [calculator] });
       expect(agent.call('2 + 5?').content).toBe('Seven.');
@@ -181,7 +193,7 @@ describe('ClaudeAPI (sync, through the bridge) against a server in a worker', ()
 describe('ClaudeAPI countTokensExact (sync)', () => {
   it('asks the count endpoint through the bridge', () => {
     const server = startFakeAnthropicWorker({ script: [] });
-    const llm = new ClaudeAPI({ model: 'claude-test', apiKey: 'k', baseURL: server.baseURL });
+    const llm = new ClaudeAPI({ model: 'claude-test', apiKey: 'k', baseURL: server.baseURL, cache: false });
     try {
       const counted = llm.countTokensExact([{ role: 'user', content: 'count me, please' }]);
       expect(counted).toBeGreaterThan(0);

@@ -2,11 +2,17 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { asyncTool, asyncToolkit } from '../../../src/actions/tool';
 import type { ChatMessage, StreamChunk } from '../../../src/llms/types';
+import type { ContentPart } from '../../../src/schema/content-parts';
 import { LLMRequestError } from '../../../src/schema/errors';
 import { ModelStatusCode } from '../../../src/schema/status';
 import type { ConformanceTarget, Harness } from './targets';
 
 const user = (content: string): ChatMessage[] => [{ role: 'user', content }];
+
+/** A 1x1 PNG and the smallest PDF, as data: URLs. */
+const PNG_URL =
+  'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+const PDF_URL = `data:application/pdf;base64,${Buffer.from('%PDF-1.1\n%%EOF\n').toString('base64')}`;
 
 const weather = asyncTool({
   name: 'weather',
@@ -45,7 +51,8 @@ async function failure(promise: Promise<unknown>): Promise<unknown> {
 /**
  * The behaviour every model client shares: text, streaming, native function calling (parallel calls, tool
  * results sent back), stop words, abort mid-stream, token usage and errors (401, 429 with retry-after, 500,
- * malformed bodies and events).
+ * malformed bodies and events); reasoning (whole, streamed, given back in a tool loop), image and file parts,
+ * native structured output, and prompt caching.
  */
 export function conformanceSuite(target: ConformanceTarget): void {
   describe(`model conformance: ${target.name}`, () => {
@@ -146,7 +153,7 @@ export function conformanceSuite(target: ConformanceTarget): void {
       harness.script({ content: 'Thought: go\nObservation: secret', ignoreStop: true, chunkSize: 2 });
       const text = await harness.llm.chat(user('go'), { stopWords: ['Observation:'] });
       expect(text).toBe('Thought: go\n');
-      expect(harness.requests()[0]?.stopWords).toEqual(['Observation:']);
+      expect(harness.requests()[0]?.stopWords).toEqual(target.sendsStopWords ? ['Observation:'] : []);
       const chunks = await collect(harness.llm.streamChat(user('go'), { stopWords: 'Observation:' }));
       expect(chunks.at(-1)?.content).toBe('Thought: go\n');
       expect(chunks.map((chunk) => chunk.delta).join('')).not.toContain('secret');
@@ -209,6 +216,99 @@ export function conformanceSuite(target: ConformanceTarget): void {
       expect(harness.requests()).toHaveLength(2);
       const streamed = await failure(collect(harness.llm.streamChat(user('hi'))));
       expect(streamed).toMatchObject({ status: 500, attempts: 2 });
+    });
+
+    it("returns the model's reasoning apart from the text, whole and streamed", async () => {
+      const thought = 'First count the letters, then answer.';
+      harness.script([
+        { reasoning: thought, content: 'Three.' },
+        { reasoning: thought, content: 'Three.', chunkSize: 5 },
+      ]);
+      const thinking = { reasoning: { budgetTokens: 1024 } };
+      const reply = await harness.llm.generate(user('how many?'), thinking);
+      expect(reply.content).toBe('Three.');
+      expect(reply.reasoning).toBe(thought);
+      const chunks = await collect(harness.llm.streamChat(user('how many?'), thinking));
+      const deltas = chunks.flatMap((chunk) => (chunk.reasoningDelta ? [chunk.reasoningDelta] : []));
+      expect(deltas.length).toBeGreaterThan(1);
+      expect(deltas.join('')).toBe(thought);
+      expect(chunks.at(-1)).toMatchObject({ content: 'Three.', reasoning: thought });
+      // Reasoning chunks come before the text and never add to it.
+      const firstText = chunks.findIndex((chunk) => chunk.delta !== '');
+      const lastThought = chunks.findLastIndex((chunk) => chunk.reasoningDelta !== undefined);
+      expect(lastThought).toBeLessThan(firstText);
+    });
+
+    it('gives the reasoning of a tool call back as the API requires, and the next request is accepted', async () => {
+      harness.script([
+        {
+          reasoning: 'Ask the weather tool.',
+          toolCalls: [{ id: 'r1', name: 'weather', arguments: { city: 'Oslo' } }],
+        },
+        { content: 'Sunny.' },
+      ]);
+      const thinking = { reasoning: { budgetTokens: 1024 }, tools: [weather] };
+      const first = await harness.llm.generate(user('weather?'), thinking);
+      expect(first.reasoning).toBe('Ask the weather tool.');
+      const second = await harness.llm.generate(
+        [
+          { role: 'user', content: 'weather?' },
+          {
+            role: 'assistant',
+            content: null,
+            toolCalls: first.toolCalls,
+            reasoning: first.reasoning,
+            reasoningParts: first.reasoningParts,
+          },
+          { role: 'tool', content: 'sunny in Oslo', toolCallId: 'r1' },
+        ],
+        thinking,
+      );
+      expect(second.content).toBe('Sunny.');
+      expect(harness.requests()[1]?.toolResults).toEqual([{ id: 'r1', content: 'sunny in Oslo' }]);
+    });
+
+    it('sends an image (and a PDF where the API takes files) in its own shape', async () => {
+      harness.script({ content: 'A red pixel.' });
+      const parts: ContentPart[] = [
+        { type: 'text', text: 'What is this?' },
+        { type: 'image', image: PNG_URL },
+      ];
+      if (target.takesFiles)
+        parts.push({ type: 'file', data: PDF_URL, mediaType: 'application/pdf', filename: 'a.pdf' });
+      expect(await harness.llm.chat([{ role: 'user', content: 'What is this?', parts }])).toBe(
+        'A red pixel.',
+      );
+      const [request] = harness.requests();
+      expect(request?.images).toBe(1);
+      expect(request?.files).toBe(target.takesFiles ? 1 : 0);
+      expect(request?.userTexts.join('')).toContain('What is this?');
+    });
+
+    it('asks for native structured output with a strict schema', async () => {
+      harness.script({ content: '{"city":"Oslo","days":null}' });
+      const schema = z.object({ city: z.string(), days: z.number().optional() });
+      const reply = await harness.llm.generate(user('trip?'), { responseFormat: { type: 'json', schema } });
+      expect(JSON.parse(reply.content)).toEqual({ city: 'Oslo', days: null });
+      const sent = harness.requests()[0]?.schema;
+      expect(sent).toMatchObject({ type: 'object', additionalProperties: false, required: ['city', 'days'] });
+    });
+
+    it('reports cached prompt tokens (and marks the prefix where the API asks for it)', async () => {
+      harness.script({ content: 'cached', usage: { input: 2048, output: 4, cached: 1536 } });
+      harness.llm.resetUsage();
+      await harness.llm.chat([
+        { role: 'system', content: 'A long, stable system prompt.' },
+        { role: 'user', content: 'hi' },
+      ]);
+      expect(harness.llm.getLastUsage()).toMatchObject({
+        promptTokens: 2048,
+        completionTokens: 4,
+        cachedPromptTokens: 1536,
+      });
+      const marks = harness.requests()[0]?.cacheMarks ?? 0;
+      if (target.marksCache) expect(marks).toBeGreaterThanOrEqual(2);
+      else expect(marks).toBe(0);
     });
 
     it('fails a malformed body or stream event with LLMRequestError, without retrying', async () => {

@@ -3,6 +3,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { AsyncAISDKModel } from '../../../src/llms/async-ai-sdk-model';
 import { AsyncClaudeAPI } from '../../../src/llms/async-claude-api';
 import { AsyncGPTAPI } from '../../../src/llms/async-gpt-api';
+import { AsyncOpenAIResponsesAPI } from '../../../src/llms/async-openai-responses-api';
 import type { MeteredLLM } from '../../../src/llms/metered-llm';
 import type { TimingOptions } from '../../../src/llms/timing';
 import type { GenParams } from '../../../src/llms/types';
@@ -24,9 +25,11 @@ export interface Reply {
   chunkDelayMs?: number;
   /** Ignore the request's stop words (the client must still cut). */
   ignoreStop?: boolean;
-  usage?: { input: number; output: number };
+  usage?: { input: number; output: number; cached?: number };
   /** A body (`'body'`, for a request that does not stream) or a stream event (`'event'`) that is not JSON. */
   malformed?: 'body' | 'event';
+  /** What the model reasoned (DeepSeek's reasoning_content, a Responses reasoning item, Claude's thinking). */
+  reasoning?: string;
 }
 
 /** What a request carried, read the same way from both servers. */
@@ -41,6 +44,14 @@ export interface SeenRequest {
   toolResults: { id: string; content: string }[];
   /** The assistant's tool calls sent back: id, name as sent, and arguments. */
   toolCalls: { id: string; name: string; arguments: unknown }[];
+  /** Image parts (or blocks) in user messages. */
+  images: number;
+  /** File parts (documents) in user messages. */
+  files: number;
+  /** The JSON schema asked for as native structured output, when one was. */
+  schema: Record<string, unknown> | undefined;
+  /** `cache_control` marks in the request. */
+  cacheMarks: number;
 }
 
 /** A model client under test with its fake server. */
@@ -57,6 +68,12 @@ export type ClientOptions = GenParams & TimingOptions;
 export interface ConformanceTarget {
   name: string;
   start(options?: ClientOptions): Promise<Harness>;
+  /** Whether the API takes stop sequences (the Responses API has none: they are only cut on this side). */
+  sendsStopWords: boolean;
+  /** Whether the client marks its prompt for Anthropic's cache. */
+  marksCache: boolean;
+  /** Whether the API takes PDF files in user messages. */
+  takesFiles: boolean;
 }
 
 const FAST = { retryMinDelayMs: 1, retryMaxDelayMs: 5, timeout: 5_000 } satisfies TimingOptions;
@@ -73,7 +90,9 @@ function toOpenAIReply(reply: Reply): FakeReply {
   if (reply.ignoreStop !== undefined) fake.ignoreStop = reply.ignoreStop;
   if (reply.usage !== undefined) {
     fake.usage = { prompt_tokens: reply.usage.input, completion_tokens: reply.usage.output };
+    if (reply.usage.cached !== undefined) fake.usage.cached_tokens = reply.usage.cached;
   }
+  if (reply.reasoning !== undefined) fake.reasoning = reply.reasoning;
   if (reply.malformed === 'body') fake.body = '{"choices": [ not json';
   if (reply.malformed === 'event') fake.events = ['{"choices":[{"delta":{"content":"ok"}}]}', '{not json'];
   return fake;
@@ -91,7 +110,14 @@ function toAnthropicReply(reply: Reply): FakeAnthropicReply {
   if (reply.ignoreStop !== undefined) fake.ignoreStop = reply.ignoreStop;
   if (reply.usage !== undefined) {
     fake.usage = { input_tokens: reply.usage.input, output_tokens: reply.usage.output };
+    if (reply.usage.cached !== undefined) {
+      // Anthropic's input_tokens leave out what was read from the cache.
+      fake.usage.input_tokens = reply.usage.input - reply.usage.cached;
+      fake.usage.cache_read_input_tokens = reply.usage.cached;
+      fake.usage.cache_creation_input_tokens = 0;
+    }
   }
+  if (reply.reasoning !== undefined) fake.thinking = reply.reasoning;
   if (reply.malformed === 'body') fake.body = '{"content": [ not json';
   if (reply.malformed === 'event') fake.events = [{ event: 'message_start', data: '{not json' }];
   return fake;
@@ -114,11 +140,27 @@ function parseMaybe(value: unknown): unknown {
   }
 }
 
+function marksIn(value: unknown): number {
+  return (JSON.stringify(value ?? null).match(/"cache_control"/g) ?? []).length;
+}
+
+function partsOf(messages: any[], role: string): any[] {
+  return messages
+    .filter((m) => (m.role ?? 'user') === role && Array.isArray(m.content))
+    .flatMap((m) => m.content);
+}
+
 function seenOpenAI(request: FakeOpenAIServer['requests'][number]): SeenRequest {
+  if (request.endpoint === 'responses') return seenResponses(request);
   const body = request.body ?? {};
   const messages: any[] = Array.isArray(body.messages) ? body.messages : [];
   const stop = body.stop;
+  const userParts = partsOf(messages, 'user');
   return {
+    images: userParts.filter((part) => part?.type === 'image_url').length,
+    files: userParts.filter((part) => part?.type === 'file').length,
+    schema: body.response_format?.json_schema?.schema,
+    cacheMarks: marksIn(body),
     stream: request.stream,
     aborted: request.aborted === true,
     stopWords: stop === undefined ? [] : Array.isArray(stop) ? stop : [stop],
@@ -137,6 +179,39 @@ function seenOpenAI(request: FakeOpenAIServer['requests'][number]): SeenRequest 
   };
 }
 
+/** A Responses API request read as the suite reads the others. */
+function seenResponses(request: FakeOpenAIServer['requests'][number]): SeenRequest {
+  const body = request.body ?? {};
+  const input: any[] = Array.isArray(body.input) ? body.input : [];
+  const userParts = partsOf(input, 'user');
+  return {
+    stream: request.stream,
+    aborted: request.aborted === true,
+    stopWords: [],
+    toolNames: (body.tools ?? []).map((tool: any) => tool.name),
+    userTexts: input
+      .filter((item) => item.role === 'user')
+      .map((item) =>
+        typeof item.content === 'string'
+          ? item.content
+          : item.content
+              .filter((part: any) => part.type === 'input_text')
+              .map((part: any) => part.text)
+              .join(''),
+      ),
+    toolResults: input
+      .filter((item) => item.type === 'function_call_output')
+      .map((item) => ({ id: item.call_id, content: item.output })),
+    toolCalls: input
+      .filter((item) => item.type === 'function_call')
+      .map((item) => ({ id: item.call_id, name: item.name, arguments: parseMaybe(item.arguments) })),
+    images: userParts.filter((part) => part?.type === 'input_image').length,
+    files: userParts.filter((part) => part?.type === 'input_file').length,
+    schema: body.text?.format?.schema,
+    cacheMarks: marksIn(body),
+  };
+}
+
 function seenAnthropic(request: FakeAnthropicServer['requests'][number]): SeenRequest {
   const body = request.body ?? {};
   const messages: any[] = Array.isArray(body.messages) ? body.messages : [];
@@ -145,6 +220,10 @@ function seenAnthropic(request: FakeAnthropicServer['requests'][number]): SeenRe
       .filter((m) => m.role === role)
       .flatMap((m) => (typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content));
   return {
+    images: blocks('user').filter((block: any) => block.type === 'image').length,
+    files: blocks('user').filter((block: any) => block.type === 'document').length,
+    schema: body.output_config?.format?.schema,
+    cacheMarks: marksIn(body),
     stream: request.stream,
     aborted: request.aborted === true,
     stopWords: body.stop_sequences ?? [],
@@ -167,7 +246,10 @@ async function openAIHarness(make: (server: FakeOpenAIServer) => MeteredLLM): Pr
     llm: make(server),
     script: (replies) =>
       server.setScript(Array.isArray(replies) ? replies.map(toOpenAIReply) : toOpenAIReply(replies)),
-    requests: () => server.requests.filter((request) => request.endpoint === 'chat').map(seenOpenAI),
+    requests: () =>
+      server.requests
+        .filter((request) => request.endpoint === 'chat' || request.endpoint === 'responses')
+        .map(seenOpenAI),
     close: () => server.close(),
   };
 }
@@ -187,6 +269,9 @@ async function anthropicHarness(make: (server: FakeAnthropicServer) => MeteredLL
 export const targets: ConformanceTarget[] = [
   {
     name: 'AsyncGPTAPI (fake OpenAI)',
+    sendsStopWords: true,
+    marksCache: false,
+    takesFiles: true,
     start: (options) =>
       openAIHarness(
         (server) =>
@@ -194,7 +279,27 @@ export const targets: ConformanceTarget[] = [
       ),
   },
   {
+    name: 'AsyncOpenAIResponsesAPI (fake OpenAI, /v1/responses)',
+    sendsStopWords: false,
+    marksCache: false,
+    takesFiles: true,
+    start: (options) =>
+      openAIHarness(
+        (server) =>
+          new AsyncOpenAIResponsesAPI({
+            model: 'm',
+            apiKey: 'sk-test',
+            baseURL: server.baseURL,
+            ...FAST,
+            ...options,
+          }),
+      ),
+  },
+  {
     name: 'AsyncClaudeAPI (fake Anthropic)',
+    sendsStopWords: true,
+    marksCache: true,
+    takesFiles: true,
     start: (options) =>
       anthropicHarness(
         (server) =>
@@ -203,19 +308,25 @@ export const targets: ConformanceTarget[] = [
   },
   {
     name: 'AsyncAISDKModel over @ai-sdk/openai-compatible (fake OpenAI)',
+    sendsStopWords: true,
+    marksCache: false,
+    takesFiles: false,
     start: (options) =>
       openAIHarness((server) => {
         const provider = createOpenAICompatible({
           name: 'fake',
           baseURL: server.baseURL,
           apiKey: 'sk-test',
-          includeUsage: true,
+          supportsStructuredOutputs: true,
         });
         return new AsyncAISDKModel({ model: provider.chatModel('m'), ...FAST, ...options });
       }),
   },
   {
     name: 'AsyncAISDKModel over @ai-sdk/anthropic (fake Anthropic)',
+    sendsStopWords: true,
+    marksCache: true,
+    takesFiles: true,
     start: (options) =>
       anthropicHarness((server) => {
         const provider = createAnthropic({ baseURL: `${server.url}/v1`, apiKey: 'sk-test' });
