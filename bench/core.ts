@@ -1,6 +1,6 @@
 import { Bench } from 'tinybench';
+import { activeTracer } from '../src/agents/interceptors/tracing/spans';
 import { observers } from '../src/agents/observers';
-import { activeTracer } from '../src/core/tracing';
 import { Agent, AsyncAgent } from '../src/index';
 import { AsyncMockLLM, MockLLM } from '../src/testing/index';
 import { alternating, median } from './competitors/processes';

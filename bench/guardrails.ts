@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { AsyncAgent } from '../src/agents/async-agent';
 import { AsyncStreamingAgent } from '../src/agents/async-streaming-agent';
-import { guardrail } from '../src/hooks/guardrail';
+import { guardrail } from '../src/agents/interceptors/guardrails/guardrail';
 import { AsyncBaseLLM } from '../src/llms/base-llm';
 import type { ChatMessage, LLMCallParams, StreamChunk } from '../src/llms/types';
 import type { AgentMessage } from '../src/schema/agent-message';

@@ -154,20 +154,23 @@ export {
   StreamingFunctionCallingAgent,
   StreamingSequential,
 } from './agents/index';
-export type { MemoryStoreOptions } from './agents/lifecycle/persist';
-export { pendingInterrupts } from './agents/pending-interrupts';
-export type { SyncBridgeCallOptions, SyncBridgeOptions, SyncBridgeTarget } from './bridge/sync-bridge';
-export { SyncBridge } from './bridge/sync-bridge';
-export type { Budget, CallUsage } from './core/budget';
-export type { InternLMActionProcessorOptions } from './hooks/action-preprocessor';
-export { ActionPreprocessor, actionReturnText, InternLMActionProcessor } from './hooks/action-preprocessor';
+export type { Budget, CallUsage } from './agents/interceptors/budget/meter';
 export type {
-  AsyncHook,
   Guardrail,
   GuardrailContext,
   GuardrailOptions,
   GuardrailStage,
   GuardrailVerdict,
+} from './agents/interceptors/guardrails/guardrail';
+export { guardrail } from './agents/interceptors/guardrails/guardrail';
+export type { MemoryStoreOptions } from './agents/interceptors/session-store/persist';
+export { pendingInterrupts } from './agents/pending-interrupts';
+export type { SyncBridgeCallOptions, SyncBridgeOptions, SyncBridgeTarget } from './bridge/sync-bridge';
+export { SyncBridge } from './bridge/sync-bridge';
+export type { InternLMActionProcessorOptions } from './hooks/action-preprocessor';
+export { ActionPreprocessor, actionReturnText, InternLMActionProcessor } from './hooks/action-preprocessor';
+export type {
+  AsyncHook,
   HookAgent,
   HookExecutor,
   HookResult,
@@ -176,7 +179,7 @@ export type {
   SyncHookResult,
   WritableLike,
 } from './hooks/index';
-export { guardrail, Hook, MessageLogger, RemovableHandle } from './hooks/index';
+export { Hook, MessageLogger, RemovableHandle } from './hooks/index';
 export type {
   AISDKCallParams,
   AISDKLanguageModel,

@@ -6,15 +6,18 @@ import { ConfigurationError } from '../schema/errors';
 import type { CallSettings } from './action-steps';
 import { BaseAction } from './base-action';
 import { type ActionExecutorOptions, ExecutorBase } from './executor-base';
-import { CALL_STEPS, executeSteps, FORWARD_STEPS } from './executor-steps';
+import { CALL_STEPS, executeSteps, FORWARD_STEPS, isPlanned } from './executor-steps';
 import type { ActionCallOptions, ExecutorReply, ToolContext } from './types';
 
 const DEFAULT_SETTINGS: CallSettings = Object.freeze({
   context: Object.freeze({ sessionId: 0 }) as ToolContext,
+  sync: true,
 });
 
 function settingsOf(options: ActionCallOptions | undefined): CallSettings {
-  return options?.sessionId === undefined ? DEFAULT_SETTINGS : { context: { sessionId: options.sessionId } };
+  return options?.sessionId === undefined
+    ? DEFAULT_SETTINGS
+    : { context: { sessionId: options.sessionId }, sync: true };
 }
 
 /**
@@ -56,7 +59,7 @@ export class ActionExecutor<H extends SyncHook = SyncHook> extends ExecutorBase<
 
   /** The steps of {@link call} (internal). */
   [CALL_STEPS](message: MessageInput, options?: ActionCallOptions): Steps<AgentMessage> {
-    return executeSteps(this, message, settingsOf(options));
+    return executeSteps(this, message, settingsOf(options), 'sequential', isPlanned(options));
   }
 
   /** Runs one call by name (`Name` or `Name.api`) without hooks. */

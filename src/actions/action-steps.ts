@@ -1,9 +1,6 @@
-import type { Meter } from '../core/budget';
-import { type CallFrame, currentFrame, type DurableScope } from '../core/call-context';
-import { toolStep } from '../core/durable-steps';
-import { CheckContext, type GuardSpec, runCheck, toolCallMessage } from '../core/guards';
+import { currentFrame } from '../core/call-context';
+import { runChain } from '../core/interceptors';
 import { PromiseInSyncCall, type Steps } from '../core/steps';
-import { activeTracer, endSpan, startToolSpan } from '../core/tracing';
 import { ActionReturn } from '../schema/action-return';
 import { BudgetExceededError, GuardrailTripped, TimeoutError } from '../schema/errors';
 import { InterruptSignal } from '../schema/interrupts';
@@ -13,6 +10,7 @@ import { thrownText } from '../utils/text';
 import { type ArgumentRules, type CheckedArguments, checkArguments } from './arguments';
 import type { ApiSchemaInfo } from './describe';
 import { toActionReturn } from './results';
+import { ToolCallContext, UNMETERED } from './tool-call-context';
 import type { ApprovalRule, ToolContext } from './types';
 
 /** One API of an action, resolved when the action is built. */
@@ -42,19 +40,13 @@ export interface CallSettings {
   timeoutMs?: number | undefined;
   /** Aborted on timeout so the tool can stop; its signal is `context.signal`. */
   controller?: AbortController | undefined;
+  /** The call is driven synchronously (a sync executor or action): plain hooks get values from `next`. */
+  sync?: boolean | undefined;
   /**
-   * Where the calls' steps go in a durable journal, when not the frame's own scope: an executor called by a
-   * user's `forward` takes its place when it is called (see `executeSteps`).
+   * The place the call's steps take in program order, when not their own (an executor called by a user's
+   * `forward` takes its place when it is called: see `executeSteps` and `PLACES` in core/call-context.ts).
    */
-  scope?: DurableScope | undefined;
-}
-
-/**
- * The next key of `scope`, taken now, as a scope of its own whose next key is that one: a step that awaits
- * something before it journals (a check) keeps the key of its place in program order.
- */
-export function reserveStep(scope: DurableScope): DurableScope {
-  return { journal: scope.journal, key: scope.key, next: scope.next++ };
+  place?: unknown;
 }
 
 function isPromiseInSyncCall(error: unknown): boolean {
@@ -81,8 +73,7 @@ function escapes(error: unknown): boolean {
   }
 }
 
-/** Marks an action whose calls are not tool calls of a budget (the executors' built-in answers). */
-export const UNMETERED: unique symbol = Symbol('lagent-ts.unmetered');
+export { UNMETERED };
 
 /** The name a model uses for an API: `Name` for a simple tool, `Name.api` for a toolkit's. */
 export function apiLabel(action: CallableAction, api: string): string {
@@ -131,9 +122,25 @@ function withDeadline<T>(promise: PromiseLike<T>, settings: CallSettings, label:
   });
 }
 
+/** What a tool call made outside any agent call goes through (see {@link wrapToolCallsOutside}). */
+let outside: ((label: string, call: () => Steps<ActionReturn>) => Steps<ActionReturn>) | undefined;
+
 /**
- * One tool call, as steps: {@link untracedActionSteps}, inside an `execute_tool` span when tracing is on
- * (a tool that answers with an error marks its span failed). Without tracing it adds nothing.
+ * Sets what a tool call made outside any agent call goes through: the tracing concern's `execute_tool` span
+ * (the agents register it when they load; the concerns of agent calls are theirs alone).
+ */
+export function wrapToolCallsOutside(
+  wrap: (label: string, call: () => Steps<ActionReturn>) => Steps<ActionReturn>,
+): void {
+  outside = wrap;
+}
+
+/**
+ * One tool call, as steps: {@link untracedActionSteps}, through the hooks in force for tool calls inside the
+ * agent call it is made in (its concerns' — durable journal, budget, guardrails, tracing — and users'
+ * interceptors: `frame.toolLinks`). Outside any agent call it is traced (with a tracer registered) and nothing
+ * else. The executors' built-in answers go through the chain too (journaled, traced), marked `builtin`: a budget
+ * does not count them, tool guardrails do not check them.
  */
 export function actionCallSteps(
   action: CallableAction,
@@ -142,114 +149,27 @@ export function actionCallSteps(
   settings: CallSettings,
 ): Steps<ActionReturn> {
   const frame = currentFrame();
-  const scope = settings.scope ?? frame?.durable;
-  // The executors' built-in answers are neither counted by a budget nor checked by tool guardrails.
-  const builtin = (action as { [UNMETERED]?: boolean })[UNMETERED] === true;
-  const meter = builtin ? undefined : frame?.meter;
-  const guards = builtin ? undefined : frame?.toolGuards;
-  if (guards !== undefined)
-    return guardedActionSteps(guards, frame!, scope, action, parameters, apiName, settings, meter);
-  return journaledActionSteps(scope, action, parameters, apiName, settings, meter);
-}
-
-/** A tool call: a journaled step inside a durable call, else as it is. */
-function journaledActionSteps(
-  scope: DurableScope | undefined,
-  action: CallableAction,
-  parameters: unknown,
-  apiName: string,
-  settings: CallSettings,
-  meter: Meter | undefined,
-): Steps<ActionReturn> {
-  return scope !== undefined
-    ? durableActionSteps(scope, action, parameters, apiName, settings, meter)
-    : plainActionSteps(action, parameters, apiName, settings, meter);
-}
-
-/** A tool call without a journal: traced when tracing is on. */
-function plainActionSteps(
-  action: CallableAction,
-  parameters: unknown,
-  apiName: string,
-  settings: CallSettings,
-  meter: Meter | undefined,
-): Steps<ActionReturn> {
-  const tracer = activeTracer();
-  return tracer === undefined
-    ? untracedActionSteps(action, parameters, apiName, settings, meter)
-    : tracedActionSteps(tracer, action, parameters, apiName, settings, meter);
-}
-
-/** A tool call checked first by the tool guardrails of the calls it is made in: a trip fails the whole call. */
-function* guardedActionSteps(
-  guards: readonly GuardSpec[],
-  frame: CallFrame,
-  scope: DurableScope | undefined,
-  action: CallableAction,
-  parameters: unknown,
-  apiName: string,
-  settings: CallSettings,
-  meter: Meter | undefined,
-): Steps<ActionReturn> {
-  // The call's journal key is taken now, in program order: the checks of calls run at once may answer in
-  // any order, and a replay must find each call under the key it had.
-  const own = scope === undefined ? undefined : reserveStep(scope);
-  const toolCall = { name: apiLabel(action, apiName), arguments: parameters };
-  const owner = (frame.owner as { name?: unknown }).name;
-  const name = typeof owner === 'string' ? owner : action.name;
-  const message = toolCallMessage(name, toolCall);
-  const signal = settings.signal ?? frame.signal;
-  for (const guard of guards) {
-    const verdict = runCheck(
-      guard,
-      message,
-      new CheckContext(name, frame.sessionKey, 'tool', signal, toolCall),
+  if (frame === undefined) {
+    if (outside === undefined) return untracedActionSteps(action, parameters, apiName, settings, undefined);
+    return outside(apiLabel(action, apiName), () =>
+      untracedActionSteps(action, parameters, apiName, settings, undefined),
     );
-    if (verdict !== undefined) yield verdict;
   }
-  return yield* journaledActionSteps(own, action, parameters, apiName, settings, meter);
+  if (frame.toolLinks.length === 0)
+    return untracedActionSteps(action, parameters, apiName, settings, undefined);
+  const context = new ToolCallContext(frame, action, apiName, parameters, settings);
+  return runChain(frame.toolLinks, 0, context, toolCall, settings.sync === true ? 'sync' : 'async');
 }
 
-/** A tool call inside a durable call: a journaled step (see core/durable-steps.ts). */
-function durableActionSteps(
-  scope: DurableScope,
-  action: CallableAction,
-  parameters: unknown,
-  apiName: string,
-  settings: CallSettings,
-  meter: Meter | undefined,
-): Steps<ActionReturn> {
-  return toolStep(scope, {
-    name: apiLabel(action, apiName),
-    input: parameters,
-    retrySafe: action.apis.get(apiName)?.retrySafe === true,
-    run: () => plainActionSteps(action, parameters, apiName, settings, meter),
-  });
-}
-
-function* tracedActionSteps(
-  tracer: NonNullable<ReturnType<typeof activeTracer>>,
-  action: CallableAction,
-  parameters: unknown,
-  apiName: string,
-  settings: CallSettings,
-  meter: Meter | undefined,
-): Steps<ActionReturn> {
-  const span = startToolSpan(tracer, apiLabel(action, apiName), undefined, currentFrame()?.span);
-  let result: ActionReturn;
-  try {
-    result = yield* untracedActionSteps(action, parameters, apiName, settings, meter);
-  } catch (error) {
-    endSpan(span, error);
-    throw error;
-  }
-  endSpan(
-    span,
-    result.state === ActionStatusCode.SUCCESS
-      ? undefined
-      : new Error(result.errmsg ?? `state ${result.state}`),
+/** The end of a tool call's chain: the call itself, with the arguments the context holds now. */
+function toolCall(context: ToolCallContext): Steps<ActionReturn> {
+  return untracedActionSteps(
+    context.action,
+    context.toolCall.arguments,
+    context.api,
+    context.settings,
+    context,
   );
-  return result;
 }
 
 /**
@@ -262,7 +182,7 @@ function* untracedActionSteps(
   parameters: unknown,
   apiName: string,
   settings: CallSettings,
-  meter?: Meter | undefined,
+  context: ToolCallContext | undefined,
 ): Steps<ActionReturn> {
   if (settings.signal?.aborted) throw settings.signal.reason;
   const api = action.apis.get(apiName);
@@ -293,8 +213,8 @@ function* untracedActionSteps(
       state: ActionStatusCode.ARGS_ERROR,
     });
   }
-  // A call past the budget is not made: the whole call fails.
-  meter?.beginTool();
+  // What the call's concerns do just before the tool runs (count it, journal that it started, ...).
+  if (context !== undefined) yield* context.beforeRun();
   let output: unknown;
   try {
     output = api.run(checked.args, settings.context);

@@ -6,7 +6,7 @@ import { ConfigurationError } from '../schema/errors';
 import type { CallSettings } from './action-steps';
 import { ActionBase, callSettings, checkTimeout } from './base-action';
 import { type ActionExecutorOptions, ExecutorBase } from './executor-base';
-import { CALL_STEPS, executeSteps, FORWARD_STEPS } from './executor-steps';
+import { CALL_STEPS, executeSteps, FORWARD_STEPS, isPlanned } from './executor-steps';
 import type { AsyncActionCallOptions, ExecutorReply } from './types';
 
 /** Options of {@link AsyncActionExecutor}: also a default per-call timeout for async tools. */
@@ -68,7 +68,7 @@ export class AsyncActionExecutor<H extends AsyncHook = AsyncHook> extends Execut
 
   /** The steps of {@link call} (internal). */
   [CALL_STEPS](message: MessageInput, options?: AsyncActionCallOptions): Steps<AgentMessage> {
-    return executeSteps(this, message, this.#settings(options), 'parallel');
+    return executeSteps(this, message, this.#settings(options), 'parallel', isPlanned(options));
   }
 
   /** Runs one call by name (`Name` or `Name.api`) without hooks. */

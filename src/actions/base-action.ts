@@ -219,7 +219,7 @@ export class BaseAction extends ActionBase {
   /** Runs one API: arguments are checked (a JSON string is parsed first); errors come back as data. */
   call(parameters: unknown, api = 'run', options: ActionCallOptions = {}): ActionReturn {
     const context = options.sessionId === undefined ? DEFAULT_CONTEXT : { sessionId: options.sessionId };
-    return driveSync(actionCallSteps(this, parameters, api, { context }));
+    return driveSync(actionCallSteps(this, parameters, api, { context, sync: true }));
   }
 }
 

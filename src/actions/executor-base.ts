@@ -1,4 +1,4 @@
-import { approvalRules } from '../core/approval-gate';
+import { approvalRules } from '../core/approval-rules';
 import type { Steps } from '../core/steps';
 import { type Hook, HookList, type RemovableHandle } from '../hooks/hook';
 import { ActionReturn } from '../schema/action-return';

@@ -1,6 +1,5 @@
-import { executorGate, GATED, type GatePlan } from '../core/approval-gate';
-import { currentFrame } from '../core/call-context';
-import { childScope } from '../core/durable-steps';
+import { type GatePlan, PLANNED, ROUND_PLANNER } from '../core/approval-rules';
+import { currentFrame, PLACES } from '../core/call-context';
 import { hookStep } from '../core/hook-step';
 import type { Steps } from '../core/steps';
 import type { Hook, HookExecutor } from '../hooks/hook';
@@ -13,6 +12,11 @@ import { isPlainObject } from '../utils/is';
 import { kindOf, shorten } from '../utils/text';
 import type { CallSettings } from './action-steps';
 import { answeredCall, ownSettings, parallelSteps } from './tool-call-steps';
+
+/** True for the options of a round a loop planned already (see `PLANNED`): its executor runs it as it is. */
+export function isPlanned(options: object | undefined): boolean {
+  return (options as { [PLANNED]?: unknown } | undefined)?.[PLANNED] === true;
+}
 
 /** A tool call read from a message's content. */
 export interface TextToolCall {
@@ -104,17 +108,20 @@ export function* executeSteps(
   input: MessageInput,
   settings: CallSettings,
   order: CallOrder = 'sequential',
+  planned = false,
 ): Steps<AgentMessage> {
   settings.signal?.throwIfAborted();
   const sessionId = settings.context.sessionId;
   let message = toAgentMessage(input);
-  // Called by a user's forward inside a durable call, the executor takes its place in the journal now, before
-  // its hooks and approval checks await anything: executors called at once keep their keys on a replay.
-  if (!GATED.has(input as object)) {
-    const scope = currentFrame()?.durable;
-    if (scope !== undefined && toolCallsOf(message.formatted) !== null) {
+  const frame = currentFrame();
+  // Called by a user's forward inside a call that keeps program order (a durable journal), the executor takes
+  // its place now, before its hooks and approval checks await anything: executors called at once keep their
+  // places on a replay.
+  if (!planned && frame !== undefined && toolCallsOf(message.formatted) !== null) {
+    const places = frame.find(PLACES);
+    if (places !== undefined) {
       settings = Object.assign({}, settings); // the caller's may be shared
-      settings.scope = childScope(scope);
+      settings.place = places.reserve();
     }
   }
   const hooks = executor.hooks;
@@ -126,11 +133,9 @@ export function* executeSteps(
   const toolCalls = toolCallsOf(message.formatted);
   if (toolCalls) {
     // Inside an agent call, a round no prebuilt loop asked about is asked about here.
-    const gate = executorGate.run;
+    const planner = planned ? undefined : frame?.find(ROUND_PLANNER);
     const plan: GatePlan =
-      gate !== undefined && currentFrame() !== undefined && !GATED.has(input as object)
-        ? yield* gate(executor, message, sessionId)
-        : RUN_AS_IS;
+      planner !== undefined ? yield* planner.plan(executor, message, sessionId) : RUN_AS_IS;
     if (plan.run) {
       const results = yield* toolCallsSteps(executor, toolCalls, settings, order);
       response = new AgentMessage({

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'eventemitter3';
-import type { Budget } from '../core/budget';
+import { checkInterceptor } from '../core/interceptors';
 import { SessionLanes } from '../core/session-lanes';
 import { type Hook, HookList, type RemovableHandle } from '../hooks/hook';
 import type { GenParams, ToolSpec } from '../llms/types';
@@ -13,21 +13,24 @@ import type { Decision, Interrupt } from '../schema/interrupts';
 import type { SessionId } from '../schema/session';
 import type { SessionStore } from '../stores/types';
 import { isThenable } from '../utils/is';
+import { EMITTER, LANES } from './agent-symbols';
 import { AGENT_NODE, type AgentNode, discoverChildren, type MemoryNode, renderTree } from './agent-tree';
 import { DefaultAggregator, type SystemInstruction } from './aggregator/default-aggregator';
+import type { Budget } from './interceptors/budget/meter';
 import {
   CallNotRecovered,
   checkDurable,
   DURABLE,
   type DurableOptions,
   RECOVERING,
-} from './lifecycle/durable';
+} from './interceptors/durable/journal';
 import {
   checkSyncStore,
   type MemoryStoreOptions,
   SESSION_BINDING,
   SessionBinding,
-} from './lifecycle/persist';
+} from './interceptors/session-store/persist';
+import type { Interceptor } from './interceptors/types';
 import { observers } from './observers';
 import { pendingInterrupts } from './pending-interrupts';
 import {
@@ -79,6 +82,11 @@ export interface AgentOptions<L, F = unknown, H extends Hook = Hook> {
    * call that crashed or stopped for approval goes on where it was (see {@link DurableOptions}).
    */
   durable?: DurableOptions | undefined;
+  /**
+   * Interceptors around this agent's calls, its model calls and the tool calls made inside them, and those of
+   * every agent called inside its calls (see {@link AsyncInterceptor}); outermost first. Also `agent.use()`.
+   */
+  interceptors?: readonly Interceptor[] | undefined;
 }
 
 /**
@@ -240,11 +248,7 @@ export interface AgentEvents {
   ];
 }
 
-/** Where an agent keeps its emitter; read without creating one on the hot path. */
-export const EMITTER: unique symbol = Symbol('lagent-ts.emitter');
-
-/** Where an agent keeps its per-session queues of calls (internal). */
-export const LANES: unique symbol = Symbol('lagent-ts.lanes');
+export { EMITTER, LANES };
 
 /** Options of `recover()`. */
 export interface RecoverOptions {
@@ -321,6 +325,7 @@ export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook>
   name: string;
   description: string | undefined;
   readonly #hooks: HookList;
+  #interceptors: readonly Interceptor[];
   [EMITTER]: EventEmitter<AgentEvents> | undefined = undefined;
   readonly [LANES] = new SessionLanes();
   /** The store of `memory: { store }`, and the sessions of it this process holds. */
@@ -346,6 +351,7 @@ export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook>
     this.name = options.name ?? new.target.name;
     this.description = options.description;
     this.#hooks = new HookList(options.hooks);
+    this.#interceptors = checkInterceptors(this.name, options.interceptors ?? []);
     const memory = options.memory;
     this[SESSION_BINDING] =
       memory !== null && typeof memory === 'object' && memory.store !== undefined
@@ -358,6 +364,25 @@ export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook>
   /** The registered hooks, in the order they run. */
   get hooks(): readonly H[] {
     return this.#hooks.items as readonly H[];
+  }
+
+  /** This agent's own interceptors, outermost first (the calls it is called in may add theirs outside). */
+  get interceptors(): readonly Interceptor[] {
+    return this.#interceptors;
+  }
+
+  /**
+   * Adds interceptors inside the ones this agent has: they apply to its calls from the next one on, and to the
+   * calls of every agent called inside them. Returns the agent.
+   *
+   * @example
+   * agent.use({ name: 'log', async toolCall(ctx, next) { console.log(ctx.toolCall.name); return next(); } });
+   */
+  use(...interceptors: Interceptor[]): this {
+    const added = checkInterceptors(this.name, interceptors);
+    // A new list: calls in flight keep the one they began with.
+    this.#interceptors = [...this.#interceptors, ...added];
+    return this;
   }
 
   /** Typed events for observers; created on first access. */
@@ -610,4 +635,13 @@ function containedAgents(node: AgentNode): AgentBase[] {
 function forgetUsage(llm: unknown, sessionId: SessionId): void {
   const reset = (llm as { resetUsage?: unknown } | null | undefined)?.resetUsage;
   if (typeof reset === 'function') (reset as (id: SessionId) => void).call(llm, sessionId);
+}
+
+/** Checks a list of interceptors given to an agent; returns a frozen copy. */
+function checkInterceptors(owner: string, interceptors: readonly unknown[]): readonly Interceptor[] {
+  if (!Array.isArray(interceptors)) {
+    throw new ConfigurationError({ message: `${owner}: interceptors must be an array of interceptors` });
+  }
+  for (const interceptor of interceptors) checkInterceptor(owner, interceptor);
+  return Object.freeze([...interceptors]) as readonly Interceptor[];
 }

@@ -11,15 +11,8 @@ import {
   type ForwardOptions,
   type ForwardResult,
 } from './agent-base';
-import {
-  agentCallSteps,
-  askInFrame,
-  chatSpan,
-  endChatSpan,
-  MODEL_TURN,
-  registerPlainForward,
-} from './lifecycle';
-import { SYNC_AGENT } from './lifecycle/persist';
+import { SYNC_AGENT } from './interceptors/session-store/persist';
+import { agentCallSteps, askInFrame, MODEL_TURN, registerPlainForward } from './lifecycle';
 
 /**
  * A synchronous agent: `call()` returns the reply directly. Takes only a sync {@link BaseLLM} and sync
@@ -47,16 +40,7 @@ export class Agent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook> {
 
   /** One turn: aggregate the session's memory, ask the model, parse with `outputFormat`. */
   forward(messages: AgentMessage[], options: ForwardOptions): ForwardResult {
-    const span = chatSpan(this);
-    let answer: unknown;
-    try {
-      answer = askInFrame(this, messages, options, true);
-    } catch (error) {
-      if (span) endChatSpan(span, this, error);
-      throw error;
-    }
-    if (span) endChatSpan(span, this, undefined, answer);
-    return MODEL_TURN.answer(this, answer, options.sessionId);
+    return MODEL_TURN.answer(this, askInFrame(this, messages, options, true), options.sessionId);
   }
 }
 

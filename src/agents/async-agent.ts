@@ -1,4 +1,3 @@
-import type { Span } from '../core/tracing';
 import type { AsyncHook } from '../hooks/hook';
 import type { AsyncBaseLLM } from '../llms/base-llm';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
@@ -11,7 +10,7 @@ import {
   type AsyncForwardOptions,
   type ForwardResult,
 } from './agent-base';
-import { askInFrame, callAsync, chatSpan, endChatSpan, MODEL_TURN, registerPlainForward } from './lifecycle';
+import { askInFrame, callAsync, MODEL_TURN, registerPlainForward } from './lifecycle';
 
 /**
  * The asynchronous agent: `call()` returns a promise and takes an `AbortSignal`. Takes an
@@ -38,30 +37,11 @@ export class AsyncAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F, AsyncHoo
   /** One turn: aggregate the session's memory, ask the model, parse with `outputFormat`. */
   forward(messages: AgentMessage[], options: AsyncForwardOptions): Promise<ForwardResult> {
     try {
-      const span = chatSpan(this);
-      if (span) return this.#tracedForward(messages, options, span);
-      const answer = askInFrame(this, messages, options) as Promise<unknown>;
+      const answer = Promise.resolve(askInFrame(this, messages, options));
       return answer.then((value) => MODEL_TURN.answer(this, value, options.sessionId));
     } catch (error) {
       return Promise.reject(error);
     }
-  }
-
-  /** {@link forward} with its model call inside a `chat` span (tracing is on). */
-  async #tracedForward(
-    messages: AgentMessage[],
-    options: AsyncForwardOptions,
-    span: Span,
-  ): Promise<ForwardResult> {
-    let answer: unknown;
-    try {
-      answer = await askInFrame(this, messages, options);
-    } catch (error) {
-      endChatSpan(span, this, error);
-      throw error;
-    }
-    endChatSpan(span, this, undefined, answer);
-    return MODEL_TURN.answer(this, answer, options.sessionId);
   }
 }
 

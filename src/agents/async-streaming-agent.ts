@@ -1,6 +1,7 @@
 import { driveStreamAsync } from '../core/stream-drivers';
 import type { AsyncHook } from '../hooks/hook';
 import type { AsyncBaseLLM } from '../llms/base-llm';
+import type { ModelReply, StreamChunk } from '../llms/types';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
 import type { ToolCall } from '../schema/chat-message';
 import type { ReasoningInfo } from '../schema/reasoning';
@@ -19,17 +20,14 @@ import {
 } from './agent-base';
 import {
   agentCallSteps,
-  beginStreamedRequest,
   buildChunk,
   buildPrompt,
   buildReply,
-  chatSpan,
-  compactFirst,
-  endChatSpan,
   reasoningChunk,
   registerPlainForward,
   requireLLM,
   STREAM_LEFT,
+  streamedRequest,
   streamReader,
 } from './lifecycle';
 
@@ -67,24 +65,22 @@ export class AsyncStreamingAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F,
     options: AsyncForwardOptions,
   ): AsyncGenerator<ForwardResult, StreamReturn, undefined> {
     const llm = requireLLM(this);
-    await compactFirst(this, options.sessionId);
     const prompt = buildPrompt(this, messages, options.sessionId);
-    const request = beginStreamedRequest(this, llm, prompt, messages, options);
-    const recorded = request.recorded;
-    if (recorded !== undefined) {
-      // A replayed durable call: the recorded answer, as one chunk.
-      if (recorded.content !== '') yield buildChunk(this, recorded.content);
-      return buildReply(this, recorded.content, options.sessionId, recorded.toolCalls, recorded);
+    // Through the model-call hooks of the call: a replayed durable call (or a cache) answers without a stream.
+    const request = await streamedRequest(this, llm, prompt, options, false).open();
+    const answered = request.answered;
+    if (answered !== undefined) {
+      if (answered.content !== '') yield buildChunk(this, answered.content);
+      return buildReply(this, answered.content, options.sessionId, answered.toolCalls, answered);
     }
     let content = '';
     let toolCalls: ToolCall[] | undefined;
     let reasoning: ReasoningInfo | undefined;
     let formatted: unknown = null;
     const reader = streamReader(this);
-    const span = chatSpan(this);
     let failure: unknown = STREAM_LEFT;
     try {
-      for await (const chunk of llm.streamChat(prompt, request.params as typeof options)) {
+      for await (const chunk of request.stream as AsyncIterable<StreamChunk>) {
         const previousLength = content.length;
         content = chunk.content;
         if (chunk.state !== ModelStatusCode.STREAM_ING) {
@@ -105,12 +101,14 @@ export class AsyncStreamingAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F,
       failure = error;
       throw error;
     } finally {
-      if (span) endChatSpan(span, this, failure, reasoning);
-      // A failed stream, or one left early, still used what the model sent: the budget counts it.
-      if (failure !== undefined) request.fail(failure, content);
+      // A failed stream, or one left early, still used what the model sent: the hooks hear it (a budget counts it).
+      if (failure !== undefined) await request.fail(failure, content);
     }
-    await request.end(content, toolCalls, reasoning);
-    return buildReply(this, content, options.sessionId, toolCalls, reasoning);
+    const answer: ModelReply = { content, toolCalls: toolCalls ?? [] };
+    if (reasoning?.reasoning !== undefined) answer.reasoning = reasoning.reasoning;
+    if (reasoning?.reasoningParts !== undefined) answer.reasoningParts = reasoning.reasoningParts;
+    const reply = await request.finish(answer);
+    return buildReply(this, reply.content, options.sessionId, reply.toolCalls, reply);
   }
 }
 

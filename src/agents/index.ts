@@ -25,7 +25,7 @@ export { AgentList } from './agent-list';
 export type { AgentNode } from './agent-tree';
 export { AsyncAgent } from './async-agent';
 export { AsyncStreamingAgent } from './async-streaming-agent';
-export type { DurableOptions } from './lifecycle/durable';
+export type { DurableOptions } from './interceptors/durable/journal';
 export type {
   FunctionCallingAgentOptions,
   FunctionCallingChunk,

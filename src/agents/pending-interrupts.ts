@@ -1,4 +1,3 @@
-import { settled } from '../core/durable-steps';
 import { driveAsync, driveSync, type Steps } from '../core/steps';
 import type { ToolCall } from '../schema/chat-message';
 import { type Interrupt, interruptId } from '../schema/interrupts';
@@ -6,8 +5,9 @@ import type { SessionId } from '../schema/session';
 import type { StoredJournal } from '../stores/types';
 import { isThenable } from '../utils/is';
 import type { AgentBase } from './agent-base';
-import { DURABLE } from './lifecycle/durable';
-import { SYNC_AGENT } from './lifecycle/persist';
+import { DURABLE } from './interceptors/durable/journal';
+import { settled } from './interceptors/durable/steps';
+import { SYNC_AGENT } from './interceptors/session-store/persist';
 
 /*
  * What a paused session waits for, read back without calling the agent: for a page reloaded, a second tab, a

@@ -1,11 +1,11 @@
 import { driveStream } from '../core/stream-drivers';
 import type { SyncHook } from '../hooks/hook';
 import type { BaseLLM } from '../llms/base-llm';
+import type { ModelReply, StreamChunk } from '../llms/types';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
 import type { ToolCall } from '../schema/chat-message';
 import type { ReasoningInfo } from '../schema/reasoning';
 import { ModelStatusCode } from '../schema/status';
-import { isThenable } from '../utils/is';
 import {
   AgentBase,
   type AgentChunk,
@@ -18,23 +18,19 @@ import {
   type StreamOutput,
   type StreamReturn,
 } from './agent-base';
+import { SYNC_AGENT } from './interceptors/session-store/persist';
 import {
   agentCallSteps,
-  asyncSummarizer,
-  beginStreamedRequest,
   buildChunk,
   buildPrompt,
   buildReply,
-  chatSpan,
-  compactFirst,
-  endChatSpan,
   reasoningChunk,
   registerPlainForward,
   requireLLM,
   STREAM_LEFT,
+  streamedRequest,
   streamReader,
 } from './lifecycle';
-import { SYNC_AGENT } from './lifecycle/persist';
 
 /**
  * A synchronous streaming agent: `call()` returns a generator of `STREAM_ING` chunks with cumulative
@@ -71,24 +67,22 @@ export class StreamingAgent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook>
     options: ForwardOptions,
   ): Generator<ForwardResult, StreamReturn, undefined> {
     const llm = requireLLM(this);
-    if (isThenable(compactFirst(this, options.sessionId))) throw asyncSummarizer(this);
     const prompt = buildPrompt(this, messages, options.sessionId);
-    const request = beginStreamedRequest(this, llm, prompt, messages, options);
-    const recorded = request.recorded;
-    if (recorded !== undefined) {
-      // A replayed durable call: the recorded answer, as one chunk.
-      if (recorded.content !== '') yield buildChunk(this, recorded.content);
-      return buildReply(this, recorded.content, options.sessionId, recorded.toolCalls, recorded);
+    // Through the model-call hooks of the call: a replayed durable call (or a cache) answers without a stream.
+    const request = streamedRequest(this, llm, prompt, options, true).openSync();
+    const answered = request.answered;
+    if (answered !== undefined) {
+      if (answered.content !== '') yield buildChunk(this, answered.content);
+      return buildReply(this, answered.content, options.sessionId, answered.toolCalls, answered);
     }
     let content = '';
     let toolCalls: ToolCall[] | undefined;
     let reasoning: ReasoningInfo | undefined;
     let formatted: unknown = null;
     const reader = streamReader(this);
-    const span = chatSpan(this);
     let failure: unknown = STREAM_LEFT;
     try {
-      for (const chunk of llm.streamChat(prompt, request.params as typeof options)) {
+      for (const chunk of request.stream as Iterable<StreamChunk>) {
         const previousLength = content.length;
         content = chunk.content;
         if (chunk.state !== ModelStatusCode.STREAM_ING) {
@@ -109,12 +103,14 @@ export class StreamingAgent<F = unknown> extends AgentBase<BaseLLM, F, SyncHook>
       failure = error;
       throw error;
     } finally {
-      if (span) endChatSpan(span, this, failure, reasoning);
-      // A failed stream, or one left early, still used what the model sent: the budget counts it.
-      if (failure !== undefined) request.fail(failure, content);
+      // A failed stream, or one left early, still used what the model sent: the hooks hear it (a budget counts it).
+      if (failure !== undefined) request.failSync(failure, content);
     }
-    request.end(content, toolCalls, reasoning);
-    return buildReply(this, content, options.sessionId, toolCalls, reasoning);
+    const answer: ModelReply = { content, toolCalls: toolCalls ?? [] };
+    if (reasoning?.reasoning !== undefined) answer.reasoning = reasoning.reasoning;
+    if (reasoning?.reasoningParts !== undefined) answer.reasoningParts = reasoning.reasoningParts;
+    const reply = request.finishSync(answer);
+    return buildReply(this, reply.content, options.sessionId, reply.toolCalls, reply);
   }
 }
 

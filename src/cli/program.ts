@@ -193,7 +193,7 @@ async function withAgent(
 async function withLease(loaded: LoadedAgent, leaseMs: number): Promise<void> {
   const [{ AgentBase }, { DURABLE }] = await Promise.all([
     import('../agents/agent-base'),
-    import('../agents/lifecycle/durable'),
+    import('../agents/interceptors/durable/journal'),
   ]);
   if (!(loaded.agent instanceof AgentBase)) return;
   const agent = loaded.agent as unknown as Record<symbol, { leaseMs?: number } | undefined>;
@@ -205,7 +205,7 @@ async function withLease(loaded: LoadedAgent, leaseMs: number): Promise<void> {
 async function withStore(loaded: LoadedAgent, url: string, leaseMs?: number): Promise<LoadedAgent> {
   const [{ openStore }, { attachStore }, { AgentBase }] = await Promise.all([
     import('../stores/open-store'),
-    import('../agents/lifecycle/persist'),
+    import('../agents/interceptors/session-store/persist'),
     import('../agents/agent-base'),
   ]);
   if (!(loaded.agent instanceof AgentBase)) {

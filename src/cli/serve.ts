@@ -1,6 +1,6 @@
 import type { AgentBase } from '../agents/agent-base';
-import { DURABLE } from '../agents/lifecycle/durable';
-import type { Budget } from '../core/budget';
+import type { Budget } from '../agents/interceptors/budget/meter';
+import { DURABLE } from '../agents/interceptors/durable/journal';
 import { isLoopbackHost } from '../core/request-guard';
 import { type CallerOptionsPolicy, camelKey, type GenerationBounds } from '../distributed/caller-options';
 import type { ServedAgent } from '../distributed/http/server';

@@ -1,10 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { SessionKey } from '../schema/session';
 import { unwatchAbort, watchAbort } from './abort-watch';
-import type { Meter } from './budget';
-import type { ResumeDecisions } from './decisions';
-import type { GuardSpec } from './guards';
-import type { Span } from './tracing';
+import { type ChainLink, type Slot, type SlotHolder, slot } from './interceptors';
 
 /** A memory that a failed call can take its messages back from (structurally: `Memory`). */
 export interface Retractable<M = unknown> {
@@ -18,11 +15,12 @@ export interface JournalEntry<M = unknown> {
 }
 
 /**
- * One agent call in progress, as seen by the calls made inside it: the abort signal they inherit, and
- * the journal of memory additions made by the sub-calls that already succeeded, so that a failure of
- * this call can take them back too.
+ * One agent call in progress, as seen by the calls made inside it: the abort signal they inherit, the journal
+ * of memory additions made by the sub-calls that already succeeded (so a failure of this call can take them
+ * back too), its concerns' state (slots: see `interceptors.ts`) and the hooks in force for tool calls made
+ * inside it.
  */
-export interface CallFrame {
+export interface CallFrame extends SlotHolder {
   readonly parent: CallFrame | undefined;
   /** Who is running: the owner object (an agent) and the session key, to refuse self-waiting calls. */
   readonly owner: object;
@@ -33,16 +31,8 @@ export interface CallFrame {
   journal: JournalEntry[] | undefined;
   /** Set when the call failed and took its turns back: sub-calls finishing later take theirs back too. */
   failed: boolean;
-  /** The call's `invoke_agent` span, when tracing is on: the parent of the spans made inside it. */
-  readonly span?: Span | undefined;
-  /** The durable call's journal and this call's place in it (durable calls only). */
-  readonly durable?: DurableScope | undefined;
-  /** Set on the call that was given a resume message (or replays decisions from its journal). */
-  readonly resume?: ResumeDecisions | undefined;
-  /** The budget's meter this call counts in: its own, or the one it inherited (budgeted calls only). */
-  readonly meter?: Meter | undefined;
-  /** The tool guardrails of this call and its callers: checked before every tool call made inside it. */
-  readonly toolGuards?: readonly GuardSpec[] | undefined;
+  /** The hooks tool calls made inside this call go through: its concerns', then users' interceptors. */
+  readonly toolLinks: readonly ChainLink[];
 }
 
 /** A durable call's journal, and where a call stands in it: its key and the number of its next step. */
@@ -51,6 +41,18 @@ export interface DurableScope {
   readonly key: string;
   next: number;
 }
+
+/**
+ * What keeps the work made inside a call in program order (a durable journal): a unit of work (an executor
+ * called by a `forward`) takes its place when it is made, before it awaits anything, so units made at once keep
+ * their places whatever order they finish in (internal).
+ */
+export interface Places {
+  reserve(): unknown;
+}
+
+/** Where a call keeps its {@link Places}. */
+export const PLACES: Slot<Places> = slot('places');
 
 const storage = new AsyncLocalStorage<CallFrame>();
 
@@ -181,18 +183,4 @@ export function rootFrame(frame: CallFrame | undefined): CallFrame | undefined {
   let current = frame;
   while (current?.parent !== undefined) current = current.parent;
   return current;
-}
-
-/** The decisions of the resumed call of this chain of calls (the innermost one), if any. */
-export function resumeOf(frame: CallFrame | undefined): ResumeDecisions | undefined {
-  for (let current = frame; current !== undefined; current = current.parent)
-    if (current.resume !== undefined) return current.resume;
-  return undefined;
-}
-
-/** True when a call of this chain was given a resume message. */
-export function isResuming(frame: CallFrame | undefined): boolean {
-  for (let current = frame; current !== undefined; current = current.parent)
-    if (current.resume !== undefined) return true;
-  return false;
 }

@@ -1,6 +1,6 @@
 import { AgentBase } from '../agents/agent-base';
-import { DURABLE } from '../agents/lifecycle/durable';
-import { type Budget, checkBudget } from '../core/budget';
+import { type Budget, checkBudget } from '../agents/interceptors/budget/meter';
+import { DURABLE } from '../agents/interceptors/durable/journal';
 import { ConfigurationError, ValidationError } from '../schema/errors';
 import { isPlainObject } from '../utils/is';
 

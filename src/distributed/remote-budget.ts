@@ -1,3 +1,4 @@
+import { METER } from '../agents/interceptors/budget';
 import {
   type Asker,
   type Budget,
@@ -5,7 +6,7 @@ import {
   checkBudget,
   formatAmount,
   type Meter,
-} from '../core/budget';
+} from '../agents/interceptors/budget/meter';
 import { currentFrame } from '../core/call-context';
 import type { AgentMessage } from '../schema/agent-message';
 import { BudgetExceededError, type BudgetKind, GuardrailTripped, ValidationError } from '../schema/errors';
@@ -43,7 +44,7 @@ export class RemoteSpend<O extends Readonly<Record<string, unknown>>> implements
 
   constructor(options: O, where: string) {
     this.#where = where;
-    const meter = currentFrame()?.meter;
+    const meter = currentFrame()?.find(METER);
     this.#meter = meter;
     if (meter === undefined) {
       this.options = options;

@@ -1,6 +1,13 @@
 import { readToolCallArguments } from '../actions/tool-call-steps';
+import {
+  CheckContext,
+  checkEach,
+  type GuardSpec,
+  runCheck,
+  toolCallMessage,
+} from '../agents/interceptors/guardrails/guards';
+import { TOOL_GUARDS } from '../agents/interceptors/slots';
 import { currentFrame } from '../core/call-context';
-import { CheckContext, checkEach, type GuardSpec, runCheck, toolCallMessage } from '../core/guards';
 import type { AgentMessage } from '../schema/agent-message';
 import { GuardrailTripped } from '../schema/errors';
 import { type Decision, type Interrupt, interruptsOf, resumeWith } from '../schema/interrupts';
@@ -19,7 +26,7 @@ import { type Decision, type Interrupt, interruptsOf, resumeWith } from '../sche
 
 /** The tool guardrails in force where a client is called (undefined: none). */
 export function toolGuardsHere(): readonly GuardSpec[] | undefined {
-  const guards = currentFrame()?.toolGuards;
+  const guards = currentFrame()?.find(TOOL_GUARDS);
   return guards === undefined || guards.length === 0 ? undefined : guards;
 }
 

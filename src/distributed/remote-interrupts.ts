@@ -1,11 +1,12 @@
 import type { AgentBase } from '../agents/agent-base';
+import { callsRemote } from '../agents/interceptors/durable/in-process';
 import { pathIn } from '../agents/lifecycle/events';
-import { callsRemote } from '../agents/lifecycle/in-process-journal';
 
-export { REMOTE_AGENT } from '../agents/lifecycle/in-process-journal';
+export { REMOTE_AGENT } from '../agents/interceptors/durable/in-process';
 
-import { type CallFrame, currentFrame, resumeOf, rootFrame } from '../core/call-context';
-import type { ResumeDecisions } from '../core/decisions';
+import type { ResumeDecisions } from '../agents/interceptors/approvals/decisions';
+import { RESUME } from '../agents/interceptors/slots';
+import { type CallFrame, currentFrame, rootFrame } from '../core/call-context';
 import type { AgentMessage, MessageInput } from '../schema/agent-message';
 import { InterruptSignal, interruptsOf, resumeWith } from '../schema/interrupts';
 
@@ -60,7 +61,7 @@ export function remoteInput<T extends MessageInput | readonly MessageInput[] | u
   // The caller's tree may now stop for a remote's questions: its calls journal in process (in-process-journal.ts).
   callsRemote(place.owner);
   const prefix = place.path;
-  const resume = resumeOf(place.frame);
+  const resume = place.frame?.find(RESUME);
   if (resume === undefined) return input;
   const done = answered.get(resume);
   if (done?.has(prefix)) return input;

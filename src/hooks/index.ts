@@ -1,13 +1,5 @@
 export type { InternLMActionProcessorOptions } from './action-preprocessor';
 export { ActionPreprocessor, actionReturnText, InternLMActionProcessor } from './action-preprocessor';
-export type {
-  Guardrail,
-  GuardrailContext,
-  GuardrailOptions,
-  GuardrailStage,
-  GuardrailVerdict,
-} from './guardrail';
-export { guardrail } from './guardrail';
 export type { AsyncHook, HookAgent, HookExecutor, HookResult, SyncHook, SyncHookResult } from './hook';
 export { Hook, HookList, hookNameOf, RemovableHandle } from './hook';
 export type { MessageLoggerOptions, WritableLike } from './message-logger';

@@ -186,5 +186,6 @@ export function copyReply(reply: ModelReply): ModelReply {
   if (reply.finishReason !== undefined) copy.finishReason = reply.finishReason;
   if (reply.reasoning !== undefined) copy.reasoning = reply.reasoning;
   if (reply.reasoningParts !== undefined) copy.reasoningParts = structuredClone(reply.reasoningParts);
+  if (reply.usage !== undefined) copy.usage = { ...reply.usage };
   return copy;
 }

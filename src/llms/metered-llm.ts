@@ -77,8 +77,11 @@ export abstract class MeteredLLM extends AsyncBaseLLM implements RetryCounting {
     stopWords: readonly string[],
     call: CallUsageTarget | undefined,
   ): ModelReply {
-    if (usage) this.recordUsage(usage, call);
     const reply: ModelReply = { content: cutAtStopWords(text, stopWords), toolCalls };
+    if (usage) {
+      this.recordUsage(usage, call);
+      reply.usage = usage;
+    }
     if (finishReason !== undefined) reply.finishReason = finishReason;
     return reply;
   }

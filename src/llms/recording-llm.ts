@@ -126,7 +126,9 @@ export class RecordingLLM extends BaseLLM {
       throw error;
     }
     const usage = usageDelta(before, sessionUsage(this.llm, params));
-    this.#recorder.file.appendSync(this.#recorder.line(request, { reply: copyReply(reply(value)), usage }));
+    this.#recorder.file.appendSync(
+      this.#recorder.line(request, { reply: recordedReply(reply(value)), usage }),
+    );
     return value;
   }
 
@@ -254,7 +256,7 @@ export class AsyncRecordingLLM extends AsyncBaseLLM {
       throw error;
     }
     const usage = usageDelta(before, sessionUsage(this.llm, params));
-    this.#recorder.file.append(this.#recorder.line(request, { reply: copyReply(reply(value)), usage }));
+    this.#recorder.file.append(this.#recorder.line(request, { reply: recordedReply(reply(value)), usage }));
     return value;
   }
 
@@ -334,4 +336,11 @@ export class AsyncRecordingLLM extends AsyncBaseLLM {
   resetUsage(sessionId?: SessionId): void {
     usageOf(this.llm)?.resetUsage(sessionId);
   }
+}
+
+/** A reply as a recording keeps it: its usage is the line's own (`usage`), not repeated in the reply. */
+function recordedReply(reply: ModelReply): ModelReply {
+  const copy = copyReply(reply);
+  delete copy.usage;
+  return copy;
 }

@@ -199,7 +199,9 @@ class Replayer {
 }
 
 function replyOf(call: RecordedCall): ModelReply {
-  return copyReply(call.reply ?? { content: '', toolCalls: [] });
+  const reply = copyReply(call.reply ?? { content: '', toolCalls: [] });
+  if (call.usage !== undefined) reply.usage = { ...call.usage };
+  return reply;
 }
 
 function chunksOf(call: RecordedCall): StreamChunk[] {

@@ -108,6 +108,8 @@ export interface ModelReply {
   reasoning?: string | undefined;
   /** The provider's opaque reasoning, to send back with this turn (see `ReasoningPart`). */
   reasoningParts?: ReasoningPart[] | undefined;
+  /** The request's token usage, when the server reported it. */
+  usage?: TokenUsage | undefined;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AgentBase } from '../agents/agent-base';
-import type { MemoryStoreOptions } from '../agents/lifecycle/persist';
+import type { MemoryStoreOptions } from '../agents/interceptors/session-store/persist';
 import { TOOL_TURNS } from '../agents/pending-interrupts';
 import type { CallerOptionsPolicy } from '../distributed/caller-options';
 import type { HTTPAgentServer, ServedAgent } from '../distributed/http/server';

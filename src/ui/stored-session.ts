@@ -1,5 +1,5 @@
 import type { AgentBase } from '../agents/agent-base';
-import { sessionBindingOf } from '../agents/lifecycle/persist';
+import { sessionBindingOf } from '../agents/interceptors/session-store/persist';
 import { driveAsync } from '../core/steps';
 import { type SessionId, sessionKey } from '../schema/session';
 

@@ -47,6 +47,7 @@ describe('AsyncAISDKModel', () => {
         tools: [{ type: 'function', function: { name: 'Maps.distance', description: 'd', parameters: {} } }],
       });
       expect(reply).toEqual({
+        usage: { promptTokens: 4, completionTokens: 2, totalTokens: 6 },
         content: '',
         toolCalls: [{ id: 't1', name: 'Maps.distance', arguments: { to: 'B' } }],
         finishReason: 'tool_calls',

@@ -142,6 +142,7 @@ describe('tool calls in the reply (non-streaming)', () => {
     ]);
     const reply = await client().generate(user('1+2?'), { tools: [calculator, searchJSON] });
     expect(reply).toEqual<ModelReply>({
+      usage: { promptTokens: 9, completionTokens: 55, totalTokens: 64 },
       content: 'Let me compute.',
       toolCalls: [
         { id: 'call_a', name: 'Calculator.add', arguments: { a: 1, b: 2 } },
@@ -195,7 +196,12 @@ describe('tool calls in the reply (non-streaming)', () => {
   it('generate() on a text answer has no tool calls and the finish reason', async () => {
     server.setScript(['plain<|im_end|>tail']);
     const reply = await client().generate(user('x'), { stopWords: ['<|im_end|>'] });
-    expect(reply).toEqual({ content: 'plain', toolCalls: [], finishReason: 'stop' });
+    expect(reply).toEqual({
+      content: 'plain',
+      toolCalls: [],
+      finishReason: 'stop',
+      usage: { promptTokens: 8, completionTokens: 2, totalTokens: 10 },
+    });
   });
 });
 

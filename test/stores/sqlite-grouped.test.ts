@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Agent } from '../../src/agents/agent';
 import { AsyncAgent } from '../../src/agents/async-agent';
-import { attachStore } from '../../src/agents/lifecycle/persist';
+import { attachStore } from '../../src/agents/interceptors/session-store/persist';
 import { driveSync } from '../../src/core/steps';
 import type { LagentMessageJSON } from '../../src/schema/agent-message';
 import { StoreConflictError, StoreError } from '../../src/schema/errors';

@@ -8,8 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventRelay, UIServer } from '../../src/ui/index';
 
 /**
- * What the UI adds to a streamed reply: the same agent served by a plain HTTPAgentServer and by a UIServer
- * whose event stream a page is reading, each reply read to its end through `/chat_completion/stream`.
+ * The UI beside a streamed reply: the same agent served by a plain HTTPAgentServer and by a UIServer whose event
+ * stream a page is reading, each reply read to its end through `/chat_completion/stream`. The tests check what
+ * arrives (every reply whole, every call's events on the page); the time the UI adds is printed here and measured
+ * by `npm run bench ui` (a timing threshold here would fail on a busy machine, not on a slower UI).
  */
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -113,17 +115,16 @@ describe('lagent ui: overhead on a streamed reply', () => {
     );
     // The page got the events of every call: callStart, llmStart, llmEnd, callEnd each.
     expect(received - before).toBeGreaterThanOrEqual(4 * 35);
-    // Wide margin for a shared machine; the figure is reported above.
-    expect(result.overhead).toBeLessThan(1);
   }, 60_000);
 
   it('the same reply from a model with 50 ms latency', async () => {
     const { plainUrl, uiUrl } = await start(50);
+    const before = received;
     const result = await compare(plainUrl, uiUrl, 10);
+    expect(received - before).toBeGreaterThanOrEqual(4 * 15);
     console.info(
       `lagent ui overhead, 50 ms model, 507 chunks: plain ${result.plain.toFixed(2)} ms, ui ${result.ui.toFixed(2)} ms, overhead ${(result.overhead * 100).toFixed(1)}%`,
     );
-    expect(result.overhead).toBeLessThan(0.5);
   }, 60_000);
 
   it('in process, without HTTP: what the event relay adds to each call', async () => {
@@ -156,7 +157,5 @@ describe('lagent ui: overhead on a streamed reply', () => {
     console.info(
       `lagent ui event relay, in process: ${(median(plain) * 1000).toFixed(1)} µs per call plain, ${(median(watched) * 1000).toFixed(1)} µs watched: ${added.toFixed(1)} µs added per call`,
     );
-    // Four events per call, each turned into JSON: well under a millisecond.
-    expect(added).toBeLessThan(1_000);
   }, 30_000);
 });

@@ -1,12 +1,7 @@
 import { uniqueToolCallIds } from '../../actions/tool-call-steps';
-import type { Meter } from '../../core/budget';
 import { currentFrame } from '../../core/call-context';
-import { modelStep } from '../../core/durable-steps';
-import { streamStep } from '../../core/durable-stream';
-import { AsyncBaseLLM, BaseLLM } from '../../llms/base-llm';
 import { toolCallsError } from '../../llms/tool-calls';
 import type { ModelReply } from '../../llms/types';
-import { modelName } from '../../llms/wrapped-usage';
 import { Memory, RECENT } from '../../memory/memory';
 import { AgentMessage, messageOf } from '../../schema/agent-message';
 import type { ChatMessage, ToolCall } from '../../schema/chat-message';
@@ -14,18 +9,10 @@ import { ConfigurationError, LagentError, ParseError } from '../../schema/errors
 import type { ReasoningInfo } from '../../schema/reasoning';
 import type { SessionId } from '../../schema/session';
 import { AgentStatusCode } from '../../schema/status';
-import { isThenable } from '../../utils/is';
-import {
-  type AgentBase,
-  type AgentEvents,
-  EMITTER,
-  type ForwardOptions,
-  type ForwardResult,
-} from '../agent-base';
-import { observers } from '../observers';
-import { emitEvent } from './events';
+import type { AgentBase, ForwardOptions, ForwardResult } from '../agent-base';
 import { withFormatInstruction } from './format-instruction';
-import { beginModelCall } from './metering';
+import { askModel, modelCall, StreamedRequest } from './model-call';
+import type { Turn } from './turn';
 
 /* The built-in forwards of Agent and AsyncAgent: one model call, in two parts around it. */
 
@@ -43,7 +30,6 @@ export interface ForwardParts {
     memory: Memory | undefined,
     messages: AgentMessage[],
     options: ForwardOptions,
-    meter?: Meter | undefined,
   ): unknown;
   /** The forward's result, from the model's answer. */
   answer(agent: AgentBase, answer: unknown, sessionId: SessionId): ForwardResult;
@@ -67,34 +53,20 @@ export function plainForwardOf(forward: object): ForwardParts | null | undefined
 
 /**
  * The default forward of `Agent` and `AsyncAgent` in parts: the session's memory through the aggregator
- * to the model (`chat`, or `generate` with the agent's native tools), then the reply from its answer.
- * The model's answer is a value for a sync model and a promise for an async one; the parts are the same.
+ * to the model (`generate` when the model has its own or the agent offers tools, else `chat`), then the reply
+ * from its answer. The model's answer is a value for a sync model and a promise for an async one; the parts
+ * are the same. A call runs the parts as its own steps only when no model-call hook applies to it (see
+ * `Turn.forward`); else the forward asks through the hooks ({@link askInFrame}).
  */
 export const MODEL_TURN: ForwardParts = {
-  ask(agent, memory, messages, options, meter) {
-    const llm = requireLLM(agent) as ModelLike;
+  ask(agent, memory, messages, options) {
+    const llm = requireLLM(agent);
     const sessionId = options.sessionId;
     const prompt = promptOf(
       agent,
       agent.memory ? (memory ?? agent.memory.get(sessionId)) : scratchMemory(messages),
-      sessionId,
     );
-    // `generate` when the model has its own (an API client, a mock): its reply carries reasoning and tool
-    // calls. A model that only implements `chat` is asked with `chat`, as `generate` would do anyway.
-    const generates = agent.tools !== undefined || generatesReplies(llm);
-    const params = modelParams(agent, options);
-    if (meter !== undefined) {
-      const call = beginModelCall(meter, agent.name, llm, prompt, params);
-      let answer: unknown;
-      try {
-        answer = generates ? llm.generate(prompt, call.params) : llm.chat(prompt, call.params);
-      } catch (error) {
-        call.fail(error);
-        throw error;
-      }
-      return call.end(answer);
-    }
-    return generates ? llm.generate(prompt, params) : llm.chat(prompt, params);
+    return askModel(llm, prompt, modelParams(agent, options));
   },
   answer(agent, answer, sessionId) {
     if (typeof answer === 'string') return buildReply(agent, answer, sessionId);
@@ -108,16 +80,16 @@ export const MODEL_TURN: ForwardParts = {
   },
 };
 
-/** Whether a model's `generate` is its own rather than the base classes' (`chat` wrapped). */
-function generatesReplies(llm: ModelLike): boolean {
-  const generate = llm.generate;
-  return generate !== BaseLLM.prototype.generate && generate !== AsyncBaseLLM.prototype.generate;
+/** The call of `agent` whose frame this code runs in, when it is one (its model-call hooks apply). */
+function ownCall(agent: AgentBase): Turn | undefined {
+  const frame = currentFrame() as Turn | undefined;
+  return frame?.agent === agent ? frame : undefined;
 }
 
 /**
- * {@link MODEL_TURN}'s request as `Agent.forward` and `AsyncAgent.forward` make it: counted by the budget and
- * journaled in the durable call of the frame it runs in (the call's own: a built-in forward runs in a frame
- * when tracing, a budget or a journal needs one, or from a subclass's `forward`).
+ * {@link MODEL_TURN}'s request as `Agent.forward` and `AsyncAgent.forward` make it, through the model-call hooks
+ * of the agent's call (a budget, a durable journal, summaries, tracing, users' interceptors): the answer, or a
+ * promise of it.
  */
 export function askInFrame(
   agent: AgentBase,
@@ -125,116 +97,31 @@ export function askInFrame(
   options: ForwardOptions,
   sync = false,
 ): unknown {
-  const compacted = compactFirst(agent, options.sessionId);
-  if (isThenable(compacted)) {
-    if (sync) throw asyncSummarizer(agent);
-    return compacted.then(() => askNow(agent, messages, options));
-  }
-  return askNow(agent, messages, options);
-}
-
-function askNow(agent: AgentBase, messages: AgentMessage[], options: ForwardOptions): unknown {
-  const frame = currentFrame();
-  const meter = frame?.meter;
-  const scope = frame?.durable;
-  if (scope === undefined) return MODEL_TURN.ask(agent, undefined, messages, options, meter);
-  return modelStep(scope, agent.name, digestInput(messages), () =>
-    MODEL_TURN.ask(agent, undefined, messages, options, meter),
-  );
+  const llm = requireLLM(agent);
+  const prompt = buildPrompt(agent, messages, options.sessionId);
+  const turn = ownCall(agent);
+  const params = modelParams(agent, options);
+  return turn === undefined ? askModel(llm, prompt, params) : modelCall(turn, llm, prompt, params, sync);
 }
 
 /**
- * A streamed model request of a built-in streaming forward: its params (with the budget's `onUsage`), the
- * answer recorded by its durable call when it is replayed, `end`, to call once the stream has ended
- * (counts it and journals it: a value, or a promise with an async store), and `fail`, to call when it
- * failed or was left early (counts what it used: `content`, the text it gave).
+ * The streamed model request of a built-in streaming forward, through the model-call hooks of the agent's call
+ * (see {@link StreamedRequest}: open it, relay its stream, then finish or fail it).
  */
-export interface StreamedRequest {
-  readonly params: object;
-  readonly recorded: StreamedAnswer | undefined;
-  end(content: string, toolCalls: ToolCall[] | undefined, reasoning?: ReasoningInfo | undefined): unknown;
-  fail(error: unknown, content: string): void;
-}
-
-/** A streamed model answer as a durable call journals it. */
-export interface StreamedAnswer extends ReasoningInfo {
-  content: string;
-  toolCalls?: ToolCall[] | undefined;
-}
-
-const UNMETERED_STREAM = {
-  recorded: undefined,
-  end: () => undefined,
-  fail: () => undefined,
-};
-
-/** Begins the streamed model request of a built-in streaming forward (see {@link StreamedRequest}). */
-export function beginStreamedRequest(
+export function streamedRequest(
   agent: AgentBase,
   llm: unknown,
   prompt: ChatMessage[],
-  messages: AgentMessage[],
   options: ForwardOptions,
+  sync: boolean,
 ): StreamedRequest {
-  const params = modelParams(agent, options);
-  const frame = currentFrame();
-  const meter = frame?.meter;
-  const scope = frame?.durable;
-  if (meter === undefined && scope === undefined) return { params, ...UNMETERED_STREAM };
-  const step = scope === undefined ? undefined : streamStep(scope, agent.name, digestInput(messages));
-  if (step?.recorded !== undefined) {
-    return {
-      params,
-      recorded: step.recorded as StreamedRequest['recorded'],
-      end: UNMETERED_STREAM.end,
-      fail: UNMETERED_STREAM.fail,
-    };
-  }
-  const call = meter === undefined ? undefined : beginModelCall(meter, agent.name, llm, prompt, params);
-  return {
-    params: call?.params ?? params,
-    recorded: undefined,
-    end(content, toolCalls, reasoning) {
-      const answer: StreamedAnswer = toolCalls === undefined ? { content } : { content, toolCalls };
-      if (reasoning?.reasoning !== undefined) answer.reasoning = reasoning.reasoning;
-      if (reasoning?.reasoningParts !== undefined) answer.reasoningParts = reasoning.reasoningParts;
-      call?.end(answer);
-      return step?.record(answer);
-    },
-    fail(error, content) {
-      call?.fail(error, content);
-    },
-  };
+  return new StreamedRequest(ownCall(agent), llm, prompt, modelParams(agent, options), sync);
 }
 
-/** An aggregator that folds older turns into summaries (`TokenWindowAggregator` with `summarize`). */
-interface Compacting {
-  readonly summarizes: boolean;
-  compact(memory: Memory, name: string): void | Promise<void>;
-}
-
-/** True when the agent's aggregator summarises: its calls then run the built-in forward in a frame. */
-export function summarizes(agent: AgentBase): boolean {
-  return (agent.aggregator as Partial<Compacting> | undefined)?.summarizes === true;
-}
-
-/**
- * Folds the session's older turns into a summary before the prompt is built, when the agent's aggregator
- * summarises: the summariser runs as a sub-call of this call (journaled, traced, taken back if the call
- * fails). A promise when the summariser's model is async.
- */
-export function compactFirst(agent: AgentBase, sessionId: SessionId): void | Promise<void> {
-  if (!summarizes(agent)) return;
-  const memory = agent.memory?.get(sessionId);
-  if (memory === undefined) return;
-  return (agent.aggregator as unknown as Compacting).compact(memory, agent.name);
-}
-
-/** The error of a synchronous agent whose aggregator summarises with an async model. */
-export function asyncSummarizer(agent: AgentBase): ConfigurationError {
-  return new ConfigurationError({
-    message: `${agent.name}: its TokenWindowAggregator summarises with an async model, which a synchronous agent cannot wait for; give summarize a synchronous llm`,
-  });
+/** A streamed model answer as the streaming forwards assemble it (and a durable call journals it). */
+export interface StreamedAnswer extends ReasoningInfo {
+  content: string;
+  toolCalls?: ToolCall[] | undefined;
 }
 
 /** What a model step's input digest covers: the messages the call was given. */
@@ -255,12 +142,6 @@ function shapeOf(content: unknown): string {
   return content === null ? 'null' : typeof content;
 }
 
-/** What {@link MODEL_TURN} needs of a model, sync or async. */
-interface ModelLike {
-  chat(messages: ChatMessage[], params?: object): unknown;
-  generate(messages: ChatMessage[], params?: object): unknown;
-}
-
 export interface Forwarding {
   forward(messages: AgentMessage[], options: ForwardOptions): unknown;
 }
@@ -277,7 +158,7 @@ export function requireLLM<L>(agent: AgentBase<L>): L {
 
 /** The chat messages for the default forward: the session's memory through the aggregator. */
 export function buildPrompt(agent: AgentBase, messages: AgentMessage[], sessionId: SessionId): ChatMessage[] {
-  return promptOf(agent, agent.memory ? agent.memory.get(sessionId) : scratchMemory(messages), sessionId);
+  return promptOf(agent, agent.memory ? agent.memory.get(sessionId) : scratchMemory(messages));
 }
 
 /** The turn's messages alone, for an agent without memory. */
@@ -288,12 +169,10 @@ function scratchMemory(messages: AgentMessage[]): Memory {
 }
 
 /** {@link buildPrompt} with the memory to aggregate at hand. */
-function promptOf(agent: AgentBase, memory: Memory | undefined, sessionId: SessionId): ChatMessage[] {
+function promptOf(agent: AgentBase, memory: Memory | undefined): ChatMessage[] {
   const parser = agent.outputFormat;
   let prompt = agent.aggregator.aggregate(memory, agent.name, parser, agent.template);
   if (parser?.addsFormatInstruction === true) prompt = withFormatInstruction(prompt, parser);
-  if (agent[EMITTER] !== undefined || observers.count > 0)
-    emitEvent(agent, 'llmStart', { agent, sessionId, messages: prompt, path: '' });
   return prompt;
 }
 
@@ -314,17 +193,6 @@ export function buildReply(
     reasoning === undefined || (reasoning.reasoning === undefined && reasoning.reasoningParts === undefined)
       ? undefined
       : reasoningExtra(reasoning);
-  if (agent[EMITTER] !== undefined || observers.count > 0) {
-    const event: AgentEvents['llmEnd'][0] = {
-      agent,
-      sessionId,
-      response: raw,
-      path: '',
-      model: answeringModel(agent.llm, sessionId),
-    };
-    if (thought?.reasoning !== undefined) event.reasoning = thought.reasoning;
-    emitEvent(agent, 'llmEnd', event);
-  }
   // A reply that calls tools is not parsed: its `formatted` is the calls (their ids unique in the session,
   // whatever the server sent: an approval names one call), for an executor to run.
   if (toolCalls !== undefined && toolCalls.length > 0) {
@@ -383,16 +251,6 @@ export function reasoningChunk(
   chunk.delta = '';
   chunk.reasoningDelta = reasoningDelta;
   return chunk;
-}
-
-/**
- * The name of the model that gave a session's latest answer: for a fallback chain the one of its models that
- * did (a session's calls run one at a time, so it is this answer's), else the llm's own `model`.
- */
-function answeringModel(llm: unknown, sessionId: SessionId): string | undefined {
-  const chain = llm as { lastModelOf?: (sessionId: SessionId) => { name: string } | undefined } | undefined;
-  if (typeof chain?.lastModelOf === 'function') return chain.lastModelOf(sessionId)?.name;
-  return modelName(llm);
 }
 
 /** What reads a stream's partial `formatted` chunk by chunk (`JSONParser.streamParser()`). */

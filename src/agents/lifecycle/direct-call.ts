@@ -3,9 +3,7 @@ import type { AgentMessage, MessageInput } from '../../schema/agent-message';
 import { isThenable } from '../../utils/is';
 import type { AgentBase } from '../agent-base';
 import { type Forwarding, plainForwardOf } from './builtin-forward';
-import { agentCallSteps } from './call-steps';
-import { DURABLE } from './durable';
-import { SESSION_BINDING } from './persist';
+import { agentCallSteps, linkedSteps } from './call-steps';
 import { Turn } from './turn';
 
 /**
@@ -15,12 +13,11 @@ import { Turn } from './turn';
 export const DIRECT_RUN = { enabled: true };
 
 /**
- * `AsyncAgent.call`: {@link agentCallSteps} driven by `driveAsync`, except in the common case (the
- * built-in forward and no hooks; a call on a busy session first waits for its place in line), where the
- * same steps run directly and the model's
- * promise is followed with one `then`: a call in flight then holds its {@link Turn} and that reaction,
- * not a suspended generator and its driver. 10,000 concurrent sessions keep that much less alive. Which
- * way a call runs is decided when it is made: a hook added while it waits or runs applies from the next call.
+ * `AsyncAgent.call`: {@link agentCallSteps} driven by `driveAsync`, except when the call is just the call
+ * itself — the built-in forward and no interceptor applies to it (a call on a busy session first waits for its
+ * place in line) — where the same steps run directly and the model's promise is followed with one `then`: a
+ * call in flight then holds its {@link Turn} and that reaction, not a suspended generator and its driver.
+ * 10,000 concurrent sessions keep that much less alive.
  */
 export function callAsync(
   agent: AgentBase,
@@ -28,16 +25,7 @@ export function callAsync(
   options: Record<string, unknown> | undefined,
 ): Promise<AgentMessage> {
   const parts = plainForwardOf((agent as unknown as Forwarding).forward);
-  if (
-    parts === undefined ||
-    parts === null ||
-    agent.hooks.length > 0 ||
-    !DIRECT_RUN.enabled ||
-    agent[SESSION_BINDING] !== undefined ||
-    agent[DURABLE] !== undefined ||
-    options?.durable !== undefined ||
-    options?.budget !== undefined
-  ) {
+  if (parts === undefined || parts === null || !DIRECT_RUN.enabled) {
     return driveAsync(agentCallSteps(agent, input, options));
   }
   let turn: Turn;
@@ -52,15 +40,16 @@ export function callAsync(
   return runTurn(turn, input);
 }
 
-/** {@link callAsync}'s direct run, once the session is the turn's. */
+/** {@link callAsync}'s run, once the session is the turn's: direct when no interceptor applies. */
 function runTurn(
   turn: Turn,
   input: MessageInput | readonly MessageInput[] | undefined,
 ): Promise<AgentMessage> {
   let answer: unknown;
   try {
-    turn.begin();
     const messages = turn.inputsOf(input);
+    turn.link();
+    if (turn.agentLinks.length > 0 || turn.framed) return driveAsync(linkedSteps(turn));
     turn.remember(messages);
     answer = turn.forward(messages);
   } catch (error) {
@@ -86,7 +75,8 @@ function runTurn(
 function finishTurn(turn: Turn, answer: unknown): AgentMessage {
   let reply: AgentMessage;
   try {
-    reply = turn.succeed(turn.reply(answer));
+    reply = turn.reply(answer);
+    turn.finished = true;
   } catch (error) {
     throw failTurn(turn, error);
   }
@@ -94,7 +84,7 @@ function finishTurn(turn: Turn, answer: unknown): AgentMessage {
   return reply;
 }
 
-/** A failed direct run: reported and taken back; returns the error for the caller to throw. */
+/** A failed direct run: taken back; returns the error for the caller to throw. */
 function failTurn(turn: Turn, error: unknown): unknown {
   turn.fail(error);
   turn.close();

@@ -1,7 +1,6 @@
-import { currentFrame } from '../../core/call-context';
-import { activeTracer, endSpan, type Span, startChatSpan } from '../../core/tracing';
 import { errorMessage } from '../../utils/text';
-import { type AgentBase, type AgentEvents, EMITTER } from '../agent-base';
+import type { AgentBase, AgentEvents } from '../agent-base';
+import { EMITTER } from '../agent-symbols';
 import { observers } from '../observers';
 
 /* Agent events (to the agent's listeners and its owners', with `path`) and the built-in forwards' `chat` spans. */
@@ -39,53 +38,8 @@ export function pathIn(owner: AgentBase, agent: AgentBase): string | undefined {
   return undefined;
 }
 
-/** The error a `chat` span ends with when its stream's consumer left before the end. */
+/** The error a streamed model call ends with when its stream's consumer left before the end. */
 export const STREAM_LEFT = new Error('the stream was closed before it finished');
-
-/** A `chat` span for a model call of `agent`'s built-in forward, when tracing is on. */
-export function chatSpan(agent: AgentBase): Span | undefined {
-  const tracer = activeTracer();
-  if (tracer === undefined) return undefined;
-  const model = (agent.llm as { model?: unknown } | undefined)?.model;
-  return startChatSpan(tracer, typeof model === 'string' ? model : undefined, currentFrame()?.span);
-}
-
-/**
- * Ends a `chat` span: the token usage the model reported (cached prompt and reasoning tokens too, when
- * reported) and the reasoning of its answer (`lagent.reasoning`), or the error.
- */
-export function endChatSpan(span: Span, agent: AgentBase, error?: unknown, answer?: unknown): void {
-  if (error === undefined) {
-    try {
-      const usage = (
-        agent.llm as { getLastUsage?(): TokenUsageLike | undefined } | undefined
-      )?.getLastUsage?.();
-      if (usage) {
-        span.setAttribute('gen_ai.usage.input_tokens', usage.promptTokens);
-        span.setAttribute('gen_ai.usage.output_tokens', usage.completionTokens);
-        if (usage.cachedPromptTokens !== undefined)
-          span.setAttribute('gen_ai.usage.cache_read.input_tokens', usage.cachedPromptTokens);
-        if (usage.cacheWriteTokens !== undefined)
-          span.setAttribute('gen_ai.usage.cache_creation.input_tokens', usage.cacheWriteTokens);
-        if (usage.reasoningTokens !== undefined)
-          span.setAttribute('gen_ai.usage.reasoning.output_tokens', usage.reasoningTokens);
-      }
-      const reasoning = (answer as { reasoning?: unknown } | null | undefined)?.reasoning;
-      if (typeof reasoning === 'string' && reasoning !== '') span.setAttribute('lagent.reasoning', reasoning);
-    } catch {
-      // usage is optional
-    }
-  }
-  endSpan(span, error);
-}
-
-interface TokenUsageLike {
-  promptTokens: number;
-  completionTokens: number;
-  cachedPromptTokens?: number | undefined;
-  cacheWriteTokens?: number | undefined;
-  reasoningTokens?: number | undefined;
-}
 
 /** Emits an agent event; a listener that throws is reported as a process warning and never fails the call. */
 export function emitSafely<E extends keyof AgentEvents>(

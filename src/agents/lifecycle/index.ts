@@ -5,21 +5,19 @@
  */
 export {
   askInFrame,
-  asyncSummarizer,
-  beginStreamedRequest,
   buildChunk,
   buildPrompt,
   buildReply,
-  compactFirst,
   type ForwardParts,
   MODEL_TURN,
   modelParams,
   reasoningChunk,
   registerPlainForward,
   requireLLM,
+  streamedRequest,
   streamReader,
 } from './builtin-forward';
 export { agentCallSteps } from './call-steps';
 export { callAsync } from './direct-call';
-export { chatSpan, emitEvent, emitSafely, endChatSpan, STREAM_LEFT } from './events';
+export { emitEvent, emitSafely, STREAM_LEFT } from './events';
 export { needsDriving, toMessages } from './turn';

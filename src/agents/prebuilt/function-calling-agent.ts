@@ -3,8 +3,8 @@ import { AsyncActionExecutor } from '../../actions/async-action-executor';
 import type { ActionBase, BaseAction } from '../../actions/base-action';
 import type { ExecutorBase } from '../../actions/executor-base';
 import { CALL_STEPS } from '../../actions/executor-steps';
-import { GATED } from '../../core/approval-gate';
-import { currentFrame, isResuming } from '../../core/call-context';
+import { PLANNED } from '../../core/approval-rules';
+import { currentFrame } from '../../core/call-context';
 import { driveAsync, driveSync, type Steps } from '../../core/steps';
 import { driveStream, driveStreamAsync } from '../../core/stream-drivers';
 import type { AsyncHook, Hook, SyncHook } from '../../hooks/hook';
@@ -28,12 +28,19 @@ import type { AgentClass } from '../agent-class';
 import type { DefaultAggregator, SystemInstruction } from '../aggregator/default-aggregator';
 import { AsyncAgent } from '../async-agent';
 import { AsyncStreamingAgent } from '../async-streaming-agent';
+import {
+  type GatedLoop,
+  mergeRound,
+  pendingCallsOf,
+  planRound,
+  type RoundKind,
+} from '../interceptors/approvals/rounds';
+import { resumesFromMemory } from '../interceptors/durable/in-process';
+import type { DurableOptions } from '../interceptors/durable/journal';
+import { RESUME } from '../interceptors/slots';
 import { agentCallSteps, emitEvent } from '../lifecycle';
-import type { DurableOptions } from '../lifecycle/durable';
-import { resumesFromMemory } from '../lifecycle/in-process-journal';
 import { TOOL_TURNS, WAITING_CALLS, type WaitingCalls } from '../pending-interrupts';
 import { StreamingAgent } from '../streaming-agent';
-import { type GatedLoop, mergeRound, pendingCallsOf, planRound, type RoundKind } from './approval';
 import { checkMaxTurn, type MaxTurnInfo, subCall } from './loop-turns';
 import { markedChunk } from './stream-states';
 import { stoppedUnanswered } from './text-approval';
@@ -129,7 +136,7 @@ function* functionCallingSteps(
   const owner = loop as unknown as AgentBase;
   const pending = pendingCallsOf(loop as unknown as GatedLoop, sessionId);
   const frame = currentFrame();
-  const resuming = isResuming(frame);
+  const resuming = frame?.find(RESUME) !== undefined;
   if (pending !== undefined) {
     // The session waits for decisions on these calls: given them, the round runs; given another message,
     // the calls that needed approval are declined and the loop goes on with that message.
@@ -143,7 +150,7 @@ function* functionCallingSteps(
       resuming ? 'resumed' : 'superseded',
     );
     if (results !== undefined) input = messages.length === 0 ? results : [results, ...messages];
-  } else if (frame?.owner === owner && frame.resume !== undefined && messages.length === 0) {
+  } else if (frame?.owner === owner && frame.get(RESUME) !== undefined && messages.length === 0) {
     throw new ValidationError({
       message: `${loop.name}: session ${JSON.stringify(String(sessionId))} has no call waiting for a decision`,
       field: 'decisions',
@@ -185,14 +192,14 @@ function* toolRound(
   emitEvent(owner, 'toolStart', { agent: owner, sessionId, toolCalls: calls, path: '' });
   if (streaming) yield markedChunk(reply, AgentStatusCode.PLUGIN_END, '');
   const message = plan.run ? reply : plan.message;
-  // Asked about already: the executor runs it as it is.
-  if (message !== undefined) GATED.add(message);
   let results: AgentMessage | undefined;
   if (message !== undefined) {
+    // Asked about already: the executor runs it as it is.
+    const options = { sessionId, [PLANNED]: true };
     results =
       direct !== undefined && executor.call === direct.executor
-        ? yield* (executor as unknown as DirectExecutor)[CALL_STEPS](message, { sessionId })
-        : yield* subCall(executor.call(message, { sessionId }));
+        ? yield* (executor as unknown as DirectExecutor)[CALL_STEPS](message, options)
+        : yield* subCall(executor.call(message, options));
   }
   if (!plan.run)
     results = mergeRound(plan, (executor as { name?: string }).name ?? 'ActionExecutor', results);

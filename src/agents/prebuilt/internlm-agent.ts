@@ -2,7 +2,7 @@ import { ActionExecutor } from '../../actions/action-executor';
 import { AsyncActionExecutor } from '../../actions/async-action-executor';
 import type { ActionBase, BaseAction } from '../../actions/base-action';
 import { getPluginPrompt } from '../../actions/plugin-prompt';
-import { currentFrame, isResuming } from '../../core/call-context';
+import { currentFrame } from '../../core/call-context';
 import { driveAsync, driveSync, type Steps } from '../../core/steps';
 import { InternLMActionProcessor } from '../../hooks/action-preprocessor';
 import type { AsyncHook, Hook, SyncHook } from '../../hooks/hook';
@@ -31,10 +31,11 @@ import { contentToText } from '../aggregator/content';
 import type { DefaultAggregator, SystemInstruction } from '../aggregator/default-aggregator';
 import { InternLMToolAggregator } from '../aggregator/internlm-tool-aggregator';
 import { AsyncAgent } from '../async-agent';
-import type { DurableOptions } from '../lifecycle/durable';
-import { resumesFromMemory } from '../lifecycle/in-process-journal';
+import type { RoundKind } from '../interceptors/approvals/rounds';
+import { resumesFromMemory } from '../interceptors/durable/in-process';
+import type { DurableOptions } from '../interceptors/durable/journal';
+import { RESUME } from '../interceptors/slots';
 import { TOOL_TURNS, WAITING_CALLS, type WaitingCalls } from '../pending-interrupts';
-import type { RoundKind } from './approval';
 import { type CompatMode, checkCompat } from './compat';
 import { INTERNLM_PROMPTS, type InternLMPrompts, type PromptLanguage } from './internlm-prompts';
 import { LAGENT_INTERPRETER_CN, LAGENT_META_CN, LAGENT_PLUGIN_CN } from './lagent-prompts';
@@ -293,13 +294,13 @@ export function* internLMLoop(
     // refusal); given another message, a call that needed approval is declined and the loop goes on.
     const toolType = asToolResponse(pending.formatted)!.toolType!;
     const executor = executorFor(owner, toolType)!;
-    const round = isResuming(frame) ? 'resumed' : 'superseded';
+    const round = frame?.find(RESUME) !== undefined ? 'resumed' : 'superseded';
     const answer = yield* executorTurn(owner, executor, pending, toolType, sessionId, streaming, round);
     if (answer !== undefined) {
       if (streaming) yield resultChunk(answer, toolType);
       input = messages.length === 0 ? answer : [answer, ...messages];
     }
-  } else if (frame?.owner === owner && frame.resume !== undefined && messages.length === 0) {
+  } else if (frame?.owner === owner && frame.get(RESUME) !== undefined && messages.length === 0) {
     throw new ValidationError({
       message: `${owner.name}: session ${JSON.stringify(String(sessionId))} has no call waiting for a decision`,
       field: 'decisions',

@@ -2,7 +2,7 @@ import { ActionExecutor } from '../../actions/action-executor';
 import { AsyncActionExecutor } from '../../actions/async-action-executor';
 import type { ActionBase, BaseAction } from '../../actions/base-action';
 import type { ExecutorBase } from '../../actions/executor-base';
-import { currentFrame, isResuming } from '../../core/call-context';
+import { currentFrame } from '../../core/call-context';
 import { driveAsync, driveSync, type Steps } from '../../core/steps';
 import { ActionPreprocessor } from '../../hooks/action-preprocessor';
 import type { AsyncHook, Hook, SyncHook } from '../../hooks/hook';
@@ -26,11 +26,12 @@ import type {
 import type { AgentClass } from '../agent-class';
 import type { DefaultAggregator } from '../aggregator/default-aggregator';
 import { AsyncAgent } from '../async-agent';
+import type { RoundKind } from '../interceptors/approvals/rounds';
+import { resumesFromMemory } from '../interceptors/durable/in-process';
+import type { DurableOptions } from '../interceptors/durable/journal';
+import { RESUME } from '../interceptors/slots';
 import { emitEvent } from '../lifecycle';
-import type { DurableOptions } from '../lifecycle/durable';
-import { resumesFromMemory } from '../lifecycle/in-process-journal';
 import { TOOL_TURNS, WAITING_CALLS, type WaitingCalls } from '../pending-interrupts';
-import type { RoundKind } from './approval';
 import { asciiPythonJSON, type CompatMode, checkCompat } from './compat';
 import type { PromptLanguage } from './internlm-prompts';
 import { LAGENT_REACT_TEMPLATE } from './lagent-prompts';
@@ -241,9 +242,14 @@ function* reactSteps(
   if (pending !== undefined) {
     // The session waits for a decision on this call: given it, the call runs (or is answered with the
     // refusal); given another message, a call that needed approval is declined and the loop goes on.
-    const answer = yield* actionTurn(owner, pending, sessionId, isResuming(frame) ? 'resumed' : 'superseded');
+    const answer = yield* actionTurn(
+      owner,
+      pending,
+      sessionId,
+      frame?.find(RESUME) !== undefined ? 'resumed' : 'superseded',
+    );
     if (answer !== undefined) input = messages.length === 0 ? answer : [answer, ...messages];
-  } else if (frame?.owner === owner && frame.resume !== undefined && messages.length === 0) {
+  } else if (frame?.owner === owner && frame.get(RESUME) !== undefined && messages.length === 0) {
     throw new ValidationError({
       message: `${owner.name}: session ${JSON.stringify(String(sessionId))} has no call waiting for a decision`,
       field: 'decisions',

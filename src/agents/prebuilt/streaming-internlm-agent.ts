@@ -9,7 +9,7 @@ import type { AgentStatusCode } from '../../schema/status';
 import type { ToolResponse } from '../../schema/tool-response';
 import type { AgentOptions, AsyncForwardOptions, ForwardOptions } from '../agent-base';
 import { AsyncStreamingAgent } from '../async-streaming-agent';
-import { resumesFromMemory } from '../lifecycle/in-process-journal';
+import { resumesFromMemory } from '../interceptors/durable/in-process';
 import { StreamingAgent } from '../streaming-agent';
 import {
   type AgentForInternLMOptions,

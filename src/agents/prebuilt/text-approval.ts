@@ -8,7 +8,7 @@ import type { SessionId } from '../../schema/session';
 import { isPlainObject } from '../../utils/is';
 import { pythonJSON } from '../../utils/text';
 import type { AgentBase } from '../agent-base';
-import { planRound, type RoundKind } from './approval';
+import { planRound, type RoundKind } from '../interceptors/approvals/rounds';
 
 /*
  * Tool approval in the text-format loops (ReAct, the InternLM agents). Their model writes one call per

@@ -3,7 +3,11 @@ import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AgentBase } from '../../agents/agent-base';
 import { finalReply } from '../../agents/final-reply';
-import { attachStore, type MemoryStoreOptions, sessionBindingOf } from '../../agents/lifecycle/persist';
+import {
+  attachStore,
+  type MemoryStoreOptions,
+  sessionBindingOf,
+} from '../../agents/interceptors/session-store/persist';
 import type { LagentStateDict } from '../../agents/state-dict';
 import { registerSameThreadServer } from '../../bridge/same-thread';
 import { bearerMatches, type Refusal, RequestGuard } from '../../core/request-guard';

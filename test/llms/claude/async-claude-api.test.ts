@@ -71,7 +71,12 @@ describe('AsyncClaudeAPI chat', () => {
     // Whitespace-only stop sequences are refused by Anthropic: cut on this side only.
     expect(lastBody().stop_sequences).toEqual(['</a>']);
     const reply = await llm.generate(user('q'));
-    expect(reply).toEqual({ content: 'Answer: 42', toolCalls: [], finishReason: 'stop' });
+    expect(reply).toEqual({
+      content: 'Answer: 42',
+      toolCalls: [],
+      finishReason: 'stop',
+      usage: { promptTokens: 11, completionTokens: 6, totalTokens: 17 },
+    });
   });
 
   it('streams text deltas, then an END chunk; stop words cut the stream even when the server ignores them', async () => {
@@ -133,6 +138,7 @@ describe('AsyncClaudeAPI function calling', () => {
       parallelToolCalls: false,
     });
     expect(reply).toEqual({
+      usage: { promptTokens: 12, completionTokens: 20, totalTokens: 32 },
       content: 'On it.',
       toolCalls: [{ id: 'toolu_1', name: 'Calculator.add', arguments: { a: 40, b: 2 } }],
       finishReason: 'tool_calls',

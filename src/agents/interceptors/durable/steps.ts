@@ -1,14 +1,16 @@
 import { hash } from 'node:crypto';
-import { ActionReturn } from '../schema/action-return';
-import { NonDeterminismError } from '../schema/errors';
-import { ActionStatusCode } from '../schema/status';
-import { isThenable } from '../utils/is';
-import type { CallUsage, Meter } from './budget';
-import { currentFrame, type DurableScope } from './call-context';
-import type { Steps } from './steps';
+import { currentFrame, type DurableScope } from '../../../core/call-context';
+import type { Steps } from '../../../core/steps';
+import { ActionReturn } from '../../../schema/action-return';
+import { NonDeterminismError } from '../../../schema/errors';
+import { ActionStatusCode } from '../../../schema/status';
+import { isThenable } from '../../../utils/is';
+import type { CallUsage, Meter } from '../budget/meter';
+import { SPAN } from '../slots';
 
 /*
- * The steps of durable calls (see agents/lifecycle/durable.ts for how a call opens and replays its journal):
+ * The steps of durable calls (see journal.ts for how a call opens and replays its journal, index.ts for the
+ * interceptor):
  * a model call or a tool call made inside a durable call is a step with a key, its place in the tree of
  * calls (`r.0`, `r.1.3`: the 4th step of the call that was the root's 2nd). A deterministic `forward` gives
  * every step the same key on every run, parallel branches included: keys are taken when a step starts, and
@@ -89,8 +91,11 @@ export class CallJournal {
   hold: StepHold | undefined = undefined;
   /** Another lease the call holds (its session's turns, in another store or namespace): checked as well. */
   alsoHeld: StepHold | undefined = undefined;
-  /** The budget's meter of the call (budgeted calls): steps record what was spent, replays count it again. */
-  meter: Meter | undefined = undefined;
+  /**
+   * The budget's meter of the call, when it has a budget of its own: steps record what was spent, replays count
+   * it again (set by the durable interceptor: the budget concern makes the meter inside it).
+   */
+  meterOf: (() => Meter | undefined) | undefined = undefined;
   /** Puts back what a replay took out of the memories (its call failed): set by the replay. */
   undo: (() => void) | undefined = undefined;
 
@@ -132,7 +137,7 @@ export class CallJournal {
 
   /** What the call has spent so far, for a step's entry (budgeted calls only). */
   spent(): CallUsage | undefined {
-    return this.meter?.usage();
+    return this.meterOf?.()?.usage();
   }
 
   /** The recorded result of the step at `key`, checked against what runs now; undefined when none. */
@@ -150,23 +155,26 @@ export class CallJournal {
         step: key,
       });
     }
-    if (entry.spent !== undefined && this.meter !== undefined) this.#charge(entry.spent);
+    if (entry.spent !== undefined) {
+      const meter = this.meterOf?.();
+      if (meter !== undefined) charge(meter, entry.spent);
+    }
     return entry;
   }
+}
 
-  /** A replayed step: the meter counts what had been spent up to it (what it has not counted yet). */
-  #charge(spent: CallUsage): void {
-    const now = this.meter!.spent;
-    const more: Partial<CallUsage> = {
-      promptTokens: Math.max(0, spent.promptTokens - now.promptTokens),
-      completionTokens: Math.max(0, spent.completionTokens - now.completionTokens),
-      modelCalls: Math.max(0, spent.modelCalls - now.modelCalls),
-      toolCalls: Math.max(0, spent.toolCalls - now.toolCalls),
-      usd: Math.max(0, spent.usd - now.usd),
-    };
-    more.totalTokens = more.promptTokens! + more.completionTokens!;
-    this.meter!.add(more);
-  }
+/** A replayed step: the meter counts what had been spent up to it (what it has not counted yet). */
+function charge(meter: Meter, spent: CallUsage): void {
+  const now = meter.spent;
+  const more: Partial<CallUsage> = {
+    promptTokens: Math.max(0, spent.promptTokens - now.promptTokens),
+    completionTokens: Math.max(0, spent.completionTokens - now.completionTokens),
+    modelCalls: Math.max(0, spent.modelCalls - now.modelCalls),
+    toolCalls: Math.max(0, spent.toolCalls - now.toolCalls),
+    usd: Math.max(0, spent.usd - now.usd),
+  };
+  more.totalTokens = more.promptTokens! + more.completionTokens!;
+  meter.add(more);
 }
 
 function describe(entry: Pick<StepEntry, 'kind' | 'name' | 'digest'> & { key?: string }): string {
@@ -203,7 +211,7 @@ function shortDigest(text: string): string {
 
 /** A step returned from the journal: an event of the call's span (when tracing) and the journal's listener. */
 export function replayed(scope: DurableScope, entry: StepEntry): void {
-  currentFrame()?.span?.addEvent?.('lagent.step.replayed', {
+  currentFrame()?.find(SPAN)?.addEvent?.('lagent.step.replayed', {
     'lagent.step.key': entry.key,
     'lagent.step.kind': entry.kind,
     'lagent.step.name': entry.name,

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { errorMessage } from '../utils/text';
+import { errorMessage } from '../../../utils/text';
 
 /**
  * OpenTelemetry spans for agent calls, model calls and tool calls, following the GenAI semantic conventions

@@ -1,4 +1,4 @@
-import { BudgetExceededError, type BudgetKind, ConfigurationError } from '../schema/errors';
+import { BudgetExceededError, type BudgetKind, ConfigurationError } from '../../../schema/errors';
 
 /*
  * Budgets. A call given `budget` opens a Meter; the calls made inside it (sub-agents, models, executors,

@@ -1,11 +1,11 @@
-import { approvalRules } from '../../core/approval-gate';
-import type { ResumeDecisions } from '../../core/decisions';
-import type { CallJournal } from '../../core/durable-steps';
-import { ValidationError } from '../../schema/errors';
-import type { SessionStore, StoredJournal } from '../../stores/types';
-import { deepClone } from '../../utils/clone';
-import type { AgentBase } from '../agent-base';
-import type { DurableOptions } from './durable';
+import { approvalRules } from '../../../core/approval-rules';
+import { ValidationError } from '../../../schema/errors';
+import type { SessionStore, StoredJournal } from '../../../stores/types';
+import { deepClone } from '../../../utils/clone';
+import type { AgentBase } from '../../agent-base';
+import type { ResumeDecisions } from '../approvals/decisions';
+import type { DurableOptions } from './journal';
+import type { CallJournal } from './steps';
 
 /*
  * Composites that are not durable, paused and resumed in one process. A user-written `forward` (or
@@ -145,11 +145,11 @@ function mayAsk(agent: AgentBase): boolean {
  */
 export function refuseRerunsBeforeDecisions(
   journal: CallJournal,
-  resume: ResumeDecisions,
+  resume: () => ResumeDecisions | undefined,
   agent: AgentBase,
 ): void {
   journal.beforeLive = (key, kind, name) => {
-    if (resume.reached) {
+    if (resume()?.reached === true) {
       journal.beforeLive = undefined;
       return;
     }

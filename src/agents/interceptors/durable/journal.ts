@@ -1,21 +1,28 @@
 import { randomUUID } from 'node:crypto';
-import { checkBudget, Meter } from '../../core/budget';
-import type { CallFrame, DurableScope } from '../../core/call-context';
-import { checkGiven, waitingIn } from '../../core/decisions';
-import { type BeginEntry, CallJournal, digestOf, type StepEntry, settled } from '../../core/durable-steps';
-import type { Steps } from '../../core/steps';
-import type { Memory } from '../../memory/memory';
-import { AgentMessage } from '../../schema/agent-message';
-import { ConfigurationError, ValidationError } from '../../schema/errors';
-import type { Decision } from '../../schema/interrupts';
-import type { SessionId, SessionKey } from '../../schema/session';
-import type { SessionStore, StoredJournal } from '../../stores/types';
-import { isThenable } from '../../utils/is';
-import { errorMessage } from '../../utils/text';
-import type { AgentBase } from '../agent-base';
-import { isInProcess } from './in-process-journal';
-import { acquireLease, DEFAULT_LEASE_MS, holderName, type SessionLease } from './lease';
-import { type SessionHold, SYNC_AGENT, UNKNOWN_OUTCOME } from './persist';
+import { QUIET } from '../../../core/quiet';
+import { checkDurable, DEFAULT_RETAIN_MS, DURABLE, type DurableOptions, durableOf } from './option';
+
+export { checkDurable, DEFAULT_RETAIN_MS, DURABLE, type DurableOptions, durableOf };
+
+import type { CallFrame, DurableScope } from '../../../core/call-context';
+import type { Slot } from '../../../core/interceptors';
+import type { Steps } from '../../../core/steps';
+import type { Memory } from '../../../memory/memory';
+import { AgentMessage } from '../../../schema/agent-message';
+import { ConfigurationError, ValidationError } from '../../../schema/errors';
+import type { Decision } from '../../../schema/interrupts';
+import type { SessionId, SessionKey } from '../../../schema/session';
+import type { SessionStore, StoredJournal } from '../../../stores/types';
+import { isThenable } from '../../../utils/is';
+import { errorMessage } from '../../../utils/text';
+import type { AgentBase } from '../../agent-base';
+import { checkGiven, waitingIn } from '../approvals/decisions';
+import type { Budget } from '../budget/meter';
+import { acquireLease, DEFAULT_LEASE_MS, holderName, type SessionLease } from '../session-store/lease';
+import { type SessionHold, SYNC_AGENT, UNKNOWN_OUTCOME } from '../session-store/persist';
+import { METER, RECORDED_BUDGET } from '../slots';
+import { isInProcess } from './in-process';
+import { type BeginEntry, CallJournal, digestOf, type StepEntry, settled } from './steps';
 
 /*
  * Durable calls. With `durable: { store }`, the outermost such call holds its session's lease in the store (the
@@ -45,30 +52,6 @@ import { type SessionHold, SYNC_AGENT, UNKNOWN_OUTCOME } from './persist';
  * A composite's in-process journal (`in-process-journal.ts`) goes through the same steps without a lease.
  */
 
-/** The `durable` option of agents and calls. */
-export interface DurableOptions {
-  /** Where journals are kept: `MemoryStore`, or a store of `lagent-ts/stores`. */
-  store: SessionStore;
-  /** The namespace of the journals in the store. @default the agent's name */
-  namespace?: string | undefined;
-  /**
-   * How long a finished call's journal is kept, in ms: within it, the same `callId` gets the call's reply back
-   * (a call that failed: is continued from what it did) without anything running again. @default 86400000 (24 h)
-   */
-  retainMs?: number | undefined;
-  /**
-   * The lease a call takes on its session in the store when the agent has no `memory: { store }` on the same
-   * store and namespace (whose lease it holds then), in ms: see `memory.leaseMs`. @default 10000
-   */
-  leaseMs?: number | undefined;
-}
-
-/** How long a finished call's journal is kept by default: 24 hours, as is common for idempotency keys. */
-export const DEFAULT_RETAIN_MS = 86_400_000;
-
-/** Where an agent keeps its `durable` option (internal). */
-export const DURABLE: unique symbol = Symbol('lagent-ts.durable');
-
 /** The call option that marks a call made by `recover()` (internal). */
 export const RECOVERING: unique symbol = Symbol('lagent-ts.recovering');
 
@@ -76,29 +59,8 @@ export const RECOVERING: unique symbol = Symbol('lagent-ts.recovering');
  * Thrown by a call `recover()` made for a call that needs no recovery after all (it finished without a reply to
  * give back, or it is waiting for a person): `recover()` skips it. Internal.
  */
-export class CallNotRecovered extends Error {}
-
-/** Checks a `durable` option. */
-export function checkDurable(owner: string, value: unknown): DurableOptions | undefined {
-  if (value === undefined) return undefined;
-  const store = (value as { store?: SessionStore } | null)?.store;
-  if (store === null || typeof store !== 'object' || typeof store.appendJournal !== 'function') {
-    throw new ConfigurationError({
-      message: `${owner}: durable must be { store } with a store (MemoryStore, or one of lagent-ts/stores)`,
-    });
-  }
-  const { retainMs, leaseMs } = value as DurableOptions;
-  if (retainMs !== undefined && !(Number.isSafeInteger(retainMs) && retainMs >= 0)) {
-    throw new ConfigurationError({
-      message: `${owner}: durable.retainMs must be a whole number of ms, got ${retainMs}`,
-    });
-  }
-  if (leaseMs !== undefined && !(Number.isSafeInteger(leaseMs) && leaseMs > 0)) {
-    throw new ConfigurationError({
-      message: `${owner}: durable.leaseMs must be a positive integer (ms), got ${leaseMs}`,
-    });
-  }
-  return value as DurableOptions;
+export class CallNotRecovered extends Error {
+  readonly [QUIET] = true;
 }
 
 /** What the durable begin of a call needs of its Turn. */
@@ -107,8 +69,9 @@ export interface DurableTurn {
   readonly options: { sessionId: SessionId; callId?: unknown; signal?: AbortSignal | undefined };
   readonly sessionKey: SessionKey;
   readonly parent: CallFrame | undefined;
-  meter: Meter | undefined;
-  budgeted: boolean;
+  readonly given: Readonly<Record<string, unknown>>;
+  get<T>(key: Slot<T>): T | undefined;
+  set<T>(key: Slot<T>, value: T | undefined): void;
 }
 
 /** How a durable call begins: the lease its journal is fenced by, and whether the call took it itself. */
@@ -263,7 +226,7 @@ export function* beginDurable(
     result: {
       inputs: messages.map((m) => m.toJSON()),
       lengths: lengthsOf(agent, turn.options.sessionId),
-      budget: turn.budgeted ? turn.meter!.limits : undefined,
+      budget: turn.given.budget as object | undefined,
     },
   };
   yield* settled(journal.write(begin));
@@ -356,11 +319,8 @@ function* continueCall(
   // budget.
   journal.undo = restoreLengths(agent, turn.options.sessionId, begin.result.lengths);
   const inputs = begin.result.inputs.map((json) => AgentMessage.from(json));
-  if (!turn.budgeted && begin.result.budget !== undefined) {
-    turn.meter = new Meter(checkBudget(agent.name, begin.result.budget)!, turn.parent?.meter, agent.name);
-    turn.budgeted = true;
-    journal.meter = turn.meter;
-  }
+  if (turn.given.budget === undefined && begin.result.budget !== undefined)
+    turn.set(RECORDED_BUDGET, begin.result.budget as Budget);
   // The decisions given now are kept with the call: replayed after a crash, it has them again.
   if (decisions !== undefined && decisions.length > 0) {
     const key = `r.resume.${journal.decisions.length}`;
@@ -387,7 +347,7 @@ function openJournal(
   const journal = new CallJournal(options.store, namespace, String(turn.options.sessionId), callId);
   journal.hold = lease?.lease;
   if (hold !== undefined && hold.lease !== lease?.lease) journal.alsoHeld = hold.lease;
-  journal.meter = turn.meter;
+  journal.meterOf = () => turn.get(METER);
   return journal;
 }
 
@@ -547,13 +507,6 @@ export function undoReplay(scope: DurableScope | undefined): void {
 
 function isSync(agent: AgentBase): boolean {
   return (agent as unknown as Record<symbol, unknown>)[SYNC_AGENT] === true;
-}
-
-/** The `durable` option that applies to an outermost call: the call's own, or the agent's. */
-export function durableOf(agent: AgentBase, options: object): DurableOptions | undefined {
-  const own = (options as { durable?: unknown }).durable;
-  if (own !== undefined) return checkDurable(agent.name, own);
-  return agent[DURABLE];
 }
 
 /** The reply with its call's id in `extraInfo.callId` (an object `extraInfo` keeps its other keys). */

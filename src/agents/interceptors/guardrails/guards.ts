@@ -1,11 +1,11 @@
-import { AgentMessage } from '../schema/agent-message';
-import { GuardrailTripped } from '../schema/errors';
-import { isPlainObject, isThenable } from '../utils/is';
-import { thrownText } from '../utils/text';
-import { unwatchAbort, watchAbort } from './abort-watch';
+import { unwatchAbort, watchAbort } from '../../../core/abort-watch';
+import { AgentMessage } from '../../../schema/agent-message';
+import { GuardrailTripped } from '../../../schema/errors';
+import { isPlainObject, isThenable } from '../../../utils/is';
+import { thrownText } from '../../../utils/text';
 
 /*
- * Guardrails as the call lifecycle sees them (`guardrail()` in hooks/ builds them). A check that returns a
+ * Guardrails as the call lifecycle sees them (`guardrail()` builds them; the interceptor: index.ts). A check that returns a
  * reason (a non-empty string) trips its guardrail: the call fails with `GuardrailTripped` and is taken back.
  * Input checks run before `forward` (in parallel mode, while it runs: a trip aborts the call's signal, so the
  * model stops answering, and no tool call inside the call starts before they passed); output checks see the

@@ -1,12 +1,12 @@
-import type { Asker, Meter } from '../../core/budget';
-import { costOfUsage, type ModelPrice, modelPrice, worstInputRate } from '../../llms/prices';
-import { countTokens, type TokenCountInput } from '../../llms/token-count';
-import { prepareTools } from '../../llms/tool-calls';
-import type { RetryNotice, ToolSpec } from '../../llms/types';
-import type { TokenUsage } from '../../llms/usage';
-import type { ChatMessage, ToolCall } from '../../schema/chat-message';
-import { type BudgetKind, ConfigurationError, LLMRequestError } from '../../schema/errors';
-import { isThenable } from '../../utils/is';
+import { costOfUsage, type ModelPrice, modelPrice, worstInputRate } from '../../../llms/prices';
+import { countTokens, type TokenCountInput } from '../../../llms/token-count';
+import { prepareTools } from '../../../llms/tool-calls';
+import type { RetryNotice, ToolSpec } from '../../../llms/types';
+import type { TokenUsage } from '../../../llms/usage';
+import type { ChatMessage, ToolCall } from '../../../schema/chat-message';
+import { type BudgetKind, ConfigurationError, LLMRequestError } from '../../../schema/errors';
+import { isThenable } from '../../../utils/is';
+import type { Asker, Meter } from './meter';
 
 /*
  * A model request of a built-in forward inside a budgeted call. Under a token or dollar limit its prompt is

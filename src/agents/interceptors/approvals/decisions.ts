@@ -1,5 +1,5 @@
-import { ValidationError } from '../schema/errors';
-import type { Decision } from '../schema/interrupts';
+import { ValidationError } from '../../../schema/errors';
+import type { Decision } from '../../../schema/interrupts';
 
 /*
  * The decisions a resumed call holds, and which round of tool calls each one answers. A decision answers the

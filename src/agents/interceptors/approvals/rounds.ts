@@ -1,26 +1,26 @@
-import type { ExecutorBase } from '../../actions/executor-base';
-import { answeredCall } from '../../actions/tool-call-steps';
-import { executorGate, type GatePlan } from '../../core/approval-gate';
-import { currentFrame, resumeOf, rootFrame } from '../../core/call-context';
-import type { ResumeDecisions } from '../../core/decisions';
-import { type CallerChecks, callerChecksIn } from '../../core/guards';
-import type { Steps } from '../../core/steps';
-import { ActionReturn } from '../../schema/action-return';
-import { AgentMessage } from '../../schema/agent-message';
-import type { ToolCall } from '../../schema/chat-message';
+import type { ExecutorBase } from '../../../actions/executor-base';
+import { answeredCall } from '../../../actions/tool-call-steps';
+import { currentFrame, rootFrame } from '../../../core/call-context';
+import type { Steps } from '../../../core/steps';
+import { ActionReturn } from '../../../schema/action-return';
+import { AgentMessage } from '../../../schema/agent-message';
+import type { ToolCall } from '../../../schema/chat-message';
 import {
   checkInterruptId,
   type Decision,
   InterruptSignal,
   interruptId,
   SUPERSEDED_REASON,
-} from '../../schema/interrupts';
-import type { SessionId } from '../../schema/session';
-import { ActionStatusCode } from '../../schema/status';
-import { toolCallsOf } from '../../schema/tool-calls';
-import { isThenable } from '../../utils/is';
-import type { AgentBase } from '../agent-base';
-import { pathIn } from '../lifecycle/events';
+} from '../../../schema/interrupts';
+import type { SessionId } from '../../../schema/session';
+import { ActionStatusCode } from '../../../schema/status';
+import { toolCallsOf } from '../../../schema/tool-calls';
+import { isThenable } from '../../../utils/is';
+import type { AgentBase } from '../../agent-base';
+import { pathIn } from '../../lifecycle/events';
+import { type CallerChecks, callerChecksIn } from '../guardrails/guards';
+import { RESUME, TOOL_GUARDS } from '../slots';
+import type { ResumeDecisions } from './decisions';
 
 /*
  * Tool approval in the prebuilt loops. Before a round of tool calls runs, each call is asked whether it needs
@@ -102,13 +102,13 @@ export function* planRound(
     needs ??= new Array<boolean>(calls.length).fill(false);
     needs[i] = true;
   }
-  const checks = callerChecksIn(frame?.toolGuards);
+  const checks = callerChecksIn(frame?.find(TOOL_GUARDS));
   if (needs === undefined && checks === undefined) {
     // A resume message for a round where nothing needs approval answers nothing.
-    if (round === 'resumed') resumeOf(frame)?.answer([], owner.name);
+    if (round === 'resumed') frame?.find(RESUME)?.answer([], owner.name);
     return RUN_AS_IS;
   }
-  const resume = superseded ? undefined : resumeOf(frame);
+  const resume = superseded ? undefined : frame?.find(RESUME);
   const path = pathOf(owner, frame);
   const answers = new Array<ActionReturn | undefined>(calls.length).fill(undefined);
   const ran: ToolCall[] = calls.slice();
@@ -172,16 +172,6 @@ function apply(
   else if (decision.arguments !== undefined)
     ran[i] = { id: call.id, name: call.name, arguments: decision.arguments, edited: true };
 }
-
-// An executor called by a user's own forward asks the same question about a native tool-call message.
-executorGate.run = (executor, message, sessionId) =>
-  planRound(
-    currentFrame()!.owner as AgentBase,
-    executor as ExecutorBase<never>,
-    message,
-    sessionId as SessionId,
-    'live',
-  ) as Steps<GatePlan>;
 
 /**
  * The caller checks every tool call (`askBeforeTools`): once every person's decision is in, each call that

@@ -1,7 +1,7 @@
-import type { Steps } from '../../core/steps';
-import { AgentMessage } from '../../schema/agent-message';
-import { ConfigurationError } from '../../schema/errors';
-import type { Turn } from './turn';
+import type { Steps } from '../../../core/steps';
+import { AgentMessage } from '../../../schema/agent-message';
+import { ConfigurationError } from '../../../schema/errors';
+import type { GuardState } from './index';
 
 /*
  * Guardrails of a streaming call. Each chunk is checked as it comes and delivered only once every output
@@ -20,14 +20,14 @@ import type { Turn } from './turn';
 export const READ_AHEAD = 64;
 
 /** The forward's stream, each chunk checked by the call's output guardrails. */
-export function guardedStream(turn: Turn, stream: Iterator<unknown> | AsyncIterator<unknown>): unknown {
+export function guardedStream(turn: GuardState, stream: Iterator<unknown> | AsyncIterator<unknown>): unknown {
   return Symbol.asyncIterator in stream
     ? guardAsync(turn, stream as AsyncIterator<unknown>)
     : guardSync(turn, stream as Iterator<unknown>);
 }
 
 /** A synchronous stream cannot wait: its checks must answer at once. */
-function* guardSync(turn: Turn, stream: Iterator<unknown>): Generator<unknown, unknown, undefined> {
+function* guardSync(turn: GuardState, stream: Iterator<unknown>): Generator<unknown, unknown, undefined> {
   let done = false;
   try {
     while (true) {
@@ -40,7 +40,7 @@ function* guardSync(turn: Turn, stream: Iterator<unknown>): Generator<unknown, u
       if (pending !== undefined || turn.inputsPending) {
         pending?.catch(() => {});
         throw new ConfigurationError({
-          message: `${turn.agent.name}: a guardrail's check returned a promise, which a synchronous stream cannot wait for before it delivers a chunk; use an async generator as forward (AsyncStreamingAgent) or checks that answer at once`,
+          message: `${turn.turn.agent.name}: a guardrail's check returned a promise, which a synchronous stream cannot wait for before it delivers a chunk; use an async generator as forward (AsyncStreamingAgent) or checks that answer at once`,
         });
       }
       yield step.value;
@@ -57,7 +57,7 @@ interface Held {
   pending: Promise<void> | undefined;
 }
 
-function hold(turn: Turn, value: unknown): Held {
+function hold(turn: GuardState, value: unknown): Held {
   const held: Held = { value, pending: turn.checkChunk(value) };
   held.pending?.then(() => {
     held.pending = undefined;
@@ -74,7 +74,7 @@ function readsPast(held: Held): boolean {
 }
 
 async function* guardAsync(
-  turn: Turn,
+  turn: GuardState,
   stream: AsyncIterator<unknown>,
 ): AsyncGenerator<unknown, unknown, undefined> {
   const queue: Held[] = [];
@@ -136,7 +136,7 @@ async function* guardAsync(
 function noop(): void {}
 
 /** Waits for the checks still running alongside the call; throws what tripped. */
-export function* settleChecks(turn: Turn): Steps<void> {
+export function* settleChecks(turn: GuardState): Steps<void> {
   if (turn.checks !== undefined) yield Promise.all(turn.checks);
   if (turn.tripped !== undefined) throw turn.tripped;
 }

@@ -1,4 +1,9 @@
-import { currentFrame } from '../core/call-context';
+import { currentFrame } from '../../../core/call-context';
+import type { HookAgent, HookExecutor } from '../../../hooks/hook';
+import type { AgentMessage } from '../../../schema/agent-message';
+import { ConfigurationError } from '../../../schema/errors';
+import type { SessionId } from '../../../schema/session';
+import { toolCallsOf } from '../../../schema/tool-calls';
 import {
   CheckContext,
   checkEach,
@@ -9,14 +14,9 @@ import {
   type GuardSpec,
   runCheck,
   toolCallMessage,
-} from '../core/guards';
-import type { AgentMessage } from '../schema/agent-message';
-import { ConfigurationError } from '../schema/errors';
-import type { SessionId } from '../schema/session';
-import { toolCallsOf } from '../schema/tool-calls';
-import type { HookAgent, HookExecutor } from './hook';
+} from './guards';
 
-export type { GuardrailStage, GuardrailVerdict } from '../core/guards';
+export type { GuardrailStage, GuardrailVerdict } from './guards';
 
 /** What a guardrail's check is told besides the message. */
 export interface GuardrailContext {

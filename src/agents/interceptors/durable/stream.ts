@@ -1,5 +1,5 @@
-import type { DurableScope } from './call-context';
-import { type CallJournal, digestOf, nextKey, replayed } from './durable-steps';
+import type { DurableScope } from '../../../core/call-context';
+import { type CallJournal, digestOf, nextKey, replayed } from './steps';
 
 /**
  * A streamed model request as a durable step: its recorded answer when the journal has one (the stream is not

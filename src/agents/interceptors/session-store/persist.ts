@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { CallFrame } from '../../core/call-context';
-import type { Steps } from '../../core/steps';
-import type { Memory } from '../../memory/memory';
-import type { MemoryManager } from '../../memory/memory-manager';
-import { AgentMessage, type AgentMessageJSON, type LagentMessageJSON } from '../../schema/agent-message';
-import { ConfigurationError, StoreConflictError, StoreError } from '../../schema/errors';
-import { type SessionId, type SessionKey, sessionKey } from '../../schema/session';
+import type { CallFrame } from '../../../core/call-context';
+import type { Steps } from '../../../core/steps';
+import type { Memory } from '../../../memory/memory';
+import type { MemoryManager } from '../../../memory/memory-manager';
+import { AgentMessage, type AgentMessageJSON, type LagentMessageJSON } from '../../../schema/agent-message';
+import { ConfigurationError, StoreConflictError, StoreError } from '../../../schema/errors';
+import { type SessionId, type SessionKey, sessionKey } from '../../../schema/session';
 import {
   type CommitOptions,
   groupedWrites,
@@ -14,11 +14,11 @@ import {
   type SessionTurn,
   type StoredSession,
   type StoredState,
-} from '../../stores/types';
-import { isThenable } from '../../utils/is';
-import { errorMessage } from '../../utils/text';
-import type { AgentBase } from '../agent-base';
-import { snakePath } from '../state-dict';
+} from '../../../stores/types';
+import { isThenable } from '../../../utils/is';
+import { errorMessage } from '../../../utils/text';
+import type { AgentBase } from '../../agent-base';
+import { snakePath } from '../../state-dict';
 import {
   acquireLease,
   asStoreError,

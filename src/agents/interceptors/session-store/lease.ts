@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { PromiseInSyncCall, type Steps } from '../../core/steps';
-import { StoreConflictError, StoreError } from '../../schema/errors';
+import { PromiseInSyncCall, type Steps } from '../../../core/steps';
+import { StoreConflictError, StoreError } from '../../../schema/errors';
 import type {
   AcquiredSession,
   AcquireOptions,
@@ -8,9 +8,9 @@ import type {
   GroupedWrite,
   JournalFence,
   SessionStore,
-} from '../../stores/types';
-import { isThenable } from '../../utils/is';
-import { errorMessage } from '../../utils/text';
+} from '../../../stores/types';
+import { isThenable } from '../../../utils/is';
+import { errorMessage } from '../../../utils/text';
 
 /*
  * Leases on stored sessions, as calls hold them (`memory: { store }` for the session's turns, `durable` for its

@@ -1,0 +1,5 @@
+/** Where an agent keeps its event emitter (created on first use of `agent.events`). Internal. */
+export const EMITTER: unique symbol = Symbol('lagent-ts.emitter');
+
+/** Where an agent keeps the lanes of its sessions (one call per session at a time). Internal. */
+export const LANES: unique symbol = Symbol('lagent-ts.lanes');

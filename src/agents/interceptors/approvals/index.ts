@@ -1,0 +1,108 @@
+import { type GatePlan, ROUND_PLANNER, type RoundPlanner } from '../../../core/approval-rules';
+import { currentFrame } from '../../../core/call-context';
+import type { Steps } from '../../../core/steps';
+import { AgentMessage } from '../../../schema/agent-message';
+import {
+  checkInterruptId,
+  INTERRUPT_TYPE,
+  type Interrupt,
+  InterruptSignal,
+  interruptId,
+} from '../../../schema/interrupts';
+import type { SessionId } from '../../../schema/session';
+import type { AgentBase } from '../../agent-base';
+import { type Forwarding, plainForwardOf } from '../../lifecycle/builtin-forward';
+import { emitEvent, pathIn } from '../../lifecycle/events';
+import type { Turn } from '../../lifecycle/turn';
+import { AGENT } from '../chain-bits';
+import type { BuiltinConcern } from '../concern';
+import { EARLIER, RESUME, SPAN } from '../slots';
+import { observed } from '../tracing/observed';
+import { ResumeDecisions } from './decisions';
+import { planRound } from './rounds';
+
+/*
+ * Approvals and interrupts. A tool call that needs a person's approval stops the call: the round of tool calls
+ * it is in is planned first (rounds.ts: by a prebuilt loop, or by an executor a `forward` calls, which finds the
+ * planner in the call's slot), and a call that waits throws an `InterruptSignal` up the tree. The calls it
+ * passes through keep what they did; the outermost returns it as an interrupt reply, which no memory keeps.
+ * A resume message is not a message of the conversation: its decisions (with those of earlier resumes of a
+ * durable call) go to the call's slot, where the round that waited takes them, once (decisions.ts).
+ */
+
+/** The round planner executors find in a call's slots: a round of the agent whose call they run in. */
+const PLANNER: RoundPlanner = {
+  plan: (executor, message, sessionId) =>
+    planRound(
+      currentFrame()!.owner as AgentBase,
+      executor as never,
+      message,
+      sessionId as SessionId,
+      'live',
+    ) as Steps<GatePlan>,
+};
+
+const interceptor = {
+  name: 'approvals',
+
+  *agentCall(turn: Turn, next: () => Steps<AgentMessage>): Steps<AgentMessage> {
+    const given = turn.decisions;
+    const earlier = turn.get(EARLIER);
+    if (given !== undefined || earlier !== undefined) {
+      turn.set(RESUME, new ResumeDecisions(given ?? [], earlier ?? []));
+      if (given !== undefined) resumed(turn, given);
+    }
+    turn.set(ROUND_PLANNER, PLANNER);
+    try {
+      return yield* next();
+    } catch (error) {
+      if (!(error instanceof InterruptSignal) || turn.parent !== undefined) throw error;
+      return interruptReply(turn, error);
+    }
+  },
+};
+
+/** A resume message was given: an event of the call's span, and a `resume` event. */
+function resumed(turn: Turn, decisions: NonNullable<Turn['decisions']>): void {
+  turn.find(SPAN)?.addEvent?.('lagent.resume', { 'lagent.decisions': decisions.map((d) => d.id) });
+  const { agent } = turn;
+  if (observed(agent)) {
+    emitEvent(agent, 'resume', { agent, sessionId: turn.options.sessionId, decisions, path: '' });
+  }
+}
+
+/** The outermost call stopped to ask a person: the questions as its reply (an `interrupt` event says so). */
+function interruptReply(turn: Turn, signal: InterruptSignal): AgentMessage {
+  const { agent } = turn;
+  const interrupts: Interrupt[] = signal.asks.map(({ agent: asking, toolCall, path: below, kind }) => {
+    // `below`: where in a remote agent's tree the question was asked (the remote's own path).
+    const at = asking === agent ? '' : (pathIn(agent, asking as AgentBase) ?? '');
+    const path = below === undefined || below === '' ? at : at === '' ? below : `${at}.${below}`;
+    return kind === 'check'
+      ? { id: checkInterruptId(path, toolCall), kind, path, toolCall: { ...toolCall } }
+      : { id: interruptId(path, toolCall), kind: 'approval', path, toolCall: { ...toolCall } };
+  });
+  if (observed(agent)) {
+    emitEvent(agent, 'interrupt', { agent, sessionId: turn.options.sessionId, interrupts, path: '' });
+  }
+  turn.find(SPAN)?.addEvent?.('lagent.interrupt', { 'lagent.interrupts': interrupts.map((i) => i.id) });
+  const extraInfo = turn.given.askBeforeTools === true ? { askBeforeTools: true } : null;
+  return new AgentMessage({
+    sender: agent.name,
+    type: INTERRUPT_TYPE,
+    content: `${interrupts.every((i) => i.kind === 'check') ? "Waiting for the caller's check" : 'Waiting for approval'}: ${interrupts.map((i) => `${i.toolCall.name} (${i.id})`).join(', ')}`,
+    formatted: { interrupts },
+    extraInfo,
+  });
+}
+
+export const approvals: BuiltinConcern = {
+  interceptor: interceptor as BuiltinConcern['interceptor'],
+  applies(turn) {
+    // A resumed call; and the outermost call of an agent whose forward is not a built-in model call (a loop,
+    // a composite): its tool calls may need a person, and its executors find the round planner here.
+    if (turn.decisions !== undefined) return AGENT;
+    if (turn.parent !== undefined) return 0;
+    return plainForwardOf((turn.agent as unknown as Forwarding).forward) === undefined ? AGENT : 0;
+  },
+};

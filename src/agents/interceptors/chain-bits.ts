@@ -1,0 +1,5 @@
+/** Bits of `BuiltinConcern.applies`: which hooks of a concern apply to a call. */
+export const AGENT = 1;
+export const MODEL = 2;
+/** Its tool hooks: for the tool calls made inside the call and inside the calls made in it. */
+export const TOOL = 4;

@@ -1,0 +1,1 @@
+export { ToolCallContext } from '../../actions/tool-call-context';
