@@ -191,6 +191,7 @@ export type {
   APIRoleTemplate,
   CacheOptions,
   ChatMessage,
+  ChunkSource,
   CircuitBreakerOptions,
   ClaudeAPIOptions,
   ClaudeCallParams,
@@ -206,7 +207,9 @@ export type {
   LMMetaTemplate,
   LMRoleBegin,
   LMRoleTemplate,
+  ModelMiddleware,
   ModelReply,
+  ModelRequest,
   OpenAICallParams,
   OpenAICompatibleDefaults,
   OpenAICompatibleOptions,
@@ -238,6 +241,7 @@ export {
   AsyncRecordingLLM,
   AsyncReplayLLM,
   AsyncVllmModel,
+  AsyncWrappedLLM,
   BaseLLM,
   BridgedLLM,
   CachedLLM,
@@ -260,6 +264,8 @@ export {
   StopWordFilter,
   UsageTracker,
   VllmModel,
+  WrappedLLM,
+  wrapModel,
 } from './llms/index';
 export type { ModelPrice } from './llms/prices';
 export { modelPrice, setModelPrice } from './llms/prices';

@@ -29,6 +29,7 @@ export type { LMMetaTemplate, LMRoleBegin, LMRoleTemplate } from './lm-template-
 export { LMTemplateParser } from './lm-template-parser';
 export { INTERNLM2_META } from './meta-template';
 export { MeteredLLM } from './metered-llm';
+export type { ChunkSource, ModelMiddleware, ModelRequest } from './model-middleware';
 export type {
   CompletionRequest,
   OpenAICallParams,
@@ -61,3 +62,4 @@ export type {
 } from './types';
 export type { TokenUsage } from './usage';
 export { UsageTracker } from './usage';
+export { AsyncWrappedLLM, WrappedLLM, wrapModel } from './wrapped-llm';
