@@ -1,11 +1,21 @@
+import type { Steps } from '../core/steps';
 import { ConfigurationError, LLMRequestError } from '../schema/errors';
 import { type SessionId, type SessionKey, sessionKey } from '../schema/session';
-import { AsyncBaseLLM, BaseLLM } from './base-llm';
+import type { AsyncBaseLLM, BaseLLM } from './base-llm';
 import { CircuitBreaker } from './circuit-breaker';
+import {
+  askModel,
+  type ChunkSource,
+  type ChunkSteps,
+  type ModelMiddleware,
+  type ModelRequest,
+  streamOf,
+} from './model-middleware';
 import { toRequestError } from './request-retry';
-import type { ChatMessage, LLMCallParams, ModelReply, ResolvedGenParams, StreamChunk } from './types';
+import type { ChatMessage, LLMCallParams, ModelReply, StreamChunk } from './types';
 import type { TokenUsage } from './usage';
-import { modelName, sumUsage, usageOf } from './wrapped-usage';
+import { AsyncWrappedLLM, adoptParams, WrappedLLM } from './wrapped-llm';
+import { modelName, sumUsage, type UsageReporting, usageOf } from './wrapped-usage';
 
 /** Which model of a fallback chain answered. */
 export interface AnsweredBy {
@@ -105,16 +115,7 @@ function allFailed(
 /** Sessions whose latest answering model a chain remembers (for `lastModelOf`); the oldest go first. */
 const REMEMBERED_SESSIONS = 1024;
 
-/** What the sync and async chains share: the models, the breaker, who answered last. */
-interface Chain<M extends AnyModel> {
-  readonly models: readonly M[];
-  readonly options: FallbackOptions;
-  readonly breaker: CircuitBreaker;
-  lastModel: AnsweredBy | undefined;
-  readonly answers: Map<SessionKey, AnsweredBy>;
-}
-
-function answeredBy(chain: Chain<AnyModel>, index: number): AnsweredBy {
+function answeredBy(chain: FallbackChain, index: number): AnsweredBy {
   return { index, name: nameOf(chain.models[index]!) };
 }
 
@@ -124,13 +125,13 @@ function answeredBy(chain: Chain<AnyModel>, index: number): AnsweredBy {
  * model or throws. The call's `onRetry` is told which model is asked next (a budget counts it, or refuses it).
  */
 class ChainCall {
-  readonly #chain: Chain<AnyModel>;
+  readonly #chain: FallbackChain;
   readonly #params: LLMCallParams | undefined;
   readonly #order: number[];
   #position = 0;
   readonly #failures: { index: number; failure: LLMRequestError }[] = [];
 
-  constructor(chain: Chain<AnyModel>, params: LLMCallParams | undefined) {
+  constructor(chain: FallbackChain, params: LLMCallParams | undefined) {
     this.#chain = chain;
     this.#params = params;
     this.#order = chain.breaker.plan();
@@ -194,6 +195,94 @@ class ChainCall {
 }
 
 /**
+ * The fallback chain as model middleware: it answers every call itself, from the first of its models that
+ * does (see {@link FallbackLLM}). Its usage is the models' summed.
+ */
+class FallbackChain implements ModelMiddleware, UsageReporting {
+  readonly name = 'fallback';
+  readonly models: readonly AnyModel[];
+  readonly options: FallbackOptions;
+  readonly breaker: CircuitBreaker;
+  lastModel: AnsweredBy | undefined;
+  readonly answers = new Map<SessionKey, AnsweredBy>();
+  readonly usage: UsageReporting = this;
+
+  constructor(models: readonly AnyModel[], options: FallbackOptions, owner: string) {
+    checkModels(models, owner);
+    this.models = [...models];
+    this.options = options;
+    this.breaker = new CircuitBreaker(models.length, { coolDownMs: options.coolDownMs, now: options.now });
+  }
+
+  *call(request: ModelRequest): Steps<ModelReply> {
+    const attempt = new ChainCall(this, request.params);
+    for (;;) {
+      let reply: ModelReply;
+      try {
+        reply = yield* askModel(this.models[attempt.index], request);
+      } catch (error) {
+        attempt.failed(error);
+        continue;
+      }
+      const by = attempt.answered();
+      if (request.mode === 'text') return reply;
+      const answered: FallbackReply = { ...reply, answeredBy: { ...by } };
+      return answered;
+    }
+  }
+
+  /** A stream moves on to the next model only when the failure came before its first chunk. */
+  *stream(request: ModelRequest): ChunkSteps {
+    const attempt = new ChainCall(this, request.params);
+    let source: ChunkSource | undefined;
+    let step: IteratorResult<StreamChunk, void>;
+    for (;;) {
+      source = undefined;
+      try {
+        source = streamOf(this.models[attempt.index], request);
+        step = yield* source.next();
+        break;
+      } catch (error) {
+        if (source !== undefined) yield* source.close();
+        attempt.failed(error);
+      }
+    }
+    attempt.answered();
+    try {
+      while (!step.done) {
+        yield step.value;
+        step = yield* source.next();
+      }
+    } finally {
+      if (!step.done) yield* source.close();
+    }
+  }
+
+  /** Which model gave the latest answer on a session (of the last 1,024 sessions asked). */
+  lastModelOf(sessionId: SessionId): AnsweredBy | undefined {
+    return this.answers.get(sessionKey(sessionId));
+  }
+
+  getUsage(sessionId: SessionId = 0): TokenUsage {
+    return sumUsage(this.models, (usage) => usage.getUsage(sessionId));
+  }
+
+  getTotalUsage(): TokenUsage {
+    return sumUsage(this.models, (usage) => usage.getTotalUsage());
+  }
+
+  /** The latest call's usage, from the model that answered it. */
+  getLastUsage(): TokenUsage | undefined {
+    const last = this.lastModel && this.models[this.lastModel.index];
+    return usageOf(last)?.getLastUsage();
+  }
+
+  resetUsage(sessionId?: SessionId): void {
+    for (const model of this.models) usageOf(model)?.resetUsage(sessionId);
+  }
+}
+
+/**
  * A synchronous model that asks `models` in order: when one fails with a retryable error (after its own
  * retries), the next is asked. A non-retryable failure (a 400, a 401, a malformed reply) is thrown as it is.
  * When every model fails, an `LLMRequestError` lists each failure. A stream moves to the next model only when
@@ -207,90 +296,35 @@ class ChainCall {
  * per-call params go to every model, and `onRetry` is told before each model after the first (a budget
  * counts every model tried). Usage (`getUsage()`, ...) is summed over the models.
  */
-export class FallbackLLM extends BaseLLM implements Chain<BaseLLM> {
+export class FallbackLLM extends WrappedLLM {
   readonly models: readonly BaseLLM[];
   readonly options: FallbackOptions;
   /** Which models are skipped while they cool down after a failure. */
   readonly breaker: CircuitBreaker;
-  /** Which model gave the latest answer (or first chunk); undefined before the first. */
-  lastModel: AnsweredBy | undefined;
-  /** @internal */
-  readonly answers = new Map<SessionKey, AnsweredBy>();
+  readonly #chain: FallbackChain;
 
   constructor(models: readonly BaseLLM[], options: FallbackOptions = {}) {
-    checkModels(models, 'FallbackLLM');
-    super();
-    this.models = [...models];
+    const chain = new FallbackChain(models, options, 'FallbackLLM');
+    super(undefined, [chain]);
+    adoptParams(this, models[0]);
+    this.models = chain.models as readonly BaseLLM[];
     this.options = options;
-    this.breaker = new CircuitBreaker(models.length, { coolDownMs: options.coolDownMs, now: options.now });
-    (this as { genParams: ResolvedGenParams }).genParams = models[0]!.genParams;
+    this.breaker = chain.breaker;
+    this.#chain = chain;
+  }
+
+  /** Which model gave the latest answer (or first chunk); undefined before the first. */
+  get lastModel(): AnsweredBy | undefined {
+    return this.#chain.lastModel;
   }
 
   /** Which model gave the latest answer on a session (of the last 1,024 sessions asked). */
   lastModelOf(sessionId: SessionId = 0): AnsweredBy | undefined {
-    return this.answers.get(sessionKey(sessionId));
-  }
-
-  #run<T>(params: LLMCallParams | undefined, call: (llm: BaseLLM) => T): [T, number] {
-    const attempt = new ChainCall(this, params);
-    for (;;) {
-      try {
-        const result = call(this.models[attempt.index]!);
-        return [result, attempt.answered().index];
-      } catch (error) {
-        attempt.failed(error);
-      }
-    }
-  }
-
-  chat(messages: ChatMessage[], params?: LLMCallParams): string {
-    return this.#run(params, (llm) => llm.chat(messages, params))[0];
+    return this.#chain.lastModelOf(sessionId);
   }
 
   override generate(messages: ChatMessage[], params?: LLMCallParams): FallbackReply {
-    const [reply, index] = this.#run(params, (llm) => llm.generate(messages, params));
-    return { ...reply, answeredBy: answeredBy(this, index) };
-  }
-
-  override *streamChat(
-    messages: ChatMessage[],
-    params?: LLMCallParams,
-  ): Generator<StreamChunk, void, undefined> {
-    const [[iterator, first], index] = this.#run(params, (llm) => {
-      const it = llm.streamChat(messages, params)[Symbol.iterator]();
-      return [it, it.next()] as const;
-    });
-    void index;
-    let step = first;
-    try {
-      while (!step.done) {
-        yield step.value;
-        step = iterator.next();
-      }
-    } finally {
-      if (!step.done) iterator.return?.();
-    }
-  }
-
-  /** Summed token usage of one session over the models that count tokens. */
-  getUsage(sessionId: SessionId = 0): TokenUsage {
-    return sumUsage(this.models, (usage) => usage.getUsage(sessionId));
-  }
-
-  /** Summed token usage of every session over the models that count tokens. */
-  getTotalUsage(): TokenUsage {
-    return sumUsage(this.models, (usage) => usage.getTotalUsage());
-  }
-
-  /** The latest call's usage, from the model that answered it. */
-  getLastUsage(): TokenUsage | undefined {
-    const last = this.lastModel && this.models[this.lastModel.index];
-    return usageOf(last)?.getLastUsage();
-  }
-
-  /** Forgets one session's usage, or all of it, in every model. */
-  resetUsage(sessionId?: SessionId): void {
-    for (const model of this.models) usageOf(model)?.resetUsage(sessionId);
+    return super.generate(messages, params) as FallbackReply;
   }
 }
 
@@ -299,96 +333,34 @@ export class FallbackLLM extends BaseLLM implements Chain<BaseLLM> {
  * skipping a model that failed so within `coolDownMs`. An abort of the call's `signal` is never a reason to
  * try the next model: it ends the call.
  */
-export class AsyncFallbackLLM extends AsyncBaseLLM implements Chain<AsyncBaseLLM> {
+export class AsyncFallbackLLM extends AsyncWrappedLLM {
   readonly models: readonly AsyncBaseLLM[];
   readonly options: FallbackOptions;
   /** Which models are skipped while they cool down after a failure (shared by the calls at once). */
   readonly breaker: CircuitBreaker;
-  /** Which model gave the latest answer (or first chunk); undefined before the first. */
-  lastModel: AnsweredBy | undefined;
-  /** @internal */
-  readonly answers = new Map<SessionKey, AnsweredBy>();
+  readonly #chain: FallbackChain;
 
   constructor(models: readonly AsyncBaseLLM[], options: FallbackOptions = {}) {
-    checkModels(models, 'AsyncFallbackLLM');
-    super();
-    this.models = [...models];
+    const chain = new FallbackChain(models, options, 'AsyncFallbackLLM');
+    super(undefined, [chain]);
+    adoptParams(this, models[0]);
+    this.models = chain.models as readonly AsyncBaseLLM[];
     this.options = options;
-    this.breaker = new CircuitBreaker(models.length, { coolDownMs: options.coolDownMs, now: options.now });
-    (this as { genParams: ResolvedGenParams }).genParams = models[0]!.genParams;
+    this.breaker = chain.breaker;
+    this.#chain = chain;
+  }
+
+  /** Which model gave the latest answer (or first chunk); undefined before the first. */
+  get lastModel(): AnsweredBy | undefined {
+    return this.#chain.lastModel;
   }
 
   /** Which model gave the latest answer on a session (of the last 1,024 sessions asked). */
   lastModelOf(sessionId: SessionId = 0): AnsweredBy | undefined {
-    return this.answers.get(sessionKey(sessionId));
+    return this.#chain.lastModelOf(sessionId);
   }
 
-  async #run<T>(
-    params: LLMCallParams | undefined,
-    call: (llm: AsyncBaseLLM) => Promise<T>,
-  ): Promise<[T, number]> {
-    const attempt = new ChainCall(this, params);
-    for (;;) {
-      try {
-        const result = await call(this.models[attempt.index]!);
-        return [result, attempt.answered().index];
-      } catch (error) {
-        attempt.failed(error);
-      }
-    }
-  }
-
-  async chat(messages: ChatMessage[], params?: LLMCallParams): Promise<string> {
-    return (await this.#run(params, (llm) => llm.chat(messages, params)))[0];
-  }
-
-  override async generate(messages: ChatMessage[], params?: LLMCallParams): Promise<FallbackReply> {
-    const [reply, index] = await this.#run(params, (llm) => llm.generate(messages, params));
-    return { ...reply, answeredBy: answeredBy(this, index) };
-  }
-
-  override async *streamChat(
-    messages: ChatMessage[],
-    params?: LLMCallParams,
-  ): AsyncGenerator<StreamChunk, void, undefined> {
-    const [[iterator, first]] = await this.#run(params, async (llm) => {
-      const it = llm.streamChat(messages, params)[Symbol.asyncIterator]();
-      try {
-        return [it, await it.next()] as const;
-      } catch (error) {
-        await it.return?.();
-        throw error;
-      }
-    });
-    let step = first;
-    try {
-      while (!step.done) {
-        yield step.value;
-        step = await iterator.next();
-      }
-    } finally {
-      if (!step.done) await iterator.return?.();
-    }
-  }
-
-  /** Summed token usage of one session over the models that count tokens. */
-  getUsage(sessionId: SessionId = 0): TokenUsage {
-    return sumUsage(this.models, (usage) => usage.getUsage(sessionId));
-  }
-
-  /** Summed token usage of every session over the models that count tokens. */
-  getTotalUsage(): TokenUsage {
-    return sumUsage(this.models, (usage) => usage.getTotalUsage());
-  }
-
-  /** The latest call's usage, from the model that answered it. */
-  getLastUsage(): TokenUsage | undefined {
-    const last = this.lastModel && this.models[this.lastModel.index];
-    return usageOf(last)?.getLastUsage();
-  }
-
-  /** Forgets one session's usage, or all of it, in every model. */
-  resetUsage(sessionId?: SessionId): void {
-    for (const model of this.models) usageOf(model)?.resetUsage(sessionId);
+  override generate(messages: ChatMessage[], params?: LLMCallParams): Promise<FallbackReply> {
+    return super.generate(messages, params) as Promise<FallbackReply>;
   }
 }
