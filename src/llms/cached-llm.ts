@@ -4,7 +4,7 @@ import { ConfigurationError } from '../schema/errors';
 import { ModelStatusCode } from '../schema/status';
 import type { MaybePromise, SessionStore } from '../stores/types';
 import { isThenable } from '../utils/is';
-import { type AsyncBaseLLM, BaseLLM } from './base-llm';
+import type { AsyncBaseLLM, BaseLLM } from './base-llm';
 import {
   answerChunks,
   canonicalRequest,
@@ -245,10 +245,16 @@ class CacheMiddleware implements ModelMiddleware {
   }
 }
 
-function cacheOf(llm: BaseLLM | AsyncBaseLLM, options: CacheOptions, owner: string): CacheMiddleware {
+/** The cache of a wrapper named `owner`; a `synchronous` one needs a store that answers at once. */
+function cacheOf(
+  llm: BaseLLM | AsyncBaseLLM,
+  options: CacheOptions,
+  owner: string,
+  synchronous: boolean,
+): CacheMiddleware {
   if (typeof llm?.chat !== 'function')
     throw new ConfigurationError({ message: `${owner} needs a model to wrap` });
-  return new CacheMiddleware(backendOf(options, owner, llm instanceof BaseLLM), options.ttlMs, llm.genParams);
+  return new CacheMiddleware(backendOf(options, owner, synchronous), options.ttlMs, llm.genParams);
 }
 
 /**
@@ -264,7 +270,7 @@ export class CachedLLM extends WrappedLLM {
   readonly #cache: CacheMiddleware;
 
   constructor(llm: BaseLLM, options: CacheOptions = {}) {
-    const cache = cacheOf(llm, options, 'CachedLLM');
+    const cache = cacheOf(llm, options, 'CachedLLM', true);
     super(llm, [cache]);
     this.llm = llm;
     this.ttlMs = options.ttlMs;
@@ -292,7 +298,7 @@ export class AsyncCachedLLM extends AsyncWrappedLLM {
   readonly #cache: CacheMiddleware;
 
   constructor(llm: AsyncBaseLLM, options: CacheOptions = {}) {
-    const cache = cacheOf(llm, options, 'AsyncCachedLLM');
+    const cache = cacheOf(llm, options, 'AsyncCachedLLM', false);
     super(llm, [cache]);
     this.llm = llm;
     this.ttlMs = options.ttlMs;

@@ -7,7 +7,7 @@ import {
   askModel,
   type ChunkSource,
   type ChunkSteps,
-  type ModelMiddleware,
+  type CountingMiddleware,
   type ModelRequest,
   streamOf,
 } from './model-middleware';
@@ -198,7 +198,7 @@ class ChainCall {
  * The fallback chain as model middleware: it answers every call itself, from the first of its models that
  * does (see {@link FallbackLLM}). Its usage is the models' summed.
  */
-class FallbackChain implements ModelMiddleware, UsageReporting {
+class FallbackChain implements CountingMiddleware, UsageReporting {
   readonly name = 'fallback';
   readonly models: readonly AnyModel[];
   readonly options: FallbackOptions;

@@ -60,17 +60,23 @@ export interface ModelMiddleware {
   /** For error messages. */
   readonly name: string;
   /** A whole reply: `chat()` (mode `'text'`) and `generate()` (mode `'reply'`). */
-  call?(request: ModelRequest, next: NextReply): Steps<ModelReply>;
+  call?(request: ModelRequest, next: (request?: ModelRequest) => Steps<ModelReply>): Steps<ModelReply>;
   /**
    * A stream: `yield` each chunk to give it to the reader, `yield* source.next()` to read the stream `next`
    * opened. A reader that leaves early ends the hook through its `finally` blocks.
    */
-  stream?(request: ModelRequest, next: NextStream): ChunkSteps;
-  /**
-   * Where the wrapped model's usage methods (`getUsage()`, ...) read, when this middleware answers in the
-   * model's place or counts itself. Without it, the next middleware's usage, else the model's own.
-   */
-  readonly usage?: UsageReporting | undefined;
+  stream?(
+    request: ModelRequest,
+    next: (request?: ModelRequest) => ChunkSource,
+  ): Generator<unknown, void, unknown>;
+}
+
+/**
+ * A middleware that answers in the model's place or counts usage itself (the replay, the fallback chain): the
+ * wrapped model's usage methods (`getUsage()`, ...) read its `usage`, that of the outermost one that has it.
+ */
+export interface CountingMiddleware extends ModelMiddleware {
+  readonly usage: UsageReporting;
 }
 
 /** Any model, sync or async: what the chain asks at its end (a model's methods give values or promises). */
@@ -87,12 +93,14 @@ export function* awaited<T>(value: T | PromiseLike<T>): Steps<T> {
 
 /** The whole reply of `llm` to `request`: its `generate()`, or for `'text'` its `chat()`'s text as a reply. */
 export function* askModel(llm: unknown, request: ModelRequest): Steps<ModelReply> {
+  // The thenable checks are written out (not `awaited`): this runs on every call of every wrapper.
   const model = llm as AnyModel;
   if (request.mode === 'text') {
-    const content = yield* awaited(model.chat(request.messages, request.params) as string);
-    return { content, toolCalls: [] };
+    const text = model.chat(request.messages, request.params);
+    return { content: (isThenable(text) ? yield text : text) as string, toolCalls: [] };
   }
-  return yield* awaited(model.generate(request.messages, request.params) as ModelReply);
+  const reply = model.generate(request.messages, request.params);
+  return (isThenable(reply) ? yield reply : reply) as ModelReply;
 }
 
 /** The stream of `llm` for `request`, read one chunk at a time (a sync model's steps never yield). */
@@ -116,7 +124,8 @@ class IteratorSource implements ChunkSource {
 
   *next(): Steps<IteratorResult<StreamChunk, void>> {
     try {
-      const step = yield* awaited(this.#iterator.next());
+      let step = this.#iterator.next();
+      if (isThenable(step)) step = (yield step) as IteratorResult<StreamChunk, void>;
       if (step.done) this.#finished = true;
       return step;
     } catch (error) {
@@ -189,7 +198,7 @@ export class ModelChain {
   readonly #name: string;
   readonly #calls: readonly ModelMiddleware[];
   readonly #streams: readonly ModelMiddleware[];
-  /** The outermost middleware's usage, else the model's (see {@link ModelMiddleware.usage}). */
+  /** The outermost counting middleware's usage, else the model's (see {@link CountingMiddleware}). */
   readonly usage: UsageReporting | undefined;
 
   /** @param name the wrapper's class name, for error messages */
@@ -209,7 +218,8 @@ export class ModelChain {
     this.#name = name;
     this.#calls = middleware.filter((each) => each.call !== undefined);
     this.#streams = middleware.filter((each) => each.stream !== undefined);
-    this.usage = middleware.find((each) => each.usage !== undefined)?.usage ?? usageOf(llm);
+    const counting = middleware.find((each) => (each as Partial<CountingMiddleware>).usage !== undefined);
+    this.usage = (counting as CountingMiddleware | undefined)?.usage ?? usageOf(llm);
   }
 
   /** The chain's whole reply to `request`, as steps. */
@@ -246,15 +256,16 @@ export class ModelChain {
 
   /** A stream hook's steps; the streams it opened with `next` are closed when it ends, however it ends. */
   *#hook(middleware: ModelMiddleware, index: number, request: ModelRequest): ChunkSteps {
-    const opened: ChunkSource[] = [];
+    let opened: ChunkSource[] | undefined;
     try {
       yield* middleware.stream!(request, (next) => {
         const source = this.#sourceAt(index + 1, next ?? request);
-        opened.push(source);
+        if (opened === undefined) opened = [source];
+        else opened.push(source);
         return source;
       });
     } finally {
-      for (const source of opened) yield* source.close();
+      if (opened !== undefined) for (const source of opened) yield* source.close();
     }
   }
 

@@ -1,7 +1,7 @@
 import type { Steps } from '../core/steps';
 import { ConfigurationError } from '../schema/errors';
 import { ModelStatusCode } from '../schema/status';
-import { type AsyncBaseLLM, BaseLLM } from './base-llm';
+import type { AsyncBaseLLM, BaseLLM } from './base-llm';
 import {
   type CanonicalRequest,
   canonicalRequest,
@@ -56,7 +56,8 @@ class RecordingMiddleware implements ModelMiddleware {
   readonly #llm: unknown;
   readonly #write: (line: string) => void;
 
-  constructor(owner: string, llm: BaseLLM | AsyncBaseLLM, options: RecordingOptions) {
+  /** @param synchronous write each line at once (a sync model's), else queue it */
+  constructor(owner: string, llm: BaseLLM | AsyncBaseLLM, options: RecordingOptions, synchronous: boolean) {
     if (typeof llm?.chat !== 'function')
       throw new ConfigurationError({ message: `${owner} needs a model to wrap` });
     if (options === null || typeof options !== 'object') {
@@ -66,7 +67,7 @@ class RecordingMiddleware implements ModelMiddleware {
     this.file = file;
     this.#label = options.label;
     this.#llm = llm;
-    this.#write = llm instanceof BaseLLM ? (line) => file.appendSync(line) : (line) => file.append(line);
+    this.#write = synchronous ? (line) => file.appendSync(line) : (line) => file.append(line);
   }
 
   *call(request: ModelRequest, next: NextReply): Steps<ModelReply> {
@@ -158,7 +159,7 @@ export class RecordingLLM extends WrappedLLM {
   readonly #recording: RecordingMiddleware;
 
   constructor(llm: BaseLLM, options: RecordingOptions) {
-    const recording = new RecordingMiddleware('RecordingLLM', llm, options);
+    const recording = new RecordingMiddleware('RecordingLLM', llm, options, true);
     super(llm, [recording]);
     this.llm = llm;
     this.#recording = recording;
@@ -182,7 +183,7 @@ export class AsyncRecordingLLM extends AsyncWrappedLLM {
   readonly #recording: RecordingMiddleware;
 
   constructor(llm: AsyncBaseLLM, options: RecordingOptions) {
-    const recording = new RecordingMiddleware('AsyncRecordingLLM', llm, options);
+    const recording = new RecordingMiddleware('AsyncRecordingLLM', llm, options, false);
     super(llm, [recording]);
     this.llm = llm;
     this.#recording = recording;

@@ -12,7 +12,7 @@ import {
   type RequestMode,
   requestKey,
 } from './llm-request';
-import type { ChunkSteps, ModelMiddleware, ModelRequest } from './model-middleware';
+import type { ChunkSteps, CountingMiddleware, ModelRequest } from './model-middleware';
 import type { RecordedCall } from './recording-file';
 import { ReplayMissError } from './replay-error';
 import type { ChatMessage, GenParams, LLMCallParams, ModelReply, StreamChunk } from './types';
@@ -211,7 +211,7 @@ function chunksOf(call: RecordedCall): StreamChunk[] {
  * The replay as model middleware: it answers every call itself, from the recording (an aborted `signal` fails
  * the call with its reason, before it is answered and between the chunks of a stream).
  */
-class ReplayMiddleware implements ModelMiddleware {
+class ReplayMiddleware implements CountingMiddleware {
   readonly name = 'replay';
   readonly replayer: Replayer;
   readonly usage: UsageMeter;
