@@ -30,6 +30,10 @@ function checkModel(llm: unknown, name: string): void {
     throw new ConfigurationError({ message: `${name} needs a model to wrap` });
 }
 
+function contentOf(reply: ModelReply): string {
+  return reply.content;
+}
+
 /**
  * A synchronous model whose calls run through model middleware around `llm` (see {@link wrapModel}).
  * `genParams` is the wrapped model's own object; `model` its name; usage is the middleware's when one counts
@@ -110,8 +114,8 @@ export class AsyncWrappedLLM extends AsyncBaseLLM {
     return modelName(this.#llm);
   }
 
-  async chat(messages: ChatMessage[], params?: LLMCallParams): Promise<string> {
-    return (await driveAsync(this.#chain.reply({ mode: 'text', messages, params }))).content;
+  chat(messages: ChatMessage[], params?: LLMCallParams): Promise<string> {
+    return driveAsync(this.#chain.reply({ mode: 'text', messages, params })).then(contentOf);
   }
 
   override generate(messages: ChatMessage[], params?: LLMCallParams): Promise<ModelReply> {
