@@ -287,6 +287,8 @@ export class HTTPAgentServer {
   readonly #calls = new Set<AbortController>();
   readonly #runs: ServerRuns;
   readonly #abortOnDisconnect: boolean;
+  /** `abortOnDisconnect` as given (the protocols' runs go on unless it is true). */
+  readonly #abortOnDisconnectOption: boolean | undefined;
   /** Connections on which nothing was sent yet. */
   readonly #silent = new Set<Duplex>();
   #recovery: Promise<RecoveredRun[]> | undefined;
@@ -346,6 +348,7 @@ export class HTTPAgentServer {
       throw new ConfigurationError({ message: 'HTTPAgentServer: abortOnDisconnect must be true or false' });
     }
     this.#abortOnDisconnect = options.abortOnDisconnect ?? !isDurable(agent);
+    this.#abortOnDisconnectOption = options.abortOnDisconnect;
     this.#bodyLimit = positive('bodyLimit', options.bodyLimit, 1_048_576);
     this.#headersTimeout = positive('headersTimeout', options.headersTimeout, 10_000);
     this.#requestTimeout = positive('requestTimeout', options.requestTimeout, 30_000);
@@ -715,6 +718,8 @@ export class HTTPAgentServer {
       callers: this.#callers,
       exposeErrors: this.#exposeErrors,
       hasToken: this.#token !== undefined,
+      runs: this.#runs,
+      abortOnDisconnect: this.#abortOnDisconnectOption,
       begin: (controller, sessionId) => this.#begin(controller, sessionId),
       onError: (error, context) => this.#onError(error, context),
       stateOf: async (sessionId) => this.#stateOf(sessionId),
