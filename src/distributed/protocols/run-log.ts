@@ -29,8 +29,8 @@ export interface LoggedError {
 export interface RunLogEnds {
   /** A waiting run goes on with these decisions (the resume of an approval). */
   resumed(decisions: readonly Decision[]): void;
-  /** The run's reply: its end, or the interrupt it waits on. */
-  finish(reply: AgentMessage): void;
+  /** The run's reply: its end, or the interrupt it waits on (the stream waits for what it returns). */
+  finish(reply: AgentMessage): void | Promise<void>;
   /** The run failed or was cancelled. */
   fail(error: LoggedError): void;
 }
@@ -70,8 +70,8 @@ export class RunLogReader {
     this.#modelTurns = host.agent instanceof AgentBase ? modelTurnPaths(host.agent) : new Set();
   }
 
-  /** Tells what one event of the log says. */
-  take(event: RunEvent): void {
+  /** Tells what one event of the log says (a promise when the protocol's end is written asynchronously). */
+  take(event: RunEvent): void | Promise<void> {
     switch (event.type) {
       case 'delta':
       case 'chunk':
@@ -81,8 +81,7 @@ export class RunLogReader {
         this.#agent(JSON.parse(event.data) as AgentEventData);
         return;
       case 'message':
-        this.#ends.finish(AgentMessage.from(JSON.parse(event.data)));
-        return;
+        return this.#ends.finish(AgentMessage.from(JSON.parse(event.data)));
       case 'error': {
         const data = JSON.parse(event.data) as Partial<LoggedError>;
         this.#ends.fail({
@@ -195,8 +194,8 @@ export interface ServeRunLogOptions {
   sessionId: SessionId;
   /** The events after this number. */
   after: number;
-  /** Writes what an event says to `out`. */
-  take(event: RunEvent): void;
+  /** Writes what an event says to `out` (waited on when it returns a promise). */
+  take(event: RunEvent): void | Promise<void>;
   /** Writes the protocol's end once the run rests and its last event was taken. */
   end?: (() => void) | undefined;
   /**
@@ -279,7 +278,8 @@ export async function serveRunLog(options: ServeRunLogOptions): Promise<void> {
         refused = await options.refuse(data);
         if (refused) return;
       }
-      options.take(event);
+      const taking = options.take(event);
+      if (taking !== undefined) await taking;
       if (out.gone) break;
       if (out.full) await out.drained();
     }
