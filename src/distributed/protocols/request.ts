@@ -9,6 +9,7 @@ import type { SessionId } from '../../schema/session';
 import { errorMessage } from '../../utils/text';
 import { isUnprocessable } from '../caller-options';
 import { OTHER_SESSION, requestScope } from '../http/session-tokens';
+import { WriteTurns } from '../http/sse-writer';
 import { refusalBody } from '../remote-budget';
 import type { ProtocolHost } from './run';
 
@@ -230,11 +231,6 @@ export class EventStream {
     return this.#gone;
   }
 
-  /** Whether the response's buffer is full (wait for {@link drained} before writing more). */
-  get full(): boolean {
-    return this.#reply.raw.writableNeedDrain;
-  }
-
   /** Writes text (starting the answer when it is the first); false when the buffer is full or the client gone. */
   write(text: string | Uint8Array): boolean {
     if (this.#gone) return false;
@@ -263,19 +259,11 @@ export class EventStream {
     this.#reply.raw.destroy();
   }
 
-  /** Resolves once the response's buffer has room again, or the connection is gone. */
+  readonly #turns = new WriteTurns();
+
+  /** Resolves once the response's buffer has room again, or the connection is gone (see `WriteTurns`). */
   drained(): Promise<void> {
-    const raw = this.#reply.raw;
-    if (!raw.writableNeedDrain || raw.destroyed) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        raw.off('drain', done);
-        raw.off('close', done);
-        resolve();
-      };
-      raw.once('drain', done);
-      raw.once('close', done);
-    });
+    return this.#turns.wait(this.#reply.raw);
   }
 }
 

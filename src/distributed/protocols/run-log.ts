@@ -281,7 +281,8 @@ export async function serveRunLog(options: ServeRunLogOptions): Promise<void> {
       const taking = options.take(event);
       if (taking !== undefined) await taking;
       if (out.gone) break;
-      if (out.full) await out.drained();
+      // At the client's pace, letting other connections' work run while a long log is replayed.
+      await out.drained();
     }
     if (rested && !out.gone) options.end?.();
   } catch (error) {
