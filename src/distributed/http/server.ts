@@ -165,7 +165,8 @@ export interface HTTPAgentServerOptions {
   /**
    * Whether a client that goes away from `POST /chat_completion(/stream)` stops its call. By default a durable
    * agent's call goes on to its end (its reply is kept: a retry with its call id gets it), and any other call
-   * stops and takes its turn back. Runs (`POST /runs`) never stop for a client.
+   * stops and takes its turn back. Runs (`POST /runs`) never stop for a client; the calls of `POST /api/chat`
+   * and `POST /ag-ui`, which are runs (a client comes back for them), stop only when this is set `true`.
    * @default true, false for an agent with `durable`
    */
   abortOnDisconnect?: boolean | undefined;

@@ -59,6 +59,8 @@ export class RunLogReader {
   readonly #observer: RunObserver;
   readonly #ends: RunLogEnds;
   readonly #modelTurns: ReadonlySet<string>;
+  /** The descriptions of the served agent's sub-agents, by path (a log names an agent, not what it does). */
+  readonly #descriptions = new Map<string, string>();
   /** The content of the last logged chunk, when it was text (a `delta` event adds to it). */
   #logged: string | undefined;
   /** The content of the last streamed chunk: what a whole `chunk` event's text adds to. */
@@ -67,7 +69,15 @@ export class RunLogReader {
   constructor(host: ProtocolHost, observer: RunObserver, ends: RunLogEnds) {
     this.#observer = observer;
     this.#ends = ends;
-    this.#modelTurns = host.agent instanceof AgentBase ? modelTurnPaths(host.agent) : new Set();
+    const root = host.agent;
+    this.#modelTurns = root instanceof AgentBase ? modelTurnPaths(root) : new Set();
+    if (root instanceof AgentBase) {
+      for (const [prefix, node] of root.namedAgents()) {
+        const description = (node as { description?: unknown }).description;
+        if (prefix !== '' && typeof description === 'string' && description !== '')
+          this.#descriptions.set(prefix.slice(0, -1), description);
+      }
+    }
   }
 
   /** Tells what one event of the log says (a promise when the protocol's end is written asynchronously). */
@@ -147,7 +157,11 @@ export class RunLogReader {
       case 'error':
         if (path === '' || this.#modelTurns.has(path)) return;
         if (data.kind === 'callStart')
-          this.#observer.agentStarted(path, typeof data.agent === 'string' ? data.agent : path, undefined);
+          this.#observer.agentStarted(
+            path,
+            typeof data.agent === 'string' ? data.agent : path,
+            this.#descriptions.get(path),
+          );
         else this.#observer.agentEnded(path, data.kind === 'callEnd' ? 'done' : 'failed');
         return;
     }

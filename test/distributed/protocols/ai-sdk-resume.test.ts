@@ -242,6 +242,8 @@ describe('AI SDK resumable streams: GET /api/chat/{id}/stream from the run log',
     await resuming;
     await approving;
     await expect.poll(() => page.status).toBe('ready');
+    // The replayed message is complete: it sends nothing more (its approval was answered).
+    expect(reloaded.status).toBe('ready');
     expect(textOf(reloaded.last)).toBe('Let meDone: deleted /tmp/a');
     expect(toolParts(reloaded.last!)[0]).toMatchObject({
       toolName: 'Delete',

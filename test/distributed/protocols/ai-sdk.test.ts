@@ -202,6 +202,7 @@ describe('AI SDK UI message stream (useChat)', () => {
       data: {
         path: 'researcher',
         name: 'researcher',
+        description: 'Finds things out',
         status: 'done',
         toolCalls: [
           { name: 'Search', arguments: { query: 'quantum' }, status: 'done', result: 'results for quantum' },
