@@ -283,6 +283,49 @@ describe('AI SDK resumable streams: GET /api/chat/{id}/stream from the run log',
   });
 });
 
+describe('AI SDK streams read back from the run log', () => {
+  it("keep a streaming model's reasoning as it came, and a tool that failed as an output error", async () => {
+    const agent = new AsyncStreamingFunctionCallingAgent({
+      name: 'assistant',
+      llm: new AsyncMockLLM({
+        responses: (messages) =>
+          messages.at(-1)!.role === 'tool'
+            ? { content: 'The disk is broken.', reasoning: 'The tool failed.' }
+            : {
+                reasoning: 'Reading needs the disk.',
+                toolCalls: [{ name: 'Read', arguments: { path: '/x' } }],
+              },
+        chunkSize: 4,
+      }),
+      actions: [
+        asyncTool({
+          name: 'Read',
+          description: 'Reads a file',
+          parameters: z.object({ path: z.string() }),
+          run: async () => {
+            throw new Error('the disk is gone');
+          },
+        }),
+      ],
+    });
+    const { url } = await serve({ agent });
+    const chat = new TestChat(url, 'failing-tool');
+    await chat.sendMessage({ text: 'read /x' });
+    const reply = chat.last!;
+    expect(reply.parts.filter((part) => part.type === 'reasoning').map((part) => part.text)).toEqual([
+      'Reading needs the disk.',
+      'The tool failed.',
+    ]);
+    expect(toolParts(reply)[0]).toMatchObject({
+      toolName: 'Read',
+      state: 'output-error',
+      input: { path: '/x' },
+      errorText: expect.stringMatching(/the disk is gone/),
+    });
+    expect(textOf(reply)).toBe('The disk is broken.');
+  });
+});
+
 describe('AI SDK resumable streams: bad input', () => {
   it('unknown chats are 204; an id past the limit is 400; the token is required; a session token reaches its own chat only', async () => {
     const model = await gated(['Hello ', 'there.']);
