@@ -177,6 +177,7 @@ async function run(
     after: 0,
     route: 'ag-ui',
     inFlight: local !== undefined,
+    heartbeat: !binary,
     take: (event) => reader.take(event),
     broken: (message) => events.fail(message, 'RunLogError'),
     // A call that fails before anything was streamed is answered as an error, as a call that is not a run is.

@@ -230,6 +230,8 @@ export interface ServeRunLogOptions {
   resumed?: boolean | undefined;
   /** The route, for `onError`. */
   route: string;
+  /** Sends a server-sent event comment when the stream has been idle 15 s (not in a binary stream). @default true */
+  heartbeat?: boolean | undefined;
 }
 
 /** How often a stream that has nothing to send sends a comment, so proxies keep it open (ms). */
@@ -272,8 +274,9 @@ export async function serveRunLog(options: ServeRunLogOptions): Promise<void> {
     stopped = resolve;
   });
   host.runs.track({ stop: () => controller.abort(new Error('the server is closing')), done });
-  const heartbeat = setInterval(() => out.write(': keep-alive\n\n'), HEARTBEAT_MS);
-  heartbeat.unref?.();
+  const heartbeat =
+    options.heartbeat === false ? undefined : setInterval(() => out.write(': keep-alive\n\n'), HEARTBEAT_MS);
+  heartbeat?.unref?.();
   let follow: AsyncGenerator<RunEvent, unknown> | undefined;
   let refused = false;
   try {
