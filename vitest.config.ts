@@ -34,6 +34,7 @@ const INTEGRATION = [
   'ui',
   'retrieval',
   'docs',
+  'runtimes',
 ];
 /**
  * Tests of the unit folders that start processes or worker threads (crash trials, the sync

@@ -47,7 +47,10 @@ export {
 } from './actions/index';
 export type { SystemInstruction, SystemTemplate } from './agents/aggregator/index';
 export { contentToText, DefaultAggregator } from './agents/aggregator/index';
-export type { InternLMToolAggregatorOptions } from './agents/aggregator/internlm-tool-aggregator';
+export type {
+  InternLMToolAggregatorOptions,
+  InternLMWindowOptions,
+} from './agents/aggregator/internlm-tool-aggregator';
 export { InternLMToolAggregator } from './agents/aggregator/internlm-tool-aggregator';
 export type {
   TokenCounter,
@@ -78,8 +81,10 @@ export type {
   FunctionCallingAgentOptions,
   FunctionCallingChunk,
   FunctionCallingReply,
+  InternLMChunk,
   InternLMOutputFormatOptions,
   InternLMPrompts,
+  InternLMReply,
   LagentStateDict,
   MathCoderOptions,
   MaxTurnInfo,
@@ -204,6 +209,8 @@ export type {
   APIRoleTemplate,
   CacheOptions,
   ChatMessage,
+  ChunkSource,
+  CircuitBreakerOptions,
   ClaudeAPIOptions,
   ClaudeCallParams,
   CompletionRequest,
@@ -218,7 +225,9 @@ export type {
   LMMetaTemplate,
   LMRoleBegin,
   LMRoleTemplate,
+  ModelMiddleware,
   ModelReply,
+  ModelRequest,
   OpenAICallParams,
   OpenAICompatibleDefaults,
   OpenAICompatibleOptions,
@@ -250,9 +259,11 @@ export {
   AsyncRecordingLLM,
   AsyncReplayLLM,
   AsyncVllmModel,
+  AsyncWrappedLLM,
   BaseLLM,
   BridgedLLM,
   CachedLLM,
+  CircuitBreaker,
   ClaudeAPI,
   cutAtStopWords,
   DEFAULT_API_META_TEMPLATE,
@@ -271,6 +282,8 @@ export {
   StopWordFilter,
   UsageTracker,
   VllmModel,
+  WrappedLLM,
+  wrapModel,
 } from './llms/index';
 export type { ModelPrice } from './llms/prices';
 export { modelPrice, setModelPrice } from './llms/prices';
@@ -310,6 +323,7 @@ export { SyncBridgeError } from './schema/errors';
 export type {
   ActionResultItem,
   ActionReturnInit,
+  ActionReturnJSON,
   AgentMessageInit,
   AgentMessageJSON,
   AISDKReasoningPart,
@@ -322,6 +336,7 @@ export type {
   LagentErrorOptions,
   LagentMessageJSON,
   MessageInput,
+  MessageInState,
   MessageJSONFormat,
   MessageJSONOptions,
   OpenAIReasoningItemPart,

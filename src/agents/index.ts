@@ -40,8 +40,10 @@ export {
 export type {
   AgentForInternLMOptions,
   CompatMode,
+  InternLMChunk,
   InternLMOutputFormatOptions,
   InternLMPrompts,
+  InternLMReply,
   MathCoderOptions,
   MaxTurnInfo,
   PromptLanguage,

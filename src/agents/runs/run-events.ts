@@ -9,9 +9,10 @@ import type { AgentEvents } from '../agent-base';
  *
  * - `chunk`: a streamed chunk whole, in Lagent's wire shape (`AgentMessage.model_dump()`); `delta`: a chunk whose
  *   `content` is only the text it adds to the chunk before it (its other fields are its own). The same events
- *   as `POST /chat_completion/stream` sends.
+ *   as `POST /chat_completion/stream` sends, and a chunk of reasoning also carries the `reasoning_delta` it adds.
  * - `agent`: an agent event of the run's agent tree: `{ kind, path, agent, detail }` (`path`: the emitting
- *   agent's dotted path, `''` for the root; `detail`: what the event carries, long texts cut).
+ *   agent's dotted path, `''` for the root; `detail`: what the event carries, long texts cut; a `toolEnd`'s
+ *   `errors[i]`, when a tool failed, is why call `i` failed).
  * - `status`: `{ status }` when the run starts running, and `{ status: 'running', recovered: true }` when a
  *   process takes over a run another left (its durable call is replayed: a reply streamed again is sent whole,
  *   as a `chunk`), or `resumed: true` when a waiting run goes on with a decision.
@@ -65,6 +66,10 @@ export class ChunkEncoder {
       return { type: RUN_EVENT_TYPES.chunk, data: json(chunk) };
     }
     const wire = message.toJSON({ format: 'lagent' });
+    // Reasoning is not part of a message's JSON: a chunk of reasoning says what it adds here.
+    const reasoning = message.reasoningDelta;
+    if (typeof reasoning === 'string' && reasoning !== '')
+      (wire as { reasoning_delta?: string }).reasoning_delta = reasoning;
     const content = message.content;
     const delta = this.#deltaOf(message);
     this.#previous = typeof content === 'string' ? content : undefined;
@@ -187,6 +192,12 @@ function resultText(result: unknown): string {
   return cut(r.result);
 }
 
+/** Why a tool call failed (its `ActionReturn`'s `errmsg`), or null. */
+function errorOf(result: unknown): string | null {
+  const errmsg = (result as { errmsg?: unknown } | null)?.errmsg;
+  return typeof errmsg === 'string' && errmsg !== '' ? cut(errmsg) : null;
+}
+
 /** What an agent event carries, as JSON-ready data. */
 function detailOf(kind: RunAgentEventKind, event: Record<string, unknown>): unknown {
   switch (kind) {
@@ -211,11 +222,15 @@ function detailOf(kind: RunAgentEventKind, event: Record<string, unknown>): unkn
     case 'toolStart':
       return { toolCalls: toolCalls(event.toolCalls) };
     case 'toolEnd': {
-      const results = (event.message as { content?: unknown } | undefined)?.content;
-      return {
+      const content = (event.message as { content?: unknown } | undefined)?.content;
+      const returns = Array.isArray(content) ? content.slice(0, MAX_ITEMS) : [content];
+      const detail: Record<string, unknown> = {
         toolCalls: toolCalls(event.toolCalls),
-        results: Array.isArray(results) ? results.slice(0, MAX_ITEMS).map(resultText) : [cut(results)],
+        results: Array.isArray(content) ? returns.map(resultText) : [cut(content)],
       };
+      const errors = returns.map(errorOf);
+      if (errors.some((error) => error !== null)) detail.errors = errors;
+      return detail;
     }
     case 'interrupt':
       return { interrupts: event.interrupts };

@@ -482,7 +482,12 @@ export class RunExecution {
     // A recovery logs nothing until the call does something: a call another process finished meanwhile, or one
     // that needs no recovery, leaves the log as it is.
     this.#held = mode === 'recover' ? [] : undefined;
-    writer.open(this.log, record.lastSeq, record.status);
+    // A waiting run that goes on no longer rests: readers here wait for its events rather than end at once.
+    writer.open(
+      this.log,
+      record.lastSeq,
+      mode === 'resume' && record.status === 'waiting' ? 'running' : record.status,
+    );
     if (record.cancelRequested) queueMicrotask(() => this.onCancelRequested());
   }
 

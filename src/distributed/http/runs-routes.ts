@@ -154,7 +154,7 @@ export class ServerRuns {
 
   /**
    * The session's newest run when it has not ended (queued, running, or waiting for a decision): what a client
-   * that reloads a page reconnects to (`GET /api/chat/{id}/stream` of the AI SDK).
+   * that reloads a page reconnects to (`GET /api/chat/{id}/stream` of the AI SDK serves it unless it waits).
    */
   async activeRun(sessionId: string): Promise<RunRecord | undefined> {
     const { store, namespace } = this.place;

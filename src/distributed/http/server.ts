@@ -165,7 +165,8 @@ export interface HTTPAgentServerOptions {
   /**
    * Whether a client that goes away from `POST /chat_completion(/stream)` stops its call. By default a durable
    * agent's call goes on to its end (its reply is kept: a retry with its call id gets it), and any other call
-   * stops and takes its turn back. Runs (`POST /runs`) never stop for a client.
+   * stops and takes its turn back. Runs (`POST /runs`) never stop for a client; the calls of `POST /api/chat`
+   * and `POST /ag-ui`, which are runs (a client comes back for them), stop only when this is set `true`.
    * @default true, false for an agent with `durable`
    */
   abortOnDisconnect?: boolean | undefined;
@@ -287,6 +288,8 @@ export class HTTPAgentServer {
   readonly #calls = new Set<AbortController>();
   readonly #runs: ServerRuns;
   readonly #abortOnDisconnect: boolean;
+  /** `abortOnDisconnect` as given (the protocols' runs go on unless it is true). */
+  readonly #abortOnDisconnectOption: boolean | undefined;
   /** Connections on which nothing was sent yet. */
   readonly #silent = new Set<Duplex>();
   #recovery: Promise<RecoveredRun[]> | undefined;
@@ -346,6 +349,7 @@ export class HTTPAgentServer {
       throw new ConfigurationError({ message: 'HTTPAgentServer: abortOnDisconnect must be true or false' });
     }
     this.#abortOnDisconnect = options.abortOnDisconnect ?? !isDurable(agent);
+    this.#abortOnDisconnectOption = options.abortOnDisconnect;
     this.#bodyLimit = positive('bodyLimit', options.bodyLimit, 1_048_576);
     this.#headersTimeout = positive('headersTimeout', options.headersTimeout, 10_000);
     this.#requestTimeout = positive('requestTimeout', options.requestTimeout, 30_000);
@@ -715,6 +719,8 @@ export class HTTPAgentServer {
       callers: this.#callers,
       exposeErrors: this.#exposeErrors,
       hasToken: this.#token !== undefined,
+      runs: this.#runs,
+      abortOnDisconnect: this.#abortOnDisconnectOption,
       begin: (controller, sessionId) => this.#begin(controller, sessionId),
       onError: (error, context) => this.#onError(error, context),
       stateOf: async (sessionId) => this.#stateOf(sessionId),

@@ -1,12 +1,14 @@
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AgentBase } from '../../agents/agent-base';
 import { contentToText } from '../../agents/aggregator/content';
 import { pendingInterrupts } from '../../agents/pending-interrupts';
-import { LagentError, ValidationError } from '../../schema/errors';
+import type { AgentMessage, MessageInput } from '../../schema/agent-message';
+import { LagentError, RunFailedError, ValidationError } from '../../schema/errors';
 import { type Decision, RESUME_TYPE } from '../../schema/interrupts';
 import type { SessionId } from '../../schema/session';
 import { errorMessage } from '../../utils/text';
 import { isUnprocessable } from '../caller-options';
+import { OTHER_SESSION, requestScope } from '../http/session-tokens';
 import { WriteTurns } from '../http/sse-writer';
 import { refusalBody } from '../remote-budget';
 import type { ProtocolHost } from './run';
@@ -65,6 +67,27 @@ export function answerOf(host: ProtocolHost, error: unknown): Answer {
     code: name,
     message: host.exposeErrors ? errorMessage(error) : 'Internal Server Error',
   };
+}
+
+/** A route a session token may use, for its own session (each route checks it with {@link checkScope}). */
+export const SESSION_SCOPED = { config: { sessionScoped: true } };
+
+/** Refuses (403) a request made with a token of another session than the one it names. */
+export function checkScope(request: FastifyRequest, sessionId: SessionId): void {
+  const scope = requestScope(request.raw);
+  if (scope !== undefined && scope !== String(sessionId))
+    throw new ProtocolRequestError({ status: 403, code: 'Forbidden', message: OTHER_SESSION });
+}
+
+/** Messages as the served agent takes them: their JSON for an agent that is not of this copy of lagent-ts. */
+export function inputFor(host: ProtocolHost, input: readonly AgentMessage[]): MessageInput[] {
+  if (host.agent instanceof AgentBase) return [...input];
+  return input.map((message) => message.toJSON() as MessageInput);
+}
+
+/** Whether a run ended because it was cancelled. */
+export function isCancelled(error: unknown): boolean {
+  return error instanceof RunFailedError && error.status === 'cancelled';
 }
 
 /** Whether an error is the caller's (answered 4xx, not told to `onError`). */
