@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
@@ -48,19 +49,41 @@ const OUT_OF_PROCESS = [
   'test/llms/openai-responses-sync.test.ts',
   'test/llms/claude/claude-agents.test.ts',
   'test/llms/claude/missing-sdk.test.ts',
+  'test/agents/prebuilt/function-calling-agent-bridge.test.ts',
+  'test/llms/ai-sdk-model-bridge.test.ts',
+  'test/llms/raw-prompt-models-bridge.test.ts',
+  'test/llms/wrappers/fallback-bridge.test.ts',
+  'test/utils/text-python.test.ts',
 ];
+
+/**
+ * The unit files with property tests (they import fast-check). The unit project runs their properties with a
+ * tenth of their runs (`propertyRuns` in test/helpers/property-runs.ts); the integration project runs these
+ * files again with all of them.
+ */
+const PROPERTY = UNIT.flatMap((folder) =>
+  readdirSync(`test/${folder}`, { recursive: true, encoding: 'utf8' })
+    .map((file) => `test/${folder}/${file}`)
+    .filter((file) => file.endsWith('.test.ts') && !OUT_OF_PROCESS.includes(file))
+    .filter((file) => /from 'fast-check'/.test(readFileSync(file, 'utf8'))),
+);
 
 export default defineConfig({
   resolve: {
     alias: [
       { find: /^lagent-ts$/, replacement: src('index.ts') },
       { find: /^lagent-ts\/(.+)$/, replacement: src('$1/index.ts') },
+      // The tests reach what no entry exports (a module's internals) as `#src/<path>`.
+      { find: /^#src\/(.+)$/, replacement: src('$1') },
     ],
   },
   test: {
     // When the suite is done, no process a test started may still be running.
     globalSetup: ['test/leftover-processes.ts'],
     testTimeout: 20_000,
+    // expect.poll() waits for what a test expects to happen (a request arriving, a tool starting): it ends as
+    // soon as that holds, and fails only when it never does, not because a busy machine was slow.
+    expect: { poll: { timeout: 10_000 } },
     reporters: ['default', ['json', { outputFile: 'reports/vitest.json' }]],
     projects: [
       {
@@ -73,6 +96,7 @@ export default defineConfig({
           // afresh (13 s of the 40 s this project took isolated). Such a test must not depend on a clean process.
           pool: 'threads',
           isolate: false,
+          provide: { propertyRuns: 'fewer' },
         },
       },
       {
@@ -97,7 +121,9 @@ export default defineConfig({
             ...INTEGRATION.map((folder) => `test/${folder}/**/*.test.ts`),
             'test/*.test.ts',
             ...OUT_OF_PROCESS,
+            ...PROPERTY,
           ],
+          provide: { propertyRuns: 'all' },
         },
       },
     ],

@@ -9,6 +9,7 @@ import {
 } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { propertyRuns } from '../helpers/property-runs';
 import { echo } from '../helpers/tools';
 
 const calculator = toolkit({
@@ -43,7 +44,7 @@ describe('executor properties', () => {
         const reply = executor.call(new AgentMessage({ sender: 'Agent', content: { name, parameters } }));
         expect(reply.content).toBeInstanceOf(ActionReturn);
       }),
-      { numRuns: 500 },
+      { numRuns: propertyRuns(500) },
     );
   });
 
@@ -54,7 +55,7 @@ describe('executor properties', () => {
         expect(executor.forward('echo', { text }).formatResult()).toBe(text);
         expect(executor.forward('echo', JSON.stringify({ text })).formatResult()).toBe(text);
       }),
-      { numRuns: 300 },
+      { numRuns: propertyRuns(300) },
     );
   });
 
@@ -74,7 +75,7 @@ describe('executor properties', () => {
         const result = await executor.forward('chaotic', { mode });
         expect(result).toBeInstanceOf(ActionReturn);
       }),
-      { numRuns: 200 },
+      { numRuns: propertyRuns(200) },
     );
   });
 });

@@ -3,16 +3,14 @@ import {
   type ActionReturn,
   AgentMessage,
   AsyncActionExecutor,
-  MessageLogger,
-  tool,
-} from 'lagent-ts';
-import { describe, expectTypeOf, it } from 'vitest';
-import {
   hasToolCalls,
+  MessageLogger,
   type ToolCallsFormatted,
   type ToolCallsMessage,
   type ToolResultsMessage,
-} from '../../src/schema/tool-calls';
+  tool,
+} from 'lagent-ts';
+import { describe, expectTypeOf, it } from 'vitest';
 
 const executor = new ActionExecutor({ actions: [tool({ name: 'x', run: () => 1 })] });
 const asyncExecutor = new AsyncActionExecutor({ actions: [], hooks: [new MessageLogger()] });

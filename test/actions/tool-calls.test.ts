@@ -9,13 +9,16 @@ import {
   asyncToolkit,
   Hook,
   type HookExecutor,
+  hasToolCalls,
   type ToolCall,
+  type ToolCallsFormatted,
+  type ToolCallsMessage,
   tool,
   toolkit,
 } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { hasToolCalls, type ToolCallsFormatted, type ToolCallsMessage } from '../../src/schema/tool-calls';
+import { Held } from '../helpers/held';
 import { add, resultOf } from '../helpers/tools';
 
 const sleep = (ms: number, signal?: AbortSignal) =>
@@ -233,19 +236,25 @@ describe('ActionExecutor with native tool calls', () => {
 });
 
 describe('AsyncActionExecutor with native tool calls', () => {
-  it('runs the calls in parallel: two 300 ms tools take about 300 ms together', async () => {
-    const executor = new AsyncActionExecutor({ actions: [waiting()] });
-    const started = performance.now();
-    const reply = await executor.call(
+  it('runs the calls in parallel: both tools are running before either answers', async () => {
+    const held = new Held();
+    const gated = asyncTool({
+      name: 'gated',
+      parameters: z.object({ text: z.string() }),
+      run: async ({ text }, { signal }) => held.wait(text, signal),
+    });
+    const executor = new AsyncActionExecutor({ actions: [gated] });
+    const pending = executor.call(
       callsOf(
-        { id: 'a', name: 'wait', arguments: { ms: 300, text: 'one' } },
-        { id: 'b', name: 'wait', arguments: { ms: 300, text: 'two' } },
+        { id: 'a', name: 'gated', arguments: { text: 'one' } },
+        { id: 'b', name: 'gated', arguments: { text: 'two' } },
       ),
     );
-    const elapsed = performance.now() - started;
+    // One after another, the second would start only once the first answered.
+    await held.until(2);
+    held.release();
+    const reply = await pending;
     expect(reply.content.map((result) => result.toText())).toEqual(['one', 'two']);
-    expect(elapsed).toBeGreaterThanOrEqual(290);
-    expect(elapsed).toBeLessThan(500);
   });
 
   it('keeps the results in call order when a later call finishes first', async () => {
@@ -290,8 +299,7 @@ describe('AsyncActionExecutor with native tool calls', () => {
       ),
       { signal: controller.signal },
     );
-    await sleep(20);
-    expect(signals).toHaveLength(2);
+    await expect.poll(() => signals.length).toBe(2);
     expect(signals.some((signal) => signal.aborted)).toBe(false);
     const reason = new Error('stop');
     controller.abort(reason);
@@ -324,7 +332,7 @@ describe('AsyncActionExecutor with native tool calls', () => {
       ),
       { signal: controller.signal, timeoutMs: 10_000 },
     );
-    await sleep(20);
+    await expect.poll(() => signals.length).toBe(4);
     controller.abort(new Error('stop'));
     await expect(pending).rejects.toThrow('stop');
     expect(signals.slice(2).map((signal) => signal.aborted)).toEqual([true, true]);

@@ -8,6 +8,7 @@ import {
 } from 'lagent-ts';
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
+import { HeldLLM } from '../helpers/held';
 
 describe('AsyncAgent', () => {
   it('resolves to the reply and stores the turn', async () => {
@@ -70,14 +71,16 @@ describe('AsyncAgent', () => {
     expect(agent.memory!.getMemory().map((message) => message.content)).toEqual(['async:x', 'got async:x']);
   });
 
-  it('an abort signal cancels the call quickly and leaves memory as it was', async () => {
-    const agent = new AsyncAgent({ llm: new AsyncMockLLM({ responses: () => 'late', latencyMs: 10_000 }) });
+  it('an abort signal cancels the call while the model works and leaves memory as it was', async () => {
+    // The model never answers: only the abort can end the call.
+    const llm = new HeldLLM({ responses: () => 'late' });
+    const agent = new AsyncAgent({ llm });
     const controller = new AbortController();
-    const started = Date.now();
     const pending = agent.call('hi', { signal: controller.signal });
-    setTimeout(() => controller.abort(), 10);
+    await llm.held.until(1);
+    controller.abort();
     await expect(pending).rejects.toThrow(/abort/i);
-    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(llm.held.pending).toBe(0);
     expect(agent.memory!.getMemory()).toEqual([]);
     const aborted = AbortSignal.abort();
     await expect(agent.call('x', { signal: aborted })).rejects.toThrow();

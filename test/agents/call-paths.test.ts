@@ -124,7 +124,7 @@ describe('the direct run and the steps of AsyncAgent.call agree', () => {
 
 describe('session keys', () => {
   it('ids are one session exactly when their String()s are equal', async () => {
-    const { sessionKey } = await import('../../src/schema/session');
+    const { sessionKey } = await import('#src/schema/session');
     const ids: (string | number)[] = [
       0,
       '0',

@@ -1,3 +1,4 @@
+import type { ChatMessage } from 'lagent-ts';
 import {
   Agent,
   type AgentMessage,
@@ -11,7 +12,6 @@ import {
 import { AsyncMockLLM, MockLLM, type MockReply } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { ChatMessage } from '../../src/schema/chat-message';
 import { dyingStore } from '../helpers/durable';
 
 /** A model that answers from the conversation: a Send, then text; ids fixed so replays match. */

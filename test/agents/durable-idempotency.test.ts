@@ -1,3 +1,4 @@
+import type { ChatMessage } from 'lagent-ts';
 import {
   AsyncFunctionCallingAgent,
   asyncTool,
@@ -14,7 +15,6 @@ import {
 import { AsyncMockLLM, MockLLM, type MockReply } from 'lagent-ts/testing';
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import type { ChatMessage } from '../../src/schema/chat-message';
 import { dyingStore } from '../helpers/durable';
 
 /*

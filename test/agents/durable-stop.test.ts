@@ -4,11 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
+import type { SessionStore } from 'lagent-ts/stores';
+import { PostgresStore, RedisStore, SQLiteStore } from 'lagent-ts/stores';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PostgresStore } from '../../src/stores/postgres-store';
-import { RedisStore } from '../../src/stores/redis-store';
-import { SQLiteStore } from '../../src/stores/sqlite-store';
-import type { SessionStore } from '../../src/stores/types';
 import { type RedisServer, startRedis } from '../distributed/queue/redis-server';
 import { type PostgresServer, postgresBinaries, startPostgres } from '../stores/postgres-server';
 

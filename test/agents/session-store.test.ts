@@ -164,8 +164,10 @@ describe('memory: { store }', () => {
     store.acquireSession('w', '1', { owner: 'elsewhere', leaseMs: 60_000 });
     const agent = new AsyncAgent({ llm: echo(), memory: { store }, name: 'w' });
     const controller = new AbortController();
+    // Abort once the call has asked for the lease and been refused (it waits for the holder).
+    const acquire = vi.spyOn(store, 'acquireSession');
     const waiting = agent.call('x', { sessionId: 1, signal: controller.signal });
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    await expect.poll(() => acquire).toHaveReturnedWith(expect.objectContaining({ acquired: false }));
     controller.abort(new Error('gave up'));
     await expect(waiting).rejects.toThrow('gave up');
     expect(agent.stateDict(1).memory).toEqual([]);
@@ -273,8 +275,10 @@ describe('memory: { store }', () => {
   });
 
   it('a call waiting for a session another process holds says once which one, and until when', async () => {
-    const store = new MemoryStore();
-    const until = Date.now() + 60_000;
+    // The store's clock stands still: the lease's end is known exactly.
+    const now = Date.parse('2030-01-02T03:04:05.678Z');
+    const store = new MemoryStore({ clock: () => now });
+    const until = now + 60_000;
     store.acquireSession('w', 'busy', { owner: 'elsewhere', leaseMs: 60_000 });
     const warnings: Error[] = [];
     const listen = (warning: Error) => warnings.push(warning);
@@ -293,7 +297,7 @@ describe('memory: { store }', () => {
     expect((warnings[0] as Error & { code?: string }).code).toBe('LAGENT_SESSION_WAIT');
     expect(warnings[0]!.message).toContain('session "busy" of "w"');
     const at = Date.parse(/until (\S+) \(its lease\)/.exec(warnings[0]!.message)![1]!);
-    expect(Math.abs(at - until)).toBeLessThan(5_000);
+    expect(at).toBe(until);
   });
 
   it('holds at most maxSessions sessions in memory; a dropped one is reloaded from the store', async () => {

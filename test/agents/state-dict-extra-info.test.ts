@@ -1,7 +1,6 @@
+import { AgentForInternLM, AgentMessage } from 'lagent-ts';
+import { MockLLM } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
-import { AgentForInternLM } from '../../src/agents/prebuilt/index';
-import { AgentMessage } from '../../src/schema/agent-message';
-import { MockLLM } from '../../src/testing/index';
 import { interpreterCall } from '../helpers/internlm-replies';
 import { fakePython } from '../helpers/tools';
 

@@ -9,6 +9,7 @@ import {
 import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
 import { comparedCharacters } from '../helpers/compared-text';
+import { HeldLLM } from '../helpers/held';
 
 const states = (messages: AgentMessage[]) => messages.map((message) => message.streamState);
 
@@ -159,18 +160,17 @@ describe('AsyncStreamingAgent', () => {
   });
 
   it('an abort signal stops a slow stream with the abort reason', async () => {
-    const agent = new AsyncStreamingAgent({
-      llm: new AsyncMockLLM({ responses: ['slow'], latencyMs: 5_000 }),
-    });
+    // The model never answers: only the abort can end the stream.
+    const llm = new HeldLLM({ responses: ['slow'] });
+    const agent = new AsyncStreamingAgent({ llm });
     const controller = new AbortController();
-    setTimeout(() => controller.abort(new Error('user cancelled')), 20);
-    const started = Date.now();
+    void llm.held.until(1).then(() => controller.abort(new Error('user cancelled')));
     await expect(async () => {
       for await (const _ of agent.call('hi', { signal: controller.signal })) {
         /* drain */
       }
     }).rejects.toThrow('user cancelled');
-    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(llm.held.pending).toBe(0);
     expect(agent.memory!.getMemory()).toEqual([]);
   });
 });

@@ -2,11 +2,11 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
+import { AsyncFunctionCallingAgent, asyncTool } from 'lagent-ts';
+import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { runBatch } from '../../src/cli/batch';
-import { AsyncFunctionCallingAgent, asyncTool } from '../../src/index';
-import { AsyncMockLLM } from '../../src/testing/index';
+import { runBatch } from '#src/cli/batch';
 import { ROOT, runCli } from './helpers';
 
 /*

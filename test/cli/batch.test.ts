@@ -3,17 +3,12 @@ import { existsSync, linkSync, mkdtempSync, readFileSync, rmSync, symlinkSync, w
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
+import { AsyncAgent, type SessionId } from 'lagent-ts';
+import { AsyncMockLLM, type FakeOpenAIServer, type FakeRequest, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { AsyncAgent } from '../../src/agents/index';
-import type { AgentLike } from '../../src/cli/agent-like';
-import { runBatch } from '../../src/cli/batch';
-import { type SessionId, sessionKey } from '../../src/schema/session';
-import {
-  AsyncMockLLM,
-  type FakeOpenAIServer,
-  type FakeRequest,
-  startFakeOpenAI,
-} from '../../src/testing/index';
+import type { AgentLike } from '#src/cli/agent-like';
+import { runBatch } from '#src/cli/batch';
+import { sessionKey } from '#src/schema/session';
 import { childEnv, FIXTURES, NODE_ARGS, ROOT, runCli } from './helpers';
 
 /** `lagent batch` end to end: the CLI in a child process, the model a fake OpenAI server in this process. */

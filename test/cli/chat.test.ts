@@ -4,17 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { promisify } from 'node:util';
+import { AsyncAgent, AsyncStreamingAgent } from 'lagent-ts';
+import { AsyncMockLLM, type FakeOpenAIServer, type FakeRequest, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AsyncAgent } from '../../src/agents/async-agent';
-import { AsyncStreamingAgent } from '../../src/agents/index';
-import type { AgentLike } from '../../src/cli/agent-like';
-import { runChat } from '../../src/cli/chat';
-import {
-  AsyncMockLLM,
-  type FakeOpenAIServer,
-  type FakeRequest,
-  startFakeOpenAI,
-} from '../../src/testing/index';
+import type { AgentLike } from '#src/cli/agent-like';
+import { runChat } from '#src/cli/chat';
 import { comparedCharacters } from '../helpers/compared-text';
 import { CLI, childEnv, FIXTURES, ROOT } from './helpers';
 
@@ -84,9 +78,9 @@ beforeAll(async () => {
   fake = await startFakeOpenAI({
     script: (request) => {
       const question = lastUser(request);
-      // A slow reply: 60 words, 5 characters every 100 ms (about 6 s), ending with a marker.
+      // A slow reply that never ends: 300 words, 5 characters every 100 ms (30 s), then the stream stays open.
       if (question.includes('slow'))
-        return { content: `${'word '.repeat(60)}THE-END`, chunkSize: 5, chunkDelayMs: 100 };
+        return { content: 'word '.repeat(300), chunkSize: 5, chunkDelayMs: 100, hang: true };
       return `echo: ${question} [${request.body.messages.length} messages]`;
     },
   });
@@ -110,19 +104,15 @@ describe.skipIf(!hasTmux)('lagent chat in a terminal', () => {
     // The slow reply shows up piece by piece.
     await tmux('send-keys', '-t', session, 'be slow', 'Enter');
     const partial = await waitFor(session, shows('word word word'));
-    expect(partial).not.toContain('THE-END');
-    const later = await waitFor(
+    await waitFor(
       session,
       (text) => (text.match(/word/g) ?? []).length > (partial.match(/word/g) ?? []).length,
     );
-    expect(later).not.toContain('THE-END');
 
-    // Ctrl-C stops the reply, not the program.
+    // Ctrl-C stops the reply (its request is dropped: nothing more comes), not the program.
     await tmux('send-keys', '-t', session, 'C-c');
     await waitFor(session, shows('[stopped]'));
-    await new Promise((resolve) => setTimeout(resolve, 700));
-    expect(await screen(session)).not.toContain('THE-END');
-    expect(fake.requests.at(-1)?.aborted).toBe(true);
+    await expect.poll(() => fake.requests.at(-1)?.aborted).toBe(true);
 
     // The stopped question left no trace: the model sees hello, its answer, and the new question.
     await tmux('send-keys', '-t', session, 'again', 'Enter');

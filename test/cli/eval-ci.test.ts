@@ -2,14 +2,14 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
+import { AgentMessage } from 'lagent-ts';
+import { type FakeOpenAIServer, type FakeRequest, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { AgentLike } from '../../src/cli/agent-like';
-import { runEval } from '../../src/cli/eval';
-import { readVerdict } from '../../src/cli/eval-judge';
-import { diffLines } from '../../src/cli/eval-report';
-import { exactScorer, named } from '../../src/cli/eval-scorer';
-import { AgentMessage } from '../../src/schema/agent-message';
-import { type FakeOpenAIServer, type FakeRequest, startFakeOpenAI } from '../../src/testing/index';
+import type { AgentLike } from '#src/cli/agent-like';
+import { runEval } from '#src/cli/eval';
+import { readVerdict } from '#src/cli/eval-judge';
+import { diffLines } from '#src/cli/eval-report';
+import { exactScorer, named } from '#src/cli/eval-scorer';
 import { FIXTURES, runCli } from './helpers';
 
 /**

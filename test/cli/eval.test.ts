@@ -3,19 +3,13 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
+import { AgentMessage, AsyncAgent } from 'lagent-ts';
+import { AsyncMockLLM, type FakeOpenAIServer, type FakeRequest, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { AsyncAgent } from '../../src/agents/index';
-import type { AgentLike } from '../../src/cli/agent-like';
-import { runEval } from '../../src/cli/eval';
-import { exactScorer, includesScorer, loadScorer } from '../../src/cli/eval-scorer';
-import { percentile } from '../../src/cli/eval-summary';
-import { AgentMessage } from '../../src/schema/agent-message';
-import {
-  AsyncMockLLM,
-  type FakeOpenAIServer,
-  type FakeRequest,
-  startFakeOpenAI,
-} from '../../src/testing/index';
+import type { AgentLike } from '#src/cli/agent-like';
+import { runEval } from '#src/cli/eval';
+import { exactScorer, includesScorer, loadScorer } from '#src/cli/eval-scorer';
+import { percentile } from '#src/cli/eval-summary';
 import { childEnv, FIXTURES, NODE_ARGS, ROOT, runCli } from './helpers';
 
 /** `lagent eval`: the scorers and the summary in process, the command end to end in child processes. */

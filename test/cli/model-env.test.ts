@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type FakeOpenAIServer, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../../src/testing/index';
 import { runCli } from './helpers';
 
 /** Which model the built-in agent asks for: `--model`, else `LAGENT_MODEL`, else `OPENAI_MODEL`, else the default. */

@@ -2,8 +2,8 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type FakeOpenAIServer, type FakeRequest, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type FakeOpenAIServer, type FakeRequest, startFakeOpenAI } from '../../src/testing/index';
 import { childEnv, FIXTURES, NODE_ARGS, ROOT, runCli } from './helpers';
 
 /** `lagent batch` and `lagent chat` with --record and --replay, end to end: the CLI in child processes. */

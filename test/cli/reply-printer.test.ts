@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ReplyPrinter } from '../../src/cli/reply-printer';
-import { terminalText } from '../../src/cli/terminal-text';
+import { ReplyPrinter } from '#src/cli/reply-printer';
+import { terminalText } from '#src/cli/terminal-text';
 import { comparedCharacters } from '../helpers/compared-text';
 
 /** How `lagent chat` prints a streamed reply: what cleaning the whole text gives, in time linear in its length. */

@@ -1,8 +1,8 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SQLiteStore } from 'lagent-ts/stores';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SQLiteStore } from '../../src/stores/sqlite-store';
 import { FIXTURES, type RunningCli, runCli, startCli } from './helpers';
 
 /**

@@ -1,5 +1,5 @@
+import { AsyncQueueAgent } from 'lagent-ts/distributed/queue';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AsyncQueueAgent } from '../../src/distributed/queue/index';
 import { hasRedisServer, type RedisServer, startRedis } from '../distributed/queue/redis-server';
 import { FIXTURES, type RunningCli, runCli, startCli } from './helpers';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SessionLanes } from '../../src/core/session-lanes';
+import { SessionLanes } from '#src/core/session-lanes';
 
 const settled = async (promise: Promise<unknown>) => {
   let state = 'pending';

@@ -1,6 +1,6 @@
+import { ConfigurationError, type Steps } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
-import { driveAsync, driveSync, PromiseInSyncCall, type Steps } from '../../src/core/steps';
-import { ConfigurationError } from '../../src/schema/errors';
+import { driveAsync, driveSync, PromiseInSyncCall } from '#src/core/steps';
 
 function* stream(): Generator<string, void, undefined> {
   yield 'a';

@@ -1,9 +1,7 @@
+import { AgentMessage, AgentStatusCode, ConfigurationError, type Steps } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
-import { PromiseInSyncCall, type Steps } from '../../src/core/steps';
-import { driveStream, driveStreamAsync } from '../../src/core/stream-drivers';
-import { AgentMessage } from '../../src/schema/agent-message';
-import { ConfigurationError } from '../../src/schema/errors';
-import { AgentStatusCode } from '../../src/schema/status';
+import { PromiseInSyncCall } from '#src/core/steps';
+import { driveStream, driveStreamAsync } from '#src/core/stream-drivers';
 
 /** Runs a driver to its end: the chunks it yielded and what it returned. */
 function drain<T>(driver: Generator<AgentMessage, T, undefined>): { chunks: AgentMessage[]; result: T } {

@@ -1,6 +1,15 @@
-import { type AgentMessage, AgentStatusCode, ParseError } from 'lagent-ts';
+import {
+  type AgentMessage,
+  AgentStatusCode,
+  type ChatMessage,
+  type LLMCallParams,
+  type ModelReply,
+  ParseError,
+} from 'lagent-ts';
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { runAgent } from '#src/cli/agent-like';
+import { loadAgentModule } from '#src/cli/agent-source';
 import {
   citedNumbers,
   DeepResearchAgent,
@@ -10,8 +19,7 @@ import {
 import { graphProblems, levelsOf } from '../../examples/deep-research/graph';
 import { EXAMPLE_GRAPH, EXAMPLE_QUESTION, researchScript } from '../../examples/deep-research/mock-script';
 import { startDeepResearch } from '../../examples/deep-research/setup';
-import { runAgent } from '../../src/cli/agent-like';
-import { loadAgentModule } from '../../src/cli/agent-source';
+import { Held } from '../helpers/held';
 
 /** Variables that would send the example to a real model; the tests run it on the scripted mock. */
 beforeEach(() => {
@@ -41,8 +49,8 @@ describe('deep-research example', () => {
       expect(levelsOf(report.graph).length).toBeGreaterThanOrEqual(2);
       expect(report.repaired).toBe(false);
 
-      // Parallel searchers: the level-0 searchers overlap, the dependent one starts after its parents end,
-      // and the search phase takes clearly less than the searchers' times added up.
+      // Parallel searchers: every level-0 searcher starts before the first of them ends, and the dependent one
+      // starts after its parents end.
       const byId = new Map(report.nodes.map((node) => [node.id, node]));
       const level0 = levelsOf(report.graph)[0]!.map((node) => byId.get(node.id)!);
       const firstEnd = Math.min(...level0.map((node) => node.startMs + node.ms));
@@ -51,10 +59,8 @@ describe('deep-research example', () => {
       expect(n4.parents.sort()).toEqual(['n1', 'n2']);
       for (const parent of ['n1', 'n2'])
         expect(n4.startMs).toBeGreaterThanOrEqual(byId.get(parent)!.startMs + byId.get(parent)!.ms - 1);
-      const sum = report.nodes.reduce((total, node) => total + node.ms, 0);
-      // Each searcher makes 3 model calls (100 ms each) and 2 web requests (50 ms each): ~400 ms apiece.
-      for (const node of report.nodes) expect(node.ms).toBeGreaterThanOrEqual(3 * MODEL_LATENCY_MS);
-      expect(report.searchMs).toBeLessThan(0.75 * sum);
+      // (How long the search took against the searchers' times added up is a figure for `npm run bench`, not
+      // a bound: a busy machine stretches both.)
 
       // Each searcher searched, then read pages.
       for (const node of report.nodes) {
@@ -156,32 +162,42 @@ describe('deep-research example', () => {
   });
 
   it('a failing searcher stops the others and fails the call with its error', async () => {
-    const LATENCY_MS = 1000;
     const setup = await startDeepResearch({ webLatencyMs: 0 });
     const script = researchScript();
-    const llm = new AsyncMockLLM({
-      latencyMs: LATENCY_MS,
+    const isSearcher = (messages: ChatMessage[]) =>
+      String(messages[0]?.content ?? '').startsWith('You are a web searcher');
+    /** The planner answers at once; a searcher's model call answers only when released (or aborted). */
+    class SearchersWait extends AsyncMockLLM {
+      readonly held = new Held();
+      override async chat(messages: ChatMessage[], params?: LLMCallParams): Promise<string> {
+        const text = await super.chat(messages, params);
+        return isSearcher(messages) ? this.held.wait(text, params?.signal) : text;
+      }
+      override async generate(messages: ChatMessage[], params?: LLMCallParams): Promise<ModelReply> {
+        const reply = await super.generate(messages, params);
+        return isSearcher(messages) ? this.held.wait(reply, params?.signal) : reply;
+      }
+    }
+    const llm = new SearchersWait({
       responses: (messages) => {
-        const system = messages[0]?.content ?? '';
         const task = messages.find((message) => message.role === 'user')?.content ?? '';
-        if (system.startsWith('You are a web searcher') && task.includes('drove'))
-          throw new Error('searcher model down');
-        // Every model call waits LATENCY_MS; the searcher of n3 fails at once.
+        // The searcher of n3 fails at once; the others wait in their first model call.
+        if (isSearcher(messages) && String(task).includes('drove')) throw new Error('searcher model down');
         return script(messages);
       },
     });
     const agent = new DeepResearchAgent({ llm, browser: setup.browser });
     try {
-      const started = performance.now();
       const failure = await runAgent(agent, EXAMPLE_QUESTION, { sessionId: 1 }).catch(
         (error: unknown) => error,
       );
-      const elapsed = performance.now() - started;
       expect((failure as Error).message).toMatch(/searcher model down/);
-      // The planner's one model call, then the siblings' first model calls cut short: under two calls' time
-      // (letting them finish would take four: each sibling makes three).
-      expect(elapsed).toBeLessThan(2 * LATENCY_MS);
-      await new Promise((resolve) => setTimeout(resolve, LATENCY_MS / 2));
+      // The siblings were in their first model call, and the failure aborted it: none is left waiting, none
+      // asked the model again or searched.
+      expect(llm.held.started).toBeGreaterThan(0);
+      expect(llm.held.pending).toBe(0);
+      const searcherCalls = llm.calls.filter((call) => isSearcher(call.messages)).length;
+      expect(searcherCalls).toBe(llm.held.started + 1);
       expect(setup.web.requests).toEqual([]);
       expect(agent.memory?.getMemory(1)).toEqual([]);
     } finally {

@@ -6,7 +6,7 @@ import {
   type StreamChunk,
 } from 'lagent-ts';
 import { AsyncMockLLM, type AsyncMockLLMOptions, MockLLM } from 'lagent-ts/testing';
-import { prepareTools } from '../../src/llms/tool-calls';
+import { prepareTools } from '#src/llms/tool-calls';
 
 /*
  * Scripted models that behave as a provider does about tokens: the answer stops at the request's

@@ -1,4 +1,4 @@
-import type { SessionStore } from '../../src/stores/types';
+import type { SessionStore } from 'lagent-ts/stores';
 
 /**
  * The store as a process that dies when its durable call fails leaves it: the failure is never recorded (the

@@ -3,9 +3,9 @@
  * tools that agents, executors and model clients are exercised with. A test that depends on a special
  * behaviour (a tool that throws, waits, records its calls or has an unusual schema) defines its own.
  */
+
+import { ActionReturn, asyncTool, tool, toolkit } from 'lagent-ts';
 import { z } from 'zod';
-import { asyncTool, tool, toolkit } from '../../src/actions/tool';
-import { ActionReturn } from '../../src/schema/action-return';
 
 /** The toolkit `Calculator` with one API, `add` (`Calculator.add`; `Calculator__add` on the wire). */
 export const calculator = toolkit({

@@ -1,10 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import type { ActionBase } from '../../src/actions/base-action';
-import { tool } from '../../src/actions/tool';
+import type { ActionBase, ChatMessage } from 'lagent-ts';
 import {
   AgentForInternLM,
   LAGENT_INTERPRETER_CN,
@@ -17,9 +14,11 @@ import {
   LAGENT_REACT_TEMPLATE,
   MathCoder,
   ReAct,
-} from '../../src/agents/prebuilt/index';
-import type { ChatMessage } from '../../src/schema/chat-message';
-import { MockLLM } from '../../src/testing/index';
+  tool,
+} from 'lagent-ts';
+import { MockLLM } from 'lagent-ts/testing';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { calculator, fakePython } from '../helpers/tools';
 
 // test/interop/lagent_prompts.py reads Python Lagent's source and runs the parts of it that build prompts

@@ -1,16 +1,15 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { AgentMessage, StreamChunk } from 'lagent-ts';
+import { AsyncAISDKModel, AsyncFunctionCallingAgent, AsyncStreamingFunctionCallingAgent } from 'lagent-ts';
 import {
-  AsyncFunctionCallingAgent,
-  AsyncStreamingFunctionCallingAgent,
-} from '../../src/agents/prebuilt/function-calling-agent';
-import { AsyncAISDKModel } from '../../src/llms/async-ai-sdk-model';
-import type { StreamChunk } from '../../src/llms/types';
-import type { AgentMessage } from '../../src/schema/agent-message';
-import { type FakeAnthropicServer, startFakeAnthropic } from '../../src/testing/fake-anthropic';
-import { fakeSignature } from '../../src/testing/fake-checks';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../../src/testing/fake-openai';
+  type FakeAnthropicServer,
+  type FakeOpenAIServer,
+  startFakeAnthropic,
+  startFakeOpenAI,
+} from 'lagent-ts/testing';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { fakeSignature } from '#src/testing/fake-checks';
 import { calculator } from '../helpers/tools';
 import { scriptedModel } from './ai-sdk-scripted-model';
 

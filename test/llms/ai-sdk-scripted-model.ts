@@ -1,9 +1,5 @@
-import type {
-  AISDKCallOptions,
-  AISDKGenerateResult,
-  AISDKLanguageModel,
-  AISDKStreamPart,
-} from '../../src/llms/ai-sdk-types';
+import type { AISDKLanguageModel } from 'lagent-ts';
+import type { AISDKCallOptions, AISDKGenerateResult, AISDKStreamPart } from '#src/llms/ai-sdk-types';
 
 /** One scripted answer of {@link scriptedModel}: text, tool calls and usage. */
 export interface ScriptedAnswer {

@@ -1,8 +1,8 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV2, LanguageModelV3, LanguageModelV4 } from '@ai-sdk/provider';
+import type { AISDKLanguageModel } from 'lagent-ts';
 import { describe, expectTypeOf, it } from 'vitest';
-import type { AISDKLanguageModel } from '../../src/llms/ai-sdk-types';
 
 describe('AISDKLanguageModel', () => {
   it('takes the model objects of real providers', () => {

@@ -1,11 +1,15 @@
+import type { StreamChunk } from 'lagent-ts';
+import {
+  AsyncAgent,
+  AsyncGPTAPI,
+  AsyncStreamingAgent,
+  ConfigurationError,
+  LLMRequestError,
+  ModelStatusCode,
+} from 'lagent-ts';
+import { type FakeOpenAIServer, type FakeScript, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AsyncAgent } from '../../src/agents/async-agent';
-import { AsyncStreamingAgent } from '../../src/agents/async-streaming-agent';
-import { AsyncGPTAPI } from '../../src/llms/async-gpt-api';
-import type { StreamChunk } from '../../src/llms/types';
-import { ConfigurationError, LLMRequestError } from '../../src/schema/errors';
-import { ModelStatusCode } from '../../src/schema/status';
-import { type FakeOpenAIServer, type FakeScript, startFakeOpenAI } from '../../src/testing/fake-openai';
+import { recordTimerDelays } from '../helpers/timer-delays';
 
 const user = (content: string) => [{ role: 'user', content }];
 let server: FakeOpenAIServer | undefined;
@@ -29,6 +33,10 @@ function client(fake: FakeOpenAIServer, options: ConstructorParameters<typeof As
     ...options,
   });
 }
+
+/** A streamed chat event carrying `text`. */
+const contentEvent = (text: string) =>
+  JSON.stringify({ choices: [{ index: 0, delta: { content: text }, finish_reason: null }] });
 
 async function collect(stream: AsyncIterable<StreamChunk>): Promise<StreamChunk[]> {
   const chunks: StreamChunk[] = [];
@@ -179,13 +187,16 @@ describe('AsyncGPTAPI retries', () => {
       { status: 429, headers: { 'retry-after-ms': '30' }, error: { message: 'slow down' } },
       'ok',
     ]);
-    const started = performance.now();
-    expect(await client(fake, { retryMinDelayMs: 5_000 }).chat(user('x'))).toBe('ok');
-    const elapsed = performance.now() - started;
+    const timers = recordTimerDelays();
+    try {
+      expect(await client(fake, { retryMinDelayMs: 5_000 }).chat(user('x'))).toBe('ok');
+    } finally {
+      timers.stop();
+    }
     expect(fake.requests).toHaveLength(2);
     // The server's 30 ms, not the 5 s backoff.
-    expect(elapsed).toBeGreaterThanOrEqual(25);
-    expect(elapsed).toBeLessThan(2_000);
+    expect(timers.delays).toContain(30);
+    expect(timers.delays).not.toContain(5_000);
   });
 
   it('honours retry-after in seconds', async () => {
@@ -238,11 +249,16 @@ describe('AsyncGPTAPI retries', () => {
 describe('AsyncGPTAPI retry-after cap', () => {
   it('a retry-after longer than maxRetryAfter is honoured up to the cap', async () => {
     const fake = await serve([{ status: 429, headers: { 'retry-after-ms': '100000' } }, 'ok']);
-    const started = performance.now();
-    expect(await client(fake, { maxRetryAfter: 150, retryMinDelayMs: 1 }).chat(user('x'))).toBe('ok');
-    const elapsed = performance.now() - started;
-    expect(elapsed).toBeGreaterThanOrEqual(140);
-    expect(elapsed).toBeLessThan(2_000);
+    const timers = recordTimerDelays();
+    try {
+      expect(await client(fake, { maxRetryAfter: 150, retryMinDelayMs: 1 }).chat(user('x'))).toBe('ok');
+    } finally {
+      timers.stop();
+    }
+    // The cap, not the server's 100 s nor the 1 ms backoff.
+    expect(timers.delays).toContain(150);
+    expect(timers.delays).not.toContain(100_000);
+    expect(timers.delays).not.toContain(1);
   });
 
   it('when the server asked for more than the cap, the final error says so', async () => {
@@ -310,44 +326,48 @@ describe('AsyncGPTAPI timeouts Node cannot time', () => {
 
 describe('AsyncGPTAPI abort', () => {
   it('aborting during a slow response rejects at once, not when the response comes', async () => {
-    const fake = await serve([{ content: 'slow', delayMs: 5_000 }]);
+    // The response never comes: only the abort ends the call.
+    const fake = await serve([{ content: 'slow', hang: true }]);
     const controller = new AbortController();
     const pending = client(fake).chat(user('x'), { signal: controller.signal });
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    const aborted = performance.now();
+    await expect.poll(() => fake.requests.length).toBe(1);
     controller.abort();
     await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
-    expect(performance.now() - aborted).toBeLessThan(2_000); // the response would take 5 s
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(fake.requests[0]?.aborted).toBe(true);
+    await expect.poll(() => fake.requests[0]?.aborted).toBe(true);
   });
 
   it('aborting during a backoff wait rejects at once', async () => {
     const fake = await serve([{ status: 503 }, 'never']);
     const controller = new AbortController();
-    const pending = client(fake, { retryMinDelayMs: 10_000 }).chat(user('x'), { signal: controller.signal });
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const aborted = performance.now();
-    controller.abort(new Error('user gave up'));
-    await expect(pending).rejects.toThrow('user gave up');
-    expect(performance.now() - aborted).toBeLessThan(2_000); // the backoff would take 10 s
+    // A backoff of 10 minutes: only the abort ends it.
+    const timers = recordTimerDelays();
+    try {
+      const pending = client(fake, { retryMinDelayMs: 600_000, retryMaxDelayMs: 600_000 }).chat(user('x'), {
+        signal: controller.signal,
+      });
+      await expect.poll(() => timers.delays.includes(600_000)).toBe(true);
+      controller.abort(new Error('user gave up'));
+      await expect(pending).rejects.toThrow('user gave up');
+    } finally {
+      timers.stop();
+    }
     expect(fake.requests).toHaveLength(1);
   });
 
   it('aborting a stream midway rejects the loop', async () => {
-    const fake = await serve([{ content: 'a long streamed answer', chunkSize: 2, chunkDelayMs: 200 }]);
+    // One piece of text, then the stream stays open: only the abort ends it.
+    const fake = await serve([{ events: [contentEvent('a ')], hang: true }]);
     const controller = new AbortController();
     const seen: string[] = [];
     const run = (async () => {
       for await (const chunk of client(fake).streamChat(user('x'), { signal: controller.signal })) {
         seen.push(chunk.delta);
-        if (seen.length === 1) setTimeout(() => controller.abort(), 10);
+        if (seen.length === 1) controller.abort();
       }
     })();
-    const started = performance.now();
     await expect(run).rejects.toMatchObject({ name: 'AbortError' });
-    expect(performance.now() - started).toBeLessThan(1_000);
-    expect(seen.length).toBeLessThan(4);
+    expect(seen).toEqual(['a ']);
+    await expect.poll(() => fake.requests[0]?.aborted).toBe(true);
   });
 });
 
@@ -384,15 +404,13 @@ describe('AsyncGPTAPI streaming', () => {
   });
 
   it('leaving the loop early aborts the request', async () => {
-    const fake = await serve([{ content: 'x'.repeat(200), chunkSize: 1, chunkDelayMs: 20 }]);
+    // One piece of text, then the stream stays open: the loop is left after it.
+    const fake = await serve([{ events: [contentEvent('xxx')], hang: true }]);
     const llm = client(fake);
-    const started = performance.now();
     for await (const chunk of llm.streamChat(user('x'))) {
       if (chunk.content.length >= 3) break;
     }
-    expect(performance.now() - started).toBeLessThan(2_000);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(fake.requests[0]?.aborted).toBe(true);
+    await expect.poll(() => fake.requests[0]?.aborted).toBe(true);
   });
 
   it('streams through an AsyncStreamingAgent', async () => {

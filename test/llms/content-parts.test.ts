@@ -3,21 +3,26 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import type { ChatMessage, ContentPart } from 'lagent-ts';
+import {
+  Agent,
+  AgentMessage,
+  AsyncAgent,
+  AsyncAISDKModel,
+  AsyncClaudeAPI,
+  AsyncGPTAPI,
+  AsyncOpenAIResponsesAPI,
+  ValidationError,
+} from 'lagent-ts';
+import {
+  type FakeAnthropicServer,
+  type FakeOpenAIServer,
+  MockLLM,
+  startFakeAnthropic,
+  startFakeOpenAI,
+} from 'lagent-ts/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Agent } from '../../src/agents/agent';
-import { AsyncAgent } from '../../src/agents/async-agent';
-import { AsyncAISDKModel } from '../../src/llms/async-ai-sdk-model';
-import { AsyncClaudeAPI } from '../../src/llms/async-claude-api';
-import { AsyncGPTAPI } from '../../src/llms/async-gpt-api';
-import { AsyncOpenAIResponsesAPI } from '../../src/llms/async-openai-responses-api';
-import { MAX_FILE_BYTES } from '../../src/llms/content-inputs';
-import type { ChatMessage } from '../../src/llms/types';
-import { AgentMessage } from '../../src/schema/agent-message';
-import type { ContentPart } from '../../src/schema/content-parts';
-import { ValidationError } from '../../src/schema/errors';
-import { type FakeAnthropicServer, startFakeAnthropic } from '../../src/testing/fake-anthropic';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../../src/testing/fake-openai';
-import { MockLLM } from '../../src/testing/mock-llm';
+import { MAX_FILE_BYTES } from '#src/llms/content-inputs';
 
 /** A 1x1 PNG. */
 const PNG = Buffer.from(

@@ -1,10 +1,17 @@
+import {
+  AsyncClaudeAPI,
+  AsyncGPTAPI,
+  AsyncLMDeployServer,
+  AsyncVllmModel,
+  ConfigurationError,
+} from 'lagent-ts';
+import {
+  type FakeAnthropicServer,
+  type FakeOpenAIServer,
+  startFakeAnthropic,
+  startFakeOpenAI,
+} from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AsyncClaudeAPI } from '../../src/llms/async-claude-api';
-import { AsyncGPTAPI } from '../../src/llms/async-gpt-api';
-import { AsyncLMDeployServer, AsyncVllmModel } from '../../src/llms/async-raw-prompt-model';
-import { ConfigurationError } from '../../src/schema/errors';
-import { type FakeAnthropicServer, startFakeAnthropic } from '../../src/testing/fake-anthropic';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../../src/testing/fake-openai';
 
 /**
  * `extraBody` adds fields to a model request; it never replaces what the client builds itself from its own

@@ -1,11 +1,14 @@
+import type { OpenAITool } from 'lagent-ts';
+import {
+  ConfigurationError,
+  GPTAPI,
+  INTERNLM2_META,
+  ModelOutputError,
+  ModelStatusCode,
+  VllmModel,
+} from 'lagent-ts';
+import { type FakeOpenAIWorkerServer, startFakeOpenAIWorker } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GPTAPI } from '../../src/llms/gpt-api';
-import { INTERNLM2_META } from '../../src/llms/meta-template';
-import { VllmModel } from '../../src/llms/raw-prompt-model';
-import type { OpenAITool } from '../../src/schema/chat-message';
-import { ConfigurationError, ModelOutputError } from '../../src/schema/errors';
-import { ModelStatusCode } from '../../src/schema/status';
-import { type FakeOpenAIWorkerServer, startFakeOpenAIWorker } from '../../src/testing/fake-openai-worker';
 import { calculator } from '../helpers/tools';
 
 const user = (content: string) => [{ role: 'user', content }];

@@ -1,13 +1,15 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import {
+  Agent,
+  ConfigurationError,
+  GPTAPI,
+  LLMRequestError,
+  ModelStatusCode,
+  StreamingAgent,
+} from 'lagent-ts';
+import { type FakeOpenAIWorkerServer, startFakeOpenAI, startFakeOpenAIWorker } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Agent } from '../../src/agents/agent';
-import { StreamingAgent } from '../../src/agents/streaming-agent';
-import { GPTAPI } from '../../src/llms/gpt-api';
-import { ConfigurationError, LLMRequestError } from '../../src/schema/errors';
-import { ModelStatusCode } from '../../src/schema/status';
-import { startFakeOpenAI } from '../../src/testing/fake-openai';
-import { type FakeOpenAIWorkerServer, startFakeOpenAIWorker } from '../../src/testing/fake-openai-worker';
 
 const user = (content: string) => [{ role: 'user', content }];
 
@@ -66,16 +68,15 @@ describe('GPTAPI (sync, through the bridge)', () => {
   });
 
   it('streamChat is a plain generator that can be left early', () => {
-    server.setScript({ content: 'x'.repeat(100), chunkSize: 1, chunkDelayMs: 20 });
-    const llm = client();
-    const started = performance.now();
+    // The stream never ends: a generator that read it whole before yielding would wait (here: time out).
+    server.setScript({ content: 'x'.repeat(100), chunkSize: 1, hang: true });
+    const llm = client({ timeout: 10_000 });
     let seen = 0;
     for (const chunk of llm.streamChat(user('x'))) {
       seen = chunk.content.length;
       if (seen >= 2) break;
     }
     expect(seen).toBe(2);
-    expect(performance.now() - started).toBeLessThan(1_500);
     const streamed = server.requests().at(-1);
     expect(streamed?.stream).toBe(true);
     server.setScript('after');
@@ -161,9 +162,7 @@ describe('GPTAPI (sync, through the bridge)', () => {
     const local = await startFakeOpenAI({ script: 'never read' });
     try {
       const llm = new GPTAPI({ model: 'm', apiKey: 'k', baseURL: local.baseURL, timeout: 300, retry: 0 });
-      const started = performance.now();
       const error = catchError(() => llm.chat(user('x')));
-      expect(performance.now() - started).toBeLessThan(5_000);
       expect(error).toBeInstanceOf(LLMRequestError);
       expect((error as Error).message).toMatch(/timed out/);
       expect((error as Error).message).toMatch(

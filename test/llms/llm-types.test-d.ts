@@ -1,14 +1,21 @@
+import type {
+  AsyncBaseLLM,
+  AsyncGPTAPI,
+  AsyncVllmModel,
+  BaseAction,
+  BaseLLM,
+  GPTAPI,
+  LLMCallParams,
+  LMDeployServer,
+  ModelReply,
+  OpenAITool,
+  StreamChunk,
+  ToolCall,
+  ToolSpec,
+  VllmModel,
+} from 'lagent-ts';
+import { Agent, AsyncAgent } from 'lagent-ts';
 import { describe, expectTypeOf, it } from 'vitest';
-import type { BaseAction } from '../../src/actions/base-action';
-import { Agent } from '../../src/agents/agent';
-import { AsyncAgent } from '../../src/agents/async-agent';
-import type { AsyncGPTAPI } from '../../src/llms/async-gpt-api';
-import type { AsyncVllmModel } from '../../src/llms/async-raw-prompt-model';
-import type { AsyncBaseLLM, BaseLLM } from '../../src/llms/base-llm';
-import type { GPTAPI } from '../../src/llms/gpt-api';
-import type { LMDeployServer, VllmModel } from '../../src/llms/raw-prompt-model';
-import type { LLMCallParams, ModelReply, StreamChunk, ToolSpec } from '../../src/llms/types';
-import type { OpenAITool, ToolCall } from '../../src/schema/chat-message';
 
 describe('LLM client types', () => {
   it('sync clients are BaseLLMs that return values', () => {

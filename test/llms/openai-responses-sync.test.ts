@@ -1,8 +1,7 @@
+import { FunctionCallingAgent, OpenAIResponsesAPI } from 'lagent-ts';
+import { type FakeOpenAIWorkerServer, startFakeOpenAIWorker } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { FunctionCallingAgent } from '../../src/agents/prebuilt/function-calling-agent';
-import { OpenAIResponsesAPI } from '../../src/llms/openai-responses-api';
-import { type FakeOpenAIWorkerServer, startFakeOpenAIWorker } from '../../src/testing/fake-openai-worker';
 import { calculator } from '../helpers/tools';
 
 // OpenAIResponsesAPI blocks this thread while it waits, so the server runs on another thread.

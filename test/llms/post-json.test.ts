@@ -1,10 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { AsyncGPTAPI, LLMRequestError } from 'lagent-ts';
 import { APIConnectionError, APIError } from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AsyncGPTAPI } from '../../src/llms/async-gpt-api';
-import { postJSON } from '../../src/llms/post-json';
-import { LLMRequestError } from '../../src/schema/errors';
+import { postJSON } from '#src/llms/post-json';
 
 const completion = JSON.stringify({
   id: 'x',

@@ -1,12 +1,18 @@
+import {
+  AsyncAgent,
+  AsyncClaudeAPI,
+  AsyncFunctionCallingAgent,
+  AsyncGPTAPI,
+  AsyncOpenAIResponsesAPI,
+  modelPrice,
+} from 'lagent-ts';
+import {
+  type FakeAnthropicServer,
+  type FakeOpenAIServer,
+  startFakeAnthropic,
+  startFakeOpenAI,
+} from 'lagent-ts/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AsyncAgent } from '../../src/agents/async-agent';
-import { AsyncFunctionCallingAgent } from '../../src/agents/prebuilt/function-calling-agent';
-import { AsyncClaudeAPI } from '../../src/llms/async-claude-api';
-import { AsyncGPTAPI } from '../../src/llms/async-gpt-api';
-import { AsyncOpenAIResponsesAPI } from '../../src/llms/async-openai-responses-api';
-import { modelPrice } from '../../src/llms/prices';
-import { type FakeAnthropicServer, startFakeAnthropic } from '../../src/testing/fake-anthropic';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../../src/testing/fake-openai';
 import { calculator } from '../helpers/tools';
 
 const FAST = { retry: 0, timeout: 5_000 };

@@ -1,11 +1,7 @@
+import type { StreamChunk } from 'lagent-ts';
+import { AsyncLMDeployServer, AsyncVllmModel, INTERNLM2_META, ModelStatusCode } from 'lagent-ts';
+import { type FakeOpenAIServer, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AsyncLMDeployServer, AsyncVllmModel } from '../../src/llms/async-raw-prompt-model';
-import { INTERNLM2_META } from '../../src/llms/meta-template';
-import { LMDeployServer, VllmModel } from '../../src/llms/raw-prompt-model';
-import type { StreamChunk } from '../../src/llms/types';
-import { ModelStatusCode } from '../../src/schema/status';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../../src/testing/fake-openai';
-import { startFakeOpenAIWorker } from '../../src/testing/fake-openai-worker';
 
 const dialog = [
   { role: 'system', content: 'sys' },
@@ -80,38 +76,5 @@ describe('AsyncVllmModel', () => {
   it('defaults to the servers usual local addresses', () => {
     expect(new AsyncVllmModel({ model: 'm' }).baseURL).toBe('http://127.0.0.1:8000/v1');
     expect(new AsyncLMDeployServer({ model: 'm' }).baseURL).toBe('http://127.0.0.1:23333/v1');
-  });
-});
-
-describe('VllmModel / LMDeployServer (sync)', () => {
-  it('send the same raw prompt through the bridge', () => {
-    const fake = startFakeOpenAIWorker({ script: ['raw sync', 'chat sync'] });
-    try {
-      const vllm = new VllmModel({ model: 'm', baseURL: fake.baseURL, metaTemplate: INTERNLM2_META });
-      expect(vllm.chat(dialog)).toBe('raw sync');
-      const lmdeploy = new LMDeployServer({ model: 'm', baseURL: fake.baseURL });
-      expect(lmdeploy.chat(dialog)).toBe('chat sync');
-      const [raw, chat] = fake.requests();
-      expect(raw?.body.prompt).toBe(prompt);
-      expect(chat?.path).toBe('/v1/chat/completions');
-    } finally {
-      fake.close();
-    }
-  });
-
-  it('name themselves in errors, not the async class they run on', () => {
-    const fake = startFakeOpenAIWorker({ script: { status: 400, error: { message: 'no' } } });
-    try {
-      for (const llm of [
-        new VllmModel({ model: 'm', baseURL: fake.baseURL, retry: 0 }),
-        new LMDeployServer({ model: 'm', baseURL: fake.baseURL, retry: 0 }),
-      ]) {
-        const name = llm.constructor.name;
-        expect(() => llm.chat(dialog)).toThrow(new RegExp(`^${name} request to .* failed with status 400`));
-      }
-      expect(() => new VllmModel({ model: '' })).toThrow(/^VllmModel needs a model name/);
-    } finally {
-      fake.close();
-    }
   });
 });

@@ -1,27 +1,31 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { AsyncAgent } from '../../src/agents/async-agent';
-import { AsyncStreamingAgent } from '../../src/agents/async-streaming-agent';
+import type { AgentMessage, StreamChunk } from 'lagent-ts';
 import {
+  AsyncAgent,
+  AsyncCachedLLM,
+  AsyncClaudeAPI,
   AsyncFunctionCallingAgent,
+  AsyncGPTAPI,
+  AsyncOpenAIResponsesAPI,
+  AsyncRecordingLLM,
+  AsyncReplayLLM,
+  AsyncStreamingAgent,
   AsyncStreamingFunctionCallingAgent,
   FunctionCallingAgent,
-} from '../../src/agents/prebuilt/function-calling-agent';
-import { AsyncClaudeAPI } from '../../src/llms/async-claude-api';
-import { AsyncGPTAPI } from '../../src/llms/async-gpt-api';
-import { AsyncOpenAIResponsesAPI } from '../../src/llms/async-openai-responses-api';
-import { AsyncCachedLLM } from '../../src/llms/cached-llm';
-import { AsyncRecordingLLM } from '../../src/llms/recording-llm';
-import { AsyncReplayLLM } from '../../src/llms/replay-llm';
-import type { StreamChunk } from '../../src/llms/types';
-import type { AgentMessage } from '../../src/schema/agent-message';
-import { MemoryStore } from '../../src/stores/memory-store';
-import { type FakeAnthropicServer, startFakeAnthropic } from '../../src/testing/fake-anthropic';
-import { fakeSignature } from '../../src/testing/fake-checks';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../../src/testing/fake-openai';
-import { AsyncMockLLM, MockLLM } from '../../src/testing/mock-llm';
+  MemoryStore,
+} from 'lagent-ts';
+import {
+  AsyncMockLLM,
+  type FakeAnthropicServer,
+  type FakeOpenAIServer,
+  MockLLM,
+  startFakeAnthropic,
+  startFakeOpenAI,
+} from 'lagent-ts/testing';
+import { afterEach, describe, expect, it } from 'vitest';
+import { fakeSignature } from '#src/testing/fake-checks';
 import { dyingStore } from '../helpers/durable';
 import { calculator } from '../helpers/tools';
 

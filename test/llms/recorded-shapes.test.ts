@@ -1,7 +1,7 @@
+import type { StreamChunk } from 'lagent-ts';
+import { AsyncClaudeAPI } from 'lagent-ts';
+import { type FakeAnthropicServer, startFakeAnthropic } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AsyncClaudeAPI } from '../../src/llms/async-claude-api';
-import type { StreamChunk } from '../../src/llms/types';
-import { type FakeAnthropicServer, startFakeAnthropic } from '../../src/testing/fake-anthropic';
 
 /*
  * Stream shapes found by replaying providers' recorded answers (scripts/replay-ai-sdk-fixtures.ts), written

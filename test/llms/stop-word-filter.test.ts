@@ -1,7 +1,6 @@
 import fc from 'fast-check';
+import { cutAtStopWords, StopWordFilter } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
-import { StopWordFilter } from '../../src/llms/stop-word-filter';
-import { cutAtStopWords } from '../../src/llms/stop-words';
 
 function run(chunks: string[], stopWords: string[]): { released: string[]; filter: StopWordFilter } {
   const filter = new StopWordFilter(stopWords);

@@ -1,20 +1,26 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import {
+  Agent,
+  AsyncAgent,
+  AsyncAISDKModel,
+  AsyncClaudeAPI,
+  AsyncGPTAPI,
+  AsyncOpenAIResponsesAPI,
+  JSONParser,
+  ParseError,
+  strictJSONSchema,
+} from 'lagent-ts';
+import {
+  type FakeAnthropicServer,
+  type FakeOpenAIServer,
+  MockLLM,
+  startFakeAnthropic,
+  startFakeOpenAI,
+} from 'lagent-ts/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { Agent } from '../../src/agents/agent';
-import { AsyncAgent } from '../../src/agents/async-agent';
-import { AsyncAISDKModel } from '../../src/llms/async-ai-sdk-model';
-import { AsyncClaudeAPI } from '../../src/llms/async-claude-api';
-import { AsyncGPTAPI } from '../../src/llms/async-gpt-api';
-import { AsyncOpenAIResponsesAPI } from '../../src/llms/async-openai-responses-api';
-import { JSONParser } from '../../src/prompts/parsers/json-parser';
-import { ParseError } from '../../src/schema/errors';
-import { strictJSONSchema } from '../../src/schema/response-format';
-import { type FakeAnthropicServer, startFakeAnthropic } from '../../src/testing/fake-anthropic';
-import { strictSchemaProblem } from '../../src/testing/fake-checks';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../../src/testing/fake-openai';
-import { MockLLM } from '../../src/testing/mock-llm';
+import { strictSchemaProblem } from '#src/testing/fake-checks';
 
 const FAST = { retry: 0, timeout: 5_000 };
 

@@ -1,8 +1,6 @@
+import type { ChatMessage } from 'lagent-ts';
+import { APITemplateParser, INTERNLM2_META, LMTemplateParser } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
-import { APITemplateParser } from '../../src/llms/api-template-parser';
-import { LMTemplateParser } from '../../src/llms/lm-template-parser';
-import { INTERNLM2_META } from '../../src/llms/meta-template';
-import type { ChatMessage } from '../../src/schema/chat-message';
 
 const call = { id: 'c1', name: 'Calculator.add', arguments: { a: 1, b: 2 } };
 

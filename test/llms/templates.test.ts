@@ -1,8 +1,11 @@
+import {
+  APITemplateParser,
+  ConfigurationError,
+  DEFAULT_API_META_TEMPLATE,
+  INTERNLM2_META,
+  LMTemplateParser,
+} from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
-import { APITemplateParser, DEFAULT_API_META_TEMPLATE } from '../../src/llms/api-template-parser';
-import { LMTemplateParser } from '../../src/llms/lm-template-parser';
-import { INTERNLM2_META } from '../../src/llms/meta-template';
-import { ConfigurationError } from '../../src/schema/errors';
 
 describe('INTERNLM2_META', () => {
   const parser = new LMTemplateParser(INTERNLM2_META);

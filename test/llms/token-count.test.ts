@@ -1,17 +1,16 @@
 import { encode as encodeCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import { encode as encodeO200k } from 'gpt-tokenizer/encoding/o200k_base';
+import type { ChatMessage } from 'lagent-ts';
+import { AsyncClaudeAPI, AsyncGPTAPI } from 'lagent-ts';
+import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
 import { describe, expect, it, vi } from 'vitest';
-import { AsyncClaudeAPI } from '../../src/llms/async-claude-api';
-import { AsyncGPTAPI } from '../../src/llms/async-gpt-api';
 import {
   countTokens,
   encodingForModel,
   estimateTextTokens,
   TOKENS_PER_MESSAGE,
   TOKENS_REPLY_PRIMING,
-} from '../../src/llms/token-count';
-import type { ChatMessage } from '../../src/llms/types';
-import { AsyncMockLLM, MockLLM } from '../../src/testing/mock-llm';
+} from '#src/llms/token-count';
 
 const TEXT = 'Tokenizers split text into pieces: naïve café, 東京, and code like `x => x + 1`.';
 
@@ -138,7 +137,7 @@ describe('without gpt-tokenizer', () => {
       },
     }));
     try {
-      const fresh = await import('../../src/llms/token-count');
+      const fresh = await import('#src/llms/token-count');
       expect(fresh.countTokens(TEXT, { model: 'gpt-4o' })).toBe(estimateTextTokens(TEXT));
       expect(fresh.textCounterFor({ model: 'gpt-4o' }).exact).toBe(false);
     } finally {

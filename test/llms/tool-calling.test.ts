@@ -1,14 +1,16 @@
+import type { ChatMessage, ModelReply, OpenAITool, StreamChunk, ToolCall } from 'lagent-ts';
+import {
+  AsyncGPTAPI,
+  AsyncVllmModel,
+  ConfigurationError,
+  INTERNLM2_META,
+  ModelOutputError,
+  ModelStatusCode,
+  toolkit,
+} from 'lagent-ts';
+import { type FakeOpenAIServer, type FakeReply, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { toolkit } from '../../src/actions/tool';
-import { AsyncGPTAPI } from '../../src/llms/async-gpt-api';
-import { AsyncVllmModel } from '../../src/llms/async-raw-prompt-model';
-import { INTERNLM2_META } from '../../src/llms/meta-template';
-import type { ModelReply, StreamChunk } from '../../src/llms/types';
-import type { ChatMessage, OpenAITool, ToolCall } from '../../src/schema/chat-message';
-import { ConfigurationError, ModelOutputError } from '../../src/schema/errors';
-import { ModelStatusCode } from '../../src/schema/status';
-import { type FakeOpenAIServer, type FakeReply, startFakeOpenAI } from '../../src/testing/fake-openai';
 import { echo } from '../helpers/tools';
 
 const user = (content: string): ChatMessage[] => [{ role: 'user', content }];

@@ -1,12 +1,18 @@
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ActionReturn, ActionStatusCode, AsyncFunctionCallingAgent, AsyncGPTAPI, asyncTool } from 'lagent-ts';
+import {
+  ActionReturn,
+  ActionStatusCode,
+  AsyncClaudeAPI,
+  AsyncFunctionCallingAgent,
+  AsyncGPTAPI,
+  asyncTool,
+} from 'lagent-ts';
 import { startFakeAnthropic, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { loadImage, MAX_IMAGE_BYTES } from '../../src/llms/image-inputs';
-import { AsyncClaudeAPI } from '../../src/llms/index';
+import { loadImage, MAX_IMAGE_BYTES } from '#src/llms/image-inputs';
 
 /** Images of tool results (an interpreter's figures: `image` items with a host path) on the wire. */
 

@@ -1,8 +1,9 @@
+import { modelPrice, setModelPrice } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
-import { usageOf } from '../../src/llms/ai-sdk-results';
-import { usageFromClaude } from '../../src/llms/claude-messages';
-import { costOf, costOfUsage, modelPrice, setModelPrice } from '../../src/llms/prices';
-import { usageFromAPI } from '../../src/llms/usage';
+import { usageOf } from '#src/llms/ai-sdk-results';
+import { usageFromClaude } from '#src/llms/claude-messages';
+import { costOf, costOfUsage } from '#src/llms/prices';
+import { usageFromAPI } from '#src/llms/usage';
 
 describe('usage as the providers report it', () => {
   it('OpenAI: cached prompt tokens and reasoning tokens are kept; negative counts are none', () => {

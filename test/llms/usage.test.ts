@@ -1,5 +1,5 @@
+import { UsageTracker } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
-import { UsageTracker } from '../../src/llms/usage';
 
 describe('UsageTracker', () => {
   it('keeps at most maxSessions sessions, least recently used dropped, totals unchanged', () => {

@@ -1,11 +1,10 @@
 // How MCP results map to ActionReturns and back, and how a tool's JSON Schema is read.
-import { ActionReturn } from 'lagent-ts';
+import { ActionReturn, ActionStatusCode } from 'lagent-ts';
 import { actionReturnResult, toolResultReturn } from 'lagent-ts/mcp';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { checkArguments } from '../../src/actions/arguments';
-import { toolSchema } from '../../src/mcp/json-schema';
-import { loadRE2 } from '../../src/mcp/patterns';
-import { ActionStatusCode } from '../../src/schema/status';
+import { checkArguments } from '#src/actions/arguments';
+import { toolSchema } from '#src/mcp/json-schema';
+import { loadRE2 } from '#src/mcp/patterns';
 
 // re2js, an optional peer, is loaded with the MCP SDK; these tests use the parts directly.
 beforeAll(() => loadRE2());

@@ -6,9 +6,9 @@ import type { AddressInfo } from 'node:net';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ActionStatusCode } from 'lagent-ts';
 import { MCPToolkit } from 'lagent-ts/mcp';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ActionStatusCode } from '../../src/schema/status';
 import { waitFor } from '../helpers/processes';
 
 /** A stateful SDK server whose tool list the test sets, counting listings and calls. */
@@ -95,6 +95,24 @@ async function warningsDuring(
   return seen;
 }
 
+/**
+ * Runs `work` and records the source of every RegExp executed on this thread meanwhile (`test`, `match`,
+ * `replace` and the rest all go through `exec`): a pattern run by the backtracking engine shows up here.
+ */
+async function regExpsRun<T>(work: () => Promise<T>): Promise<{ value: T; patterns: string[] }> {
+  const exec = RegExp.prototype.exec;
+  const patterns: string[] = [];
+  RegExp.prototype.exec = function recorded(this: RegExp, text: string) {
+    patterns.push(this.source);
+    return exec.call(this, text);
+  };
+  try {
+    return { value: await work(), patterns };
+  } finally {
+    RegExp.prototype.exec = exec;
+  }
+}
+
 const stringArg = (pattern: string) => ({
   type: 'object',
   properties: { text: { type: 'string', pattern } },
@@ -130,10 +148,12 @@ describe('MCPToolkit against a hostile server', () => {
       },
     ];
     kit = await MCPToolkit.connect({ url: hostile.url });
-    const started = performance.now();
-    const refused = await kit.call({ text: `${'a'.repeat(27)}!` }, 'redos');
-    // The backtracking engine takes seconds here (doubling with each further `a`).
-    expect(performance.now() - started).toBeLessThan(1000);
+    // The backtracking engine (RegExp) would take seconds here, doubling with each further `a`: the pattern
+    // must be checked without it.
+    const { value: refused, patterns } = await regExpsRun(() =>
+      kit!.call({ text: `${'a'.repeat(27)}!` }, 'redos'),
+    );
+    expect(patterns).not.toContain('^(a+)+$');
     expect(refused.state).toBe(ActionStatusCode.ARGS_ERROR);
     expect(refused.errmsg).toContain('argument "text": must match the pattern /^(a+)+$/');
     expect((await kit.call({ text: 'a'.repeat(100_000) }, 'redos')).toText()).toBe('called redos');
@@ -158,9 +178,12 @@ describe('MCPToolkit against a hostile server', () => {
     const unchecked = warnings.filter((warning) => warning.code === 'LAGENT_MCP_PATTERN_UNCHECKED');
     expect(unchecked).toHaveLength(2);
     expect(unchecked[0]?.message).toContain('/^(?=(a+)+$)b/');
-    const started = performance.now();
-    expect((await kit!.call({ text: `${'a'.repeat(30)}!` }, 'lookahead')).toText()).toBe('called lookahead');
-    expect(performance.now() - started).toBeLessThan(1000);
+    // Left to the server: no backtracking RegExp runs it here.
+    const { value: answer, patterns } = await regExpsRun(() =>
+      kit!.call({ text: `${'a'.repeat(30)}!` }, 'lookahead'),
+    );
+    expect(answer.toText()).toBe('called lookahead');
+    expect(patterns).not.toContain('^(?=(a+)+$)b');
   });
 
   it('skips tools that are not valid MCP tools, with a warning, and serves the rest', async () => {

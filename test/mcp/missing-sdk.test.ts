@@ -14,7 +14,7 @@ describe('without the MCP SDK', () => {
     vi.doMock('@modelcontextprotocol/sdk/client/index.js', () => {
       throw new Error("Cannot find package '@modelcontextprotocol/sdk'");
     });
-    const { MCPToolkit } = await import('../../src/mcp/index');
+    const { MCPToolkit } = await import('lagent-ts/mcp');
     const error = await MCPToolkit.connect({ command: 'unused' }).catch((thrown: unknown) => thrown);
     expect(error).toMatchObject({ name: 'ConfigurationError' });
     expect((error as Error).message).toContain('install @modelcontextprotocol/sdk to use MCPToolkit');
@@ -25,8 +25,8 @@ describe('without the MCP SDK', () => {
     vi.doMock('@modelcontextprotocol/sdk/server/index.js', () => {
       throw new Error("Cannot find package '@modelcontextprotocol/sdk'");
     });
-    const { serveMCP } = await import('../../src/mcp/index');
-    const { tool } = await import('../../src/actions/tool');
+    const { serveMCP } = await import('lagent-ts/mcp');
+    const { tool } = await import('#src/actions/tool');
     const { z } = await import('zod');
     const echo = tool({ name: 'echo', parameters: z.object({ text: z.string() }), run: ({ text }) => text });
     const error = await serveMCP({ actions: [echo], transport: 'http' }).catch((thrown: unknown) => thrown);
@@ -39,7 +39,7 @@ describe('without the MCP SDK', () => {
     vi.doMock('re2js', () => {
       throw new Error("Cannot find package 're2js'");
     });
-    const { MCPToolkit } = await import('../../src/mcp/index');
+    const { MCPToolkit } = await import('lagent-ts/mcp');
     const error = await MCPToolkit.connect({ command: 'unused' }).catch((thrown: unknown) => thrown);
     expect(error).toMatchObject({ name: 'ConfigurationError' });
     expect((error as Error).message).toContain('install re2js to use MCPToolkit (npm install re2js)');
@@ -56,6 +56,6 @@ describe('without the MCP SDK', () => {
     vi.doMock('re2js', () => {
       throw new Error('loaded at import time');
     });
-    await expect(import('../../src/mcp/index')).resolves.toHaveProperty('MCPToolkit');
+    await expect(import('lagent-ts/mcp')).resolves.toHaveProperty('MCPToolkit');
   });
 });

@@ -1,6 +1,6 @@
 // Server-supplied patterns run by RE2 with JavaScript's meaning.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { compilePattern, loadRE2 } from '../../src/mcp/patterns';
+import { compilePattern, loadRE2 } from '#src/mcp/patterns';
 
 // re2js, an optional peer, is loaded with the MCP SDK; these tests use the parts directly.
 beforeAll(() => loadRE2());

@@ -3,12 +3,11 @@ import { request } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { AsyncActionExecutor, asyncTool, tool } from 'lagent-ts';
+import { ActionStatusCode, AsyncActionExecutor, asyncTool, tool } from 'lagent-ts';
 import { type MCPServerHandle, MCPToolkit, serveMCP } from 'lagent-ts/mcp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { FROZEN_OPENAI_TOOLS } from '../../src/schema/chat-message';
-import { ActionStatusCode } from '../../src/schema/status';
+import { FROZEN_OPENAI_TOOLS } from '#src/schema/chat-message';
 import { isRunning, markerEnv, waitFor } from '../helpers/processes';
 import { FIXTURE, root } from './helpers';
 

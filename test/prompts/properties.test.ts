@@ -14,7 +14,8 @@ import {
 } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { pythonJSON } from '../../src/utils/text';
+import { pythonJSON } from '#src/utils/text';
+import { propertyRuns } from '../helpers/property-runs';
 
 const parsers = () => [
   new StrParser(),
@@ -69,7 +70,7 @@ describe('parser and aggregator properties', () => {
           });
         }
       }),
-      { numRuns: 300 },
+      { numRuns: propertyRuns(300) },
     );
   });
 
@@ -84,7 +85,7 @@ describe('parser and aggregator properties', () => {
         fc.pre(!valid.slice(0, -end.length).includes(end, thought.length + begin.length));
         expect(parser.formatResponse(parser.parseResponse(valid))).toBe(valid);
       }),
-      { numRuns: 300 },
+      { numRuns: propertyRuns(300) },
     );
   });
 
@@ -103,7 +104,7 @@ describe('parser and aggregator properties', () => {
           expect(parser.formatResponse(parser.parseResponse(valid))).toBe(valid);
         },
       ),
-      { numRuns: 200 },
+      { numRuns: propertyRuns(200) },
     );
   });
 
@@ -131,7 +132,7 @@ describe('parser and aggregator properties', () => {
           onlyParseErrors(() => plain.aggregate(memory, 'Agent', parser, 'system'));
         },
       ),
-      { numRuns: 200 },
+      { numRuns: propertyRuns(200) },
     );
   });
 });

@@ -1,13 +1,9 @@
+import type { ChatMessage } from 'lagent-ts';
+import { AsyncFunctionCallingAgent, asyncTool } from 'lagent-ts';
+import { ingest, MemoryVectorStore, OpenAIEmbedder, retrievalTool } from 'lagent-ts/retrieval';
+import { AsyncMockLLM, type FakeOpenAIServer, HashEmbedder, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
-import { asyncTool } from '../../src/actions/tool';
-import { AsyncFunctionCallingAgent } from '../../src/agents/prebuilt/function-calling-agent';
-import { ingest } from '../../src/retrieval/ingest';
-import { MemoryVectorStore } from '../../src/retrieval/memory-vector-store';
-import { OpenAIEmbedder } from '../../src/retrieval/openai-embedder';
-import { retrievalTool } from '../../src/retrieval/retrieval-tool';
-import type { ChatMessage } from '../../src/schema/chat-message';
-import { AsyncMockLLM, type FakeOpenAIServer, HashEmbedder, startFakeOpenAI } from '../../src/testing/index';
 
 let server: FakeOpenAIServer;
 let hang = false;

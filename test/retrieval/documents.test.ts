@@ -1,11 +1,7 @@
+import { ActionStatusCode, ConfigurationError, ValidationError } from 'lagent-ts';
+import { ingest, MemoryVectorStore, retrievalTool, splitText } from 'lagent-ts/retrieval';
+import { HashEmbedder } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
-import { ingest } from '../../src/retrieval/ingest';
-import { MemoryVectorStore } from '../../src/retrieval/memory-vector-store';
-import { retrievalTool } from '../../src/retrieval/retrieval-tool';
-import { splitText } from '../../src/retrieval/split-text';
-import { ConfigurationError, ValidationError } from '../../src/schema/errors';
-import { ActionStatusCode } from '../../src/schema/status';
-import { HashEmbedder } from '../../src/testing/index';
 
 const words = (count: number, prefix = 'word') =>
   Array.from({ length: count }, (_, index) => `${prefix}${index}`).join(' ');

@@ -1,11 +1,10 @@
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { LLMRequestError, ValidationError } from 'lagent-ts';
+import type { EmbeddingUsage } from 'lagent-ts/retrieval';
+import { AISDKEmbedder, OpenAIEmbedder } from 'lagent-ts/retrieval';
+import type { FakeEmbeddingsReply, FakeOpenAIServer } from 'lagent-ts/testing';
+import { HashEmbedder, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { AISDKEmbedder } from '../../src/retrieval/ai-sdk-embedder';
-import { OpenAIEmbedder } from '../../src/retrieval/openai-embedder';
-import type { EmbeddingUsage } from '../../src/retrieval/types';
-import { LLMRequestError, ValidationError } from '../../src/schema/errors';
-import type { FakeEmbeddingsReply, FakeOpenAIServer } from '../../src/testing/index';
-import { HashEmbedder, startFakeOpenAI } from '../../src/testing/index';
 import { cosine } from './vector-store-contract';
 
 let server: FakeOpenAIServer;

@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { LanceVectorStore } from 'lagent-ts/retrieval';
 import { afterAll, describe, expect, it } from 'vitest';
-import { LanceVectorStore } from '../../src/retrieval/lance-vector-store';
 import { runStoreWorker } from './fixtures/run-worker';
 import { cosine, describeVectorStoreContract, seededVector } from './vector-store-contract';
 

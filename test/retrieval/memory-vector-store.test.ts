@@ -1,5 +1,5 @@
+import { MemoryVectorStore } from 'lagent-ts/retrieval';
 import { describe, expect, it } from 'vitest';
-import { MemoryVectorStore } from '../../src/retrieval/memory-vector-store';
 import { cosine, describeVectorStoreContract, seededVector } from './vector-store-contract';
 
 describeVectorStoreContract('MemoryVectorStore', {

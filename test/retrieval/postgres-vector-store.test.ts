@@ -1,9 +1,9 @@
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import { ConfigurationError } from 'lagent-ts';
+import { PostgresVectorStore } from 'lagent-ts/retrieval';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PostgresVectorStore } from '../../src/retrieval/postgres-vector-store';
-import { ConfigurationError } from '../../src/schema/errors';
 import { type PostgresServer, postgresBinaries, startPostgres } from '../stores/postgres-server';
 import { describeVectorStoreContract, seededVector } from './vector-store-contract';
 

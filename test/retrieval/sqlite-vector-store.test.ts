@@ -1,12 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { AsyncAgent, ConfigurationError } from 'lagent-ts';
+import { SQLiteVectorStore } from 'lagent-ts/retrieval';
+import { SQLiteStore } from 'lagent-ts/stores';
+import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterAll, describe, expect, it } from 'vitest';
-import { AsyncAgent } from '../../src/agents/async-agent';
-import { SQLiteVectorStore } from '../../src/retrieval/sqlite-vector-store';
-import { ConfigurationError } from '../../src/schema/errors';
-import { SQLiteStore } from '../../src/stores/sqlite-store';
-import { AsyncMockLLM } from '../../src/testing/index';
 import { runStoreWorker } from './fixtures/run-worker';
 import { describeVectorStoreContract, seededVector } from './vector-store-contract';
 

@@ -1,7 +1,6 @@
+import { ActionReturn, AgentMessage, ValidationError } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
-import { ActionReturn } from '../../src/schema/action-return';
-import { AgentMessage, asOwnMessage } from '../../src/schema/agent-message';
-import { ValidationError } from '../../src/schema/errors';
+import { asOwnMessage } from '#src/schema/agent-message';
 
 /**
  * A message of another copy of lagent-ts (an agent module with its own copy, served by a global `lagent`) is

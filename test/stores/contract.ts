@@ -1,10 +1,14 @@
+import {
+  ActionReturn,
+  AgentMessage,
+  AsyncAgent,
+  type LagentMessageJSON,
+  StoreConflictError,
+  StoreError,
+} from 'lagent-ts';
+import type { SessionStore, StoredState } from 'lagent-ts/stores';
+import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AsyncAgent } from '../../src/agents/async-agent';
-import { ActionReturn } from '../../src/schema/action-return';
-import { AgentMessage, type LagentMessageJSON } from '../../src/schema/agent-message';
-import { StoreConflictError, StoreError } from '../../src/schema/errors';
-import type { SessionStore, StoredState } from '../../src/stores/types';
-import { AsyncMockLLM } from '../../src/testing/index';
 
 /*
  * The contract every store keeps, run against each of them (tests/stores/*.test.ts) with the real service
@@ -139,10 +143,16 @@ export function describeStoreContract(name: string, harness: () => StoreHarness)
 
     it('leases: a held session is busy for others until released or expired', async () => {
       const ns = fresh('lease');
+      // The lease's end is 10 s after its taking, which lies between these two readings of the machine's clock.
+      const before = Date.now();
       expect((await run(store.acquireSession(ns, 's', { owner: 'a', leaseMs: 10_000 }))).acquired).toBe(true);
+      const after = Date.now();
       const busy = await run(other.acquireSession(ns, 's', { owner: 'b', leaseMs: 10_000 }));
       expect(busy.acquired).toBe(false);
-      if (!busy.acquired) expect(busy.until).toBeGreaterThan(Date.now());
+      if (!busy.acquired) {
+        expect(busy.until).toBeGreaterThanOrEqual(before + 10_000 - 1);
+        expect(busy.until).toBeLessThanOrEqual(after + 10_000 + 1);
+      }
       // The owner may take it again (re-entry) and renew it.
       expect((await run(store.acquireSession(ns, 's', { owner: 'a', leaseMs: 10_000 }))).acquired).toBe(true);
       expect(await run(store.renewLease(ns, 's', 'a', 10_000))).toBe(true);
@@ -208,6 +218,8 @@ export function describeStoreContract(name: string, harness: () => StoreHarness)
     it('lists sessions in key order, a page at a time, and deletes them', async () => {
       const ns = fresh('list');
       const ids = ['b', 'a', 'c', 'ü', 'a b', '0'];
+      // Every commit's time lies between this reading of the machine's clock and the listing.
+      const before = Date.now();
       for (const id of ids) {
         await run(store.acquireSession(ns, id, { owner: 'a', leaseMs: 10_000 }));
         await run(
@@ -224,7 +236,8 @@ export function describeStoreContract(name: string, harness: () => StoreHarness)
         for (const session of page.sessions) {
           expect(session.version).toBe(1);
           expect(session.expiresAt).toBeNull();
-          expect(session.updatedAt).toBeGreaterThan(Date.now() - 60_000);
+          expect(session.updatedAt).toBeGreaterThanOrEqual(before - 1);
+          expect(session.updatedAt).toBeLessThanOrEqual(Date.now() + 1);
         }
         seen.push(...page.sessions.map((session) => session.sessionId));
         if (page.next === undefined) break;
@@ -251,12 +264,16 @@ export function describeStoreContract(name: string, harness: () => StoreHarness)
       const short = await h.open({ ttlMs: 200 });
       try {
         await run(short.acquireSession(ns, 's', { owner: 'a', leaseMs: 10_000 }));
+        // The commit's time lies between these two readings of this machine's clock (every store's clock is
+        // this machine's): the session expires ttlMs after it, however long the commit took.
+        const before = Date.now();
         await run(
           short.commitTurn(ns, 's', { owner: 'a', version: 0, turn: { append: { memory: [message('1')] } } }),
         );
+        const after = Date.now();
         const read = await run(short.readSession(ns, 's'));
-        expect(read?.expiresAt).toBeGreaterThan(Date.now());
-        expect(read?.expiresAt).toBeLessThanOrEqual(Date.now() + 200);
+        expect(read?.expiresAt).toBeGreaterThanOrEqual(before + 200 - 1);
+        expect(read?.expiresAt).toBeLessThanOrEqual(after + 200 + 1);
         await new Promise((resolve) => setTimeout(resolve, 350));
         expect(await run(short.readSession(ns, 's'))).toBeUndefined();
         expect((await run(short.listSessions(ns))).sessions).toEqual([]);

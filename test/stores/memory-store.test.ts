@@ -1,5 +1,5 @@
-import { MemoryStore } from '../../src/stores/memory-store';
-import type { SessionStore } from '../../src/stores/types';
+import { MemoryStore } from 'lagent-ts';
+import type { SessionStore } from 'lagent-ts/stores';
 import { describeStoreContract } from './contract';
 
 // The in-process store: every "open" is a view of one instance, as the processes of the other stores share

@@ -1,8 +1,8 @@
 import { Redis } from 'ioredis';
+import { AgentMessage, type LagentMessageJSON } from 'lagent-ts';
+import { RedisStore } from 'lagent-ts/stores';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentMessage, type LagentMessageJSON } from '../../src/schema/agent-message';
-import { type JobFence, RedisJobSessions } from '../../src/stores/redis-job-sessions';
-import { RedisStore } from '../../src/stores/redis-store';
+import { type JobFence, RedisJobSessions } from '#src/stores/redis-job-sessions';
 import { type RedisServer, startRedis } from '../distributed/queue/redis-server';
 
 /*

@@ -2,18 +2,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { LagentMessageJSON } from 'lagent-ts';
+import { Agent, AsyncAgent, StoreConflictError, StoreError } from 'lagent-ts';
+import type { SessionStore } from 'lagent-ts/stores';
+import { SQLiteStore } from 'lagent-ts/stores';
+import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Agent } from '../../src/agents/agent';
-import { AsyncAgent } from '../../src/agents/async-agent';
-import { attachStore } from '../../src/agents/interceptors/session-store/persist';
-import { driveSync } from '../../src/core/steps';
-import type { LagentMessageJSON } from '../../src/schema/agent-message';
-import { StoreConflictError, StoreError } from '../../src/schema/errors';
-import { sessionKey } from '../../src/schema/session';
-import { type SqliteDatabase, sqliteKey } from '../../src/stores/sqlite-schema';
-import { SQLiteStore } from '../../src/stores/sqlite-store';
-import type { SessionStore } from '../../src/stores/types';
-import { AsyncMockLLM, MockLLM } from '../../src/testing/index';
+import { attachStore } from '#src/agents/interceptors/session-store/persist';
+import { driveSync } from '#src/core/steps';
+import { sessionKey } from '#src/schema/session';
+import { type SqliteDatabase, sqliteKey } from '#src/stores/sqlite-schema';
 import { describeStoreContract } from './contract';
 
 /*

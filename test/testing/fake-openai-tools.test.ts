@@ -1,5 +1,5 @@
+import { type FakeOpenAIServer, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../../src/testing/fake-openai';
 
 let server: FakeOpenAIServer;
 beforeAll(async () => {

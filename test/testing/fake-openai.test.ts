@@ -1,7 +1,7 @@
 import { request } from 'node:http';
+import { type FakeOpenAIServer, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import { sameThreadServerHint } from '../../src/bridge/same-thread';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../../src/testing/fake-openai';
+import { sameThreadServerHint } from '#src/bridge/same-thread';
 
 let server: FakeOpenAIServer | undefined;
 afterEach(async () => {
@@ -83,7 +83,7 @@ describe('startFakeOpenAI', () => {
     const pending = post(`${server.baseURL}/chat/completions`, { messages: [] }).catch(
       (error: unknown) => error,
     );
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await expect.poll(() => server!.requests.length).toBe(1);
     await server.close();
     server = undefined;
     expect(await pending).toBeInstanceOf(Error);

@@ -1,15 +1,19 @@
 import { AsyncMockLLM } from 'lagent-ts/testing';
-import { describe, expect, it } from 'vitest';
-import { Latency } from '../../src/testing/latency';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { Latency } from '#src/testing/latency';
 
-const timers = () => process.getActiveResourcesInfo().filter((name) => name === 'Timeout').length;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+// Time is the subject: the timers and the clock the latency reads are fake, and move only when told.
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 describe("Latency (the mock model's simulated latency)", () => {
-  it('resolves every wait no earlier than ms after it began, in order, on one timer', async () => {
+  it('resolves every wait ms after it began, in order, on one timer', async () => {
     const latency = new Latency(30);
-    const before = timers();
-    const settled: number[] = [];
+    const settled: { index: number; at: number }[] = [];
     const waits: Promise<void>[] = [];
     const started: number[] = [];
     for (let batch = 0; batch < 3; batch++) {
@@ -18,21 +22,22 @@ describe("Latency (the mock model's simulated latency)", () => {
         started.push(performance.now());
         waits.push(
           latency.wait(index).then((value) => {
-            expect(value).toBe(index);
-            expect(performance.now() - started[index]!).toBeGreaterThanOrEqual(29.5);
-            settled.push(index);
+            settled.push({ index: value, at: performance.now() });
           }),
         );
       }
-      // 1,500 waits pending at once hold one timer between them, not one each. (At most one: the unit tests
-      // share their process, so another file's timer may end meanwhile.)
-      expect(timers() - before).toBeLessThanOrEqual(1);
-      await sleep(8);
+      // The waits pending at once hold one timer between them, not one each.
+      expect(vi.getTimerCount()).toBe(1);
+      await vi.advanceTimersByTimeAsync(8);
     }
+    // 24 ms in: none of them is due yet.
+    expect(settled).toEqual([]);
+    await vi.advanceTimersByTimeAsync(30);
     await Promise.all(waits);
-    expect(settled).toEqual(started.map((_, i) => i));
+    expect(settled.map(({ index }) => index)).toEqual(started.map((_, i) => i));
+    for (const { index, at } of settled) expect(at - started[index]!).toBe(30);
     // Nothing is left behind once every wait has settled.
-    expect(timers()).toBeLessThanOrEqual(before);
+    expect(vi.getTimerCount()).toBe(0);
   });
 
   it('an abort rejects its own wait at once and leaves the others alone', async () => {
@@ -42,10 +47,12 @@ describe("Latency (the mock model's simulated latency)", () => {
     const aborted = latency.wait('aborted', controller.signal);
     const finished = new AbortController();
     const unaffected = latency.wait('late abort', finished.signal);
-    const started = performance.now();
+    const before = performance.now();
     controller.abort(new Error('stop'));
+    // Rejected while the clock stands still.
     await expect(aborted).rejects.toThrow('stop');
-    expect(performance.now() - started).toBeLessThan(30);
+    expect(performance.now()).toBe(before);
+    await vi.advanceTimersByTimeAsync(40);
     expect(await kept).toBe('kept');
     expect(await unaffected).toBe('late abort');
     finished.abort(new Error('after the fact')); // settled already: nothing happens
@@ -58,13 +65,20 @@ describe("Latency (the mock model's simulated latency)", () => {
       responses: (_messages, _params, index) => `reply ${index}`,
       latencyMs: 25,
     });
-    const before = timers();
-    const started = performance.now();
-    const replies = Array.from({ length: 2_000 }, () => llm.chat([{ role: 'user', content: 'hi' }]));
-    expect(timers() - before).toBeLessThanOrEqual(1);
+    let answered = 0;
+    const replies = Array.from({ length: 2_000 }, () =>
+      llm.chat([{ role: 'user', content: 'hi' }]).then((text) => {
+        answered++;
+        return text;
+      }),
+    );
+    expect(vi.getTimerCount()).toBe(1);
+    await vi.advanceTimersByTimeAsync(24);
+    expect(answered).toBe(0);
+    await vi.advanceTimersByTimeAsync(1);
     const texts = await Promise.all(replies);
-    expect(performance.now() - started).toBeGreaterThanOrEqual(24.5);
+    expect(answered).toBe(2_000);
     expect(texts).toEqual(texts.map((_, i) => `reply ${i}`));
-    expect(timers()).toBeLessThanOrEqual(before);
+    expect(vi.getTimerCount()).toBe(0);
   });
 });

@@ -1,8 +1,7 @@
+import type { ChatMessage, OpenAITool } from 'lagent-ts';
+import { ModelOutputError, ModelStatusCode } from 'lagent-ts';
+import { AsyncMockLLM, MockLLM, MockScriptError } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
-import type { ChatMessage, OpenAITool } from '../../src/schema/chat-message';
-import { ModelOutputError } from '../../src/schema/errors';
-import { ModelStatusCode } from '../../src/schema/status';
-import { AsyncMockLLM, MockLLM, MockScriptError } from '../../src/testing/mock-llm';
 import { calculator } from '../helpers/tools';
 
 const user = (content: string): ChatMessage[] => [{ role: 'user', content }];
@@ -82,7 +81,7 @@ describe('MockLLM tool-call scripting', () => {
   });
 
   it('the default generate() of any model wraps chat() with no tool calls', async () => {
-    const { BaseLLM, AsyncBaseLLM } = await import('../../src/llms/base-llm');
+    const { BaseLLM, AsyncBaseLLM } = await import('#src/llms/base-llm');
     class Plain extends BaseLLM {
       chat() {
         return 'text';

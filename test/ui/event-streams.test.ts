@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { AsyncAgent } from 'lagent-ts';
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { EventRelay, EventStreams, type UIEvent, UIServer } from '../../src/ui/index';
+import { EventRelay, EventStreams, type UIEvent, UIServer } from '#src/ui/index';
 
 /**
  * `GET /ui/events` and clients that do not read: nothing is queued per client (a stream writes while its response

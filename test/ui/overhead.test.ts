@@ -5,7 +5,7 @@ import { AsyncStreamingAgent } from 'lagent-ts';
 import { HTTPAgentServer } from 'lagent-ts/distributed';
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EventRelay, UIServer } from '../../src/ui/index';
+import { EventRelay, UIServer } from '#src/ui/index';
 
 /**
  * The UI beside a streamed reply: the same agent served by a plain HTTPAgentServer and by a UIServer whose event

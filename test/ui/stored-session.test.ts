@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { AsyncAgent, MemoryStore } from 'lagent-ts';
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { UIServer } from '../../src/ui/index';
+import { UIServer } from '#src/ui/index';
 
 /** The page's reset and upload on an agent that keeps its sessions in a store: the store gets the change. */
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { deepClone } from '../../src/utils/clone';
+import { deepClone } from '#src/utils/clone';
 
 describe('deepClone', () => {
   it('returns primitives as they are and copies nested arrays and objects', () => {

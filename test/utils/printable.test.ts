@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { printable } from '../../src/utils/printable';
+import { printable } from '#src/utils/printable';
 
 describe('printable', () => {
   it('leaves ordinary text as it is, the same string', () => {

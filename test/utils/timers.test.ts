@@ -1,6 +1,6 @@
-import { describe, expect, it } from 'vitest';
-import { parseRetryAfter, retryAfterMs } from '../../src/utils/retry-after';
-import { MAX_TIMER_MS, sleep } from '../../src/utils/timers';
+import { describe, expect, it, vi } from 'vitest';
+import { parseRetryAfter, retryAfterMs } from '#src/utils/retry-after';
+import { MAX_TIMER_MS, sleep } from '#src/utils/timers';
 
 describe('parseRetryAfter', () => {
   it('reads seconds and HTTP dates', () => {
@@ -35,9 +35,20 @@ describe('retryAfterMs', () => {
 
 describe('sleep', () => {
   it('resolves after the delay', async () => {
-    const started = performance.now();
-    await sleep(20);
-    expect(performance.now() - started).toBeGreaterThanOrEqual(15);
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      let done = false;
+      const waiting = sleep(20).then(() => {
+        done = true;
+      });
+      await vi.advanceTimersByTimeAsync(19);
+      expect(done).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      await waiting;
+      expect(done).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('rejects with the reason when aborted, before or during the wait', async () => {

@@ -1,12 +1,12 @@
 import type { Slot } from '../../core/interceptors';
 import type { Steps } from '../../core/steps';
+import type { AsyncHook, SyncHook } from '../../hooks/hook';
 import type { LLMCallParams, ModelReply } from '../../llms/types';
 import type { ActionReturn } from '../../schema/action-return';
 import type { AgentMessage } from '../../schema/agent-message';
 import type { ChatMessage } from '../../schema/chat-message';
 import type { Decision } from '../../schema/interrupts';
 import type { SessionId } from '../../schema/session';
-import type { AsyncHook, SyncHook } from '../../hooks/hook';
 import type { AgentBase, CallOptions } from '../agent-base';
 
 /*

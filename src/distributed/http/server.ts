@@ -31,6 +31,7 @@ import {
 import { loadProtocols, type ProtocolPlan, type ProtocolsOption, planProtocols } from '../protocols/register';
 import type { ProtocolHost } from '../protocols/run';
 import { refusalBody } from '../remote-budget';
+import { OpenConnections } from './open-connections';
 import {
   type ChatRequest,
   checkSessionId,
@@ -371,8 +372,10 @@ export class HTTPAgentServer {
 
   /**
    * Stops accepting connections, waits for the calls in flight (streams included) to finish and be answered,
-   * then closes every connection. With `timeout`, calls still running after that many ms are aborted (each takes
-   * its turn back) and their connections closed. Idempotent: later calls return the first call's promise.
+   * and closes every connection once it has nothing left to answer (at once the idle ones and those that never
+   * sent a request), so no client holds the close open. With `timeout`, calls still running after that many ms
+   * are aborted (each takes its turn back) and their connections closed. Idempotent: later calls return the
+   * first call's promise.
    */
   close(options: { timeout?: number | undefined } = {}): Promise<void> {
     this.#closing ??= this.#stop(options.timeout);
@@ -415,6 +418,14 @@ export class HTTPAgentServer {
     this.#routes(app);
     const protocolHost = this.#protocolHost();
     for (const register of protocols) register(app, protocolHost);
+    // As Fastify stops listening (no connection arrives after this), every connection is ended once it has
+    // nothing left to answer: a client's spare or idle keep-alive connection would otherwise hold the close, and
+    // the process, open.
+    const connections = new OpenConnections(app.server);
+    app.addHook('preClose', (done) => {
+      connections.closeAll();
+      done();
+    });
     this.#app = app;
     await app.listen({ host: this.host, port: this.#port });
     const address = app.server.address();
@@ -429,7 +440,7 @@ export class HTTPAgentServer {
     const app = this.#app;
     if (this.#listening) await this.#listening.catch(() => undefined);
     if (app === undefined || this.#app === undefined) return;
-    // Stop accepting; answer the calls in flight; then drop the connections left.
+    // Stop accepting; answer the calls in flight; end each connection once it has nothing left to answer.
     const closed = app.close();
     if (this.#inFlight > 0) {
       let timer: NodeJS.Timeout | undefined;

@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import type { ToolCallsMessage } from 'lagent-ts';
 import {
   ActionExecutor,
   ActionReturn,
@@ -10,8 +11,8 @@ import {
   type ToolCall,
 } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
-import { NOT_RUN_TEXT } from '../../../src/agents/aggregator/tool-turns';
-import type { ToolCallsMessage } from '../../../src/schema/tool-calls';
+import { NOT_RUN_TEXT } from '#src/agents/aggregator/tool-turns';
+import { propertyRuns } from '../../helpers/property-runs';
 import { echo } from '../../helpers/tools';
 
 const aggregator = new DefaultAggregator();
@@ -228,7 +229,7 @@ describe('DefaultAggregator with native tool calls', () => {
           );
         },
       ),
-      { numRuns: 200 },
+      { numRuns: propertyRuns(200) },
     );
   });
 });
@@ -351,7 +352,7 @@ describe('DefaultAggregator histories (property)', () => {
           expect(out.filter((message) => message.role === 'tool')).toHaveLength(called);
         }
       }),
-      { numRuns: 1_000 },
+      { numRuns: propertyRuns(1_000) },
     );
   });
 

@@ -4,17 +4,18 @@ import {
   ActionExecutor,
   AgentMessage,
   type ChatMessage,
+  ConfigurationError,
+  DefaultAggregator,
   Memory,
   TokenWindowAggregator,
   type ToolCall,
+  toolCallsOf,
 } from 'lagent-ts';
+import { MockLLM } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
-import { DefaultAggregator } from '../../../src/agents/aggregator/default-aggregator';
-import { NOT_RUN_TEXT } from '../../../src/agents/aggregator/tool-turns';
-import { countTokens } from '../../../src/llms/token-count';
-import { ConfigurationError } from '../../../src/schema/errors';
-import { toolCallsOf } from '../../../src/schema/tool-calls';
-import { MockLLM } from '../../../src/testing/mock-llm';
+import { NOT_RUN_TEXT } from '#src/agents/aggregator/tool-turns';
+import { countTokens } from '#src/llms/token-count';
+import { propertyRuns } from '../../helpers/property-runs';
 import { echo } from '../../helpers/tools';
 
 const executor = new ActionExecutor({ actions: [echo] });
@@ -209,7 +210,7 @@ describe('TokenWindowAggregator windows (property)', () => {
             }
           },
         ),
-        { numRuns: 300 },
+        { numRuns: propertyRuns(300) },
       );
     });
   }

@@ -1,18 +1,18 @@
+import type { AsyncForwardOptions } from 'lagent-ts';
 import {
   ActionExecutor,
   Agent,
   type AgentMessage,
   AsyncAgent,
   type ChatMessage,
+  ConfigurationError,
   type ForwardOptions,
   TokenWindowAggregator,
+  toolCallsOf,
 } from 'lagent-ts';
+import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
 import { describe, expect, it, vi } from 'vitest';
-import type { AsyncForwardOptions } from '../../../src/agents/agent-base';
-import { isSummary, SUMMARY_INSTRUCTION } from '../../../src/agents/aggregator/summarize';
-import { ConfigurationError } from '../../../src/schema/errors';
-import { toolCallsOf } from '../../../src/schema/tool-calls';
-import { AsyncMockLLM, MockLLM } from '../../../src/testing/mock-llm';
+import { isSummary, SUMMARY_INSTRUCTION } from '#src/agents/aggregator/summarize';
 import { echo } from '../../helpers/tools';
 
 /** A summariser model that says which turns it was given. */

@@ -1,5 +1,4 @@
 import {
-  type ActionReturn,
   type AgentMessage,
   AsyncFunctionCallingAgent,
   AsyncGPTAPI,
@@ -7,12 +6,12 @@ import {
   asyncTool,
   type ChatMessage,
   FunctionCallingAgent,
-  GPTAPI,
   StreamingFunctionCallingAgent,
 } from 'lagent-ts';
-import { AsyncMockLLM, MockLLM, startFakeOpenAI, startFakeOpenAIWorker } from 'lagent-ts/testing';
+import { AsyncMockLLM, MockLLM, startFakeOpenAI } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { Held } from '../../helpers/held';
 import { calculator, weather } from '../../helpers/tools';
 
 /** Every assistant tool call is answered exactly once, right after it; no tool message without its call. */
@@ -160,20 +159,15 @@ describe('FunctionCallingAgent on a scripted model', () => {
 });
 
 describe('FunctionCallingAgent against the fake OpenAI server', () => {
-  it('runs two 300 ms tools of one turn in parallel, over real HTTP with streamed-in arguments', async () => {
-    const slow = (name: string) =>
+  it('runs two tools of one turn in parallel, over real HTTP with streamed-in arguments', async () => {
+    // Each tool answers only when the test releases it (or its signal aborts).
+    const held = new Held();
+    const gated = (name: string) =>
       asyncTool({
         name,
-        description: `${name} takes 300 ms`,
+        description: `${name} answers when released`,
         parameters: z.object({ x: z.number() }),
-        run: ({ x }, { signal }) =>
-          new Promise<string>((resolve, reject) => {
-            const timer = setTimeout(() => resolve(`${name}:${x}`), 300);
-            signal?.addEventListener('abort', () => {
-              clearTimeout(timer);
-              reject(signal.reason);
-            });
-          }),
+        run: ({ x }, { signal }) => held.wait(`${name}:${x}`, signal),
       });
     const server = await startFakeOpenAI({
       script: [
@@ -188,13 +182,13 @@ describe('FunctionCallingAgent against the fake OpenAI server', () => {
     });
     try {
       const llm = new AsyncGPTAPI({ model: 'm', baseURL: server.baseURL, apiKey: 'k' });
-      const agent = new AsyncFunctionCallingAgent({ llm, actions: [slow('First'), slow('Second')] });
-      const started = performance.now();
-      const reply = await agent.call('run both');
-      const elapsed = performance.now() - started;
+      const agent = new AsyncFunctionCallingAgent({ llm, actions: [gated('First'), gated('Second')] });
+      const call = agent.call('run both');
+      // One after another, the second would start only once the first answered.
+      await held.until(2);
+      held.release();
+      const reply = await call;
       expect(reply.content).toBe('Both done.');
-      expect(elapsed).toBeGreaterThanOrEqual(290);
-      expect(elapsed).toBeLessThan(550);
       const second = server.requests[1]!.body as {
         messages: { role: string; tool_call_id?: string; content: string }[];
       };
@@ -206,28 +200,15 @@ describe('FunctionCallingAgent against the fake OpenAI server', () => {
       // Abort during the tools stops them and stores nothing.
       server.setScript([{ toolCalls: [{ name: 'First', arguments: { x: 3 } }] }]);
       const before = agent.stateDict(9);
-      await expect(
-        agent.call('abort me', { sessionId: 9, signal: AbortSignal.timeout(150) }),
-      ).rejects.toThrow();
+      const controller = new AbortController();
+      const aborted = agent.call('abort me', { sessionId: 9, signal: controller.signal });
+      await held.until(1);
+      controller.abort(new Error('stop the tools'));
+      await expect(aborted).rejects.toThrow('stop the tools');
+      expect(held.pending).toBe(0);
       expect(agent.stateDict(9)).toEqual(before);
     } finally {
       await server.close();
-    }
-  });
-
-  it('works through the sync GPTAPI (bridge) against a server in a worker', () => {
-    const server = startFakeOpenAIWorker({
-      script: [{ toolCalls: [{ name: 'Calculator__add', arguments: { a: 2, b: 5 } }] }, 'Seven.'],
-    });
-    try {
-      const llm = new GPTAPI({ model: 'm', baseURL: server.baseURL, apiKey: 'k' });
-      const agent = new FunctionCallingAgent({ llm, actions: [calculator] });
-      expect(agent.call('2 + 5?').content).toBe('Seven.');
-      const results = agent.agent.memory!.getMemory()[2]!.content as ActionReturn[];
-      expect(results[0]!.toText()).toBe('7');
-      llm.close();
-    } finally {
-      server.close();
     }
   });
 });

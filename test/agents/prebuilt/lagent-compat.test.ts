@@ -1,11 +1,9 @@
-import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { getPluginPrompt } from '../../../src/actions/plugin-prompt';
-import { tool } from '../../../src/actions/tool';
 import {
   AgentForInternLM,
   AsyncReAct,
   asciiPythonJSON,
+  ConfigurationError,
+  getPluginPrompt,
   INTERNLM_PROMPTS,
   internLMOutputFormat,
   LAGENT_INTERPRETER_CN,
@@ -19,11 +17,13 @@ import {
   lagentReActOutputFormat,
   MathCoder,
   mathCoderOutputFormat,
+  PromptTemplate,
   ReAct,
-} from '../../../src/agents/prebuilt/index';
-import { PromptTemplate } from '../../../src/prompts/prompt-template';
-import { ConfigurationError } from '../../../src/schema/errors';
-import { AsyncMockLLM, MockLLM } from '../../../src/testing/index';
+  tool,
+} from 'lagent-ts';
+import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { calculator, fakePython } from '../../helpers/tools';
 
 const weather = tool({

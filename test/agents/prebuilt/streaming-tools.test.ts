@@ -3,6 +3,7 @@ import {
   ActionStatusCode,
   type AgentMessage,
   AgentStatusCode,
+  AsyncClaudeAPI,
   AsyncFunctionCallingAgent,
   AsyncStreamingFunctionCallingAgent,
   asyncTool,
@@ -13,7 +14,6 @@ import {
 import { AsyncMockLLM, MockLLM, startFakeAnthropic } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { AsyncClaudeAPI } from '../../../src/llms/index';
 import { weather } from '../../helpers/tools';
 
 /** Tool rounds of the streaming function-calling agents: chunks, turn breaks in `delta`, and events. */

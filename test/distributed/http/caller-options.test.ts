@@ -7,9 +7,9 @@ import {
   MemoryStore,
 } from 'lagent-ts';
 import { AsyncHTTPAgentClient, HTTPAgentServer, type HTTPAgentServerOptions } from 'lagent-ts/distributed';
+import { AsyncQueueAgent, QueueAgentWorker } from 'lagent-ts/distributed/queue';
 import { type FakeOpenAIServer, type FakeRequest, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { AsyncQueueAgent, QueueAgentWorker } from '../../../src/distributed/queue/index';
 import { hasRedisServer, type RedisServer, startRedis } from '../queue/redis-server';
 
 /**

@@ -114,24 +114,21 @@ describe('HTTP clients: stream() deadlines, framing and bad events', () => {
     };
 
   it('headers then silence ends at the timeout (the first event is waited for, not just headers)', async () => {
+    // The server never sends an event: only the client's timeout ends the stream.
     const url = await hostile(sse(() => undefined));
-    const began = performance.now();
     const { seen, error } = await collect(client(url, { timeout: 300 }).stream('hi'));
     expect(seen).toEqual([]);
     expect(error).toBeInstanceOf(TimeoutError);
-    expect(performance.now() - began).toBeLessThan(3_000);
   });
 
   it('silence after an event ends at idleTimeout', async () => {
     const url = await hostile(
       sse((response) => response.write(`event: chunk\ndata: ${message('par', { stream_state: 1 })}\n\n`)),
     );
-    const began = performance.now();
     const { seen, error } = await collect(client(url, { idleTimeout: 300 }).stream('hi'));
     expect(seen.map((chunk) => chunk.content)).toEqual(['par']);
     expect(error).toBeInstanceOf(TimeoutError);
     expect((error as TimeoutError).timeoutMs).toBe(300);
-    expect(performance.now() - began).toBeLessThan(3_000);
   });
 
   /** Writes an SSE comment every 10 ms until the client goes (or 5 s pass). */

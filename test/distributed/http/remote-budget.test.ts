@@ -7,9 +7,9 @@ import {
   guardrail,
   ValidationError,
 } from 'lagent-ts';
+import { AsyncHTTPAgentClient, HTTPAgentServer } from 'lagent-ts/distributed/http';
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AsyncHTTPAgentClient, HTTPAgentServer } from '../../../src/distributed/http/index';
 import { type FakeHttpServer, sendJson, startFakeHttp } from '../../helpers/http-server';
 
 const started: HTTPAgentServer[] = [];

@@ -14,10 +14,10 @@ import {
   MemoryStore,
   resumeWith,
 } from 'lagent-ts';
+import { AsyncHTTPAgentClient, HTTPAgentClient, HTTPAgentServer } from 'lagent-ts/distributed/http';
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { AsyncHTTPAgentClient, HTTPAgentClient, HTTPAgentServer } from '../../../src/distributed/http/index';
 import { replyWith, startFakeHttp } from '../../helpers/http-server';
 import { type Child, HERE, startChild } from './processes';
 

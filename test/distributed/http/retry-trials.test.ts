@@ -3,9 +3,9 @@ import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import type { AgentMessage } from 'lagent-ts';
+import { AsyncHTTPAgentClient } from 'lagent-ts/distributed/http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AsyncHTTPAgentClient } from '../../../src/distributed/http/async-client';
-import type { AgentMessage } from '../../../src/schema/agent-message';
 import { type PostgresServer, postgresBinaries, startPostgres } from '../../stores/postgres-server';
 import { type RedisServer, startRedis } from '../queue/redis-server';
 

@@ -40,9 +40,7 @@ describe('HTTPAgentClient (sync): limits', () => {
     try {
       expect(() => remote.call('hi')).toThrow(HTTPAgentError);
       expect(() => remote.call('hi')).toThrow(/maxResponseBytes/);
-      const began = performance.now();
       expect(() => [...remote.stream('hi')]).toThrow(TimeoutError);
-      expect(performance.now() - began).toBeLessThan(3_000);
     } finally {
       remote.close();
     }

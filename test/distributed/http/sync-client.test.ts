@@ -88,9 +88,8 @@ describe('HTTPAgentClient (sync, through the bridge)', () => {
   it('has deadlines; an aborted signal is refused before the call; a dead server is an HTTPAgentError', () => {
     const remote = new HTTPAgentClient({ url: slow.url, timeout: 200 });
     try {
-      const started = performance.now();
+      // The server answers after 3 s: a timeout not honoured would get that answer instead of the error.
       expect(() => remote.call('late', { sessionId: 1 })).toThrow(TimeoutError);
-      expect(performance.now() - started).toBeLessThan(2_000);
       expect(() => [...remote.stream('late', { sessionId: 1 })]).toThrow(TimeoutError);
       // The server's call was stopped when the client left: the session stays empty.
       const pause = new Int32Array(new SharedArrayBuffer(4));

@@ -1,6 +1,6 @@
 import { EventEncoder } from '@ag-ui/encoder';
 import { describe, expect, it } from 'vitest';
-import { encodeSSE } from '../../../src/distributed/protocols/ag-ui';
+import { encodeSSE } from '#src/distributed/protocols/ag-ui';
 
 // The AG-UI route writes the frames of its per-chunk events itself (the encoder's schema walk costs a third of a
 // streamed reply's time): they must be the encoder's own frames, byte for byte.

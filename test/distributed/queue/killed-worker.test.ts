@@ -2,9 +2,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { AsyncAgent } from 'lagent-ts';
+import { AsyncQueueAgent, QueueAgentWorker, RemoteAgentError } from 'lagent-ts/distributed/queue';
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { AsyncQueueAgent, QueueAgentWorker, RemoteAgentError } from '../../../src/distributed/queue/index';
 import { type RedisServer, sessionKeys, startRedis } from './redis-server';
 
 const script = fileURLToPath(new URL('./fixtures/worker-process.ts', import.meta.url));
@@ -76,12 +76,9 @@ function localWorker(queue: string, prefix: string) {
   return worker;
 }
 
-async function until(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+/** Resolves once `check` holds (the test's timeout ends a wait for something that never happens). */
+async function until(check: () => Promise<boolean>): Promise<void> {
+  while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 20));
 }
 
 const contents = (dict: Record<string, { content: unknown }[]>) =>
@@ -105,12 +102,11 @@ describe('a worker killed with SIGKILL', () => {
     expect(contents(await remote.stateDict('s'))).toEqual(['first', 'fast:first#1']);
     expect(await admin.hget(sessionKeys(queue, 's').session, 'version')).toBe('1');
 
-    const started = Date.now();
+    // The job's lock (1 s) runs out and the stalled check (every 0.5 s) hands it to the rescuer.
     await localWorker(queue, 'rescue').ready();
     const reply = await call;
     // Run again from the session as it was: the model saw the first turn and the question, once.
     expect(reply.content).toBe('rescue:second#3');
-    expect(Date.now() - started).toBeLessThan(5_000); // lockDuration 1 s, stalledInterval 0.5 s
     expect(contents(await remote.stateDict('s'))).toEqual([
       'first',
       'fast:first#1',

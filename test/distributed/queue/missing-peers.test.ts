@@ -1,6 +1,6 @@
 import { AsyncAgent, ConfigurationError } from 'lagent-ts';
+import { AsyncQueueAgent, QueueAgentWorker } from 'lagent-ts/distributed/queue';
 import { describe, expect, it, vi } from 'vitest';
-import { AsyncQueueAgent, QueueAgentWorker } from '../../../src/distributed/queue/index';
 
 // As if bullmq were not installed: importing it fails the way a missing package does.
 vi.mock('bullmq', () => {

@@ -8,14 +8,15 @@ import {
   ConfigurationError,
   TimeoutError,
 } from 'lagent-ts';
-import { AsyncMockLLM } from 'lagent-ts/testing';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   AsyncQueueAgent,
   QueueAgentWorker,
   QueueConnectionError,
   RemoteAgentError,
-} from '../../../src/distributed/queue/index';
+} from 'lagent-ts/distributed/queue';
+import { AsyncMockLLM } from 'lagent-ts/testing';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { HeldLLM } from '../../helpers/held';
 import { freePort } from '../../helpers/processes';
 import { type RedisServer, sessionKeys, startRedis } from './redis-server';
 
@@ -230,7 +231,7 @@ describe('QueueAgentWorker and AsyncQueueAgent', () => {
     const remote = client(queue);
     const controller = new AbortController();
     const pending = remote.call('never', { sessionId: 1, signal: controller.signal });
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await expect.poll(() => admin.llen(`bull:${queue}:wait`)).toBe(1);
     controller.abort(new Error('stop'));
     await expect(pending).rejects.toThrow('stop');
     expect(await admin.llen(`bull:${queue}:wait`)).toBe(0);
@@ -242,10 +243,8 @@ describe('QueueAgentWorker and AsyncQueueAgent', () => {
 
   it('aborting the outer call of a composite stops the remote call while it runs; the session stays as it was', async () => {
     const queue = nextQueue();
-    const llm = new AsyncMockLLM({
-      responses: (messages) => `${messages.at(-1)?.content}`,
-      latencyMs: 2_000,
-    });
+    // The model never answers: only the caller's cancel stops the worker's call.
+    const llm = new HeldLLM({ responses: (messages) => `${messages.at(-1)?.content}` });
     const served = new AsyncAgent({ llm });
     let started!: () => void;
     const running = new Promise<void>((resolve) => {
@@ -267,14 +266,11 @@ describe('QueueAgentWorker and AsyncQueueAgent', () => {
     const controller = new AbortController();
     const call = outer.call('slow', { sessionId: 2, signal: controller.signal });
     await running;
-    const abortedAt = Date.now();
     controller.abort(new Error('user left'));
     await expect(call).rejects.toThrow('user left');
-    // The worker's model call was stopped (by the caller's cancel), well before its 2 s.
-    for (let i = 0; i < 100 && failed === undefined; i++)
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(failed).toBeDefined();
-    expect(Date.now() - abortedAt).toBeLessThan(1_500);
+    // The worker's model call was stopped by the caller's cancel.
+    await expect.poll(() => failed).toBeDefined();
+    expect(llm.held.pending).toBe(0);
     expect(contents(await outer.remote.stateDict(2))).toEqual([]);
   });
 
@@ -384,15 +380,19 @@ describe('QueueAgentWorker and AsyncQueueAgent', () => {
 
   it('runs up to `concurrency` calls at once on one worker', async () => {
     const queue = nextQueue();
-    await worker(queue, {
-      agent: new AsyncAgent({ llm: counting({ latencyMs: 500 }) }),
-      concurrency: 4,
-    }).ready();
+    // The model answers only when released: the four calls are in it at once, and no fifth.
+    const llm = new HeldLLM({ responses: (messages) => `${messages.at(-1)?.content}#${messages.length}` });
+    await worker(queue, { agent: new AsyncAgent({ llm }), concurrency: 4 }).ready();
     const remote = client(queue);
-    const started = Date.now();
-    await Promise.all([1, 2, 3, 4].map((sessionId) => remote.call('hi', { sessionId })));
-    // One after another they would take 2 s.
-    expect(Date.now() - started).toBeLessThan(1_500);
+    const calls = Promise.all([1, 2, 3, 4, 5].map((sessionId) => remote.call('hi', { sessionId })));
+    await llm.held.until(4);
+    await expect.poll(() => admin.llen(`bull:${queue}:wait`)).toBe(1);
+    expect(llm.held.started).toBe(4);
+    llm.held.release();
+    await llm.held.until(1);
+    llm.held.release();
+    expect((await calls).map((reply) => reply.content)).toEqual(['hi#1', 'hi#1', 'hi#1', 'hi#1', 'hi#1']);
+    expect(llm.held.started).toBe(5);
   });
 
   it('close() finishes the calls in progress, then stops', async () => {

@@ -1,13 +1,9 @@
 import { Redis } from 'ioredis';
 import { AsyncAgent } from 'lagent-ts';
+import { AsyncQueueAgent, QueueAgentWorker, QueueConnectionError } from 'lagent-ts/distributed/queue';
+import { RedisStore } from 'lagent-ts/stores';
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  AsyncQueueAgent,
-  QueueAgentWorker,
-  QueueConnectionError,
-} from '../../../src/distributed/queue/index';
-import { RedisStore } from '../../../src/stores/redis-store';
 import { type RedisServer, startRedis } from './redis-server';
 
 let redis: RedisServer;
@@ -50,7 +46,7 @@ describe('Redis restarted mid-load', () => {
     const sessions = Array.from({ length: 8 }, (_, i) => `s${i}`);
     const succeeded = new Map<string, string[]>(sessions.map((id) => [id, []]));
     const failures: unknown[] = [];
-    let restartedAt = Number.POSITIVE_INFINITY;
+    let restarted = false;
     let afterRestart = 0;
     let running = true;
     const load = sessions.map(async (sessionId) => {
@@ -59,19 +55,20 @@ describe('Redis restarted mid-load', () => {
         try {
           await remote.call(question, { sessionId });
           succeeded.get(sessionId)!.push(question);
-          if (Date.now() > restartedAt) afterRestart++;
+          if (restarted) afterRestart++;
         } catch (error) {
           failures.push(error);
           await pause(20);
         }
       }
     });
-    await pause(400);
+    // Redis goes away once every session has had a call answered, and comes back once a call has failed.
+    while ([...succeeded.values()].some((answered) => answered.length === 0)) await pause(20);
     await redis.stop();
-    await pause(300);
+    while (failures.length === 0) await pause(20);
     await redis.start();
-    restartedAt = Date.now();
-    for (let waited = 0; afterRestart < 20 && waited < 15_000; waited += 50) await pause(50);
+    restarted = true;
+    while (afterRestart < 20) await pause(50);
     running = false;
     await Promise.all(load);
     expect(afterRestart).toBeGreaterThanOrEqual(20);
@@ -79,7 +76,7 @@ describe('Redis restarted mid-load', () => {
     for (const failure of failures) expect(failure).toBeInstanceOf(QueueConnectionError);
 
     // Let every job still queued or running finish.
-    for (let waited = 0; waited < 15_000; waited += 50) {
+    for (;;) {
       const [waiting, active] = await Promise.all([
         admin.llen(`bull:${queue}:wait`),
         admin.llen(`bull:${queue}:active`),
@@ -108,7 +105,7 @@ describe('Redis restarted mid-load', () => {
     await remote.close();
   }, 60_000);
 
-  it('close() of a worker and a client does not wait for a Redis that is down', async () => {
+  it('close() of a worker and a client does not wait for a Redis that is down (it would wait forever)', async () => {
     const down = await startRedis();
     const worker = new QueueAgentWorker({
       agent: new AsyncAgent({ llm: new AsyncMockLLM({ responses: () => 'ok' }) }),
@@ -121,9 +118,7 @@ describe('Redis restarted mid-load', () => {
       await down.stop();
       const error = await remote.call('hi').catch((caught: unknown) => caught);
       expect(error).toBeInstanceOf(QueueConnectionError);
-      const started = Date.now();
       await Promise.all([worker.close(), remote.close()]);
-      expect(Date.now() - started).toBeLessThan(3_000);
     } finally {
       await Promise.all([worker.close(), remote.close()]);
       await down.close();

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RedisStoreKeys } from '../../../src/stores/redis-keys';
+import { RedisStoreKeys } from '#src/stores/redis-keys';
 import { acceptsConnections, freePort, stopChild } from '../../helpers/processes';
 
 /** A `redis-server` this process started on a free port; `stop()` ends it, `restart()` stops and starts it. */

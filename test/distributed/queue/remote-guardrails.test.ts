@@ -6,10 +6,10 @@ import {
   GuardrailTripped,
   guardrail,
 } from 'lagent-ts';
+import { AsyncQueueAgent, QueueAgentWorker } from 'lagent-ts/distributed/queue';
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { AsyncQueueAgent, QueueAgentWorker } from '../../../src/distributed/queue/index';
 import { type RedisServer, startRedis } from './redis-server';
 
 /*

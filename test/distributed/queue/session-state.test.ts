@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { applyChange, loadState, stateChange } from '../../../src/distributed/queue/session-state';
-import { foldState } from '../../../src/stores/redis-codec';
+import { applyChange, loadState, stateChange } from '#src/distributed/queue/session-state';
+import { foldState } from '#src/stores/redis-codec';
 
 /** A session as RedisStore keeps it: a base and the turns since. */
 interface StoredState {

@@ -1,9 +1,10 @@
 import { Redis } from 'ioredis';
 import { AsyncAgent } from 'lagent-ts';
+import { AsyncQueueAgent, QueueAgentWorker } from 'lagent-ts/distributed/queue';
+import { RedisStore } from 'lagent-ts/stores';
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { AsyncQueueAgent, QueueAgentWorker } from '../../../src/distributed/queue/index';
-import { REDIS_COMPACT_AFTER, RedisStore } from '../../../src/stores/redis-store';
+import { REDIS_COMPACT_AFTER } from '#src/stores/redis-store';
 import { type RedisServer, sessionKeys, startRedis } from './redis-server';
 
 /*

@@ -1,18 +1,16 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { AsyncAISDKModel } from '../../../src/llms/async-ai-sdk-model';
-import { AsyncClaudeAPI } from '../../../src/llms/async-claude-api';
-import { AsyncGPTAPI } from '../../../src/llms/async-gpt-api';
-import { AsyncOpenAIResponsesAPI } from '../../../src/llms/async-openai-responses-api';
-import type { MeteredLLM } from '../../../src/llms/metered-llm';
-import type { TimingOptions } from '../../../src/llms/timing';
-import type { GenParams } from '../../../src/llms/types';
+import type { GenParams, MeteredLLM } from 'lagent-ts';
+import { AsyncAISDKModel, AsyncClaudeAPI, AsyncGPTAPI, AsyncOpenAIResponsesAPI } from 'lagent-ts';
 import {
   type FakeAnthropicReply,
   type FakeAnthropicServer,
+  type FakeOpenAIServer,
+  type FakeReply,
   startFakeAnthropic,
-} from '../../../src/testing/fake-anthropic';
-import { type FakeOpenAIServer, type FakeReply, startFakeOpenAI } from '../../../src/testing/fake-openai';
+  startFakeOpenAI,
+} from 'lagent-ts/testing';
+import type { TimingOptions } from '#src/llms/timing';
 
 /** One scripted reply, in terms both fake servers understand. */
 export interface Reply {

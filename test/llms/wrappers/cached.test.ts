@@ -1,18 +1,21 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ChatMessage, StreamChunk } from 'lagent-ts';
+import {
+  AsyncAgent,
+  AsyncCachedLLM,
+  asyncTool,
+  CachedLLM,
+  ConfigurationError,
+  MemoryStore,
+  ModelStatusCode,
+} from 'lagent-ts';
+import type { SessionStore } from 'lagent-ts/stores';
+import { SQLiteStore } from 'lagent-ts/stores';
+import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { asyncTool } from '../../../src/actions/tool';
-import { AsyncAgent } from '../../../src/agents/async-agent';
-import { AsyncCachedLLM, CachedLLM } from '../../../src/llms/cached-llm';
-import type { ChatMessage, StreamChunk } from '../../../src/llms/types';
-import { ConfigurationError } from '../../../src/schema/errors';
-import { ModelStatusCode } from '../../../src/schema/status';
-import { MemoryStore } from '../../../src/stores/memory-store';
-import { SQLiteStore } from '../../../src/stores/sqlite-store';
-import type { SessionStore } from '../../../src/stores/types';
-import { AsyncMockLLM, MockLLM } from '../../../src/testing/index';
 
 const ask = (text: string): ChatMessage[] => [{ role: 'user', content: text }];
 
@@ -96,13 +99,20 @@ describe('CachedLLM (sync)', () => {
     expect(whole.at(-1)?.content).toBe('streamed answer 2');
   });
 
-  it('forgets answers after ttlMs', async () => {
+  it('forgets answers after ttlMs', () => {
     const inner = new MockLLM({ responses: counting() });
     const llm = new CachedLLM(inner, { ttlMs: 40 });
-    expect(llm.chat(ask('a'))).toBe('answer 1');
-    expect(llm.chat(ask('a'))).toBe('answer 1');
-    await new Promise((resolve) => setTimeout(resolve, 80));
-    expect(llm.chat(ask('a'))).toBe('answer 2');
+    // The clock is fake: it moves when told.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      expect(llm.chat(ask('a'))).toBe('answer 1');
+      vi.setSystemTime(Date.now() + 39);
+      expect(llm.chat(ask('a'))).toBe('answer 1');
+      vi.setSystemTime(Date.now() + 1);
+      expect(llm.chat(ask('a'))).toBe('answer 2');
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('keeps answers in a SessionStore: another CachedLLM on the same SQLite file answers from it', () => {
@@ -122,13 +132,20 @@ describe('CachedLLM (sync)', () => {
     reopened.close();
   });
 
-  it('honours ttlMs in a store', async () => {
+  it('honours ttlMs in a store', () => {
     const store = new MemoryStore();
     const llm = new CachedLLM(new MockLLM({ responses: counting() }), { store, ttlMs: 40 });
-    expect(llm.chat(ask('a'))).toBe('answer 1');
-    expect(llm.chat(ask('a'))).toBe('answer 1');
-    await new Promise((resolve) => setTimeout(resolve, 80));
-    expect(llm.chat(ask('a'))).toBe('answer 2');
+    // The clock (the store's too) is fake: it moves when told.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      expect(llm.chat(ask('a'))).toBe('answer 1');
+      vi.setSystemTime(Date.now() + 39);
+      expect(llm.chat(ask('a'))).toBe('answer 1');
+      vi.setSystemTime(Date.now() + 1);
+      expect(llm.chat(ask('a'))).toBe('answer 2');
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('refuses an async store, a bad ttl and a missing model', () => {
@@ -180,7 +197,7 @@ describe('AsyncCachedLLM', () => {
       parameters: z.object({}),
       run: () => 'noon',
     });
-    const { AsyncFunctionCallingAgent } = await import('../../../src/agents/prebuilt/function-calling-agent');
+    const { AsyncFunctionCallingAgent } = await import('#src/agents/prebuilt/function-calling-agent');
     const agent = new AsyncFunctionCallingAgent({ llm, actions: [clock] });
     expect((await agent.call('time?', { sessionId: 1 })).content).toBe('it is noon');
     expect((await agent.call('time?', { sessionId: 2 })).content).toBe('it is noon');

@@ -1,21 +1,20 @@
+import type { ChatMessage, LLMCallParams, StreamChunk } from 'lagent-ts';
+import {
+  AsyncAgent,
+  AsyncBaseLLM,
+  AsyncFallbackLLM,
+  AsyncFunctionCallingAgent,
+  AsyncGPTAPI,
+  asyncTool,
+  BaseLLM,
+  type FallbackEvent,
+  FallbackLLM,
+  LLMRequestError,
+  ModelStatusCode,
+} from 'lagent-ts';
+import { type FakeOpenAIServer, MockLLM, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { asyncTool } from '../../../src/actions/tool';
-import { AsyncAgent } from '../../../src/agents/async-agent';
-import { AsyncFunctionCallingAgent } from '../../../src/agents/prebuilt/function-calling-agent';
-import { AsyncGPTAPI } from '../../../src/llms/async-gpt-api';
-import { AsyncBaseLLM, BaseLLM } from '../../../src/llms/base-llm';
-import { AsyncFallbackLLM, type FallbackEvent, FallbackLLM } from '../../../src/llms/fallback-llm';
-import { GPTAPI } from '../../../src/llms/gpt-api';
-import type { ChatMessage, LLMCallParams, StreamChunk } from '../../../src/llms/types';
-import { LLMRequestError } from '../../../src/schema/errors';
-import { ModelStatusCode } from '../../../src/schema/status';
-import {
-  type FakeOpenAIServer,
-  MockLLM,
-  startFakeOpenAI,
-  startFakeOpenAIWorker,
-} from '../../../src/testing/index';
 
 /** Two fake OpenAI servers: the primary's replies are scripted per test, the backup echoes with a prefix. */
 let primary: FakeOpenAIServer;
@@ -191,26 +190,6 @@ describe('FallbackLLM (sync)', () => {
     const untouched = new Flaky('never');
     expect(() => new FallbackLLM([refused, untouched]).chat(ask('x'))).toThrow('bad request');
     expect(untouched.calls).toBe(0);
-  });
-
-  it('falls back over GPTAPI clients (the sync bridge keeps the failure retryable)', () => {
-    const down = startFakeOpenAIWorker({ script: { status: 503, headers: { 'retry-after-ms': '1' } } });
-    const up = startFakeOpenAIWorker({ script: 'from the sync backup' });
-    const models = [down, up].map(
-      (server) => new GPTAPI({ model: 'sync-model', apiKey: 'sk-test', baseURL: server.baseURL, retry: 0 }),
-    );
-    try {
-      const llm = new FallbackLLM(models);
-      expect(llm.chat(ask('x'))).toBe('from the sync backup');
-      expect(llm.lastModel?.index).toBe(1);
-      up.setScript({ status: 401, error: { message: 'bad key' } });
-      expect(() => new FallbackLLM([models[1]!, models[0]!]).chat(ask('x'))).toThrow('bad key');
-      expect(down.requests()).toHaveLength(1); // the 401 did not move on to the other model
-    } finally {
-      for (const model of models) model.close();
-      down.close();
-      up.close();
-    }
   });
 
   it('streams from the next model when the first fails before its first chunk', () => {

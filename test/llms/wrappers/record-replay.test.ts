@@ -1,18 +1,23 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { ChatMessage, StreamChunk } from 'lagent-ts';
+import {
+  AsyncFunctionCallingAgent,
+  AsyncGPTAPI,
+  AsyncRecordingLLM,
+  AsyncReplayLLM,
+  AsyncStreamingAgent,
+  asyncTool,
+  ConfigurationError,
+  LLMRequestError,
+  RecordingLLM,
+  ReplayLLM,
+  ReplayMissError,
+} from 'lagent-ts';
+import { type FakeOpenAIServer, MockLLM, startFakeOpenAI } from 'lagent-ts/testing';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { asyncTool } from '../../../src/actions/tool';
-import { AsyncStreamingAgent } from '../../../src/agents/async-streaming-agent';
-import { AsyncFunctionCallingAgent } from '../../../src/agents/prebuilt/function-calling-agent';
-import { AsyncGPTAPI } from '../../../src/llms/async-gpt-api';
-import { AsyncRecordingLLM, RecordingLLM } from '../../../src/llms/recording-llm';
-import { ReplayMissError } from '../../../src/llms/replay-error';
-import { AsyncReplayLLM, ReplayLLM } from '../../../src/llms/replay-llm';
-import type { ChatMessage, StreamChunk } from '../../../src/llms/types';
-import { ConfigurationError, LLMRequestError } from '../../../src/schema/errors';
-import { type FakeOpenAIServer, MockLLM, startFakeOpenAI } from '../../../src/testing/index';
 
 const ask = (text: string): ChatMessage[] => [{ role: 'user', content: text }];
 

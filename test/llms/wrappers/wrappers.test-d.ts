@@ -1,10 +1,18 @@
+import type {
+  AsyncBaseLLM,
+  AsyncCachedLLM,
+  AsyncFallbackLLM,
+  AsyncRecordingLLM,
+  AsyncReplayLLM,
+  BaseLLM,
+  CachedLLM,
+  FallbackLLM,
+  FallbackReply,
+  RecordingLLM,
+  ReplayLLM,
+  StreamChunk,
+} from 'lagent-ts';
 import { describe, expectTypeOf, it } from 'vitest';
-import type { AsyncBaseLLM, BaseLLM } from '../../../src/llms/base-llm';
-import type { AsyncCachedLLM, CachedLLM } from '../../../src/llms/cached-llm';
-import type { AsyncFallbackLLM, FallbackLLM, FallbackReply } from '../../../src/llms/fallback-llm';
-import type { AsyncRecordingLLM, RecordingLLM } from '../../../src/llms/recording-llm';
-import type { AsyncReplayLLM, ReplayLLM } from '../../../src/llms/replay-llm';
-import type { StreamChunk } from '../../../src/llms/types';
 
 describe('model wrapper types', () => {
   it('sync wrappers are sync models (Agent takes them), async ones async (AsyncAgent takes them)', () => {

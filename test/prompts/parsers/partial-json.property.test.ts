@@ -1,6 +1,7 @@
 import fc from 'fast-check';
+import { PartialJSONParser } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
-import { PartialJSONParser } from '../../../src/prompts/parsers/partial-json';
+import { propertyRuns } from '../../helpers/property-runs';
 
 /** Whether `partial` is a deep-partial of `final`: what it has is there, strings and arrays as prefixes. */
 function isPrefixOf(partial: unknown, final: unknown): boolean {
@@ -60,7 +61,7 @@ describe('PartialJSONParser, for any JSON value and any chunking', () => {
         expect(parser.end()).toEqual(expected);
         expect(parser.done).toBe(true);
       }),
-      { numRuns: 400 },
+      { numRuns: propertyRuns(400) },
     );
   });
 
@@ -84,7 +85,7 @@ describe('PartialJSONParser, for any JSON value and any chunking', () => {
           expect(parser.end()).toEqual(expected);
         },
       ),
-      { numRuns: 200 },
+      { numRuns: propertyRuns(200) },
     );
   });
 
@@ -113,7 +114,7 @@ describe('PartialJSONParser, for any JSON value and any chunking', () => {
         }
         expect(parser.value).toEqual({ s: value });
       }),
-      { numRuns: 200 },
+      { numRuns: propertyRuns(200) },
     );
   });
 });

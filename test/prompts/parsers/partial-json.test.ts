@@ -1,5 +1,5 @@
+import { PartialJSONParser } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
-import { PartialJSONParser } from '../../../src/prompts/parsers/partial-json';
 
 function pushAll(pieces: string[], parser = new PartialJSONParser()): unknown[] {
   return pieces.map((piece) => structuredClone(parser.push(piece)));

@@ -3,12 +3,11 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crc32, deflateSync } from 'node:zlib';
+import { ActionStatusCode, ConfigurationError } from 'lagent-ts';
+import { AsyncPPT, PPT } from 'lagent-ts/tools';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigurationError } from '../../../src/schema/errors';
-import { ActionStatusCode } from '../../../src/schema/status';
-import { readImageInfo } from '../../../src/tools/office/image-info';
-import { AsyncPPT, PPT } from '../../../src/tools/office/index';
-import { loadPptxGenJS } from '../../../src/tools/office/ppt';
+import { readImageInfo } from '#src/tools/office/image-info';
+import { loadPptxGenJS } from '#src/tools/office/ppt';
 
 /** A real PNG of `width` x `height` pixels, all one colour. */
 function png(width: number, height: number): Buffer {

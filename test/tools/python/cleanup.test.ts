@@ -102,10 +102,10 @@ describe('removing a session directory', () => {
       { sessionId: 'many' },
     );
     const dir = made.toText().trim();
-    const started = performance.now();
     python.close();
-    expect(performance.now() - started).toBeLessThan(250); // removing 20,000 files here took longer
-    expect(await eventually(() => !existsSync(dir), 10_000)).toBe(true);
+    // close() returned before the 20,000 files are gone: they are removed off this thread, afterwards.
+    expect(existsSync(dir)).toBe(true);
+    await expect.poll(() => existsSync(dir)).toBe(false);
   }, 30_000);
 
   it('removes directories the code made unwritable', async () => {

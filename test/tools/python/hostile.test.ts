@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { ActionStatusCode } from 'lagent-ts';
 import { type AsyncIPythonInteractive, AsyncPythonInterpreter } from 'lagent-ts/tools';
 import { describe, expect, it } from 'vitest';
-import { sessionDirName } from '../../../src/tools/python/session-paths';
+import { sessionDirName } from '#src/tools/python/session-paths';
 import { cleanupAfterEach, eventually, processesMentioning, testOptions } from './helpers';
 
 const { shell, removing, closing } = cleanupAfterEach();
@@ -45,13 +45,12 @@ describe('reply frames from the driver', () => {
     const python = shell({ sandbox: 'none', timeout: 8000 });
     await run(python, 'kept = 1');
     const before = process.memoryUsage().arrayBuffers;
-    const started = Date.now();
     const result = await run(
       python,
       `${DRIVER_FRAME}\nos.write(reply_fd, struct.pack(">I", 0xFFFFFFF0) + b"x" * 65536)\nwhile True:\n    os.write(reply_fd, b"x" * 65536)`,
     );
-    expect(Date.now() - started).toBeLessThan(4000);
     expect(result.state).toBe(ActionStatusCode.API_ERROR);
+    // Ended by the cap, not by the run's 8 s timeout (whose message would say so).
     expect(result.errmsg).toContain('a reply frame of 4294967280 bytes, over the');
     expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(64 * 1024 * 1024);
     expect((await run(python, 'print("fresh")')).toText()).toBe('fresh\n');

@@ -1,4 +1,5 @@
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { ActionStatusCode } from 'lagent-ts';
 import {
   AsyncIPythonInteractive,
@@ -24,6 +25,30 @@ const FIND_NUMBERS = [
 ].join('\n');
 
 const { closing: make } = cleanupAfterEach();
+
+/**
+ * Python that marks its session as started (the file `started` in the session's directory, where a session
+ * may write), then waits for the test to say go (the file `go` there). Sessions are sandboxed apart: only the
+ * test sees them all.
+ */
+const HOLD = [
+  'import os, time',
+  "open('started', 'w').close()",
+  "while not os.path.exists('go'):",
+  '    time.sleep(0.01)',
+  "os.remove('started'); os.remove('go')",
+].join('\n');
+
+/** Waits until every session directory says its run started, then tells them all to go on. */
+async function release(dirs: string[]): Promise<void> {
+  await expect.poll(() => dirs.every((dir) => existsSync(join(dir, 'started')))).toBe(true);
+  for (const dir of dirs) writeFileSync(join(dir, 'go'), '');
+}
+
+/** The session's working directory (its runs' current directory). */
+async function sessionDir(tool: AsyncIPythonInteractive, sessionId: number | string): Promise<string> {
+  return (await run(tool, 'import os; print(os.getcwd())', sessionId)).toText().trim();
+}
 
 async function run(
   tool: AsyncIPythonInteractive | AsyncPythonInterpreter,
@@ -89,17 +114,19 @@ describe('AsyncIPythonInteractive', () => {
 
   it('runs calls on one session one at a time, in call order; sessions run in parallel', async () => {
     const python = make(new AsyncIPythonInteractive(testOptions({ ipython: false })));
-    await Promise.all([run(python, 'import time; log = []', 1), run(python, 'import time', 2)]);
-    const started = Date.now();
+    await run(python, 'log = []', 1);
+    const dirs = await Promise.all([sessionDir(python, 1), sessionDir(python, 2)]);
+    // Each session's first run waits until both have started: run one after another, the first would wait
+    // for a start that never comes.
     const calls = [
-      run(python, 'time.sleep(1); log.append(1)', 1),
+      run(python, `${HOLD}\nlog.append(1)`, 1),
       run(python, 'log.append(2); log', 1),
-      run(python, 'time.sleep(1)', 2),
+      run(python, HOLD, 2),
     ];
-    const [, second] = await Promise.all(calls);
+    await release(dirs);
+    const [first, second, other] = await Promise.all(calls);
+    expect([first!.state, other!.state]).toEqual([ActionStatusCode.SUCCESS, ActionStatusCode.SUCCESS]);
     expect(second!.toText().trim()).toBe('[1, 2]');
-    // The two sessions slept side by side: about 1 s, not 2.
-    expect(Date.now() - started).toBeLessThan(1_700);
   });
 
   it('cuts output at maxOutputChars with a note, also for endless printing', async () => {
@@ -199,14 +226,13 @@ describe('cancellation', () => {
   it('an aborted call kills its run and rejects; the session starts afresh', async () => {
     const python = make(new AsyncIPythonInteractive(testOptions({ ipython: false })));
     await run(python, 'kept = 1');
+    const dir = await sessionDir(python, 0);
     const controller = new AbortController();
-    const started = Date.now();
-    const call = python.call({ command: 'import time; time.sleep(30)' }, 'run', {
-      signal: controller.signal,
-    });
-    setTimeout(() => controller.abort(new Error('stop')), 200);
+    // The run says it started, then waits for a go that never comes: only the abort ends it.
+    const call = python.call({ command: HOLD }, 'run', { signal: controller.signal });
+    await expect.poll(() => existsSync(join(dir, 'started'))).toBe(true);
+    controller.abort(new Error('stop'));
     await expect(call).rejects.toThrow('stop');
-    expect(Date.now() - started).toBeLessThan(2000);
     expect((await run(python, 'kept')).errmsg).toContain('NameError');
   });
 });
@@ -216,17 +242,22 @@ describe('IPythonInteractiveManager', () => {
     const manager = make(
       new AsyncIPythonInteractiveManager({ ...testOptions({ ipython: false }), maxWorkers: 3 }),
     );
-    const started = Date.now();
-    const first = await manager.run(
-      [
-        'import time; time.sleep(0.4); x = "a"',
-        'import time; time.sleep(0.4); x = "b"',
-        'import time; time.sleep(0.4); x = "c"',
-      ],
-      ['a', 'b', 'c'],
+    const names = ['a', 'b', 'c'];
+    const dirs = (
+      await manager.run(
+        names.map(() => 'import os; print(os.getcwd())'),
+        names,
+      )
+    ).map((result) => result.toText().trim());
+    // Each command waits until all three have started: run one after another, the first would wait for
+    // starts that never come.
+    const batch = manager.run(
+      names.map((name) => `${HOLD}\nx = "${name}"`),
+      names,
     );
-    expect(Date.now() - started).toBeLessThan(1100);
-    expect(first.every((result) => result.state === ActionStatusCode.SUCCESS)).toBe(true);
+    await release(dirs);
+    const first = await batch;
+    expect(first.map((result) => result.state)).toEqual(names.map(() => ActionStatusCode.SUCCESS));
     const second = await manager.run(['x', 'x', 'x'], ['c', 'a', 'b']);
     expect(second.map((result) => result.toText().trim())).toEqual(["'c'", "'a'", "'b'"]);
     await expect(manager.run(['x'], ['a', 'b'])).rejects.toThrow('1 commands but 2 session ids');

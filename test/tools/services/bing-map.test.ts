@@ -1,6 +1,6 @@
+import { ActionStatusCode } from 'lagent-ts';
+import { AsyncBINGMap } from 'lagent-ts/tools';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ActionStatusCode } from '../../../src/schema/status';
-import { AsyncBINGMap } from '../../../src/tools/web/bing-map';
 import type { FakeHttpServer } from '../../helpers/http-server';
 import { startFakeBingMaps } from './fakes/bing-maps';
 import { GOOD_KEY } from './fakes/keys';

@@ -1,6 +1,6 @@
+import { ActionStatusCode } from 'lagent-ts';
+import { AsyncGoogleScholar } from 'lagent-ts/tools';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ActionStatusCode } from '../../../src/schema/status';
-import { AsyncGoogleScholar } from '../../../src/tools/web/google-scholar';
 import type { FakeHttpServer } from '../../helpers/http-server';
 import { GOOD_KEY } from './fakes/keys';
 import { startFakeSerpApi } from './fakes/serpapi';

@@ -1,6 +1,6 @@
+import { ActionStatusCode } from 'lagent-ts';
+import { AsyncGoogleSearch } from 'lagent-ts/tools';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ActionStatusCode } from '../../../src/schema/status';
-import { AsyncGoogleSearch } from '../../../src/tools/web/google-search';
 import type { FakeHttpServer } from '../../helpers/http-server';
 import { GOOD_KEY } from './fakes/keys';
 import { startFakeSerper } from './fakes/serper';

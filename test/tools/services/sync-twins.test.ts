@@ -1,10 +1,8 @@
+import type { BaseAction } from 'lagent-ts';
+import { ActionStatusCode } from 'lagent-ts';
+import { BINGMap, GoogleScholar, GoogleSearch } from 'lagent-ts/tools';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BaseAction } from '../../../src/actions/base-action';
-import { ActionStatusCode } from '../../../src/schema/status';
-import * as tools from '../../../src/tools/index';
-import { BINGMap } from '../../../src/tools/web/bing-map';
-import { GoogleScholar } from '../../../src/tools/web/google-scholar';
-import { GoogleSearch } from '../../../src/tools/web/google-search';
+import * as tools from '#src/tools/index';
 import { GOOD_KEY } from './fakes/keys';
 import { type FakeKind, type FakeServiceWorker, startFakeServiceWorker } from './fakes/service-host';
 

@@ -1,8 +1,7 @@
 import { fileURLToPath } from 'node:url';
+import { ActionStatusCode, SyncBridge } from 'lagent-ts';
+import { ArxivSearch, type ArxivSearchOptions, AsyncArxivSearch } from 'lagent-ts/tools';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { SyncBridge } from '../../../src/bridge/sync-bridge';
-import { ActionStatusCode } from '../../../src/schema/status';
-import { ArxivSearch, type ArxivSearchOptions, AsyncArxivSearch } from '../../../src/tools/web/index';
 import { type FakeArticle, type FakeArxivServer, startFakeArxiv } from '../fakes/arxiv';
 
 const ARTICLES: FakeArticle[] = [

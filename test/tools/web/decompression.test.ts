@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { constants, createBrotliCompress, gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
-import { safeFetch } from '../../../src/tools/web/http';
+import { safeFetch } from '#src/tools/web/http';
 import { type FakeHttpServer, startFakeHttp } from '../../helpers/http-server';
 
 let servers: FakeHttpServer[] = [];

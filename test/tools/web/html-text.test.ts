@@ -1,7 +1,7 @@
+import { ConfigurationError } from 'lagent-ts';
 import { describe, expect, it } from 'vitest';
-import { ConfigurationError } from '../../../src/schema/errors';
-import { ExtractorPool, resolvePeers } from '../../../src/tools/web/extract/pool';
-import { htmlToText, tidy } from '../../../src/tools/web/html-text';
+import { ExtractorPool, resolvePeers } from '#src/tools/web/extract/pool';
+import { htmlToText, tidy } from '#src/tools/web/html-text';
 
 describe('htmlToText', () => {
   it('keeps the article of a page, one line per block, without scripts, styles or navigation', async () => {

@@ -1,9 +1,10 @@
 import { gzipSync } from 'node:zlib';
-import { afterEach, describe, expect, it } from 'vitest';
-import { ActionStatusCode } from '../../../src/schema/status';
-import { blockedAddressReason, HttpClient, safeFetch } from '../../../src/tools/web/http';
-import { BlockedAddressError, publicOnlyLookup } from '../../../src/tools/web/http/transport';
+import { ActionStatusCode } from 'lagent-ts';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { blockedAddressReason, HttpClient, safeFetch } from '#src/tools/web/http';
+import { BlockedAddressError, publicOnlyLookup } from '#src/tools/web/http/transport';
 import { type FakeHttpServer, sendJson, startFakeHttp } from '../../helpers/http-server';
+import { recordTimerDelays } from '../../helpers/timer-delays';
 
 let servers: FakeHttpServer[] = [];
 
@@ -138,42 +139,54 @@ describe('HttpClient', () => {
         ? sendJson(response, 429, { message: 'slow down' }, { 'retry-after': '1' })
         : sendJson(response, 200, { fine: true }),
     );
-    const outcome = await client(server).json();
+    const timers = recordTimerDelays();
+    const outcome = await client(server)
+      .json()
+      .finally(() => timers.stop());
     expect(outcome.ok && outcome.data).toEqual({ fine: true });
     expect(outcome.ok && outcome.attempts).toBe(2);
-    const [first, second] = server.requests;
-    expect(second!.at - first!.at).toBeGreaterThanOrEqual(950);
+    // It waited the server's second, not its own 20 ms backoff.
+    expect(timers.delays).toContain(1000);
+    expect(timers.delays).not.toContain(20);
   });
 
   it('honours a Retry-After given as an HTTP date', async () => {
-    const server = await serve((_request, response, index) =>
-      index === 0
-        ? sendJson(response, 503, 'busy', { 'retry-after': new Date(Date.now() + 2000).toUTCString() })
-        : sendJson(response, 200, { fine: true }),
-    );
-    const outcome = await client(server).json();
-    expect(outcome.ok).toBe(true);
-    const [first, second] = server.requests;
-    // HTTP dates have whole seconds: the wait is between 1 and 2 s, far above the 20 ms backoff.
-    expect(second!.at - first!.at).toBeGreaterThanOrEqual(900);
+    // The clock stands still at a whole second (timers run as usual): the date is exactly 2 s from now.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.parse('2030-01-02T03:04:05.000Z') });
+    const timers = recordTimerDelays();
+    try {
+      const server = await serve((_request, response, index) =>
+        index === 0
+          ? sendJson(response, 503, 'busy', { 'retry-after': new Date(Date.now() + 2000).toUTCString() })
+          : sendJson(response, 200, { fine: true }),
+      );
+      const outcome = await client(server).json();
+      expect(outcome.ok).toBe(true);
+    } finally {
+      timers.stop();
+      vi.useRealTimers();
+    }
+    // The date's 2 s, not the 20 ms backoff.
+    expect(timers.delays).toContain(2000);
+    expect(timers.delays).not.toContain(20);
   });
 
   it('does not retry when Retry-After asks for longer than maxRetryAfterMs, and says how long', async () => {
     const server = await serve((_request, response) => sendJson(response, 429, {}, { 'retry-after': '120' }));
-    const started = Date.now();
     const outcome = await client(server, { maxRetryAfterMs: 1000 }).json();
-    expect(Date.now() - started).toBeLessThan(1000);
     expect(server.requests).toHaveLength(1);
     expect(!outcome.ok && outcome.failure.message).toContain('asks to wait 120 s');
   });
 
   it('retries 500 with backoff and gives up after the bounded number of attempts', async () => {
     const server = await serve((_request, response) => sendJson(response, 500, { message: 'boom' }));
-    const outcome = await client(server, { retries: 2, minDelayMs: 50 }).json();
+    const timers = recordTimerDelays();
+    const outcome = await client(server, { retries: 2, minDelayMs: 50 })
+      .json()
+      .finally(() => timers.stop());
     expect(server.requests).toHaveLength(3);
-    const [a, b, c] = server.requests;
-    expect(b!.at - a!.at).toBeGreaterThanOrEqual(45);
-    expect(c!.at - b!.at).toBeGreaterThanOrEqual(95);
+    // 50 ms before the second attempt, twice that before the third.
+    expect(timers.delays.filter((delay) => delay === 50 || delay === 100)).toEqual([50, 100]);
     expect(outcome.ok).toBe(false);
     if (outcome.ok) return;
     expect(outcome.failure.status).toBe(500);
@@ -203,9 +216,7 @@ describe('HttpClient', () => {
     const server = await serve(() => {
       // never answers
     });
-    const started = Date.now();
     const outcome = await client(server, { timeout: 300 }).json();
-    expect(Date.now() - started).toBeLessThan(2000);
     expect(server.requests).toHaveLength(1);
     expect(outcome.ok).toBe(false);
     if (outcome.ok) return;
@@ -249,12 +260,15 @@ describe('HttpClient', () => {
   });
 
   it('stops at once when the caller aborts, also during a backoff wait', async () => {
-    const server = await serve((_request, response) => sendJson(response, 503, {}, { 'retry-after': '5' }));
+    // The server asks for 10 minutes: only the abort ends the wait.
+    const server = await serve((_request, response) => sendJson(response, 503, {}, { 'retry-after': '600' }));
     const controller = new AbortController();
-    setTimeout(() => controller.abort(new Error('stop')), 100);
-    const started = Date.now();
-    const outcome = await client(server).json({ signal: controller.signal });
-    expect(Date.now() - started).toBeLessThan(1000);
+    const timers = recordTimerDelays();
+    const pending = client(server, { maxRetryAfterMs: 600_000 }).json({ signal: controller.signal });
+    await expect.poll(() => timers.delays.includes(600_000)).toBe(true);
+    timers.stop();
+    controller.abort(new Error('stop'));
+    const outcome = await pending;
     expect(!outcome.ok && outcome.failure.kind).toBe('aborted');
     expect(server.requests).toHaveLength(1);
   });
@@ -380,9 +394,7 @@ describe('safeFetch', () => {
       response.writeHead(200, { 'content-type': 'text/html' });
       response.write('<p>a start, and then nothing');
     });
-    const started = Date.now();
     const outcome = await safeFetch(`${server.url}/slow`, { allowPrivateNetwork: true, timeout: 300 });
-    expect(Date.now() - started).toBeLessThan(2000);
     expect(!outcome.ok && outcome.failure.kind).toBe('timeout');
     expect(!outcome.ok && outcome.failure.message).toContain('did not load within 300 ms');
   });

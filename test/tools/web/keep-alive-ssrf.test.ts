@@ -1,10 +1,10 @@
 import { lookup as dnsLookup } from 'node:dns';
 import type { LookupFunction } from 'node:net';
+import { ActionStatusCode } from 'lagent-ts';
+import { AsyncWebBrowser } from 'lagent-ts/tools';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ActionStatusCode } from '../../../src/schema/status';
-import { HttpClient, safeFetch } from '../../../src/tools/web/http';
-import { BlockedAddressError, sendRequest } from '../../../src/tools/web/http/transport';
-import { AsyncWebBrowser } from '../../../src/tools/web/index';
+import { HttpClient, safeFetch } from '#src/tools/web/http';
+import { BlockedAddressError, sendRequest } from '#src/tools/web/http/transport';
 import { type FakeHttpServer, sendJson, startFakeHttp } from '../../helpers/http-server';
 
 /**

@@ -1,5 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ActionStatusCode } from '../../../src/schema/status';
+import { ActionStatusCode } from 'lagent-ts';
 import {
   BingSearcher,
   BraveSearcher,
@@ -9,7 +8,8 @@ import {
   type SearcherOptions,
   type SearcherType,
   TencentSearcher,
-} from '../../../src/tools/web/searchers/index';
+} from 'lagent-ts/tools';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type FakeHit, type FakeSearchServer, startFakeSearch } from '../fakes/search-services';
 
 const CATS: FakeHit[] = [

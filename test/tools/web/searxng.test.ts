@@ -1,4 +1,4 @@
-import { ConfigurationError } from 'lagent-ts';
+import { ActionStatusCode, ConfigurationError } from 'lagent-ts';
 import {
   AsyncWebBrowser,
   createSearcher,
@@ -7,7 +7,6 @@ import {
   searcherCredentialsFromEnv,
 } from 'lagent-ts/tools';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ActionStatusCode } from '../../../src/schema/status';
 import type { FakeHttpServer } from '../../helpers/http-server';
 import { type SearxngHit, startFakeSearxng } from './fakes/searxng';
 

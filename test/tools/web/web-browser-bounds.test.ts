@@ -1,7 +1,6 @@
+import { ActionStatusCode, ConfigurationError } from 'lagent-ts';
+import { AsyncWebBrowser, type WebBrowserOptions } from 'lagent-ts/tools';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigurationError } from '../../../src/schema/errors';
-import { ActionStatusCode } from '../../../src/schema/status';
-import { AsyncWebBrowser, type WebBrowserOptions } from '../../../src/tools/web/index';
 import { type FakeSearchServer, startFakeSearch } from '../fakes/search-services';
 
 const LONG_TITLE = `Headline ${'very '.repeat(4000)}long`;
