@@ -33,6 +33,7 @@ const INTEGRATION = [
   'stores',
   'ui',
   'retrieval',
+  'runtimes',
 ];
 /**
  * Tests of the unit folders that start processes or worker threads (crash trials, the sync

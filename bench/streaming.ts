@@ -93,4 +93,58 @@ export const run: Suite = async (report) => {
     target: 6,
     note: 'linear ≈ 4×, quadratic ≈ 16×',
   });
+  report({
+    name: `lagent serve: a short call while five ${LONG.toLocaleString('en')}-character streams are relayed`,
+    value: await shortCallDuringStreams(),
+    unit: 'ms',
+    note: 'median of 9 calls, each made while the five streams are mid-way (same server, other sessions)',
+  });
 };
+
+/** A short call's latency while five long replies stream through the same server to five clients. */
+async function shortCallDuringStreams(): Promise<number> {
+  const agent = new AsyncStreamingAgent({
+    llm: new AsyncMockLLM({
+      responses: (messages) => (messages.at(-1)?.content === 'long' ? text(LONG) : 'ok'),
+      chunkSize: CHUNK,
+      record: false,
+    }),
+    memory: null,
+  });
+  const server = new HTTPAgentServer({ agent, port: 0 });
+  const url = await server.listen();
+  const clients = Array.from({ length: 5 }, () => new AsyncHTTPAgentClient({ url }));
+  const probe = new AsyncHTTPAgentClient({ url });
+  const times: number[] = [];
+  try {
+    await probe.call('short', { sessionId: 'probe' });
+    for (let round = 0; round < 3; round++) {
+      let started = 0;
+      let onStarted: () => void = () => {};
+      const allStarted = new Promise<void>((resolve) => {
+        onStarted = resolve;
+      });
+      const streams = clients.map(async (client, i) => {
+        let received = 0;
+        for await (const chunk of client.stream('long', { sessionId: `long-${i}` })) {
+          received += chunk.delta?.length ?? 0;
+          if (received >= LONG / 10 && received - (chunk.delta?.length ?? 0) < LONG / 10 && ++started === 5)
+            onStarted();
+        }
+        return received;
+      });
+      await allStarted;
+      for (let i = 0; i < 3; i++) {
+        const began = performance.now();
+        await probe.call('short', { sessionId: 'probe' });
+        times.push(performance.now() - began);
+      }
+      await Promise.all(streams);
+    }
+  } finally {
+    for (const client of [...clients, probe]) client.close();
+    await server.close();
+  }
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)]!;
+}

@@ -13,6 +13,9 @@
  * - the model: the scripted mock, or a real endpoint when OPENAI_API_KEY / OPENAI_BASE_URL is set;
  * - Python: the real interpreter (the chart is drawn and its PNG kept) when Python 3 with matplotlib runs
  *   here; otherwise only the research half runs, and the example says what the chart is waiting for.
+ *
+ * Needs the optional peers `@mozilla/readability` and `linkedom` (WebBrowser reads pages with them):
+ * `npm install @mozilla/readability linkedom`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -34,6 +37,7 @@ import {
 import { IPythonInterpreter, WebBrowser } from 'lagent-ts/tools';
 import { type FakeWeb, type FakeWebRequest, startFakeWeb } from './shared/fake-web';
 import { describeModel, pickLLM, usesRealModel } from './shared/model';
+import { requirePeers } from './shared/peers';
 import { heading, isMain } from './shared/print';
 import { realSearcher } from './shared/searchers';
 
@@ -316,6 +320,7 @@ function summarizeFake(requests: readonly FakeWebRequest[]): void {
 
 export async function main(): Promise<void> {
   heading('DataVisualizer: research on the web, then chart with Python', describeModel());
+  await requirePeers('examples/data-visualizer.ts', ['@mozilla/readability', 'linkedom']);
   const { browser, fake } = await openBrowser();
   let interpreter: IPythonInterpreter | undefined;
   try {

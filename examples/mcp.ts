@@ -2,6 +2,8 @@
  * MCP both ways: use a third-party MCP server's tools as a lagent toolkit, and serve lagent tools to any MCP
  * client. The third-party server is `@modelcontextprotocol/server-everything`, started over stdio from
  * node_modules; our own server runs over Streamable HTTP on a free local port, and MCPToolkit calls it back.
+ * Needs the optional peer `@modelcontextprotocol/sdk` and the server it starts:
+ * `npm install @modelcontextprotocol/sdk @modelcontextprotocol/server-everything`.
  */
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';

@@ -3,7 +3,8 @@
  * calls it through `AsyncQueueAgent` as a sub-agent. Session memory lives in Redis, so either worker serves
  * any session, one call of a session at a time. Uses REDIS_URL when set, else starts a `redis-server` of its
  * own on a free port (and stops it); says so and exits when neither is available. Runs on the built-in mock
- * model, or on a real endpoint when OPENAI_API_KEY / OPENAI_BASE_URL is set.
+ * model, or on a real endpoint when OPENAI_API_KEY / OPENAI_BASE_URL is set. Needs the optional peers
+ * `bullmq` and `ioredis`: `npm install bullmq ioredis`.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer, Socket } from 'node:net';

@@ -3,7 +3,7 @@
  * `GET /health_check`, and a server-sent-events stream route), then using it from another agent: the remote
  * agent becomes a sub-agent of a local composite through `AsyncHTTPAgentClient`. Python Lagent's own
  * `HTTPAgentClient` can call the same server. Runs on the built-in mock model, or on a real endpoint when
- * OPENAI_API_KEY / OPENAI_BASE_URL is set.
+ * OPENAI_API_KEY / OPENAI_BASE_URL is set. Needs the optional peer `fastify`: `npm install fastify`.
  */
 import { AgentMessage, AsyncAgent, type AsyncForwardOptions, AsyncStreamingAgent } from 'lagent-ts';
 import { AsyncHTTPAgentClient, HTTPAgentServer } from 'lagent-ts/distributed';

@@ -7,6 +7,8 @@
  * The default export is a factory: the command passes `{ command, streaming }`, and the factory builds the
  * streaming variant for `chat` and `serve` (replies show as they arrive) and the plain one for `batch` and
  * `worker`. Runs on the scripted mock model, or on a real endpoint when OPENAI_API_KEY or OPENAI_BASE_URL is set.
+ * `lagent serve` and `lagent ui` need the optional peer `fastify` (`npm install fastify`), `lagent worker`
+ * `bullmq` and `ioredis`.
  */
 import { AsyncAgent, AsyncStreamingAgent } from 'lagent-ts';
 import { pickAsyncLLM } from '../shared/model';

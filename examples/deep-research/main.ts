@@ -5,6 +5,9 @@
  * research web unless OPENAI_API_KEY / OPENAI_BASE_URL points at a real model.
  *
  *   npx tsx examples/deep-research/main.ts ["your question"]
+ *
+ * Needs the optional peers `@mozilla/readability` and `linkedom` (WebBrowser reads pages with them):
+ * `npm install @mozilla/readability linkedom`.
  */
 import type { AgentMessage } from 'lagent-ts';
 import { describeModel } from '../shared/model';

@@ -2,6 +2,7 @@
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { AsyncWebBrowser } from 'lagent-ts/tools';
 import { pickAsyncLLM, usesRealModel } from '../shared/model';
+import { requirePeers } from '../shared/peers';
 import { realSearcher } from '../shared/searchers';
 import { DeepResearchAgent, type ResearchProgress } from './deep-research-agent';
 import { type ResearchScriptOptions, researchScript } from './mock-script';
@@ -31,6 +32,7 @@ export interface DeepResearchSetup {
  * SERPER_API_KEY, or LAGENT_SEARCHER), the real web (private addresses refused).
  */
 export async function startDeepResearch(options: DeepResearchSetupOptions = {}): Promise<DeepResearchSetup> {
+  await requirePeers('examples/deep-research', ['@mozilla/readability', 'linkedom']);
   const web = await startResearchWeb({ latencyMs: options.webLatencyMs });
   // The real web needs a real model (the mock's script knows the research web's pages only).
   const searcherType = usesRealModel() ? realSearcher() : undefined;

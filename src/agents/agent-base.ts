@@ -202,12 +202,17 @@ export interface AgentEvents {
   llmStart: [
     event: { agent: AgentBase; sessionId: SessionId; messages: readonly ChatMessage[]; path: string },
   ];
+  /**
+   * The model answered. `model` names the model that did: the llm's `model`, or for a fallback chain the
+   * model of the chain that gave this answer (undefined when the llm has no name).
+   */
   llmEnd: [
     event: {
       agent: AgentBase;
       sessionId: SessionId;
       response: string;
       path: string;
+      model?: string | undefined;
       /** What the model reasoned before answering, when it reported it. */
       reasoning?: string | undefined;
     },

@@ -12,6 +12,7 @@ import {
 } from './agent-base';
 import type { AsyncInterceptor, StepsInterceptor } from './interceptors/types';
 import { askInFrame, callAsync, MODEL_TURN, registerPlainForward } from './lifecycle';
+import { type Run, type StartOptions, startRun } from './runs/run';
 
 /**
  * The asynchronous agent: `call()` returns a promise and takes an `AbortSignal`. Takes an
@@ -43,6 +44,22 @@ export class AsyncAgent<F = unknown> extends AgentBase<AsyncBaseLLM, F, AsyncHoo
     return callAsync(this, input, options) as Promise<AgentReply<Awaited<ReturnType<this['forward']>>, F>>;
   }
 
+  /**
+   * Starts a call in the background as a run: returns at once with its `id`; `events(after)` follows its
+   * chunks and agent events from any event on (any number of readers, in this process or, through the store,
+   * in others), `result` is its reply, `cancel()` stops it. The run goes on whoever reads it; its log is kept in
+   * `runs.store` (by default the agent's `durable` or `memory` store) for `runs.retainMs` after it ends. A
+   * durable agent's run is its call (`callId` = the run's id): a process that recovers the call after a crash
+   * writes the rest to the same log.
+   *
+   * @example
+   * const run = agent.start('research this', { sessionId: 'alice' });
+   * for await (const event of run.events()) console.log(event.seq, event.type);
+   * const reply = await run.result;
+   */
+  start(input?: MessageInput | readonly MessageInput[], options?: StartOptions): Run {
+    return startRun(this as never, input, options);
+  }
   /** One turn: aggregate the session's memory, ask the model, parse with `outputFormat`. */
   forward(messages: AgentMessage[], options: AsyncForwardOptions): Promise<ForwardResult> {
     try {

@@ -40,8 +40,10 @@ export {
 export type {
   AgentForInternLMOptions,
   CompatMode,
+  InternLMChunk,
   InternLMOutputFormatOptions,
   InternLMPrompts,
+  InternLMReply,
   MathCoderOptions,
   MaxTurnInfo,
   PromptLanguage,
@@ -82,6 +84,9 @@ export {
   reactOutputFormat,
   StreamingAgentForInternLM,
 } from './prebuilt/index';
+export type { RunLogEvent, RunLogOptions, StartOptions } from './runs/run';
+export { joinRun, Run } from './runs/run';
+export { RUN_EVENT_TYPES } from './runs/run-events';
 export type { SequentialCallOptions, SequentialMembers } from './sequential';
 export { AsyncSequential, AsyncStreamingSequential, Sequential, StreamingSequential } from './sequential';
 export type { LagentStateDict, StateDict, StateDictOptions } from './state-dict';

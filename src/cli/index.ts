@@ -30,7 +30,21 @@ function isEntryPoint(): boolean {
   }
 }
 
+/**
+ * The line the command stops with on a Node.js release older than the package supports (where it would
+ * otherwise fail later, in some unrelated way), or undefined on a supported one.
+ */
+function unsupportedNodeLine(version: string = process.versions.node): string | undefined {
+  if (Number(version.split('.')[0]) >= 22) return undefined;
+  return `lagent needs Node.js 22 or 24 (this is Node.js ${version}): switch Node (nvm install 22) and run it again.`;
+}
+
 if (isEntryPoint()) {
+  const unsupported = unsupportedNodeLine();
+  if (unsupported !== undefined) {
+    process.stderr.write(`${unsupported}\n`);
+    process.exit(1);
+  }
   main(process.argv).then(
     (code) => process.exit(code),
     (error: unknown) => {

@@ -14,6 +14,7 @@ import {
 import { defaultErrorsPath } from './batch';
 import { CliError, messageOf } from './errors';
 import { EVAL_HELP } from './eval-help';
+import { requirePeers } from './peers';
 import { terminalText } from './terminal-text';
 
 /** The package version, for `lagent --version`. */
@@ -347,6 +348,7 @@ export function createProgram(): Command {
         protocols: protocolsOf(flags.protocols),
       };
       checkServeOptions(options);
+      await requirePeers('serve');
       await withAgent(command, 'serve', true, (loaded) => runServe(loaded, options));
     });
 
@@ -363,6 +365,7 @@ export function createProgram(): Command {
       const { callerOptionsOf } = await import('./serve');
       const flags = command.opts<{ redis: string; queue: string; concurrency: number; leaseMs?: number }>();
       const options = { ...flags, callerOptions: callerOptionsOf(command.opts()) };
+      await requirePeers('worker');
       await withAgent(command, 'worker', false, (loaded) => runWorker(loaded, options));
     });
 
@@ -530,6 +533,7 @@ has "decisions": [{"id", "approve", ...}]. Failures, malformed lines and duplica
           .map((item) => item.trim())
           .filter(Boolean),
       };
+      await requirePeers('ui');
       await withAgent(command, 'ui', true, (loaded) => runUi(loaded, options));
     });
 

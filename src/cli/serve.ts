@@ -1,6 +1,5 @@
-import type { AgentBase } from '../agents/agent-base';
 import type { Budget } from '../agents/interceptors/budget/meter';
-import { DURABLE } from '../agents/interceptors/durable/journal';
+import type { RecoveredRun } from '../agents/runs/recover-runs';
 import { isLoopbackHost } from '../core/request-guard';
 import { type CallerOptionsPolicy, camelKey, type GenerationBounds } from '../distributed/caller-options';
 import type { ServedAgent } from '../distributed/http/server';
@@ -185,39 +184,34 @@ export async function runServe(loaded: LoadedAgent, options: ServeOptions): Prom
   process.stdout.write(
     `lagent serve: ${name}listening on ${url}${options.token ? ' (token required)' : ''}\n${protocolsLine('lagent serve', options.protocols)}`,
   );
-  // Calls a previous run left unfinished (it was killed) are recovered while the server answers.
-  const recovering = recoverUnfinished(loaded.agent);
+  // Calls a previous run left unfinished (it was killed) are recovered while the server answers, each into its
+  // run's log (a client that rejoins the run sees the rest).
+  const reported = reportRecovery(server.recovery);
   const signal = await stopped;
   process.stderr.write(`lagent serve: ${signal}, shutting down\n`);
   await server.close();
   // Recovered calls are calls in flight too: the agent's store is closed only once they are done (closed in
   // the middle of one, a tool that ran would be left without its result, an outcome unknown to the next run).
-  await recovering;
+  await reported;
 }
 
 /**
- * Recovers every durable call of the agent's journal namespace that a process left unfinished (a server
- * killed mid-call), as `agent.recoverAll()` does, and says on stdout how many (on stderr, what failed). A call
- * still held by a process that died is taken over when its lease runs out (`--lease-ms`).
+ * Says on stdout how many calls a killed server left unfinished were recovered at start (on stderr, what failed).
+ * A call still held by a process that died is taken over when its lease runs out (`--lease-ms`).
  */
-export async function recoverUnfinished(agent: unknown, command = 'serve'): Promise<void> {
-  const durable = agent as AgentBase;
-  if (typeof durable?.recoverAll !== 'function' || durable[DURABLE] === undefined) return;
-  try {
-    const sessions = await durable.recoverAll();
-    const calls = sessions.reduce((sum, session) => sum + session.replies.length, 0);
-    const failed = sessions.filter((session) => session.error !== undefined);
-    if (sessions.length > 0) {
-      process.stdout.write(
-        `lagent ${command}: recovered ${calls} unfinished call${calls === 1 ? '' : 's'} of ${sessions.length - failed.length} session${sessions.length - failed.length === 1 ? '' : 's'}\n`,
-      );
-    }
-    for (const session of failed) {
-      process.stderr.write(
-        `lagent ${command}: recovering session ${JSON.stringify(session.sessionId)} failed: ${messageOf(session.error)}\n`,
-      );
-    }
-  } catch (error) {
-    process.stderr.write(`lagent ${command}: recovering unfinished calls failed: ${messageOf(error)}\n`);
+export async function reportRecovery(recovery: Promise<RecoveredRun[]>, command = 'serve'): Promise<void> {
+  const runs = await recovery;
+  const recovered = runs.filter((run) => run.status === 'done' || run.status === 'waiting');
+  const failed = runs.filter((run) => run.error !== undefined);
+  if (recovered.length > 0) {
+    const sessions = new Set(recovered.map((run) => run.sessionId)).size;
+    process.stdout.write(
+      `lagent ${command}: recovered ${recovered.length} unfinished call${recovered.length === 1 ? '' : 's'} of ${sessions} session${sessions === 1 ? '' : 's'}\n`,
+    );
+  }
+  for (const run of failed) {
+    process.stderr.write(
+      `lagent ${command}: recovering ${run.runId ? `call ${JSON.stringify(run.runId)} of ` : ''}session ${JSON.stringify(run.sessionId)} failed: ${messageOf(run.error)}\n`,
+    );
   }
 }

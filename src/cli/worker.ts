@@ -32,17 +32,26 @@ function safeURL(url: string): string {
  * lets the calls in progress finish and disconnects.
  */
 export async function runWorker(loaded: LoadedAgent, options: WorkerOptions): Promise<void> {
-  const { QueueAgentWorker } = await import('../distributed/queue/worker');
+  const [{ QueueAgentWorker }, { AgentBase }] = await Promise.all([
+    import('../distributed/queue/worker'),
+    import('../agents/agent-base'),
+  ]);
   const stopped = untilStopped();
   let worker: InstanceType<typeof QueueAgentWorker>;
   try {
     worker = new QueueAgentWorker({
-      agent: asMessageAgent(loaded.agent) as unknown as QueueHostedAgent,
+      // An agent of lagent-ts is hosted as it is: the worker reads its stream itself, and logs its chunks for a
+      // run. Any other agent-like shape gets a `call` that gives the final message.
+      agent: (loaded.agent instanceof AgentBase
+        ? loaded.agent
+        : asMessageAgent(loaded.agent)) as unknown as QueueHostedAgent,
       queue: options.queue,
       connection: options.redis,
       concurrency: options.concurrency,
       callerOptions: options.callerOptions,
       lockDuration: options.leaseMs,
+      // A job whose worker died is looked for as often as a lease lasts: it is taken over after about that long.
+      stalledInterval: options.leaseMs,
     });
   } catch (error) {
     throw new CliError(messageOf(error), { cause: error });

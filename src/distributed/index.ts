@@ -39,6 +39,7 @@ export {
   type QueueCallOptions,
   QueueConnectionError,
   type QueueHostedAgent,
+  type QueueStartOptions,
   type RedisConnection,
   RemoteAgentError,
 } from './queue/index';

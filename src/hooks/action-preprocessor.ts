@@ -36,8 +36,9 @@ export function actionReturnText(value: ActionReturn): string {
 
 /**
  * Bridges an agent's parsed output and an executor. Before the call it turns `formatted` — a
- * `FunctionCall`-like `{ name, parameters }`, or a tool parser's result whose `action` is one — into the
- * content the executor reads; a result that holds no usable call (no tool, a `PARSING_ERROR`, a malformed
+ * `FunctionCall`-like `{ name, parameters }`, a step whose `action` is one (Lagent's ReAct shape,
+ * `{ thought_process, action: { name, parameters } }`), or a tool parser's result whose `action` is one —
+ * into the content the executor reads; a result that holds no usable call (no tool, a `PARSING_ERROR`, a malformed
  * action) becomes a call to the executor's `NoAction` with a sentence for the model, never an exception.
  * After the call it turns the `ActionReturn` into text (the result, or the error). The message given is
  * never modified; a new one is returned.
@@ -66,6 +67,11 @@ export class ActionPreprocessor extends Hook {
     const direct = isPlainObject(formatted) && !('action' in formatted) ? asCall(formatted) : null;
     if (direct) return direct;
     const response = asToolResponse(formatted);
+    // A step with its call in `action` (Lagent's ReAct format), rather than a tool parser's result.
+    if (!response && isPlainObject(formatted) && isPlainObject(formatted.action)) {
+      const step = asCall(formatted.action);
+      if (step) return step;
+    }
     if (!response) {
       if (asCall(message.content)) return null;
       return this.noAction(executor, 'No tool call was found in the message. Please follow the format.');

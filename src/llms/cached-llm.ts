@@ -1,24 +1,30 @@
 import { createHash } from 'node:crypto';
+import type { Steps } from '../core/steps';
 import { ConfigurationError } from '../schema/errors';
-import type { SessionId } from '../schema/session';
 import { ModelStatusCode } from '../schema/status';
 import type { MaybePromise, SessionStore } from '../stores/types';
 import { isThenable } from '../utils/is';
-import { AsyncBaseLLM, BaseLLM } from './base-llm';
+import type { AsyncBaseLLM, BaseLLM } from './base-llm';
 import {
   answerChunks,
   canonicalRequest,
   copyReply,
-  type RequestMode,
   replyOfChunks,
   requestKey,
   type StoredAnswer,
   storeChunks,
 } from './llm-request';
-import type { ChatMessage, LLMCallParams, ModelReply, ResolvedGenParams, StreamChunk } from './types';
-import type { TokenUsage } from './usage';
-import { emptyUsage } from './usage';
-import { modelName, usageOf } from './wrapped-usage';
+import {
+  awaited,
+  type ChunkSteps,
+  type ModelMiddleware,
+  type ModelRequest,
+  type NextReply,
+  type NextStream,
+  relayChunks,
+} from './model-middleware';
+import type { LLMCallParams, ModelReply, ResolvedGenParams, StreamChunk } from './types';
+import { AsyncWrappedLLM, WrappedLLM } from './wrapped-llm';
 
 /** Where a {@link CachedLLM} keeps answers: get, set and clear by request key. */
 export interface LLMCacheBackend {
@@ -163,28 +169,92 @@ function backendOf(options: CacheOptions, owner: string, synchronous: boolean): 
   return new StoreCache(store, options.namespace ?? 'lagent-llm-cache');
 }
 
-/** The answer of a `chat()` call in stored form. */
-function textAnswer(content: string): StoredAnswer {
-  return { reply: { content, toolCalls: [] } };
-}
-
-function keyOf(
-  mode: RequestMode,
-  messages: ChatMessage[],
-  params: LLMCallParams | undefined,
-  defaults: ResolvedGenParams,
-) {
-  return requestKey(canonicalRequest(mode, messages, params, defaults));
-}
-
-function syncValue<T>(value: MaybePromise<T>): T {
-  if (isThenable(value)) throw new ConfigurationError({ message: 'CachedLLM: the store returned a promise' });
-  return value as T;
-}
-
 /** A request answered from the cache cost no tokens: a budgeted call is told so. */
 function answeredFromCache(params: LLMCallParams | undefined): void {
   params?.onUsage?.({ promptTokens: 0, completionTokens: 0, totalTokens: 0 });
+}
+
+/**
+ * The cache as model middleware: a request answered before (the same messages, answer-shaping params over the
+ * model's defaults, and tools) is answered from the backend, a stream chunk by chunk; failures are not kept.
+ */
+class CacheMiddleware implements ModelMiddleware {
+  readonly name = 'cache';
+  /** Answers served from the cache, and requests passed on. */
+  readonly stats = { hits: 0, misses: 0 };
+  readonly #backend: LLMCacheBackend;
+  readonly #ttlMs: number | undefined;
+  readonly #defaults: ResolvedGenParams;
+
+  constructor(backend: LLMCacheBackend, ttlMs: number | undefined, defaults: ResolvedGenParams) {
+    this.#backend = backend;
+    this.#ttlMs = ttlMs;
+    this.#defaults = defaults;
+  }
+
+  *#lookup(request: ModelRequest): Steps<[string, StoredAnswer | undefined]> {
+    const key = requestKey(canonicalRequest(request.mode, request.messages, request.params, this.#defaults));
+    const answer = yield* awaited(this.#backend.get(key));
+    if (answer === undefined) this.stats.misses++;
+    else {
+      this.stats.hits++;
+      answeredFromCache(request.params);
+    }
+    return [key, answer];
+  }
+
+  #keep(key: string, answer: StoredAnswer): Steps<void> {
+    return awaited(this.#backend.set(key, answer, this.#ttlMs));
+  }
+
+  *call(request: ModelRequest, next: NextReply): Steps<ModelReply> {
+    const [key, hit] = yield* this.#lookup(request);
+    if (request.mode === 'text') {
+      if (hit !== undefined) return { content: hit.reply.content, toolCalls: [] };
+      const reply = yield* next();
+      yield* this.#keep(key, { reply: { content: reply.content, toolCalls: [] } });
+      return reply;
+    }
+    if (hit !== undefined) return copyReply(hit.reply);
+    const reply = yield* next();
+    yield* this.#keep(key, { reply: copyReply(reply) });
+    return reply;
+  }
+
+  *stream(request: ModelRequest, next: NextStream): ChunkSteps {
+    const [key, hit] = yield* this.#lookup(request);
+    if (hit !== undefined) {
+      yield* answerChunks(hit);
+      return;
+    }
+    const chunks: StreamChunk[] = [];
+    const keep = () => this.#keep(key, { reply: replyOfChunks(chunks), chunks: storeChunks(chunks) });
+    let kept = false;
+    yield* relayChunks(next(), (chunk) => {
+      chunks.push(structuredClone(chunk));
+      // Kept before the END chunk is given: a reader may stop once it has it.
+      if (chunk.state !== ModelStatusCode.END || kept) return undefined;
+      kept = true;
+      return keep();
+    });
+    if (!kept) yield* keep();
+  }
+
+  clear(): MaybePromise<void> {
+    return this.#backend.clear();
+  }
+}
+
+/** The cache of a wrapper named `owner`; a `synchronous` one needs a store that answers at once. */
+function cacheOf(
+  llm: BaseLLM | AsyncBaseLLM,
+  options: CacheOptions,
+  owner: string,
+  synchronous: boolean,
+): CacheMiddleware {
+  if (typeof llm?.chat !== 'function')
+    throw new ConfigurationError({ message: `${owner} needs a model to wrap` });
+  return new CacheMiddleware(backendOf(options, owner, synchronous), options.ttlMs, llm.genParams);
 }
 
 /**
@@ -194,107 +264,27 @@ function answeredFromCache(params: LLMCallParams | undefined): void {
  *
  * `genParams` is the wrapped model's own object. Usage is the wrapped model's (a cached answer spends nothing).
  */
-export class CachedLLM extends BaseLLM {
+export class CachedLLM extends WrappedLLM {
   readonly llm: BaseLLM;
   readonly ttlMs: number | undefined;
-  readonly #cache: LLMCacheBackend;
-  /** Answers served from the cache, and requests passed to the model. */
-  readonly stats = { hits: 0, misses: 0 };
+  readonly #cache: CacheMiddleware;
 
   constructor(llm: BaseLLM, options: CacheOptions = {}) {
-    super();
-    if (typeof llm?.chat !== 'function')
-      throw new ConfigurationError({ message: 'CachedLLM needs a model to wrap' });
+    const cache = cacheOf(llm, options, 'CachedLLM', true);
+    super(llm, [cache]);
     this.llm = llm;
     this.ttlMs = options.ttlMs;
-    this.#cache = backendOf(options, 'CachedLLM', true);
-    (this as { genParams: ResolvedGenParams }).genParams = llm.genParams;
+    this.#cache = cache;
   }
 
-  #lookup(key: string): StoredAnswer | undefined {
-    const answer = syncValue(this.#cache.get(key));
-    if (answer === undefined) this.stats.misses++;
-    else this.stats.hits++;
-    return answer;
-  }
-
-  chat(messages: ChatMessage[], params?: LLMCallParams): string {
-    const key = keyOf('text', messages, params, this.llm.genParams);
-    const hit = this.#lookup(key);
-    if (hit !== undefined) {
-      answeredFromCache(params);
-      return hit.reply.content;
-    }
-    const content = this.llm.chat(messages, params);
-    syncValue(this.#cache.set(key, textAnswer(content), this.ttlMs));
-    return content;
-  }
-
-  override generate(messages: ChatMessage[], params?: LLMCallParams): ModelReply {
-    const key = keyOf('reply', messages, params, this.llm.genParams);
-    const hit = this.#lookup(key);
-    if (hit !== undefined) {
-      answeredFromCache(params);
-      return copyReply(hit.reply);
-    }
-    const reply = this.llm.generate(messages, params);
-    syncValue(this.#cache.set(key, { reply: copyReply(reply) }, this.ttlMs));
-    return reply;
-  }
-
-  override *streamChat(
-    messages: ChatMessage[],
-    params?: LLMCallParams,
-  ): Generator<StreamChunk, void, undefined> {
-    const key = keyOf('reply', messages, params, this.llm.genParams);
-    const hit = this.#lookup(key);
-    if (hit !== undefined) {
-      answeredFromCache(params);
-      yield* answerChunks(hit);
-      return;
-    }
-    const chunks: StreamChunk[] = [];
-    const save = () => {
-      const answer: StoredAnswer = { reply: replyOfChunks(chunks), chunks: storeChunks(chunks) };
-      syncValue(this.#cache.set(key, answer, this.ttlMs));
-    };
-    let saved = false;
-    for (const chunk of this.llm.streamChat(messages, params)) {
-      chunks.push(structuredClone(chunk));
-      // Kept before the END chunk is yielded: a caller may stop reading once it has it.
-      if (chunk.state === ModelStatusCode.END && !saved) {
-        saved = true;
-        save();
-      }
-      yield chunk;
-    }
-    if (!saved) save();
-  }
-
-  /** The wrapped model's name (`llm.model`), when it has one: what logs and traces show. */
-  get model(): string | undefined {
-    return modelName(this.llm);
+  /** Answers served from the cache, and requests passed to the model. */
+  get stats(): { hits: number; misses: number } {
+    return this.#cache.stats;
   }
 
   /** Forgets every cached answer. */
   clear(): void {
-    syncValue(this.#cache.clear());
-  }
-
-  getUsage(sessionId: SessionId = 0): TokenUsage {
-    return usageOf(this.llm)?.getUsage(sessionId) ?? emptyUsage();
-  }
-
-  getTotalUsage(): TokenUsage {
-    return usageOf(this.llm)?.getTotalUsage() ?? emptyUsage();
-  }
-
-  getLastUsage(): TokenUsage | undefined {
-    return usageOf(this.llm)?.getLastUsage();
-  }
-
-  resetUsage(sessionId?: SessionId): void {
-    usageOf(this.llm)?.resetUsage(sessionId);
+    this.#cache.clear();
   }
 }
 
@@ -302,105 +292,26 @@ export class CachedLLM extends BaseLLM {
  * The async twin of {@link CachedLLM}; takes any store, sync or async. Two identical requests in flight at
  * once both go to the model (the later answer is kept).
  */
-export class AsyncCachedLLM extends AsyncBaseLLM {
+export class AsyncCachedLLM extends AsyncWrappedLLM {
   readonly llm: AsyncBaseLLM;
   readonly ttlMs: number | undefined;
-  readonly #cache: LLMCacheBackend;
-  /** Answers served from the cache, and requests passed to the model. */
-  readonly stats = { hits: 0, misses: 0 };
+  readonly #cache: CacheMiddleware;
 
   constructor(llm: AsyncBaseLLM, options: CacheOptions = {}) {
-    super();
-    if (typeof llm?.chat !== 'function') {
-      throw new ConfigurationError({ message: 'AsyncCachedLLM needs a model to wrap' });
-    }
+    const cache = cacheOf(llm, options, 'AsyncCachedLLM', false);
+    super(llm, [cache]);
     this.llm = llm;
     this.ttlMs = options.ttlMs;
-    this.#cache = backendOf(options, 'AsyncCachedLLM', false);
-    (this as { genParams: ResolvedGenParams }).genParams = llm.genParams;
+    this.#cache = cache;
   }
 
-  async #lookup(key: string): Promise<StoredAnswer | undefined> {
-    const answer = await this.#cache.get(key);
-    if (answer === undefined) this.stats.misses++;
-    else this.stats.hits++;
-    return answer;
-  }
-
-  async chat(messages: ChatMessage[], params?: LLMCallParams): Promise<string> {
-    const key = keyOf('text', messages, params, this.llm.genParams);
-    const hit = await this.#lookup(key);
-    if (hit !== undefined) {
-      answeredFromCache(params);
-      return hit.reply.content;
-    }
-    const content = await this.llm.chat(messages, params);
-    await this.#cache.set(key, textAnswer(content), this.ttlMs);
-    return content;
-  }
-
-  override async generate(messages: ChatMessage[], params?: LLMCallParams): Promise<ModelReply> {
-    const key = keyOf('reply', messages, params, this.llm.genParams);
-    const hit = await this.#lookup(key);
-    if (hit !== undefined) {
-      answeredFromCache(params);
-      return copyReply(hit.reply);
-    }
-    const reply = await this.llm.generate(messages, params);
-    await this.#cache.set(key, { reply: copyReply(reply) }, this.ttlMs);
-    return reply;
-  }
-
-  override async *streamChat(
-    messages: ChatMessage[],
-    params?: LLMCallParams,
-  ): AsyncGenerator<StreamChunk, void, undefined> {
-    const key = keyOf('reply', messages, params, this.llm.genParams);
-    const hit = await this.#lookup(key);
-    if (hit !== undefined) {
-      answeredFromCache(params);
-      yield* answerChunks(hit);
-      return;
-    }
-    const chunks: StreamChunk[] = [];
-    const save = () =>
-      this.#cache.set(key, { reply: replyOfChunks(chunks), chunks: storeChunks(chunks) }, this.ttlMs);
-    let saved = false;
-    for await (const chunk of this.llm.streamChat(messages, params)) {
-      chunks.push(structuredClone(chunk));
-      // Kept before the END chunk is yielded: a caller may stop reading once it has it.
-      if (chunk.state === ModelStatusCode.END && !saved) {
-        saved = true;
-        await save();
-      }
-      yield chunk;
-    }
-    if (!saved) await save();
-  }
-
-  /** The wrapped model's name (`llm.model`), when it has one: what logs and traces show. */
-  get model(): string | undefined {
-    return modelName(this.llm);
+  /** Answers served from the cache, and requests passed to the model. */
+  get stats(): { hits: number; misses: number } {
+    return this.#cache.stats;
   }
 
   /** Forgets every cached answer. */
   async clear(): Promise<void> {
     await this.#cache.clear();
-  }
-
-  getUsage(sessionId: SessionId = 0): TokenUsage {
-    return usageOf(this.llm)?.getUsage(sessionId) ?? emptyUsage();
-  }
-
-  getTotalUsage(): TokenUsage {
-    return usageOf(this.llm)?.getTotalUsage() ?? emptyUsage();
-  }
-
-  getLastUsage(): TokenUsage | undefined {
-    return usageOf(this.llm)?.getLastUsage();
-  }
-
-  resetUsage(sessionId?: SessionId): void {
-    usageOf(this.llm)?.resetUsage(sessionId);
   }
 }

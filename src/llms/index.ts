@@ -17,6 +17,8 @@ export { AsyncBaseLLM, BaseLLM } from './base-llm';
 export { BridgedLLM } from './bridged-llm';
 export type { CacheOptions, LLMCacheBackend } from './cached-llm';
 export { AsyncCachedLLM, CachedLLM } from './cached-llm';
+export type { CircuitBreakerOptions } from './circuit-breaker';
+export { CircuitBreaker } from './circuit-breaker';
 export { ClaudeAPI } from './claude-api';
 export type { FilePathPolicy } from './content-inputs';
 export type { AnsweredBy, FallbackEvent, FallbackOptions, FallbackReply } from './fallback-llm';
@@ -27,6 +29,7 @@ export type { LMMetaTemplate, LMRoleBegin, LMRoleTemplate } from './lm-template-
 export { LMTemplateParser } from './lm-template-parser';
 export { INTERNLM2_META } from './meta-template';
 export { MeteredLLM } from './metered-llm';
+export type { ChunkSource, ModelMiddleware, ModelRequest } from './model-middleware';
 export type {
   CompletionRequest,
   OpenAICallParams,
@@ -59,3 +62,4 @@ export type {
 } from './types';
 export type { TokenUsage } from './usage';
 export { UsageTracker } from './usage';
+export { AsyncWrappedLLM, WrappedLLM, wrapModel } from './wrapped-llm';

@@ -8,7 +8,7 @@ import { StopWordFilter } from './stop-word-filter';
 import { cutAtStopWords } from './stop-words';
 import { type RequestTools, ToolCallAssembler } from './tool-calls';
 import type { LLMCallParams, ModelReply, StreamChunk } from './types';
-import { type TokenUsage, UsageTracker } from './usage';
+import { type TokenUsage, UsageMeter } from './usage';
 
 /** How {@link MeteredLLM.relayStream} reads and reports one opened stream. */
 export interface StreamRelay {
@@ -46,7 +46,7 @@ export abstract class MeteredLLM extends AsyncBaseLLM implements RetryCounting {
   abstract readonly model: string;
   /** The server's base URL. */
   abstract readonly baseURL: string;
-  readonly #usage = new UsageTracker();
+  readonly #usage = new UsageMeter();
   #retries = 0;
 
   /** Counts a retry sent (see `withRetries`). */
@@ -64,8 +64,7 @@ export abstract class MeteredLLM extends AsyncBaseLLM implements RetryCounting {
    * the call's `onUsage`.
    */
   protected recordUsage(usage: TokenUsage, call: CallUsageTarget | undefined): void {
-    this.#usage.record(usage, call?.sessionId);
-    call?.onUsage?.(usage);
+    this.#usage.record(usage, call);
   }
 
   /** A finished reply: its usage counted, its text cut at the first stop word. */
@@ -149,22 +148,22 @@ export abstract class MeteredLLM extends AsyncBaseLLM implements RetryCounting {
 
   /** Summed token usage of one session (calls without a `sessionId` count under `0`). */
   getUsage(sessionId: LLMCallParams['sessionId'] = 0): TokenUsage {
-    return this.#usage.get(sessionId);
+    return this.#usage.getUsage(sessionId);
   }
 
   /** Summed token usage of every session. */
   getTotalUsage(): TokenUsage {
-    return this.#usage.total();
+    return this.#usage.getTotalUsage();
   }
 
   /** The latest call's token usage, when the server reported it. */
   getLastUsage(): TokenUsage | undefined {
-    return this.#usage.last;
+    return this.#usage.getLastUsage();
   }
 
   /** Forgets one session's usage, or all of it. */
   resetUsage(sessionId?: LLMCallParams['sessionId']): void {
-    this.#usage.reset(sessionId);
+    this.#usage.resetUsage(sessionId);
   }
 
   /** The model name and server, for logs. */

@@ -1,9 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import type { Steps } from '../core/steps';
 import { ConfigurationError, LLMRequestError } from '../schema/errors';
-import type { SessionId } from '../schema/session';
 import { ModelStatusCode } from '../schema/status';
-import { AsyncBaseLLM, BaseLLM } from './base-llm';
 import {
   answerChunks,
   type CanonicalRequest,
@@ -13,10 +12,12 @@ import {
   type RequestMode,
   requestKey,
 } from './llm-request';
+import type { ChunkSteps, CountingMiddleware, ModelRequest } from './model-middleware';
 import type { RecordedCall } from './recording-file';
 import { ReplayMissError } from './replay-error';
 import type { ChatMessage, GenParams, LLMCallParams, ModelReply, StreamChunk } from './types';
-import { type TokenUsage, UsageTracker } from './usage';
+import { UsageMeter } from './usage';
+import { AsyncWrappedLLM, WrappedLLM } from './wrapped-llm';
 
 /** Options of {@link ReplayLLM} and {@link AsyncReplayLLM}. */
 export interface ReplayOptions {
@@ -92,7 +93,8 @@ class Replayer {
   readonly file: string;
   readonly #answers = new Map<string, Answers>();
   readonly #requests: CanonicalRequest[] = [];
-  readonly usage = new UsageTracker();
+  /** The recorded usage of the calls answered, counted as the model counted it. */
+  readonly usage = new UsageMeter();
 
   constructor(owner: string, options: ReplayOptions) {
     if (options === null || typeof options !== 'object' || typeof options.file !== 'string') {
@@ -148,10 +150,7 @@ class Replayer {
     const answers = this.#answers.get(requestKey(request));
     if (answers !== undefined && answers.next < answers.calls.length) {
       const call = answers.calls[answers.next++]!;
-      if (call.usage !== undefined) {
-        this.usage.record(call.usage, params?.sessionId ?? 0);
-        params?.onUsage?.(call.usage);
-      }
+      if (call.usage !== undefined) this.usage.record(call.usage, params);
       if (call.error !== undefined) throw new LLMRequestError({ ...call.error });
       return call;
     }
@@ -209,110 +208,73 @@ function chunksOf(call: RecordedCall): StreamChunk[] {
 }
 
 /**
- * A synchronous model that answers from a recording (`RecordingLLM`'s JSONL): a request is matched exactly
- * (its messages, the answer-shaping params the caller passed, its tools, and whether it was a `chat()`),
- * identical requests get their recorded answers in recorded order, streams come back chunk by chunk, and
- * recorded failures are thrown again. A request not recorded fails with a {@link ReplayMissError} showing how
- * the closest recorded request differs. Usage is the recorded usage.
+ * The replay as model middleware: it answers every call itself, from the recording (an aborted `signal` fails
+ * the call with its reason, before it is answered and between the chunks of a stream).
  */
-export class ReplayLLM extends BaseLLM {
-  readonly #replayer: Replayer;
+class ReplayMiddleware implements CountingMiddleware {
+  readonly name = 'replay';
+  readonly replayer: Replayer;
+  readonly usage: UsageMeter;
 
-  constructor(options: ReplayOptions) {
-    super(options?.genParams);
-    this.#replayer = new Replayer('ReplayLLM', options);
+  constructor(owner: string, options: ReplayOptions) {
+    this.replayer = new Replayer(owner, options);
+    this.usage = this.replayer.usage;
   }
 
-  /** The recording's path. */
-  get file(): string {
-    return this.#replayer.file;
+  // biome-ignore lint/correctness/useYield: steps that never wait (a replay reads memory) are steps all the same
+  *call(request: ModelRequest): Steps<ModelReply> {
+    checkSignal(request.params);
+    return replyOf(this.replayer.take(request.mode, request.messages, request.params));
   }
 
-  chat(messages: ChatMessage[], params?: LLMCallParams): string {
-    return replyOf(this.#replayer.take('text', messages, params)).content;
-  }
-
-  override generate(messages: ChatMessage[], params?: LLMCallParams): ModelReply {
-    return replyOf(this.#replayer.take('reply', messages, params));
-  }
-
-  override *streamChat(
-    messages: ChatMessage[],
-    params?: LLMCallParams,
-  ): Generator<StreamChunk, void, undefined> {
-    yield* chunksOf(this.#replayer.take('reply', messages, params));
-  }
-
-  getUsage(sessionId: SessionId = 0): TokenUsage {
-    return this.#replayer.usage.get(sessionId);
-  }
-
-  getTotalUsage(): TokenUsage {
-    return this.#replayer.usage.total();
-  }
-
-  getLastUsage(): TokenUsage | undefined {
-    return this.#replayer.usage.last;
-  }
-
-  resetUsage(sessionId?: SessionId): void {
-    this.#replayer.usage.reset(sessionId);
-  }
-}
-
-/** The async twin of {@link ReplayLLM}; an aborted `signal` rejects the call with its reason. */
-export class AsyncReplayLLM extends AsyncBaseLLM {
-  readonly #replayer: Replayer;
-
-  constructor(options: ReplayOptions) {
-    super(options?.genParams);
-    this.#replayer = new Replayer('AsyncReplayLLM', options);
-  }
-
-  /** The recording's path. */
-  get file(): string {
-    return this.#replayer.file;
-  }
-
-  async chat(messages: ChatMessage[], params?: LLMCallParams): Promise<string> {
-    checkSignal(params);
-    return replyOf(this.#replayer.take('text', messages, params)).content;
-  }
-
-  override async generate(messages: ChatMessage[], params?: LLMCallParams): Promise<ModelReply> {
-    checkSignal(params);
-    return replyOf(this.#replayer.take('reply', messages, params));
-  }
-
-  override async *streamChat(
-    messages: ChatMessage[],
-    params?: LLMCallParams,
-  ): AsyncGenerator<StreamChunk, void, undefined> {
-    checkSignal(params);
-    for (const chunk of chunksOf(this.#replayer.take('reply', messages, params))) {
-      if (chunk.state !== ModelStatusCode.END) checkSignal(params);
+  *stream(request: ModelRequest): ChunkSteps {
+    checkSignal(request.params);
+    for (const chunk of chunksOf(this.replayer.take(request.mode, request.messages, request.params))) {
+      if (chunk.state !== ModelStatusCode.END) checkSignal(request.params);
       yield chunk;
     }
-  }
-
-  getUsage(sessionId: SessionId = 0): TokenUsage {
-    return this.#replayer.usage.get(sessionId);
-  }
-
-  getTotalUsage(): TokenUsage {
-    return this.#replayer.usage.total();
-  }
-
-  getLastUsage(): TokenUsage | undefined {
-    return this.#replayer.usage.last;
-  }
-
-  resetUsage(sessionId?: SessionId): void {
-    this.#replayer.usage.reset(sessionId);
   }
 }
 
 function checkSignal(params: LLMCallParams | undefined): void {
   const signal = params?.signal;
   if (signal?.aborted) throw signal.reason;
+}
+
+/**
+ * A synchronous model that answers from a recording (`RecordingLLM`'s JSONL): a request is matched exactly
+ * (its messages, the answer-shaping params the caller passed, its tools, and whether it was a `chat()`),
+ * identical requests get their recorded answers in recorded order, streams come back chunk by chunk, and
+ * recorded failures are thrown again. A request not recorded fails with a {@link ReplayMissError} showing how
+ * the closest recorded request differs. Usage is the recorded usage.
+ */
+export class ReplayLLM extends WrappedLLM {
+  readonly #replay: ReplayMiddleware;
+
+  constructor(options: ReplayOptions) {
+    const replay = new ReplayMiddleware('ReplayLLM', options);
+    super(undefined, [replay], options.genParams);
+    this.#replay = replay;
+  }
+
+  /** The recording's path. */
+  get file(): string {
+    return this.#replay.replayer.file;
+  }
+}
+
+/** The async twin of {@link ReplayLLM}. */
+export class AsyncReplayLLM extends AsyncWrappedLLM {
+  readonly #replay: ReplayMiddleware;
+
+  constructor(options: ReplayOptions) {
+    const replay = new ReplayMiddleware('AsyncReplayLLM', options);
+    super(undefined, [replay], options.genParams);
+    this.#replay = replay;
+  }
+
+  /** The recording's path. */
+  get file(): string {
+    return this.#replay.replayer.file;
+  }
 }

@@ -132,3 +132,38 @@ function add(sum: TokenUsage, usage: TokenUsage): void {
   if (usage.reasoningTokens !== undefined)
     sum.reasoningTokens = (sum.reasoningTokens ?? 0) + usage.reasoningTokens;
 }
+
+/**
+ * The usage a model counts itself (an API client, a replay): each call's usage counted under its session and
+ * given to the call's `onUsage`, and the four usage methods models offer (`getUsage()`, ...).
+ */
+export class UsageMeter {
+  readonly #tracker = new UsageTracker();
+
+  /** Counts one call's usage under its session (`0` without one) and gives it to the call's `onUsage`. */
+  record(
+    usage: TokenUsage,
+    call:
+      | { sessionId?: SessionId | undefined; onUsage?: ((usage: TokenUsage) => void) | undefined }
+      | undefined,
+  ): void {
+    this.#tracker.record(usage, call?.sessionId);
+    call?.onUsage?.(usage);
+  }
+
+  getUsage(sessionId: SessionId = 0): TokenUsage {
+    return this.#tracker.get(sessionId);
+  }
+
+  getTotalUsage(): TokenUsage {
+    return this.#tracker.total();
+  }
+
+  getLastUsage(): TokenUsage | undefined {
+    return this.#tracker.last;
+  }
+
+  resetUsage(sessionId?: SessionId): void {
+    this.#tracker.reset(sessionId);
+  }
+}

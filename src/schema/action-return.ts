@@ -29,6 +29,11 @@ export interface ActionReturnInit {
   valid?: ActionValidCode | undefined;
 }
 
+/** An ActionReturn's JSON form (see {@link ActionReturn.toJSON}): Lagent's fields, `valid` only when not `OPEN`. */
+export type ActionReturnJSON = Required<{
+  [K in Exclude<keyof ActionReturnInit, 'valid'>]: ActionReturnInit[K] | null;
+}> & { valid?: ActionValidCode | null };
+
 /** The outcome of one tool call: its result items or its error, in Lagent's shape. */
 export class ActionReturn {
   args: Record<string, unknown> | null;
@@ -92,8 +97,13 @@ export class ActionReturn {
     });
   }
 
-  toJSON(): Required<{ [K in keyof ActionReturnInit]: ActionReturnInit[K] | null }> {
-    return {
+  /**
+   * Lagent's JSON form of the result. `valid`, the executors' own bookkeeping, is written only when it says
+   * something (not `OPEN`, its default), so chunks, state dicts and pages show what the tool returned;
+   * Lagent and {@link ActionReturn.from} read a missing `valid` as `OPEN`.
+   */
+  toJSON(): ActionReturnJSON {
+    const json: ActionReturnJSON = {
       args: deepClone(this.args),
       url: this.url,
       type: this.type,
@@ -101,20 +111,23 @@ export class ActionReturn {
       errmsg: this.errmsg,
       state: this.state,
       thought: this.thought,
-      valid: this.valid,
     };
+    if (this.valid !== ActionValidCode.OPEN) json.valid = this.valid;
+    return json;
   }
 
   /**
    * True when `value` is an ActionReturn's JSON form — what {@link ActionReturn.toJSON} writes and what
-   * Lagent dumps: a plain object with exactly the eight fields, an integer `state`, an integer or null
-   * `valid`, and every other field of its type or null. Messages loaded from JSON get such content back as
-   * an `ActionReturn`.
+   * Lagent dumps: a plain object with exactly the eight fields (or the seven without `valid`), an integer
+   * `state`, an integer or null `valid`, and every other field of its type or null. Messages loaded from
+   * JSON get such content back as an `ActionReturn`.
    */
-  static isJSON(value: unknown): value is ReturnType<ActionReturn['toJSON']> {
+  static isJSON(value: unknown): value is ActionReturnJSON {
     if (!isPlainObject(value)) return false;
     const keys = Object.keys(value);
-    if (keys.length !== FIELDS.length || !FIELDS.every((field) => Object.hasOwn(value, field))) return false;
+    const expected = Object.hasOwn(value, 'valid') ? FIELDS.length : FIELDS.length - 1;
+    if (keys.length !== expected || !REQUIRED_FIELDS.every((field) => Object.hasOwn(value, field)))
+      return false;
     return fieldProblem(value) === null;
   }
 
@@ -159,6 +172,8 @@ export class ActionReturn {
 keepShape(new ActionReturn());
 
 const FIELDS = ['args', 'url', 'type', 'result', 'errmsg', 'state', 'thought', 'valid'] as const;
+/** The fields every JSON form has (`valid` is left out at its default). */
+const REQUIRED_FIELDS = FIELDS.filter((field) => field !== 'valid');
 
 /** The first field of an ActionReturn's JSON form whose value has the wrong type, with what it must be. */
 function fieldProblem(json: Record<string, unknown>): [string, string] | null {

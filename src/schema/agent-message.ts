@@ -305,6 +305,16 @@ export function messageOf<C, F>(
 keepShape(messageOf('', 'user', null, null, null, null, AgentStatusCode.END));
 
 /**
+ * A message in stream state `S` (an `AgentStatusCode`), with content `C` and `formatted` `F`. The chunk
+ * types of the streaming agents are unions of these, so checking a chunk's `streamState` narrows its
+ * `content` and `formatted`.
+ *
+ * @example
+ * if (chunk.streamState === AgentStatusCode.PLUGIN_RETURN) chunk.content; // ActionReturn[]
+ */
+export type MessageInState<S extends number, C, F> = AgentMessage<C, F> & { streamState: S; formatted: F };
+
+/**
  * A message's camelCase JSON form in Python Lagent's shape: `extra_info` and `stream_state`, a tool
  * parser's result in `formatted` with `tool_type` (an ActionReturn's JSON form is already Lagent's dump),
  * and the library's own `extraInfo` keys in snake_case (a loop's `max_turn_reached` / `max_turn`; keys you

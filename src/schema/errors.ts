@@ -238,3 +238,28 @@ export class GuardrailTripped extends LagentError {
     this.reason = options.reason;
   }
 }
+
+/**
+ * A run (a call started in the background: `agent.start`) ended without a reply: it failed, or it was cancelled
+ * (`status`). `errorName` is the class name of the error it failed with, where that is known (a run another
+ * process ran: only its log says what happened).
+ */
+export class RunFailedError extends LagentError {
+  override readonly name: string = 'RunFailedError';
+  readonly runId: string;
+  readonly status: 'failed' | 'cancelled';
+  readonly errorName: string;
+
+  constructor(
+    options: LagentErrorOptions & {
+      runId: string;
+      status: 'failed' | 'cancelled';
+      errorName?: string | undefined;
+    },
+  ) {
+    super(options);
+    this.runId = options.runId;
+    this.status = options.status;
+    this.errorName = options.errorName ?? 'Error';
+  }
+}

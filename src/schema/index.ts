@@ -1,10 +1,11 @@
-export type { ActionResultItem, ActionReturnInit, FunctionCall } from './action-return';
+export type { ActionResultItem, ActionReturnInit, ActionReturnJSON, FunctionCall } from './action-return';
 export { ActionReturn } from './action-return';
 export type {
   AgentMessageInit,
   AgentMessageJSON,
   LagentMessageJSON,
   MessageInput,
+  MessageInState,
   MessageJSONFormat,
   MessageJSONOptions,
 } from './agent-message';
@@ -23,6 +24,7 @@ export {
   ModelOutputError,
   NonDeterminismError,
   ParseError,
+  RunFailedError,
   StateDictError,
   StoreConflictError,
   StoreError,

@@ -1,18 +1,30 @@
 import { ConfigurationError, StoreError } from '../schema/errors';
+import { checkRunRange, checkRunStatus, checkRunTtl, checkRunWrite, RunWatchers } from './run-log';
 import {
   type AcquiredSession,
   type AcquireOptions,
   applyTurn,
   type BusySession,
   type CommitOptions,
+  type CreatedRun,
+  type CreateRunOptions,
   checkRetain,
+  checkStoreKey,
   commitConflict,
   type FinishJournalOptions,
   fenceConflict,
   type JournalFence,
   type ListOptions,
-  MAX_STORE_KEY,
   PRUNE_BATCH,
+  type RunEventPage,
+  type RunListOptions,
+  type RunLogStore,
+  type RunPage,
+  type RunRecord,
+  type RunStatus,
+  type RunWrite,
+  type RunWritten,
+  runEnded,
   type SessionInfo,
   type SessionPage,
   type StoredJournal,
@@ -33,6 +45,20 @@ interface Session {
   leaseUntil: number;
   /** The `turnId` of the last committed turn, if it had one. */
   lastTurnId: string | undefined;
+}
+
+interface Run {
+  sessionId: string;
+  status: RunStatus;
+  /** The events' types and JSON texts, by seq - 1. */
+  types: string[];
+  data: string[];
+  createdAt: number;
+  updatedAt: number;
+  result: string | undefined;
+  cancelRequested: boolean;
+  expiresAt: number;
+  ttlMs: number;
 }
 
 interface Journal {
@@ -56,7 +82,7 @@ interface Journal {
  * await agent.call('hi', { sessionId: 'alice' });
  * store.readSession('AsyncAgent', 'alice')?.state.memory.length; // 2
  */
-export class MemoryStore implements SyncSessionStore {
+export class MemoryStore implements SyncSessionStore, RunLogStore {
   readonly synchronous = true as const;
   readonly description = 'MemoryStore';
   readonly ttlMs: number | undefined;
@@ -66,6 +92,16 @@ export class MemoryStore implements SyncSessionStore {
   readonly #sessionJournals = new Map<string, Map<string, Set<string>>>();
   /** Per namespace, finished journals with a retention, in the order they were finished: pruned from the front. */
   readonly #retained = new Map<string, Map<string, number>>();
+  readonly #runs = new Map<string, Map<string, Run>>();
+  /** Per namespace and session, its run ids, oldest first. */
+  readonly #sessionRuns = new Map<string, Map<string, Set<string>>>();
+  /**
+   * Per namespace and time to live, its runs in the order they were last written (so in the order they expire):
+   * pruned from the front.
+   */
+  readonly #runExpiry = new Map<string, Map<number, Map<string, number>>>();
+  readonly #runWatchers = new RunWatchers();
+  readonly watchesOtherProcesses = false;
   readonly #now: () => number;
   #closed = false;
 
@@ -212,6 +248,9 @@ export class MemoryStore implements SyncSessionStore {
     for (const name of this.#retained.keys()) {
       if (namespace === undefined || name === namespace) this.#prune(name, now, Number.POSITIVE_INFINITY);
     }
+    for (const name of [...this.#runExpiry.keys()]) {
+      if (namespace === undefined || name === namespace) this.#pruneRuns(name, now, Number.POSITIVE_INFINITY);
+    }
     return purged;
   }
 
@@ -324,12 +363,204 @@ export class MemoryStore implements SyncSessionStore {
     return !this.#gone(journal, this.#now());
   }
 
+  createRun(namespace: string, runId: string, options: CreateRunOptions): CreatedRun {
+    this.#checkKeys('createRun', namespace, runId, options?.sessionId);
+    const status = checkRunStatus(this.description, 'createRun', options.status ?? 'queued');
+    const ttlMs = checkRunTtl(this.description, 'createRun', options.ttlMs);
+    const now = this.#now();
+    this.#pruneRuns(namespace, now, PRUNE_BATCH);
+    const existing = this.#liveRun(namespace, runId, now);
+    if (existing !== undefined) return { created: false, run: runRecord(runId, existing) };
+    let runs = this.#runs.get(namespace);
+    if (runs === undefined) {
+      runs = new Map();
+      this.#runs.set(namespace, runs);
+    }
+    const run: Run = {
+      sessionId: options.sessionId,
+      status,
+      types: [],
+      data: [],
+      createdAt: now,
+      updatedAt: now,
+      result: undefined,
+      cancelRequested: false,
+      expiresAt: now + ttlMs,
+      ttlMs,
+    };
+    runs.set(runId, run);
+    let sessions = this.#sessionRuns.get(namespace);
+    if (sessions === undefined) {
+      sessions = new Map();
+      this.#sessionRuns.set(namespace, sessions);
+    }
+    let ids = sessions.get(options.sessionId);
+    if (ids === undefined) {
+      ids = new Set();
+      sessions.set(options.sessionId, ids);
+    }
+    ids.add(runId);
+    this.#expiresAt(namespace, runId, run, undefined);
+    this.#runWatchers.notify(namespace, runId);
+    return { created: true, run: runRecord(runId, run) };
+  }
+
+  appendRuns(writes: readonly RunWrite[]): RunWritten[] {
+    this.#open('appendRuns');
+    for (const write of writes) checkRunWrite(this.description, write);
+    const now = this.#now();
+    const written: RunWritten[] = [];
+    for (const write of writes) {
+      const run = this.#liveRun(write.namespace, write.runId, now);
+      if (run === undefined) {
+        written.push({ lastSeq: -1, cancelRequested: false });
+        continue;
+      }
+      const { events } = write;
+      for (let i = 0; i < events.length; i++) {
+        run.types.push(events[i]!.type);
+        run.data.push(events[i]!.data);
+      }
+      if (write.status !== undefined) {
+        run.status = write.status;
+        run.result = write.result;
+      }
+      run.updatedAt = now;
+      const previous = run.ttlMs;
+      run.ttlMs = write.ttlMs;
+      run.expiresAt = now + write.ttlMs;
+      this.#expiresAt(write.namespace, write.runId, run, previous);
+      written.push({ lastSeq: run.types.length, cancelRequested: run.cancelRequested });
+      this.#runWatchers.notify(write.namespace, write.runId);
+    }
+    return written;
+  }
+
+  readRun(namespace: string, runId: string): RunRecord | undefined {
+    this.#checkKeys('readRun', namespace, runId);
+    const run = this.#liveRun(namespace, runId, this.#now());
+    return run === undefined ? undefined : runRecord(runId, run);
+  }
+
+  readRunEvents(namespace: string, runId: string, after: number, limit?: number): RunEventPage | undefined {
+    this.#checkKeys('readRunEvents', namespace, runId);
+    const most = checkRunRange(this.description, after, limit);
+    const run = this.#liveRun(namespace, runId, this.#now());
+    if (run === undefined) return undefined;
+    const end = Math.min(run.types.length, after + most);
+    const events = new Array(Math.max(0, end - after));
+    for (let i = after; i < end; i++)
+      events[i - after] = { seq: i + 1, type: run.types[i]!, data: run.data[i]! };
+    return { run: runRecord(runId, run), events };
+  }
+
+  listRuns(namespace: string, sessionId: string, options: RunListOptions = {}): RunPage {
+    this.#checkKeys('listRuns', namespace, sessionId);
+    const limit = checkLimit(options.limit);
+    const now = this.#now();
+    const ids = [...(this.#sessionRuns.get(namespace)?.get(sessionId) ?? [])];
+    if (options.newestFirst) ids.reverse();
+    let start = 0;
+    if (options.after !== undefined) start = ids.indexOf(options.after) + 1;
+    const runs: RunRecord[] = [];
+    for (let i = start; i < ids.length; i++) {
+      const run = this.#liveRun(namespace, ids[i]!, now);
+      if (run === undefined) continue;
+      if (runs.length === limit) return { runs, next: runs.at(-1)!.runId };
+      runs.push(runRecord(ids[i]!, run));
+    }
+    return { runs };
+  }
+
+  cancelRun(namespace: string, runId: string): RunRecord | undefined {
+    this.#checkKeys('cancelRun', namespace, runId);
+    const now = this.#now();
+    const run = this.#liveRun(namespace, runId, now);
+    if (run === undefined) return undefined;
+    if (run.status === 'waiting') {
+      run.status = 'cancelled';
+      run.updatedAt = now;
+    } else if (!runEnded(run.status)) run.cancelRequested = true;
+    this.#runWatchers.notify(namespace, runId);
+    return runRecord(runId, run);
+  }
+
+  deleteRun(namespace: string, runId: string): boolean {
+    this.#checkKeys('deleteRun', namespace, runId);
+    const run = this.#runs.get(namespace)?.get(runId);
+    if (run === undefined) return false;
+    this.#dropRun(namespace, runId, run);
+    this.#runWatchers.notify(namespace, runId);
+    return run.expiresAt > this.#now();
+  }
+
+  watchRun(namespace: string, runId: string, listener: () => void): () => void {
+    this.#checkKeys('watchRun', namespace, runId);
+    return this.#runWatchers.watch(namespace, runId, listener);
+  }
+
   close(): void {
     this.#closed = true;
     this.#sessions.clear();
     this.#journals.clear();
     this.#sessionJournals.clear();
     this.#retained.clear();
+    this.#runs.clear();
+    this.#sessionRuns.clear();
+    this.#runExpiry.clear();
+    this.#runWatchers.clear();
+  }
+
+  /** The run when it is there and has not expired (an expired one is dropped). */
+  #liveRun(namespace: string, runId: string, now: number): Run | undefined {
+    const run = this.#runs.get(namespace)?.get(runId);
+    if (run === undefined) return undefined;
+    if (run.expiresAt > now) return run;
+    this.#dropRun(namespace, runId, run);
+    return undefined;
+  }
+
+  /** Moves a run to the end of its time to live's order (it was just written). */
+  #expiresAt(namespace: string, runId: string, run: Run, previousTtl: number | undefined): void {
+    let byTtl = this.#runExpiry.get(namespace);
+    if (byTtl === undefined) {
+      byTtl = new Map();
+      this.#runExpiry.set(namespace, byTtl);
+    }
+    if (previousTtl !== undefined) byTtl.get(previousTtl)?.delete(runId);
+    let order = byTtl.get(run.ttlMs);
+    if (order === undefined) {
+      order = new Map();
+      byTtl.set(run.ttlMs, order);
+    }
+    order.delete(runId);
+    order.set(runId, run.expiresAt);
+  }
+
+  /** Drops up to `most` runs of a namespace past their time to live, the first to expire first. */
+  #pruneRuns(namespace: string, now: number, most: number): void {
+    const byTtl = this.#runExpiry.get(namespace);
+    if (byTtl === undefined) return;
+    let pruned = 0;
+    for (const [ttl, order] of byTtl) {
+      for (const [runId, expiresAt] of order) {
+        if (expiresAt > now || pruned === most) break;
+        const run = this.#runs.get(namespace)?.get(runId);
+        if (run !== undefined) this.#dropRun(namespace, runId, run);
+        else order.delete(runId);
+        pruned++;
+      }
+      if (order.size === 0) byTtl.delete(ttl);
+    }
+  }
+
+  #dropRun(namespace: string, runId: string, run: Run): void {
+    this.#runs.get(namespace)?.delete(runId);
+    this.#runExpiry.get(namespace)?.get(run.ttlMs)?.delete(runId);
+    const sessions = this.#sessionRuns.get(namespace);
+    const ids = sessions?.get(run.sessionId);
+    ids?.delete(runId);
+    if (ids?.size === 0) sessions!.delete(run.sessionId);
   }
 
   /**
@@ -440,6 +671,20 @@ function now(): number {
   return Date.now();
 }
 
+function runRecord(runId: string, run: Run): RunRecord {
+  return {
+    runId,
+    sessionId: run.sessionId,
+    status: run.status,
+    lastSeq: run.types.length,
+    createdAt: run.createdAt,
+    updatedAt: run.updatedAt,
+    result: run.result,
+    cancelRequested: run.cancelRequested,
+    expiresAt: run.expiresAt,
+  };
+}
+
 function info(sessionId: string, session: Session): SessionInfo {
   return { sessionId, version: session.version, updatedAt: session.updatedAt, expiresAt: session.expiresAt };
 }
@@ -467,16 +712,7 @@ function copy<T>(value: T): T {
   return JSON.parse(JSON.stringify(value)) as T;
 }
 
-/** Throws a `StoreError` for a key that is not a string of 1 to {@link MAX_STORE_KEY} characters. */
-export function checkStoreKey(store: string, operation: string, key: unknown): void {
-  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_STORE_KEY) {
-    throw new StoreError({
-      message: `${store}.${operation}: keys are strings of 1 to ${MAX_STORE_KEY} characters, got ${typeof key === 'string' ? `${key.length} characters` : typeof key}`,
-      store,
-      operation,
-    });
-  }
-}
+export { checkStoreKey };
 
 /** The `ttlMs` option, checked. */
 export function checkTtl(ttlMs: number | undefined): number | undefined {

@@ -4,7 +4,7 @@
  */
 
 /** The schema version this code writes; a database at a newer one is refused. */
-export const POSTGRES_SCHEMA_VERSION = 3;
+export const POSTGRES_SCHEMA_VERSION = 4;
 
 /** The table names of one store (schema-qualified and quoted). */
 export interface PostgresTables {
@@ -13,6 +13,8 @@ export interface PostgresTables {
   turns: string;
   journals: string;
   entries: string;
+  runs: string;
+  runEvents: string;
 }
 
 /** The store's tables for a prefix and an optional schema (both already checked to be plain identifiers). */
@@ -25,6 +27,8 @@ export function postgresTables(prefix: string, schema: string | undefined): Post
     turns: name('turns'),
     journals: name('journals'),
     entries: name('journal_entries'),
+    runs: name('runs'),
+    runEvents: name('run_events'),
   };
 }
 
@@ -82,6 +86,32 @@ export function postgresMigrations(t: PostgresTables): string[][] {
       // A namespace's unfinished calls across sessions (what a process recovers when it starts).
       `CREATE INDEX ON ${t.journals} (namespace, call_id) WHERE NOT finished`,
     ],
+    [
+      // Run logs: a run (id: creation order), its status and outcome, and its events numbered from 1.
+      `CREATE TABLE ${t.runs} (
+        id bigserial NOT NULL,
+        namespace text COLLATE "C" NOT NULL,
+        run_id text COLLATE "C" NOT NULL,
+        session_id text COLLATE "C" NOT NULL,
+        status text NOT NULL,
+        last_seq integer NOT NULL,
+        created_at bigint NOT NULL,
+        updated_at bigint NOT NULL,
+        result text,
+        cancel_requested boolean NOT NULL DEFAULT false,
+        expires_at bigint NOT NULL,
+        PRIMARY KEY (namespace, run_id))`,
+      `CREATE INDEX ON ${t.runs} (namespace, session_id, id)`,
+      `CREATE INDEX ON ${t.runs} (namespace, expires_at)`,
+      `CREATE TABLE ${t.runEvents} (
+        namespace text COLLATE "C" NOT NULL,
+        run_id text COLLATE "C" NOT NULL,
+        seq integer NOT NULL,
+        type text NOT NULL,
+        data text NOT NULL,
+        PRIMARY KEY (namespace, run_id, seq),
+        FOREIGN KEY (namespace, run_id) REFERENCES ${t.runs} ON DELETE CASCADE)`,
+    ],
   ];
 }
 
@@ -90,6 +120,9 @@ const NOW = `floor(extract(epoch from statement_timestamp()) * 1000)::bigint`;
 const LIVE = `(expires_at IS NULL OR expires_at > ${NOW})`;
 /** Finished journals past their retention that one finish prunes, at most. */
 const PRUNE = 16;
+/** A run's columns, as run statements return them. */
+const RUN_COLUMNS =
+  'run_id, session_id, status, last_seq, created_at, updated_at, result, cancel_requested, expires_at';
 
 /** The statements of one store, by name. */
 export function postgresStatements(t: PostgresTables) {
@@ -216,6 +249,58 @@ export function postgresStatements(t: PostgresTables) {
     deleteJournal: `DELETE FROM ${t.journals} WHERE namespace = $1 AND call_id = $2
       RETURNING expires_at IS NULL OR expires_at > ${NOW} AS existed`,
     pruneJournals: `DELETE FROM ${t.journals} WHERE expires_at <= ${NOW} AND ($1::text IS NULL OR namespace = $1)`,
+    // $1 namespace, $2 run: drops it when past its time to live, and a few other runs past theirs.
+    runDropExpired: `WITH d AS (DELETE FROM ${t.runs} WHERE namespace = $1 AND run_id = $2 AND expires_at <= ${NOW})
+      DELETE FROM ${t.runs} WHERE (namespace, run_id) IN (
+        SELECT namespace, run_id FROM ${t.runs} WHERE namespace = $1 AND expires_at <= ${NOW} AND run_id <> $2
+        LIMIT ${PRUNE})`,
+    // $3 session, $4 status, $5 ttl ms, $6 the channel, $7 the notice. No row: a run of that id is there.
+    runCreate: `WITH i AS (
+        INSERT INTO ${t.runs} (namespace, run_id, session_id, status, last_seq, created_at, updated_at, expires_at)
+        VALUES ($1, $2, $3, $4, 0, ${NOW}, ${NOW}, ${NOW} + $5::bigint)
+        ON CONFLICT (namespace, run_id) DO NOTHING
+        RETURNING ${RUN_COLUMNS})
+      SELECT i.*, pg_notify($6, $7) IS NULL AS told FROM i`,
+    runRead: `SELECT ${RUN_COLUMNS} FROM ${t.runs} WHERE namespace = $1 AND run_id = $2 AND expires_at > ${NOW}`,
+    // $3 after, $4 limit: the run and its events after, read in one snapshot.
+    runEvents: `SELECT ${RUN_COLUMNS},
+        ARRAY(SELECT e.type FROM ${t.runEvents} e WHERE e.namespace = $1 AND e.run_id = $2 AND e.seq > $3::integer
+          ORDER BY e.seq LIMIT $4::integer) AS types,
+        ARRAY(SELECT e.data FROM ${t.runEvents} e WHERE e.namespace = $1 AND e.run_id = $2 AND e.seq > $3::integer
+          ORDER BY e.seq LIMIT $4::integer) AS data
+      FROM ${t.runs} WHERE namespace = $1 AND run_id = $2 AND expires_at > ${NOW}`,
+    // $3 types, $4 ttl ms, $5 status (or null: unchanged), $6 result, $7 data, $8 the channel, $9 the notice.
+    // No row: the run is gone. The row's lock orders writers of one run.
+    runAppend: `WITH r AS (
+        UPDATE ${t.runs} SET last_seq = last_seq + cardinality($3::text[]), updated_at = ${NOW},
+          expires_at = ${NOW} + $4::bigint,
+          status = COALESCE($5::text, status),
+          result = CASE WHEN $5::text IS NULL THEN result ELSE $6::text END
+        WHERE namespace = $1 AND run_id = $2 AND expires_at > ${NOW}
+        RETURNING last_seq, cancel_requested),
+      e AS (INSERT INTO ${t.runEvents} (namespace, run_id, seq, type, data)
+        SELECT $1, $2, r.last_seq - cardinality($3::text[]) + t.ord::integer, t.type, t.data
+        FROM r, unnest($3::text[], $7::text[]) WITH ORDINALITY AS t(type, data, ord))
+      SELECT last_seq, cancel_requested, pg_notify($8, $9) IS NULL AS told FROM r`,
+    // $2 session, $3 after (a run id, or null), $4 limit + 1.
+    runsAfter: `SELECT ${RUN_COLUMNS} FROM ${t.runs}
+      WHERE namespace = $1 AND session_id = $2 AND expires_at > ${NOW}
+        AND id > COALESCE((SELECT id FROM ${t.runs} WHERE namespace = $1 AND run_id = $3::text), 0)
+      ORDER BY id LIMIT $4::integer`,
+    runsBefore: `SELECT ${RUN_COLUMNS} FROM ${t.runs}
+      WHERE namespace = $1 AND session_id = $2 AND expires_at > ${NOW}
+        AND id < COALESCE((SELECT id FROM ${t.runs} WHERE namespace = $1 AND run_id = $3::text), 9223372036854775807)
+      ORDER BY id DESC LIMIT $4::integer`,
+    // $3 the channel, $4 the notice. No row: no such run.
+    runCancel: `UPDATE ${t.runs} SET
+        cancel_requested = cancel_requested OR status IN ('queued', 'running'),
+        updated_at = CASE WHEN status = 'waiting' THEN ${NOW} ELSE updated_at END,
+        status = CASE WHEN status = 'waiting' THEN 'cancelled' ELSE status END
+      WHERE namespace = $1 AND run_id = $2 AND expires_at > ${NOW}
+      RETURNING ${RUN_COLUMNS}, pg_notify($3, $4) IS NULL AS told`,
+    runDelete: `DELETE FROM ${t.runs} WHERE namespace = $1 AND run_id = $2
+      RETURNING expires_at > ${NOW} AS existed, pg_notify($3, $4) IS NULL AS told`,
+    pruneRuns: `DELETE FROM ${t.runs} WHERE expires_at <= ${NOW} AND ($1::text IS NULL OR namespace = $1)`,
   };
 }
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Pool, QueryConfig, QueryResultRow } from 'pg';
+import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
 import { ConfigurationError, missingPeer, type StoreConflictError, StoreError } from '../schema/errors';
 import { errorMessage } from '../utils/text';
 import { checkLimit, checkStoreKey, checkTtl, otherSession } from './memory-store';
@@ -11,18 +11,29 @@ import {
   postgresStatements,
   postgresTables,
 } from './postgres-schema';
+import { checkRunRange, checkRunStatus, checkRunTtl, checkRunWrite, RunWatchers } from './run-log';
 import {
   type AcquiredSession,
   type AcquireOptions,
   applyTurn,
   type BusySession,
   type CommitOptions,
+  type CreatedRun,
+  type CreateRunOptions,
   checkRetain,
   commitConflict,
   type FinishJournalOptions,
   fenceConflict,
   type JournalFence,
   type ListOptions,
+  type RunEventPage,
+  type RunListOptions,
+  type RunLogStore,
+  type RunPage,
+  type RunRecord,
+  type RunStatus,
+  type RunWrite,
+  type RunWritten,
   type SessionInfo,
   type SessionPage,
   type SessionStore,
@@ -74,7 +85,7 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,40}$/;
  * const store = new PostgresStore({ connectionString: 'postgres://app@127.0.0.1/app', ttlMs: 86_400_000 });
  * const agent = new AsyncAgent({ llm, memory: { store } });
  */
-export class PostgresStore implements SessionStore {
+export class PostgresStore implements SessionStore, RunLogStore {
   readonly synchronous = false as const;
   readonly description: string;
   readonly ttlMs: number | undefined;
@@ -87,6 +98,13 @@ export class PostgresStore implements SessionStore {
   #pool: Pool | undefined;
   #ready: Promise<Pool> | undefined;
   #closed = false;
+  /** Run writes are notified (LISTEN / NOTIFY): watchers hear every process's. */
+  readonly watchesOtherProcesses = true;
+  readonly #runWatchers = new RunWatchers();
+  /** The watched runs by the notice their writes send. */
+  readonly #watched = new Map<string, { namespace: string; runId: string; count: number }>();
+  /** The connection that listens for run writes (taken from the pool by the first `watchRun`). */
+  #listener: Promise<PoolClient | undefined> | undefined;
 
   constructor(options: PostgresStoreOptions) {
     if (options.connectionString === undefined && options.pool === undefined) {
@@ -233,6 +251,7 @@ export class PostgresStore implements SessionStore {
       const ns = namespace === undefined ? null : pgKey(namespace);
       const [row] = await query('purge', [ns]);
       await query('pruneJournals', [ns]);
+      await query('pruneRuns', [ns]);
       return row?.purged as number;
     });
   }
@@ -369,9 +388,233 @@ export class PostgresStore implements SessionStore {
     );
   }
 
+  async createRun(namespace: string, runId: string, options: CreateRunOptions): Promise<CreatedRun> {
+    return this.#call(
+      'createRun',
+      namespace,
+      options?.sessionId,
+      async (query) => {
+        const status = checkRunStatus(this.description, 'createRun', options.status ?? 'queued');
+        const ttlMs = checkRunTtl(this.description, 'createRun', options.ttlMs);
+        const ns = pgKey(namespace);
+        const id = pgKey(runId);
+        for (let attempt = 0; ; attempt++) {
+          await query('runDropExpired', [ns, id]);
+          const [row] = await query('runCreate', [
+            ns,
+            id,
+            pgKey(options.sessionId),
+            status,
+            ttlMs,
+            this.#runChannel,
+            runNotice(ns, id),
+          ]);
+          this.#runWatchers.notify(namespace, runId);
+          if (row !== undefined) return { created: true, run: runRecordOf(row) };
+          const [existing] = await query('runRead', [ns, id]);
+          if (existing !== undefined) return { created: false, run: runRecordOf(existing) };
+          // It expired between the two statements: dropped, and created afresh.
+          if (attempt >= 3) throw new Error('the run changed under every attempt to create it');
+        }
+      },
+      runId,
+    );
+  }
+
+  async appendRuns(writes: readonly RunWrite[]): Promise<RunWritten[]> {
+    return this.#call('appendRuns', writes[0]?.namespace, undefined, async (query) => {
+      for (const write of writes) checkRunWrite(this.description, write);
+      // Writes of one run in order; different runs at once.
+      const chains = new Map<string, Promise<unknown>>();
+      const written = writes.map((write) => {
+        const ns = pgKey(write.namespace);
+        const id = pgKey(write.runId);
+        const key = `${ns}\u0000${id}`;
+        const done = (chains.get(key) ?? Promise.resolve()).then(async () => {
+          const [row] = await query('runAppend', [
+            ns,
+            id,
+            write.events.map((event) => event.type),
+            write.ttlMs,
+            write.status ?? null,
+            write.result ?? null,
+            write.events.map((event) => event.data),
+            this.#runChannel,
+            runNotice(ns, id),
+          ]);
+          this.#runWatchers.notify(write.namespace, write.runId);
+          return row === undefined
+            ? { lastSeq: -1, cancelRequested: false }
+            : { lastSeq: row.last_seq as number, cancelRequested: row.cancel_requested as boolean };
+        });
+        chains.set(
+          key,
+          done.catch(() => {}),
+        );
+        return done;
+      });
+      return Promise.all(written);
+    });
+  }
+
+  async readRun(namespace: string, runId: string): Promise<RunRecord | undefined> {
+    return this.#call(
+      'readRun',
+      namespace,
+      undefined,
+      async (query) => {
+        const [row] = await query('runRead', [pgKey(namespace), pgKey(runId)]);
+        return row === undefined ? undefined : runRecordOf(row);
+      },
+      runId,
+    );
+  }
+
+  async readRunEvents(
+    namespace: string,
+    runId: string,
+    after: number,
+    limit?: number,
+  ): Promise<RunEventPage | undefined> {
+    return this.#call(
+      'readRunEvents',
+      namespace,
+      undefined,
+      async (query) => {
+        const most = checkRunRange(this.description, after, limit);
+        const [row] = await query('runEvents', [pgKey(namespace), pgKey(runId), after, most]);
+        if (row === undefined) return undefined;
+        const types = row.types as string[];
+        const data = row.data as string[];
+        return {
+          run: runRecordOf(row),
+          events: types.map((type, i) => ({ seq: after + i + 1, type, data: data[i]! })),
+        };
+      },
+      runId,
+    );
+  }
+
+  async listRuns(namespace: string, sessionId: string, options: RunListOptions = {}): Promise<RunPage> {
+    return this.#call('listRuns', namespace, sessionId, async (query) => {
+      const limit = checkLimit(options.limit);
+      if (options.after !== undefined) checkStoreKey(this.description, 'listRuns', options.after);
+      const rows = await query(options.newestFirst ? 'runsBefore' : 'runsAfter', [
+        pgKey(namespace),
+        pgKey(sessionId),
+        options.after === undefined ? null : pgKey(options.after),
+        limit + 1,
+      ]);
+      const runs = rows.slice(0, limit).map(runRecordOf);
+      return rows.length > limit ? { runs, next: runs.at(-1)!.runId } : { runs };
+    });
+  }
+
+  async cancelRun(namespace: string, runId: string): Promise<RunRecord | undefined> {
+    return this.#call(
+      'cancelRun',
+      namespace,
+      undefined,
+      async (query) => {
+        const ns = pgKey(namespace);
+        const id = pgKey(runId);
+        const [row] = await query('runCancel', [ns, id, this.#runChannel, runNotice(ns, id)]);
+        this.#runWatchers.notify(namespace, runId);
+        return row === undefined ? undefined : runRecordOf(row);
+      },
+      runId,
+    );
+  }
+
+  async deleteRun(namespace: string, runId: string): Promise<boolean> {
+    return this.#call(
+      'deleteRun',
+      namespace,
+      undefined,
+      async (query) => {
+        const ns = pgKey(namespace);
+        const id = pgKey(runId);
+        const [row] = await query('runDelete', [ns, id, this.#runChannel, runNotice(ns, id)]);
+        this.#runWatchers.notify(namespace, runId);
+        return row?.existed === true;
+      },
+      runId,
+    );
+  }
+
+  /**
+   * Watches a run: told of this process's writes at once, of other processes' through PostgreSQL's NOTIFY (a
+   * pooled connection LISTENs from the first watch on; while it cannot, readers fall back to polling).
+   */
+  watchRun(namespace: string, runId: string, listener: () => void): () => void {
+    if (this.#closed) {
+      throw new StoreError({
+        message: `${this.description} is closed`,
+        store: this.description,
+        operation: 'watchRun',
+      });
+    }
+    checkStoreKey(this.description, 'watchRun', namespace);
+    checkStoreKey(this.description, 'watchRun', runId);
+    const notice = runNotice(pgKey(namespace), pgKey(runId));
+    const watched = this.#watched.get(notice);
+    if (watched === undefined) this.#watched.set(notice, { namespace, runId, count: 1 });
+    else watched.count++;
+    this.#listener ??= this.#listen();
+    const stop = this.#runWatchers.watch(namespace, runId, listener);
+    let stopped = false;
+    return () => {
+      if (stopped) return;
+      stopped = true;
+      stop();
+      const entry = this.#watched.get(notice);
+      if (entry !== undefined && --entry.count === 0) this.#watched.delete(notice);
+    };
+  }
+
+  /** The channel run writes are notified on: one per store's tables. */
+  get #runChannel(): string {
+    return `${this.#names}_runs`;
+  }
+
+  async #listen(): Promise<PoolClient | undefined> {
+    let client: PoolClient | undefined;
+    try {
+      const pool = await this.#open();
+      client = await pool.connect();
+      const held = client;
+      const lost = () => {
+        // Listened no more: readers poll; the next watch listens again.
+        if (this.#listener !== undefined) this.#listener = undefined;
+        held.release(true);
+      };
+      held.on('error', lost);
+      held.on('notification', (message) => {
+        const entry = this.#watched.get(message.payload ?? '');
+        if (entry !== undefined) this.#runWatchers.notify(entry.namespace, entry.runId);
+      });
+      await held.query(`LISTEN "${this.#runChannel}"`);
+      if (this.#closed) {
+        held.release(true);
+        return undefined;
+      }
+      // What changed before this was not heard: every watcher reads again.
+      this.#runWatchers.notifyAll();
+      return held;
+    } catch {
+      client?.release(true);
+      this.#listener = undefined;
+      return undefined;
+    }
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#runWatchers.clear();
+    const listener = this.#listener;
+    this.#listener = undefined;
+    (await listener?.catch(() => undefined))?.release(true);
     const ready = this.#ready;
     this.#ready = undefined;
     if (this.#options.pool !== undefined) return;
@@ -653,6 +896,26 @@ function parseTurn(text: string): SessionTurn {
     if (part !== undefined && !isMessages(part)) throw new Error('a turn is not an object of message lists');
   }
   return turn;
+}
+
+/** A run as its statements return it. */
+function runRecordOf(row: QueryResultRow): RunRecord {
+  return {
+    runId: fromPgKey(row.run_id as string),
+    sessionId: fromPgKey(row.session_id as string),
+    status: row.status as RunStatus,
+    lastSeq: row.last_seq as number,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+    result: (row.result as string | null) ?? undefined,
+    cancelRequested: row.cancel_requested as boolean,
+    expiresAt: Number(row.expires_at),
+  };
+}
+
+/** What a write of a run notifies: a digest of its (stored) namespace and id, which fits any notice. */
+function runNotice(ns: string, runId: string): string {
+  return createHash('sha256').update(`${ns.length}:${ns}${runId}`).digest('base64url');
 }
 
 /** The connection string without its password, for messages. */

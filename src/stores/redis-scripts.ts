@@ -390,6 +390,150 @@ const JOURNAL_PRUNE = `${PRELUDE}${JOURNALS}
 return prune(ARGV[1], tonumber(ARGV[2]))
 `;
 
+// Run logs. A run's hash `r:<run>`: `session`, `status`, `last` (its last event's number), `created`, `updated`,
+// `result` (none: no result), `cancel` ('0'/'1'), `expires`; its events `r:<run>:e`, a list (event n at index
+// n - 1), each `<length of its type>:<type><data>`; `rs:<session>` the session's runs, oldest first; `rx` the
+// namespace's runs scored by when they expire, for pruning. Writes publish `<hex namespace>:<run>` on the
+// store's run channel, which watchers of other processes hear.
+const RUNS = `
+local function drop_run(base, run)
+  local r = base .. ':r:' .. run
+  local session = redis.call('HGET', r, 'session')
+  redis.call('DEL', r, r .. ':e')
+  redis.call('ZREM', base .. ':rx', run)
+  if session then redis.call('LREM', base .. ':rs:' .. session, 0, run) end
+end
+local function run_live(base, run)
+  local expires = redis.call('HGET', base .. ':r:' .. run, 'expires')
+  if not expires then return false end
+  if tonumber(expires) > now then return true end
+  drop_run(base, run)
+  return false
+end
+local function prune_runs(base, most)
+  local runs = redis.call('ZRANGEBYSCORE', base .. ':rx', '-inf', now, 'LIMIT', 0, most)
+  for _, run in ipairs(runs) do
+    if not run_live(base, run) then redis.call('ZREM', base .. ':rx', run) end
+  end
+  return #runs
+end
+local function run_fields(base, run, result)
+  local f = redis.call('HMGET', base .. ':r:' .. run,
+    'session', 'status', 'last', 'created', 'updated', 'result', 'cancel', 'expires')
+  for i = 1, 8 do result[#result + 1] = f[i] or '' end
+  return result
+end
+`;
+
+// ARGV: base, run, session, status, ttl ms, channel, hex namespace. {'1' (created) | '0' (found), fields...}
+const RUN_CREATE = `${PRELUDE}${RUNS}
+local base, run = ARGV[1], ARGV[2]
+prune_runs(base, ${PRUNE_BATCH})
+if run_live(base, run) then return run_fields(base, run, {'0'}) end
+local r = base .. ':r:' .. run
+redis.call('DEL', r, r .. ':e')
+redis.call('HSET', r, 'session', ARGV[3], 'status', ARGV[4], 'last', 0, 'created', now, 'updated', now,
+  'cancel', '0', 'expires', now + tonumber(ARGV[5]))
+redis.call('RPUSH', base .. ':rs:' .. ARGV[3], run)
+redis.call('ZADD', base .. ':rx', now + tonumber(ARGV[5]), run)
+redis.call('PUBLISH', ARGV[6], ARGV[7] .. ':' .. run)
+return run_fields(base, run, {'1'})
+`;
+
+// ARGV: base, run, ttl ms, has a status ('1'/'0'), status, result ('' for none), channel, hex namespace, then
+// the events. {last, cancel ('0'/'1')}, last -1 when the run is gone.
+const RUN_APPEND = `${PRELUDE}${RUNS}
+local base, run = ARGV[1], ARGV[2]
+if not run_live(base, run) then return {-1, '0'} end
+local r = base .. ':r:' .. run
+local n = #ARGV - 8
+for i = 9, #ARGV, 1000 do
+  redis.call('RPUSH', r .. ':e', unpack(ARGV, i, math.min(i + 999, #ARGV)))
+end
+local last = tonumber(redis.call('HGET', r, 'last')) + n
+local expires = now + tonumber(ARGV[3])
+redis.call('HSET', r, 'last', last, 'updated', now, 'expires', expires)
+if ARGV[4] == '1' then
+  redis.call('HSET', r, 'status', ARGV[5])
+  if ARGV[6] == '' then redis.call('HDEL', r, 'result') else redis.call('HSET', r, 'result', ARGV[6]) end
+end
+redis.call('ZADD', base .. ':rx', expires, run)
+redis.call('PUBLISH', ARGV[7], ARGV[8] .. ':' .. run)
+return {last, redis.call('HGET', r, 'cancel')}
+`;
+
+// ARGV: base, run, after, limit. {fields..., events...} or nil.
+const RUN_READ = `${PRELUDE}${RUNS}
+local base, run = ARGV[1], ARGV[2]
+if not run_live(base, run) then return false end
+local result = run_fields(base, run, {})
+local after, limit = tonumber(ARGV[3]), tonumber(ARGV[4])
+if limit > 0 then
+  for _, event in ipairs(redis.call('LRANGE', base .. ':r:' .. run .. ':e', after, after + limit - 1)) do
+    result[#result + 1] = event
+  end
+end
+return result
+`;
+
+// ARGV: base, session, after ('' for the start), how many, newest first ('1'/'0'). run, fields... for each.
+const RUN_LIST = `${PRELUDE}${RUNS}
+local base, session, want, newest = ARGV[1], ARGV[2], tonumber(ARGV[4]), ARGV[5] == '1'
+local list = base .. ':rs:' .. session
+local length = redis.call('LLEN', list)
+local index = newest and length - 1 or 0
+if ARGV[3] ~= '' then
+  local at = redis.call('LPOS', list, ARGV[3])
+  if at then index = newest and at - 1 or at + 1 end
+end
+local result, found = {}, 0
+while found < want and index >= 0 and index < length do
+  local run = redis.call('LINDEX', list, index)
+  if run and run_live(base, run) then
+    result[#result + 1] = run
+    run_fields(base, run, result)
+    found = found + 1
+    index = newest and index - 1 or index + 1
+  elseif run then
+    -- Dropped: the list is one shorter, and going forward the next run is now at this index.
+    length = length - 1
+    if newest then index = index - 1 end
+  else
+    break
+  end
+end
+return result
+`;
+
+// ARGV: base, run, channel, hex namespace. The run's fields after, or nil.
+const RUN_CANCEL = `${PRELUDE}${RUNS}
+local base, run = ARGV[1], ARGV[2]
+if not run_live(base, run) then return false end
+local r = base .. ':r:' .. run
+local status = redis.call('HGET', r, 'status')
+if status == 'waiting' then
+  redis.call('HSET', r, 'status', 'cancelled', 'updated', now)
+elseif status == 'queued' or status == 'running' then
+  redis.call('HSET', r, 'cancel', '1')
+end
+redis.call('PUBLISH', ARGV[3], ARGV[4] .. ':' .. run)
+return run_fields(base, run, {})
+`;
+
+// ARGV: base, run, channel, hex namespace. 1 when it existed (and had not expired).
+const RUN_DELETE = `${PRELUDE}${RUNS}
+local base, run = ARGV[1], ARGV[2]
+local existed = run_live(base, run)
+drop_run(base, run)
+redis.call('PUBLISH', ARGV[3], ARGV[4] .. ':' .. run)
+return existed and 1 or 0
+`;
+
+// ARGV: base, batch size. Drops up to that many runs past their time to live; how many were looked at.
+const RUN_PRUNE = `${PRELUDE}${RUNS}
+return prune_runs(ARGV[1], tonumber(ARGV[2]))
+`;
+
 type Reply = Promise<(string | null)[] | null>;
 
 /** The scripts as commands of an ioredis client (sent by SHA; ioredis sends the text when Redis lacks it). */
@@ -451,6 +595,37 @@ export interface RedisStoreCommands {
   lagentStoreJournalDelete(base: string, call: string): Promise<number>;
   lagentStoreJournalUnfinished(base: string, start: string, limit: number): Promise<string[]>;
   lagentStoreJournalPrune(base: string, batch: number): Promise<number>;
+  lagentStoreRunCreate(
+    base: string,
+    run: string,
+    session: string,
+    status: string,
+    ttlMs: number,
+    channel: string,
+    hexNamespace: string,
+  ): Promise<string[]>;
+  lagentStoreRunAppend(
+    base: string,
+    run: string,
+    ttlMs: number,
+    hasStatus: string,
+    status: string,
+    result: string,
+    channel: string,
+    hexNamespace: string,
+    ...events: string[]
+  ): Promise<[number, string]>;
+  lagentStoreRunRead(base: string, run: string, after: number, limit: number): Reply;
+  lagentStoreRunList(
+    base: string,
+    session: string,
+    after: string,
+    limit: number,
+    newestFirst: string,
+  ): Promise<string[]>;
+  lagentStoreRunCancel(base: string, run: string, channel: string, hexNamespace: string): Reply;
+  lagentStoreRunDelete(base: string, run: string, channel: string, hexNamespace: string): Promise<number>;
+  lagentStoreRunPrune(base: string, batch: number): Promise<number>;
 }
 
 const SCRIPTS: Record<keyof RedisStoreCommands, string> = {
@@ -471,12 +646,19 @@ const SCRIPTS: Record<keyof RedisStoreCommands, string> = {
   lagentStoreJournalDelete: JOURNAL_DELETE,
   lagentStoreJournalUnfinished: JOURNAL_UNFINISHED,
   lagentStoreJournalPrune: JOURNAL_PRUNE,
+  lagentStoreRunCreate: RUN_CREATE,
+  lagentStoreRunAppend: RUN_APPEND,
+  lagentStoreRunRead: RUN_READ,
+  lagentStoreRunList: RUN_LIST,
+  lagentStoreRunCancel: RUN_CANCEL,
+  lagentStoreRunDelete: RUN_DELETE,
+  lagentStoreRunPrune: RUN_PRUNE,
 };
 
 /** Defines the scripts on a client (once per client: stores sharing one share them). */
 export function defineStoreCommands(redis: Redis): Redis & RedisStoreCommands {
   const commands = redis as Redis & Partial<RedisStoreCommands>;
-  if (commands.lagentStoreSchema === undefined) {
+  if (commands.lagentStoreRunCreate === undefined) {
     for (const [name, lua] of Object.entries(SCRIPTS)) redis.defineCommand(name, { numberOfKeys: 0, lua });
   }
   return redis as Redis & RedisStoreCommands;

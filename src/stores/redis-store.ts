@@ -6,14 +6,26 @@ import { checkLimit, checkStoreKey, checkTtl, otherSession } from './memory-stor
 import { encodeTurn, foldState } from './redis-codec';
 import { decodeKey, encodeKey, RedisStoreKeys } from './redis-keys';
 import { defineStoreCommands, REDIS_SCHEMA, type RedisStoreCommands } from './redis-scripts';
+import { checkRunRange, checkRunStatus, checkRunTtl, checkRunWrite, RunWatchers } from './run-log';
 import type {
   AcquiredSession,
   AcquireOptions,
   BusySession,
   CommitOptions,
+  CreatedRun,
+  CreateRunOptions,
   FinishJournalOptions,
   JournalFence,
   ListOptions,
+  RunEvent,
+  RunEventPage,
+  RunListOptions,
+  RunLogStore,
+  RunPage,
+  RunRecord,
+  RunStatus,
+  RunWrite,
+  RunWritten,
   SessionPage,
   SessionStore,
   StoredJournal,
@@ -22,7 +34,7 @@ import type {
   StoreOptions,
   UnfinishedCallPage,
 } from './types';
-import { checkRetain, commitConflict, fenceConflict } from './types';
+import { checkRetain, commitConflict, fenceConflict, RUN_PAGE } from './types';
 
 /** Options of {@link RedisStore}: where Redis is (`url`, or a `client` the caller owns), and the store's. */
 export interface RedisStoreOptions extends StoreOptions {
@@ -102,7 +114,7 @@ function loadIoredis(): Promise<typeof import('ioredis').default> {
  * const store = new RedisStore({ url: 'redis://127.0.0.1:6379', ttlMs: 7 * 24 * 3600_000 });
  * const agent = new AsyncAgent({ llm, memory: { store } });
  */
-export class RedisStore implements SessionStore {
+export class RedisStore implements SessionStore, RunLogStore {
   readonly synchronous = false as const;
   readonly description: string;
   readonly ttlMs: number | undefined;
@@ -114,6 +126,11 @@ export class RedisStore implements SessionStore {
   #checked: Promise<void> | undefined;
   #lastError: Error | undefined;
   #closed = false;
+  /** Run writes are published: watchers hear every process's. */
+  readonly watchesOtherProcesses = true;
+  readonly #runWatchers = new RunWatchers();
+  /** The connection that hears run writes (made by the first `watchRun`). */
+  #subscriber: Promise<Redis | undefined> | undefined;
 
   constructor(options: RedisStoreOptions) {
     if (options === null || typeof options !== 'object') {
@@ -285,6 +302,7 @@ export class RedisStore implements SessionStore {
           if (seen < PURGE_BATCH) break;
         }
         while ((await redis.lagentStoreJournalPrune(base, PURGE_BATCH)) === PURGE_BATCH);
+        while ((await redis.lagentStoreRunPrune(base, PURGE_BATCH)) === PURGE_BATCH);
       }
       return purged;
     });
@@ -401,6 +419,163 @@ export class RedisStore implements SessionStore {
     });
   }
 
+  createRun(namespace: string, runId: string, options: CreateRunOptions): Promise<CreatedRun> {
+    return this.#run('createRun', namespace, options?.sessionId, async (redis) => {
+      checkStoreKey(this.description, 'createRun', runId);
+      const status = checkRunStatus(this.description, 'createRun', options.status ?? 'queued');
+      const ttlMs = checkRunTtl(this.description, 'createRun', options.ttlMs);
+      const reply = await redis.lagentStoreRunCreate(
+        this.keys.base(namespace),
+        encodeKey(runId),
+        encodeKey(options.sessionId),
+        status,
+        ttlMs,
+        this.#runChannel,
+        encodeKey(namespace),
+      );
+      this.#runWatchers.notify(namespace, runId);
+      return { created: reply[0] === '1', run: runRecordOf(runId, reply, 1) };
+    });
+  }
+
+  appendRuns(writes: readonly RunWrite[]): Promise<RunWritten[]> {
+    return this.#run('appendRuns', writes[0]?.namespace, undefined, async (redis) => {
+      for (const write of writes) checkRunWrite(this.description, write);
+      const written = await Promise.all(
+        writes.map((write) => {
+          const events = write.events.map((event) => `${event.type.length}:${event.type}${event.data}`);
+          return redis.lagentStoreRunAppend(
+            this.keys.base(write.namespace),
+            encodeKey(write.runId),
+            write.ttlMs,
+            write.status === undefined ? '0' : '1',
+            write.status ?? '',
+            write.result ?? '',
+            this.#runChannel,
+            encodeKey(write.namespace),
+            ...events,
+          );
+        }),
+      );
+      for (const write of writes) this.#runWatchers.notify(write.namespace, write.runId);
+      return written.map(([last, cancel]) => ({ lastSeq: Number(last), cancelRequested: cancel === '1' }));
+    });
+  }
+
+  readRun(namespace: string, runId: string): Promise<RunRecord | undefined> {
+    return this.#runJournal('readRun', namespace, runId, async (redis) => {
+      const reply = await redis.lagentStoreRunRead(this.keys.base(namespace), encodeKey(runId), 0, 0);
+      return reply === null ? undefined : runRecordOf(runId, reply as string[], 0);
+    });
+  }
+
+  readRunEvents(
+    namespace: string,
+    runId: string,
+    after: number,
+    limit?: number,
+  ): Promise<RunEventPage | undefined> {
+    return this.#runJournal('readRunEvents', namespace, runId, async (redis) => {
+      const most = checkRunRange(this.description, after, limit ?? RUN_PAGE);
+      const reply = await redis.lagentStoreRunRead(this.keys.base(namespace), encodeKey(runId), after, most);
+      if (reply === null) return undefined;
+      const fields = reply as string[];
+      const events: RunEvent[] = [];
+      for (let i = 8; i < fields.length; i++) events.push(decodeRunEvent(after + i - 7, fields[i]!));
+      return { run: runRecordOf(runId, fields, 0), events };
+    });
+  }
+
+  listRuns(namespace: string, sessionId: string, options: RunListOptions = {}): Promise<RunPage> {
+    return this.#run('listRuns', namespace, sessionId, async (redis) => {
+      const limit = checkLimit(options.limit);
+      if (options.after !== undefined) checkStoreKey(this.description, 'listRuns', options.after);
+      const reply = await redis.lagentStoreRunList(
+        this.keys.base(namespace),
+        encodeKey(sessionId),
+        options.after === undefined ? '' : encodeKey(options.after),
+        limit + 1,
+        options.newestFirst ? '1' : '0',
+      );
+      const runs: RunRecord[] = [];
+      for (let i = 0; i < reply.length; i += 9) runs.push(runRecordOf(decodeKey(reply[i]!), reply, i + 1));
+      if (runs.length <= limit) return { runs };
+      runs.length = limit;
+      return { runs, next: runs.at(-1)!.runId };
+    });
+  }
+
+  cancelRun(namespace: string, runId: string): Promise<RunRecord | undefined> {
+    return this.#runJournal('cancelRun', namespace, runId, async (redis) => {
+      const reply = await redis.lagentStoreRunCancel(
+        this.keys.base(namespace),
+        encodeKey(runId),
+        this.#runChannel,
+        encodeKey(namespace),
+      );
+      this.#runWatchers.notify(namespace, runId);
+      return reply === null ? undefined : runRecordOf(runId, reply as string[], 0);
+    });
+  }
+
+  deleteRun(namespace: string, runId: string): Promise<boolean> {
+    return this.#runJournal('deleteRun', namespace, runId, async (redis) => {
+      const existed = await redis.lagentStoreRunDelete(
+        this.keys.base(namespace),
+        encodeKey(runId),
+        this.#runChannel,
+        encodeKey(namespace),
+      );
+      this.#runWatchers.notify(namespace, runId);
+      return existed === 1;
+    });
+  }
+
+  /**
+   * Watches a run: told of this process's writes at once, of other processes' when Redis publishes them (a
+   * connection of its own subscribes on the first watch; while it cannot, readers fall back to polling).
+   */
+  watchRun(namespace: string, runId: string, listener: () => void): () => void {
+    if (this.#closed) {
+      throw new StoreError({
+        message: `${this.description} is closed`,
+        store: this.description,
+        operation: 'watchRun',
+      });
+    }
+    checkStoreKey(this.description, 'watchRun', namespace);
+    checkStoreKey(this.description, 'watchRun', runId);
+    this.#subscriber ??= this.#subscribe();
+    return this.#runWatchers.watch(namespace, runId, listener);
+  }
+
+  /** The channel run writes are published on. */
+  get #runChannel(): string {
+    return `${this.keys.prefix}:runs`;
+  }
+
+  async #subscribe(): Promise<Redis | undefined> {
+    try {
+      const redis = await this.#redis();
+      const subscriber = redis.duplicate();
+      subscriber.on('error', () => {});
+      subscriber.on('message', (_channel: string, message: string) => {
+        const at = message.indexOf(':');
+        if (at < 0) return;
+        this.#runWatchers.notify(decodeKey(message.slice(0, at)), decodeKey(message.slice(at + 1)));
+      });
+      await subscriber.subscribe(this.#runChannel);
+      if (this.#closed) subscriber.disconnect();
+      // What changed before this was not heard: every watcher reads again.
+      this.#runWatchers.notifyAll();
+      return subscriber;
+    } catch {
+      // Not heard: readers poll. The next watch tries again.
+      this.#subscriber = undefined;
+      return undefined;
+    }
+  }
+
   /** @internal */
   get [redisStoreInternals](): RedisStoreInternals {
     return {
@@ -414,6 +589,10 @@ export class RedisStore implements SessionStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#runWatchers.clear();
+    const subscriber = this.#subscriber;
+    this.#subscriber = undefined;
+    (await subscriber?.catch(() => undefined))?.disconnect();
     const client = this.#client;
     this.#client = undefined;
     if (!this.#owned || client === undefined) return;
@@ -567,6 +746,28 @@ export class RedisStore implements SessionStore {
     }
     return message;
   }
+}
+
+/** A run as stored: its 8 fields from `at` (session, status, last, created, updated, result, cancel, expires). */
+function runRecordOf(runId: string, fields: readonly string[], at: number): RunRecord {
+  return {
+    runId,
+    sessionId: decodeKey(fields[at]!),
+    status: fields[at + 1] as RunStatus,
+    lastSeq: Number(fields[at + 2]),
+    createdAt: Number(fields[at + 3]),
+    updatedAt: Number(fields[at + 4]),
+    result: fields[at + 5] === '' ? undefined : fields[at + 5],
+    cancelRequested: fields[at + 6] === '1',
+    expiresAt: Number(fields[at + 7]),
+  };
+}
+
+/** An event as stored: `<length of its type>:<type><data>`. */
+function decodeRunEvent(seq: number, stored: string): RunEvent {
+  const colon = stored.indexOf(':');
+  const end = colon + 1 + Number(stored.slice(0, colon));
+  return { seq, type: stored.slice(colon + 1, end), data: stored.slice(end) };
 }
 
 /** A key in a message: JSON-quoted, long ones cut. */

@@ -35,7 +35,7 @@ export interface SqliteDatabase {
 }
 
 /** The schema version this code writes; a database at a newer one is refused. */
-export const SQLITE_SCHEMA_VERSION = 3;
+export const SQLITE_SCHEMA_VERSION = 4;
 
 /** Table names of one prefix. */
 export interface SqliteTables {
@@ -45,6 +45,8 @@ export interface SqliteTables {
   turns: string;
   journals: string;
   entries: string;
+  runs: string;
+  runEvents: string;
 }
 
 export function sqliteTables(prefix: string): SqliteTables {
@@ -55,6 +57,8 @@ export function sqliteTables(prefix: string): SqliteTables {
     turns: `"${prefix}turns"`,
     journals: `"${prefix}journals"`,
     entries: `"${prefix}journal_entries"`,
+    runs: `"${prefix}runs"`,
+    runEvents: `"${prefix}run_events"`,
   };
 }
 
@@ -129,6 +133,32 @@ const MIGRATIONS: ((db: SqliteDatabase, t: SqliteTables, prefix: string) => void
     db.exec(
       `CREATE INDEX "${prefix}journals_unfinished_calls" ON ${t.journals} (namespace, call_id) WHERE finished = 0`,
     );
+  },
+  (db, t, prefix) => {
+    // Run logs: a run in creation order (id), its status and outcome, and its events numbered from 1.
+    db.exec(`CREATE TABLE ${t.runs} (
+      id INTEGER PRIMARY KEY,
+      namespace BLOB NOT NULL,
+      run_id BLOB NOT NULL,
+      session_id BLOB NOT NULL,
+      status TEXT NOT NULL,
+      last_seq INTEGER NOT NULL,
+      created_at INTEGER NOT NULL,
+      updated_at INTEGER NOT NULL,
+      result TEXT,
+      cancel_requested INTEGER NOT NULL,
+      expires_at INTEGER NOT NULL,
+      UNIQUE (namespace, run_id)
+    )`);
+    db.exec(`CREATE INDEX "${prefix}runs_session" ON ${t.runs} (namespace, session_id, id)`);
+    db.exec(`CREATE INDEX "${prefix}runs_expiry" ON ${t.runs} (namespace, expires_at)`);
+    db.exec(`CREATE TABLE ${t.runEvents} (
+      run INTEGER NOT NULL,
+      seq INTEGER NOT NULL,
+      type TEXT NOT NULL,
+      data TEXT NOT NULL,
+      PRIMARY KEY (run, seq)
+    ) WITHOUT ROWID`);
   },
 ];
 

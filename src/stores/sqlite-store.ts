@@ -3,6 +3,14 @@ import { ConfigurationError, missingPeer, StoreError } from '../schema/errors';
 import { errorMessage } from '../utils/text';
 import { checkLimit, checkStoreKey, checkTtl, otherSession } from './memory-store';
 import {
+  checkRunRange,
+  checkRunStatus,
+  checkRunTtl,
+  checkRunWrite,
+  type RunWatchers,
+  sharedRunWatchers,
+} from './run-log';
+import {
   fromSqliteKey,
   migrateSqlite,
   SQLITE_NOW,
@@ -18,6 +26,8 @@ import {
   applyTurn,
   type BusySession,
   type CommitOptions,
+  type CreatedRun,
+  type CreateRunOptions,
   checkRetain,
   commitConflict,
   type FinishJournalOptions,
@@ -28,6 +38,16 @@ import {
   type JournalFence,
   type ListOptions,
   PRUNE_BATCH,
+  type RunEvent,
+  type RunEventPage,
+  type RunListOptions,
+  type RunLogStore,
+  type RunPage,
+  type RunRecord,
+  type RunStatus,
+  type RunWrite,
+  type RunWritten,
+  runEnded,
   type SessionInfo,
   type SessionPage,
   type SessionTurn,
@@ -92,6 +112,19 @@ interface SessionRow {
   last_turn_id: string | null;
 }
 
+interface RunRow {
+  id: number;
+  run_id: Uint8Array;
+  session_id: Uint8Array;
+  status: RunStatus;
+  last_seq: number;
+  created_at: number;
+  updated_at: number;
+  result: string | null;
+  cancel_requested: number;
+  expires_at: number;
+}
+
 interface JournalRow {
   id: number;
   session_id: Uint8Array;
@@ -129,7 +162,7 @@ function loadDriver(): BetterSqlite3 {
  * const store = new SQLiteStore({ path: './sessions.db', ttlMs: 7 * 24 * 3600_000 });
  * const agent = new Agent({ llm, memory: { store } });
  */
-export class SQLiteStore implements SyncSessionStore, GroupedSessionWrites {
+export class SQLiteStore implements SyncSessionStore, GroupedSessionWrites, RunLogStore {
   readonly synchronous = true as const;
   readonly description: string;
   readonly ttlMs: number | undefined;
@@ -147,6 +180,9 @@ export class SQLiteStore implements SyncSessionStore, GroupedSessionWrites {
   /** The last group held several writes: calls are running concurrently, so every write is queued. */
   #busy = false;
   #closed = false;
+  /** Other processes' writes are not heard: their readers poll. */
+  readonly watchesOtherProcesses = false;
+  readonly #runWatchers: { watchers: RunWatchers; release(): void };
 
   constructor(options: SQLiteStoreOptions) {
     this.ttlMs = checkTtl(options.ttlMs);
@@ -214,6 +250,8 @@ export class SQLiteStore implements SyncSessionStore, GroupedSessionWrites {
     });
     this.#read = this.#db.transaction((namespace, sessionId) => this.#readIn(namespace, sessionId));
     this.#tx = this.#db.transaction((body) => body());
+    // Stores of the same file and tables in this process hear each other's run writes.
+    this.#runWatchers = sharedRunWatchers(`SQLiteStore\u0000${this.#db.name}\u0000${prefix}`);
   }
 
   acquireSession(
@@ -340,10 +378,14 @@ export class SQLiteStore implements SyncSessionStore, GroupedSessionWrites {
         if (namespace === undefined) {
           this.#sql.pruneEntriesAll.run(now);
           this.#sql.pruneJournalsAll.run(now);
+          this.#sql.pruneRunEventsAll.run(now);
+          this.#sql.pruneRunsAll.run(now);
         } else {
           const ns = sqliteKey(namespace);
           this.#sql.pruneEntriesIn.run(ns, now, -1);
           this.#sql.pruneJournalsIn.run(ns, now, -1);
+          this.#sql.pruneRunEvents.run(ns, now, -1);
+          this.#sql.pruneRuns.run(ns, now, -1);
         }
         return rows.length;
       }),
@@ -498,11 +540,161 @@ export class SQLiteStore implements SyncSessionStore, GroupedSessionWrites {
     );
   }
 
+  createRun(namespace: string, runId: string, options: CreateRunOptions): CreatedRun {
+    this.#checkKeys('createRun', namespace, runId, options?.sessionId);
+    const status = checkRunStatus(this.description, 'createRun', options.status ?? 'queued');
+    const ttlMs = checkRunTtl(this.description, 'createRun', options.ttlMs);
+    const created = this.#run('createRun', namespace, options.sessionId, () =>
+      this.#writing(() => {
+        const now = this.#now();
+        const ns = sqliteKey(namespace);
+        const key = sqliteKey(runId);
+        this.#sql.pruneRunEvents.run(ns, now, PRUNE_BATCH);
+        this.#sql.pruneRuns.run(ns, now, PRUNE_BATCH);
+        const existing = this.#liveRun(ns, key, now);
+        if (existing !== undefined) return { created: false, run: this.#runRecord(existing) };
+        const row = this.#sql.insertRun.get(
+          ns,
+          key,
+          sqliteKey(options.sessionId),
+          status,
+          now,
+          now,
+          now + ttlMs,
+        ) as RunRow;
+        return { created: true, run: this.#runRecord(row) };
+      }),
+    );
+    this.#runWatchers.watchers.notify(namespace, runId);
+    return created;
+  }
+
+  /** Appends to runs' logs in one write transaction (each write on its own run; a run that is gone gets -1). */
+  appendRuns(writes: readonly RunWrite[]): RunWritten[] {
+    this.#open('appendRuns');
+    for (const write of writes) checkRunWrite(this.description, write);
+    if (writes.length === 0) return [];
+    const written = this.#run('appendRuns', writes[0]!.namespace, undefined, () =>
+      this.#writing(() => {
+        const now = this.#now();
+        const results: RunWritten[] = [];
+        for (const write of writes) {
+          const row = this.#liveRun(sqliteKey(write.namespace), sqliteKey(write.runId), now);
+          if (row === undefined) {
+            results.push({ lastSeq: -1, cancelRequested: false });
+            continue;
+          }
+          let seq = row.last_seq;
+          for (const event of write.events)
+            this.#sql.insertRunEvent.run(row.id, ++seq, event.type, event.data);
+          const expiresAt = now + write.ttlMs;
+          if (write.status === undefined) this.#sql.runWritten.run(seq, now, expiresAt, row.id);
+          else {
+            this.#sql.runWrittenStatus.run(seq, now, expiresAt, write.status, write.result ?? null, row.id);
+          }
+          results.push({ lastSeq: seq, cancelRequested: row.cancel_requested !== 0 });
+        }
+        return results;
+      }),
+    );
+    for (const write of writes) this.#runWatchers.watchers.notify(write.namespace, write.runId);
+    return written;
+  }
+
+  readRun(namespace: string, runId: string): RunRecord | undefined {
+    this.#checkKeys('readRun', namespace, runId);
+    return this.#run('readRun', namespace, undefined, () => {
+      const row = this.#sql.run.get(sqliteKey(namespace), sqliteKey(runId)) as RunRow | undefined;
+      return row === undefined || row.expires_at <= this.#now() ? undefined : this.#runRecord(row);
+    });
+  }
+
+  readRunEvents(namespace: string, runId: string, after: number, limit?: number): RunEventPage | undefined {
+    this.#checkKeys('readRunEvents', namespace, runId);
+    const most = checkRunRange(this.description, after, limit);
+    return this.#run('readRunEvents', namespace, undefined, () =>
+      this.#reading(() => {
+        const row = this.#sql.run.get(sqliteKey(namespace), sqliteKey(runId)) as RunRow | undefined;
+        if (row === undefined || row.expires_at <= this.#now()) return undefined;
+        const events =
+          after >= row.last_seq ? [] : (this.#sql.runEvents.all(row.id, after, most) as RunEvent[]);
+        return { run: this.#runRecord(row), events };
+      }),
+    );
+  }
+
+  listRuns(namespace: string, sessionId: string, options: RunListOptions = {}): RunPage {
+    this.#checkKeys('listRuns', namespace, sessionId);
+    const limit = checkLimit(options.limit);
+    return this.#run('listRuns', namespace, sessionId, () =>
+      this.#reading(() => {
+        const ns = sqliteKey(namespace);
+        let from = options.newestFirst ? Number.MAX_SAFE_INTEGER : 0;
+        if (options.after !== undefined) {
+          const cursor = this.#sql.run.get(ns, sqliteKey(String(options.after))) as RunRow | undefined;
+          if (cursor !== undefined) from = cursor.id;
+        }
+        const rows = (options.newestFirst ? this.#sql.runsBefore : this.#sql.runsAfter).all(
+          ns,
+          sqliteKey(sessionId),
+          from,
+          this.#now(),
+          limit + 1,
+        ) as RunRow[];
+        const runs = rows.slice(0, limit).map((row) => this.#runRecord(row));
+        return rows.length > limit ? { runs, next: runs.at(-1)!.runId } : { runs };
+      }),
+    );
+  }
+
+  cancelRun(namespace: string, runId: string): RunRecord | undefined {
+    this.#checkKeys('cancelRun', namespace, runId);
+    const found = this.#run('cancelRun', namespace, undefined, () =>
+      this.#writing(() => {
+        const now = this.#now();
+        const row = this.#liveRun(sqliteKey(namespace), sqliteKey(runId), now);
+        if (row === undefined) return undefined;
+        if (row.status === 'waiting') {
+          this.#sql.runCancelled.run(now, row.id);
+          row.status = 'cancelled';
+          row.updated_at = now;
+        } else if (!runEnded(row.status)) {
+          this.#sql.runCancelRequested.run(row.id);
+          row.cancel_requested = 1;
+        }
+        return this.#runRecord(row);
+      }),
+    );
+    this.#runWatchers.watchers.notify(namespace, runId);
+    return found;
+  }
+
+  deleteRun(namespace: string, runId: string): boolean {
+    this.#checkKeys('deleteRun', namespace, runId);
+    const existed = this.#run('deleteRun', namespace, undefined, () =>
+      this.#writing(() => {
+        const row = this.#sql.run.get(sqliteKey(namespace), sqliteKey(runId)) as RunRow | undefined;
+        if (row === undefined) return false;
+        this.#sql.deleteRunEvents.run(row.id);
+        this.#sql.deleteRun.run(row.id);
+        return row.expires_at > this.#now();
+      }),
+    );
+    this.#runWatchers.watchers.notify(namespace, runId);
+    return existed;
+  }
+
+  watchRun(namespace: string, runId: string, listener: () => void): () => void {
+    this.#checkKeys('watchRun', namespace, runId);
+    return this.#runWatchers.watchers.watch(namespace, runId, listener);
+  }
+
   close(): void {
     if (this.#closed) return;
     // Queued writes run first: a commit already asked for is not lost.
     if (this.#db.open) this.#flush();
     this.#closed = true;
+    this.#runWatchers.release();
     if (this.#owned && this.#db.open) {
       try {
         this.#db.close();
@@ -510,6 +702,29 @@ export class SQLiteStore implements SyncSessionStore, GroupedSessionWrites {
         throw this.#failure('close', undefined, undefined, error);
       }
     }
+  }
+
+  /** A run's row when it is there and has not expired (an expired one is deleted). Inside a write transaction. */
+  #liveRun(ns: Buffer, runId: Buffer, now: number): RunRow | undefined {
+    const row = this.#sql.run.get(ns, runId) as RunRow | undefined;
+    if (row === undefined || row.expires_at > now) return row;
+    this.#sql.deleteRunEvents.run(row.id);
+    this.#sql.deleteRun.run(row.id);
+    return undefined;
+  }
+
+  #runRecord(row: RunRow): RunRecord {
+    return {
+      runId: fromSqliteKey(row.run_id),
+      sessionId: fromSqliteKey(row.session_id),
+      status: row.status,
+      lastSeq: row.last_seq,
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
+      result: row.result ?? undefined,
+      cancelRequested: row.cancel_requested !== 0,
+      expiresAt: row.expires_at,
+    };
   }
 
   /** The database's clock (see SQLITE_NOW): inside a write transaction, the writer's time. */
@@ -948,6 +1163,47 @@ function prepare(db: SqliteDatabase, prefix: string) {
     ),
     unfinishedJournals: q(`SELECT call_id FROM ${t.journals} WHERE ${where} AND finished = 0 ORDER BY id`),
     deleteEntries: q(`DELETE FROM ${t.entries} WHERE journal_id = ?`),
+    run: q(
+      `SELECT id, run_id, session_id, status, last_seq, created_at, updated_at, result, cancel_requested, expires_at
+       FROM ${t.runs} WHERE namespace = ? AND run_id = ?`,
+    ),
+    insertRun: q(
+      `INSERT INTO ${t.runs} (namespace, run_id, session_id, status, last_seq, created_at, updated_at, result, cancel_requested, expires_at)
+       VALUES (?, ?, ?, ?, 0, ?, ?, NULL, 0, ?)
+       RETURNING id, run_id, session_id, status, last_seq, created_at, updated_at, result, cancel_requested, expires_at`,
+    ),
+    insertRunEvent: q(`INSERT INTO ${t.runEvents} (run, seq, type, data) VALUES (?, ?, ?, ?)`),
+    runWritten: q(`UPDATE ${t.runs} SET last_seq = ?, updated_at = ?, expires_at = ? WHERE id = ?`),
+    runWrittenStatus: q(
+      `UPDATE ${t.runs} SET last_seq = ?, updated_at = ?, expires_at = ?, status = ?, result = ? WHERE id = ?`,
+    ),
+    runEvents: q(`SELECT seq, type, data FROM ${t.runEvents} WHERE run = ? AND seq > ? ORDER BY seq LIMIT ?`),
+    // $1 namespace, $2 session, $3 the cursor's id, $4 now, $5 limit + 1.
+    runsAfter: q(
+      `SELECT id, run_id, session_id, status, last_seq, created_at, updated_at, result, cancel_requested, expires_at
+       FROM ${t.runs} WHERE namespace = ? AND session_id = ? AND id > ? AND expires_at > ? ORDER BY id LIMIT ?`,
+    ),
+    runsBefore: q(
+      `SELECT id, run_id, session_id, status, last_seq, created_at, updated_at, result, cancel_requested, expires_at
+       FROM ${t.runs} WHERE namespace = ? AND session_id = ? AND id < ? AND expires_at > ? ORDER BY id DESC LIMIT ?`,
+    ),
+    runCancelled: q(`UPDATE ${t.runs} SET status = 'cancelled', updated_at = ? WHERE id = ?`),
+    runCancelRequested: q(`UPDATE ${t.runs} SET cancel_requested = 1 WHERE id = ?`),
+    deleteRunEvents: q(`DELETE FROM ${t.runEvents} WHERE run = ?`),
+    deleteRun: q(`DELETE FROM ${t.runs} WHERE id = ?`),
+    // $1 namespace, $2 now, $3 at most how many (-1: all).
+    pruneRunEvents: q(
+      `DELETE FROM ${t.runEvents} WHERE run IN (SELECT id FROM ${t.runs}
+       WHERE namespace = ? AND expires_at <= ? ORDER BY expires_at LIMIT ?)`,
+    ),
+    pruneRuns: q(
+      `DELETE FROM ${t.runs} WHERE id IN (SELECT id FROM ${t.runs}
+       WHERE namespace = ? AND expires_at <= ? ORDER BY expires_at LIMIT ?)`,
+    ),
+    pruneRunEventsAll: q(
+      `DELETE FROM ${t.runEvents} WHERE run IN (SELECT id FROM ${t.runs} WHERE expires_at <= ?)`,
+    ),
+    pruneRunsAll: q(`DELETE FROM ${t.runs} WHERE expires_at <= ?`),
     deleteJournal: q(`DELETE FROM ${t.journals} WHERE id = ?`),
   };
 }

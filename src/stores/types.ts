@@ -290,6 +290,17 @@ export function applyTurn(state: StoredState, turn: SessionTurn): StoredState {
 /** The longest key a store accepts (namespace, session id, call id). */
 export const MAX_STORE_KEY = 1024;
 
+/** Throws a `StoreError` for a key that is not a string of 1 to {@link MAX_STORE_KEY} characters. */
+export function checkStoreKey(store: string, operation: string, key: unknown): void {
+  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_STORE_KEY) {
+    throw new StoreError({
+      message: `${store}.${operation}: keys are strings of 1 to ${MAX_STORE_KEY} characters, got ${typeof key === 'string' ? `${key.length} characters` : typeof key}`,
+      store,
+      operation,
+    });
+  }
+}
+
 /**
  * Why a commit was refused: the lease is not the caller's (another owner took it, or it was released), the
  * session expired (its `ttlMs` passed) during the call, or it is not at the caller's version.
@@ -393,5 +404,168 @@ export function groupedWrites(store: SessionStore): GroupedSessionWrites | undef
   return typeof grouped.acquireSessionGrouped === 'function' &&
     typeof grouped.commitTurnGrouped === 'function'
     ? (grouped as GroupedSessionWrites)
+    : undefined;
+}
+
+/*
+ * Run logs: what a run (a call started in the background, see `agent.start`) did, as numbered events, kept
+ * while it runs and for a retention time after. A run's events are appended by the one process that runs it
+ * and read by any number of readers, from any event on (`readRunEvents`), who wait for more with `watchRun`.
+ * Events are kept as their JSON text: what is written is served as it is, parsed by nobody in between.
+ */
+
+/**
+ * Where a run stands: waiting to start (`queued`), `running`, paused for a person's decision (`waiting`), or
+ * ended: `done`, `failed` or `cancelled`.
+ */
+export type RunStatus = 'queued' | 'running' | 'waiting' | 'done' | 'failed' | 'cancelled';
+
+/** An event of a run's log as written: its type, and its data as JSON text. */
+export interface RunEventInput {
+  type: string;
+  data: string;
+}
+
+/** An event of a run's log as read: numbered 1, 2, ... in the order written. */
+export interface RunEvent extends RunEventInput {
+  seq: number;
+}
+
+/** A run as a store keeps it. */
+export interface RunRecord {
+  runId: string;
+  /** The session it runs on: `String(sessionId)`. */
+  sessionId: string;
+  status: RunStatus;
+  /** The number of its last event; 0 before the first. */
+  lastSeq: number;
+  /** When it was created and last written (epoch ms, the store's clock). */
+  createdAt: number;
+  updatedAt: number;
+  /** What the writer keeps with its status (JSON text: its reply, or why it failed), if anything. */
+  result: string | undefined;
+  /** Somebody asked for it to be cancelled (`cancelRun`) while it was queued or running. */
+  cancelRequested: boolean;
+  /** When it is dropped, unless written again (epoch ms): `ttlMs` after its last write. */
+  expiresAt: number;
+}
+
+/** What {@link SessionStore.createRun} takes. */
+export interface CreateRunOptions {
+  sessionId: string;
+  /** @default 'queued' */
+  status?: RunStatus | undefined;
+  /** The run is kept this long after its last write, in ms. */
+  ttlMs: number;
+}
+
+/** What {@link SessionStore.createRun} did: `created` false when a run of that id was there (left as it is). */
+export interface CreatedRun {
+  created: boolean;
+  run: RunRecord;
+}
+
+/**
+ * One write of {@link SessionStore.appendRuns}: events appended to a run's log, and, with `status`, its new
+ * status and `result` (a status written without a result clears the one it had).
+ */
+export interface RunWrite {
+  namespace: string;
+  runId: string;
+  events: readonly RunEventInput[];
+  status?: RunStatus | undefined;
+  result?: string | undefined;
+  /** From this write on, the run is kept this long, in ms: its time to live while it runs, its retention once ended. */
+  ttlMs: number;
+}
+
+/** What one {@link RunWrite} found. */
+export interface RunWritten {
+  /** The number of the run's last event after the write; -1 when the run is gone (expired or deleted): nothing was written. */
+  lastSeq: number;
+  /** A cancellation was asked for: the writer should stop the run. */
+  cancelRequested: boolean;
+}
+
+/** A run and events of its log, in order (those after the `after` asked for, up to the limit). */
+export interface RunEventPage {
+  run: RunRecord;
+  events: RunEvent[];
+}
+
+/** Options of {@link SessionStore.listRuns}. */
+export interface RunListOptions extends ListOptions {
+  /** Newest first (the session's latest run first) rather than oldest first. */
+  newestFirst?: boolean | undefined;
+}
+
+/** A page of a session's runs, in creation order (or newest first); `next` is set when there are more. */
+export interface RunPage {
+  runs: RunRecord[];
+  next?: string | undefined;
+}
+
+/**
+ * The run log part of a store (every store of lagent-ts has it; a store of your own may leave it out, and runs
+ * then need another store). Keys are those of sessions (strings of 1 to 1,024 characters).
+ */
+export interface RunLogStore {
+  /** e.g. `'RedisStore(127.0.0.1:6379)'`, for messages. */
+  readonly description: string;
+  /**
+   * Creates a run (its log empty), or finds the one of that id (then `created` is false and it is left as it
+   * is). Prunes a few runs past their time to live.
+   */
+  createRun(namespace: string, runId: string, options: CreateRunOptions): MaybePromise<CreatedRun>;
+  /**
+   * Appends events to runs' logs and sets their status, each write atomic on its own (a synchronous store
+   * makes them in one transaction): what a run's writer does once per turn of the event loop for every run it
+   * writes. A write to a run that is gone writes nothing (`lastSeq` -1). Watchers of each run are told.
+   */
+  appendRuns(writes: readonly RunWrite[]): MaybePromise<RunWritten[]>;
+  /** A run, or undefined when there is none (or it expired). */
+  readRun(namespace: string, runId: string): MaybePromise<RunRecord | undefined>;
+  /** A run and its events after `after` (at most `limit`, default 1,000), or undefined when there is no such run. */
+  readRunEvents(
+    namespace: string,
+    runId: string,
+    after: number,
+    limit?: number,
+  ): MaybePromise<RunEventPage | undefined>;
+  /** A session's runs, oldest first (or newest first), a page at a time. Runs past their time to live are not listed. */
+  listRuns(namespace: string, sessionId: string, options?: RunListOptions): MaybePromise<RunPage>;
+  /**
+   * Asks for a run to be cancelled: a queued or running one is marked (its writer sees `cancelRequested` and
+   * stops it), a waiting one is cancelled at once; an ended one is left as it is. The run as it is now, or
+   * undefined when there is none. Watchers are told.
+   */
+  cancelRun(namespace: string, runId: string): MaybePromise<RunRecord | undefined>;
+  /** Deletes a run and its log; true when it existed. */
+  deleteRun(namespace: string, runId: string): MaybePromise<boolean>;
+  /**
+   * Calls `listener` (with no argument, maybe more often than needed) after each change of the run: its events,
+   * its status, a cancellation. Changes made in this process always; made by other processes when
+   * {@link RunLogStore.watchesOtherProcesses} (readers of the others poll), from the moment the store hears
+   * them, which it says by calling every listener once (a reader reads again then, and misses nothing).
+   * Returns what stops it.
+   */
+  watchRun(namespace: string, runId: string, listener: () => void): () => void;
+  /** Whether `watchRun` hears changes other processes make (Redis, PostgreSQL), not only this one's. */
+  readonly watchesOtherProcesses: boolean;
+}
+
+/** The events a page of {@link RunLogStore.readRunEvents} holds at most by default. */
+export const RUN_PAGE = 1_000;
+
+/** Whether a run's status is an end (`done`, `failed`, `cancelled`). */
+export function runEnded(status: RunStatus): boolean {
+  return status === 'done' || status === 'failed' || status === 'cancelled';
+}
+
+/** The store's run log, when it has one. */
+export function runLogOf(store: SessionStore): (SessionStore & RunLogStore) | undefined {
+  const log = store as Partial<RunLogStore>;
+  return typeof log.appendRuns === 'function' && typeof log.readRunEvents === 'function'
+    ? (store as SessionStore & RunLogStore)
     : undefined;
 }

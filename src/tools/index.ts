@@ -1,5 +1,6 @@
 // lagent-ts/tools: real tools. Heavy dependencies are optional peers, loaded where they are used.
 export { BridgedTool, type BridgedToolTarget } from './bridged-tool';
+export type { ToolCompatMode } from './compat';
 export {
   AsyncPPT,
   PPT,

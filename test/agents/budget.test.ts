@@ -327,10 +327,14 @@ describe('every attempt counts', () => {
       script: () => ({ content: 'ok', usage: { prompt_tokens: 9, completion_tokens: 1 } }),
     });
     try {
-      const llm = new AsyncFallbackLLM([
-        new AsyncGPTAPI({ model: 'gpt-4o', apiKey: 'k', baseURL: failing.baseURL, retry: 0 }),
-        new AsyncGPTAPI({ model: 'gpt-4o-mini', apiKey: 'k', baseURL: working.baseURL, retry: 0 }),
-      ]);
+      const llm = new AsyncFallbackLLM(
+        [
+          new AsyncGPTAPI({ model: 'gpt-4o', apiKey: 'k', baseURL: failing.baseURL, retry: 0 }),
+          new AsyncGPTAPI({ model: 'gpt-4o-mini', apiKey: 'k', baseURL: working.baseURL, retry: 0 }),
+          // Both calls ask the failing model first (no cool-down skipping it on the second).
+        ],
+        { coolDownMs: 0 },
+      );
       const reply = await new AsyncAgent({ llm }).call('hi', { budget: { usd: 1 } });
       expect(usageOf(reply).modelCalls).toBe(2);
       expect(usageOf(reply).promptTokens).toBeGreaterThan(9);

@@ -9,6 +9,7 @@ import {
   FunctionCallingAgent,
   type FunctionCallingChunk,
   type FunctionCallingReply,
+  type MessageInState,
   Sequential,
   tool,
   toolkit,
@@ -47,7 +48,8 @@ describe('function-calling agents', () => {
     expectTypeOf((await agent.call('x')).content).toEqualTypeOf<string>();
     const sync = new FunctionCallingAgent({ llm: new MockLLM({ responses: [] }), actions: [weather] });
     expectTypeOf(sync.call('x')).toEqualTypeOf<FunctionCallingReply>();
-    expectTypeOf<FunctionCallingReply>().toEqualTypeOf<AgentMessage<string, null>>();
+    expectTypeOf<FunctionCallingReply>().toEqualTypeOf<MessageInState<0, string, null>>();
+    expectTypeOf<FunctionCallingReply>().toExtend<AgentMessage<string, null>>();
   });
 
   it('stream text, tool calls and tool results', () => {

@@ -180,7 +180,6 @@ describe("stateDict(sessionId, { format: 'lagent' })", () => {
       errmsg: 'search is down',
       state: ActionStatusCode.API_ERROR,
       thought: null,
-      valid: 0,
     });
     expect(memory[4]!.extra_info).toEqual({ elapsedMs: 12 });
     expect(memory[4]!.stream_state).toBe(0);

@@ -6,12 +6,15 @@ import { extname, join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningCli, startCli } from '../cli/helpers';
+import { type GatedModel, startGatedModel } from '../helpers/gated-model';
 import { runProcess } from '../helpers/processes';
 import { launchBrowser, openPage, pixelStats, ROOT, SHOTS } from '../ui/browser';
 
 /*
  * examples/use-chat: the Vite + React page, type-checked and built with Vite, served as static files, its
- * `useChat` talking to `lagent serve --agent examples/use-chat/agent.ts`, driven in headless Chromium.
+ * `useChat` talking to `lagent serve --agent examples/use-chat/agent.ts`, driven in headless Chromium. The page
+ * reloaded mid-reply is served by a second `lagent serve` whose model is a fake OpenAI server that streams only
+ * as the test lets it.
  */
 
 const TYPES: Record<string, string> = {
@@ -26,6 +29,9 @@ let siteUrl: string;
 let cli: RunningCli;
 let serverUrl: string;
 let browser: Browser;
+let gatedModel: GatedModel;
+let gatedCli: RunningCli;
+let gatedServerUrl: string;
 
 beforeAll(async () => {
   out = mkdtempSync(join(tmpdir(), 'lagent-use-chat-'));
@@ -73,12 +79,21 @@ beforeAll(async () => {
     { env: { OPENAI_API_KEY: '', OPENAI_BASE_URL: '' } },
   );
   serverUrl = /(http:\/\/\S+)/.exec(cli.line)![1]!;
+  gatedModel = await startGatedModel(() => ({ content: ['Once ', 'upon ', 'a ', 'time.'] }));
+  gatedCli = await startCli(
+    ['serve', '--agent', 'examples/use-chat/agent.ts', '--port', '0', '--allowed-origins', siteUrl],
+    /listening on http:/,
+    { env: { OPENAI_API_KEY: 'k', OPENAI_BASE_URL: gatedModel.baseURL, OPENAI_MODEL: 'gated' } },
+  );
+  gatedServerUrl = /(http:\/\/\S+)/.exec(gatedCli.line)![1]!;
   browser = await launchBrowser();
 }, 240_000);
 
 afterAll(async () => {
   await browser?.close();
   await cli?.stop();
+  await gatedCli?.stop();
+  await gatedModel?.close();
   await new Promise((resolve) => site?.close(resolve));
   if (out) rmSync(out, { recursive: true, force: true });
 });
@@ -128,6 +143,36 @@ describe('examples/use-chat: useChat against lagent serve in Chromium', () => {
     await page.locator('.message.assistant p', { hasText: /declined/ }).waitFor();
     await page.locator('.status.ready').waitFor();
     await page.screenshot({ path: `${SHOTS}use-chat.png`, fullPage: true });
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 60_000);
+});
+
+describe('examples/use-chat: useChat({ resume: true }) in Chromium', () => {
+  it('a page reloaded mid-reply picks the reply up from the run, and the message completes', async () => {
+    const problems: string[] = [];
+    const page = await openPage(browser, problems);
+    await page.goto(`${siteUrl}/?server=${encodeURIComponent(gatedServerUrl)}`);
+    await page.getByLabel('message').fill('tell a story');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const request = await gatedModel.request(0);
+    await page.locator('.message.assistant p', { hasText: 'Once' }).waitFor();
+    // The chat's id is in the address: the reload comes back to the same chat.
+    expect(page.url()).toMatch(/[?&]chat=/);
+    await page.reload();
+    await page.locator('.message.user', { hasText: 'tell a story' }).waitFor();
+    await page.locator('.message.assistant p', { hasText: 'Once' }).waitFor();
+    await page.locator('.status.streaming').waitFor();
+    request.release(3);
+    await page.locator('.message.assistant p', { hasText: 'Once upon a time.' }).waitFor();
+    await page.locator('.status.ready').waitFor();
+    expect(await page.locator('.message.assistant').count()).toBe(1);
+    expect(await page.locator('.message.assistant').textContent()).toBe('Once upon a time.');
+    // The reply was made once: the reload did not ask the model again.
+    expect(gatedModel.requests).toHaveLength(1);
+    expect(request.aborted).toBe(false);
+    const shot = await page.screenshot({ path: `${SHOTS}use-chat-resumed.png`, fullPage: true });
+    expect((await pixelStats(browser, shot)).variance).toBeGreaterThan(100);
     expect(problems).toEqual([]);
     await page.close();
   }, 60_000);

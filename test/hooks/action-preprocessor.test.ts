@@ -41,6 +41,21 @@ describe('ActionPreprocessor', () => {
     expect(reply.sender).toBe('ActionExecutor');
   });
 
+  it("runs Lagent's ReAct shape: { thought_process, action: { name, parameters } }, as Lagent's does", async () => {
+    const steps = Array.from({ length: 11 }, (_, i) => ({
+      thought_process: `step ${i}: look it up`,
+      action: { name: 'search', parameters: { query: `q${i}` } },
+    }));
+    for (const [i, step] of steps.entries()) {
+      expect(executor().call(fromAgent(step, JSON.stringify(step))).content).toBe(`found q${i}`);
+    }
+    const asyncExecutor = new AsyncActionExecutor({ actions: [search], hooks: [new ActionPreprocessor()] });
+    expect((await asyncExecutor.call(fromAgent(steps[0]))).content).toBe('found q0');
+    // A step whose action is not a call still goes to NoAction with a sentence.
+    const noCall = executor().call(fromAgent({ thought_process: 'hm', action: { parameters: {} } }));
+    expect(String(noCall.content)).toMatch(/No tool call was found/);
+  });
+
   it("reads a plugin parser's parsed action", () => {
     const parsed = new PluginParser().parseResponse(
       'Look it up.<|action_start|><|plugin|>\n{"name": "search", "parameters": {"query": "数学"}}<|action_end|>\n',

@@ -20,6 +20,11 @@ const LAGENT_ACTION_RETURN = {
   valid: 0,
 };
 
+function withoutValidOf<T extends { valid?: unknown }>(json: T): Omit<T, 'valid'> {
+  const { valid: _, ...rest } = json;
+  return rest;
+}
+
 function validationError(run: () => unknown): ValidationError {
   try {
     run();
@@ -37,8 +42,10 @@ function nested(depth: number): unknown {
 }
 
 describe('ActionReturn JSON', () => {
-  it('isJSON recognises exactly the eight fields with the right types', () => {
+  it('isJSON recognises exactly the eight fields (or seven without valid) with the right types', () => {
     expect(ActionReturn.isJSON(LAGENT_ACTION_RETURN)).toBe(true);
+    const { valid: _valid, ...withoutValid } = LAGENT_ACTION_RETURN;
+    expect(ActionReturn.isJSON(withoutValid)).toBe(true);
     expect(ActionReturn.isJSON(new ActionReturn().toJSON())).toBe(true);
     expect(ActionReturn.isJSON({ ...LAGENT_ACTION_RETURN, valid: null })).toBe(true);
     expect(ActionReturn.isJSON({ ...LAGENT_ACTION_RETURN, extra: 1 })).toBe(false);
@@ -56,7 +63,12 @@ describe('ActionReturn JSON', () => {
   it('from() builds one from a dump or a subset of fields, and names a bad field', () => {
     const back = ActionReturn.from(LAGENT_ACTION_RETURN);
     expect(back).toBeInstanceOf(ActionReturn);
-    expect(back.toJSON()).toEqual(LAGENT_ACTION_RETURN);
+    // `valid` is written only when it is not OPEN, its default.
+    expect(back.toJSON()).toEqual(withoutValidOf(LAGENT_ACTION_RETURN));
+    expect(ActionReturn.from({ ...LAGENT_ACTION_RETURN, valid: -2 }).toJSON()).toEqual({
+      ...LAGENT_ACTION_RETURN,
+      valid: -2,
+    });
     expect(back.formatResult()).toBe('1');
     expect(ActionReturn.from({ errmsg: 'no', state: ActionStatusCode.API_ERROR })).toMatchObject({
       errmsg: 'no',
@@ -137,11 +149,22 @@ describe("AgentMessage JSON in Python Lagent's shape", () => {
     expect(JSON.parse(JSON.stringify({ list: [message] })).list[0]).toHaveProperty('extraInfo');
   });
 
-  it('ActionReturn content is written as the dump Lagent writes', () => {
+  it('ActionReturn content is written as the dump Lagent writes, without the default valid', () => {
     const json = new AgentMessage({ content: ActionReturn.from(LAGENT_ACTION_RETURN) }).toJSON({
       format: 'lagent',
     });
-    expect(JSON.parse(JSON.stringify(json)).content).toEqual(LAGENT_ACTION_RETURN);
+    expect(JSON.parse(JSON.stringify(json)).content).toEqual(withoutValidOf(LAGENT_ACTION_RETURN));
+  });
+
+  it('a chunk of tool results carries no valid: 0, and reads back as the same ActionReturns', () => {
+    const chunk = new AgentMessage({
+      sender: 'ActionExecutor',
+      content: [ActionReturn.from(LAGENT_ACTION_RETURN)],
+    });
+    const text = JSON.stringify(chunk);
+    expect(text).not.toContain('valid');
+    const back = AgentMessage.from(JSON.parse(text));
+    expect(back.content).toEqual([ActionReturn.from(LAGENT_ACTION_RETURN)]);
   });
 
   it('from() reads a Lagent dump, with toolType in formatted', () => {

@@ -6,9 +6,10 @@ import {
   StoreConflictError,
   StoreError,
 } from 'lagent-ts';
-import type { SessionStore, StoredState } from 'lagent-ts/stores';
+import type { RunLogStore, RunWrite, SessionStore, StoredState } from 'lagent-ts/stores';
 import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runLogOf } from '#src/stores/types';
 
 /*
  * The contract every store keeps, run against each of them (tests/stores/*.test.ts) with the real service
@@ -605,6 +606,225 @@ export function describeStoreContract(name: string, harness: () => StoreHarness)
         'next',
         'saw 3',
       ]);
+    });
+
+    describe('run logs', () => {
+      let log: SessionStore & RunLogStore;
+      let peer: SessionStore & RunLogStore;
+      const event = (type: string, data: unknown) => ({ type, data: JSON.stringify(data) });
+      const write = (ns: string, runId: string, extra: Partial<RunWrite> = {}): RunWrite => ({
+        namespace: ns,
+        runId,
+        events: [],
+        ttlMs: 60_000,
+        ...extra,
+      });
+
+      beforeAll(() => {
+        log = runLogOf(store)!;
+        peer = runLogOf(other)!;
+        expect(log).toBeDefined();
+      });
+
+      it('appends numbered events and reads them from any number on, with the status and result', async () => {
+        const ns = fresh('runs');
+        const created = await run(log.createRun(ns, 'r1', { sessionId: 's', ttlMs: 60_000 }));
+        expect(created.created).toBe(true);
+        expect(created.run).toMatchObject({ runId: 'r1', sessionId: 's', status: 'queued', lastSeq: 0 });
+        expect(created.run.result).toBeUndefined();
+        const big = 'x'.repeat(1024 * 1024);
+        const [first] = await run(
+          log.appendRuns([
+            write(ns, 'r1', {
+              events: [event('chunk', { content: '数学 😀' }), event('delta', { content: big })],
+              status: 'running',
+            }),
+          ]),
+        );
+        expect(first).toEqual({ lastSeq: 2, cancelRequested: false });
+        await run(
+          log.appendRuns([
+            write(ns, 'r1', {
+              events: [event('message', { content: 'done' })],
+              status: 'done',
+              result: '{"reply":1}',
+            }),
+          ]),
+        );
+        const page = await run(peer.readRunEvents(ns, 'r1', 0));
+        expect(page?.run).toMatchObject({ status: 'done', lastSeq: 3, result: '{"reply":1}' });
+        expect(page?.events.map((e) => [e.seq, e.type])).toEqual([
+          [1, 'chunk'],
+          [2, 'delta'],
+          [3, 'message'],
+        ]);
+        expect(JSON.parse(page!.events[0]!.data)).toEqual({ content: '数学 😀' });
+        expect(JSON.parse(page!.events[1]!.data).content).toHaveLength(big.length);
+        expect((await run(peer.readRunEvents(ns, 'r1', 2)))?.events.map((e) => e.seq)).toEqual([3]);
+        expect((await run(peer.readRunEvents(ns, 'r1', 0, 2)))?.events.map((e) => e.seq)).toEqual([1, 2]);
+        // Past the end: the run, no events.
+        expect((await run(peer.readRunEvents(ns, 'r1', 9)))?.events).toEqual([]);
+        expect(await run(peer.readRunEvents(ns, 'nope', 0))).toBeUndefined();
+        expect(await run(peer.readRun(ns, 'nope'))).toBeUndefined();
+        // A status written without a result clears the one it had.
+        await run(log.appendRuns([write(ns, 'r1', { status: 'running' })]));
+        expect((await run(peer.readRun(ns, 'r1')))?.result).toBeUndefined();
+        // Created again: found, left as it is.
+        const again = await run(peer.createRun(ns, 'r1', { sessionId: 'other', ttlMs: 1000 }));
+        expect(again.created).toBe(false);
+        expect(again.run).toMatchObject({ sessionId: 's', lastSeq: 3, status: 'running' });
+      });
+
+      it('writes several runs at once; a run that is gone is written nothing', async () => {
+        const ns = fresh('runs-batch');
+        await run(log.createRun(ns, 'a', { sessionId: 's', ttlMs: 60_000, status: 'running' }));
+        await run(log.createRun(ns, 'b', { sessionId: 's', ttlMs: 60_000, status: 'running' }));
+        const written = await run(
+          log.appendRuns([
+            write(ns, 'a', { events: [event('chunk', 1), event('chunk', 2)] }),
+            write(ns, 'gone', { events: [event('chunk', 1)] }),
+            write(ns, 'b', { events: [event('chunk', 3)] }),
+            write(ns, 'a', { events: [event('chunk', 4)] }),
+          ]),
+        );
+        expect(written.map((w) => w.lastSeq)).toEqual([2, -1, 1, 3]);
+        expect(await run(peer.readRun(ns, 'gone'))).toBeUndefined();
+        const a = await run(peer.readRunEvents(ns, 'a', 0));
+        expect(a?.events.map((e) => JSON.parse(e.data))).toEqual([1, 2, 4]);
+      });
+
+      it("lists a session's runs oldest or newest first, a page at a time", async () => {
+        const ns = fresh('runs-list');
+        for (const id of ['r-c', 'r-a', 'r-b'])
+          await run(log.createRun(ns, id, { sessionId: 's', ttlMs: 60_000 }));
+        await run(log.createRun(ns, 'r-x', { sessionId: 't', ttlMs: 60_000 }));
+        const first = await run(peer.listRuns(ns, 's', { limit: 2 }));
+        expect(first.runs.map((r) => r.runId)).toEqual(['r-c', 'r-a']);
+        expect(first.next).toBe('r-a');
+        expect((await run(peer.listRuns(ns, 's', { after: first.next }))).runs.map((r) => r.runId)).toEqual([
+          'r-b',
+        ]);
+        expect((await run(peer.listRuns(ns, 's', { newestFirst: true }))).runs.map((r) => r.runId)).toEqual([
+          'r-b',
+          'r-a',
+          'r-c',
+        ]);
+        const newest = await run(peer.listRuns(ns, 's', { newestFirst: true, limit: 1 }));
+        expect(newest.runs.map((r) => r.runId)).toEqual(['r-b']);
+        expect(
+          (await run(peer.listRuns(ns, 's', { newestFirst: true, after: newest.next }))).runs.map(
+            (r) => r.runId,
+          ),
+        ).toEqual(['r-a', 'r-c']);
+        expect((await run(peer.listRuns(ns, 'none'))).runs).toEqual([]);
+        expect(await run(log.deleteRun(ns, 'r-a'))).toBe(true);
+        expect(await run(log.deleteRun(ns, 'r-a'))).toBe(false);
+        expect((await run(peer.listRuns(ns, 's'))).runs.map((r) => r.runId)).toEqual(['r-c', 'r-b']);
+      });
+
+      it('cancels: a running run is marked for its writer, a waiting one is cancelled, an ended one is left', async () => {
+        const ns = fresh('runs-cancel');
+        await run(log.createRun(ns, 'running', { sessionId: 's', ttlMs: 60_000, status: 'running' }));
+        await run(log.createRun(ns, 'waiting', { sessionId: 's', ttlMs: 60_000, status: 'waiting' }));
+        await run(log.createRun(ns, 'done', { sessionId: 's', ttlMs: 60_000, status: 'done' }));
+        expect((await run(peer.cancelRun(ns, 'running')))?.cancelRequested).toBe(true);
+        const [seen] = await run(log.appendRuns([write(ns, 'running', { events: [event('chunk', 1)] })]));
+        expect(seen).toEqual({ lastSeq: 1, cancelRequested: true });
+        expect((await run(peer.cancelRun(ns, 'waiting')))?.status).toBe('cancelled');
+        expect(await run(peer.cancelRun(ns, 'done'))).toMatchObject({
+          status: 'done',
+          cancelRequested: false,
+        });
+        expect(await run(peer.cancelRun(ns, 'nope'))).toBeUndefined();
+      });
+
+      it('tells watchers of a run about writes, also those made through another store object', async () => {
+        const ns = fresh('runs-watch');
+        await run(log.createRun(ns, 'w', { sessionId: 's', ttlMs: 60_000, status: 'running' }));
+        let told = 0;
+        let wake: () => void = () => {};
+        const stop = log.watchRun(ns, 'w', () => {
+          told++;
+          wake();
+        });
+        try {
+          // Heard once the store hears other objects' writes (a store that starts hearing them late calls
+          // every watcher then, and the reader reads again): from then on, each write is heard.
+          const heard = new Promise<void>((resolve) => (wake = resolve));
+          await run(peer.appendRuns([write(ns, 'w', { events: [event('chunk', 1)] })]));
+          await heard;
+          expect(told).toBeGreaterThan(0);
+          const cancelled = new Promise<void>((resolve) => (wake = resolve));
+          await run(peer.cancelRun(ns, 'w'));
+          await cancelled;
+        } finally {
+          stop();
+        }
+        // Stopped: no more calls.
+        const before = told;
+        await run(log.appendRuns([write(ns, 'w', { events: [event('chunk', 2)] })]));
+        expect(told).toBe(before);
+      });
+
+      it('drops a run past its time to live; a write sets how long it is kept from then on', async () => {
+        const ns = fresh('runs-ttl');
+        await run(log.createRun(ns, 'short', { sessionId: 's', ttlMs: 150 }));
+        await run(log.createRun(ns, 'kept', { sessionId: 's', ttlMs: 150 }));
+        // Written with a longer time to live (a run that ended and is retained): kept.
+        await run(log.appendRuns([write(ns, 'kept', { status: 'done', ttlMs: 60_000 })]));
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        expect(await run(peer.readRun(ns, 'short'))).toBeUndefined();
+        expect(await run(peer.readRunEvents(ns, 'short', 0))).toBeUndefined();
+        expect((await run(peer.listRuns(ns, 's'))).runs.map((r) => r.runId)).toEqual(['kept']);
+        expect(
+          (await run(log.appendRuns([write(ns, 'short', { events: [event('chunk', 1)] })])))[0]!.lastSeq,
+        ).toBe(-1);
+        await run(peer.purgeExpired(ns));
+        expect(await run(log.deleteRun(ns, 'short'))).toBe(false);
+        const kept = await run(peer.readRun(ns, 'kept'));
+        expect(kept?.status).toBe('done');
+        expect(kept!.expiresAt).toBeGreaterThan(Date.now() + 50_000);
+        // A run of the same id starts afresh once the old one is gone.
+        expect((await run(log.createRun(ns, 'short', { sessionId: 's2', ttlMs: 60_000 }))).created).toBe(
+          true,
+        );
+      });
+
+      it('keeps run and session ids with NUL characters and lone surrogates exactly', async () => {
+        const ns = fresh('runs\u0000odd');
+        const ids = ['a\u0000b', '\ud800', '\udfff-x', '\ud83d\ude00'];
+        for (const id of ids) {
+          await run(log.createRun(ns, `run-${id}`, { sessionId: id, ttlMs: 60_000 }));
+          await run(log.appendRuns([write(ns, `run-${id}`, { events: [event('chunk', id)] })]));
+        }
+        for (const id of ids) {
+          const page = await run(peer.readRunEvents(ns, `run-${id}`, 0));
+          expect(page?.run.sessionId).toBe(id);
+          expect(JSON.parse(page!.events[0]!.data)).toBe(id);
+          expect((await run(peer.listRuns(ns, id))).runs.map((r) => r.runId)).toEqual([`run-${id}`]);
+        }
+      });
+
+      it('refuses bad input with a StoreError and writes nothing', async () => {
+        const ns = fresh('runs-bad');
+        await run(log.createRun(ns, 'r', { sessionId: 's', ttlMs: 60_000 }));
+        const refused: (() => unknown)[] = [
+          () => log.createRun(ns, 'x', { sessionId: 's', ttlMs: 0 }),
+          () => log.createRun(ns, 'x', { sessionId: '', ttlMs: 10 }),
+          () => log.createRun(ns, 'x', { sessionId: 's', ttlMs: 10, status: 'sleeping' as never }),
+          () => log.appendRuns([write(ns, 'r', { status: 'bad' as never })]),
+          () => log.appendRuns([write(ns, 'r', { events: [{ type: '', data: '1' }] })]),
+          () => log.appendRuns([write(ns, 'r', { events: [{ type: 'chunk', data: 1 as never }] })]),
+          () => log.appendRuns([write(ns, 'r', { ttlMs: -1 })]),
+          () => log.readRunEvents(ns, 'r', -1),
+          () => log.readRunEvents(ns, 'r', 1.5),
+          () => log.readRunEvents(ns, 'r', 0, 0),
+          () => log.readRun(ns, 'x'.repeat(1025)),
+        ];
+        for (const call of refused) await expect(attempt(call)).rejects.toBeInstanceOf(StoreError);
+        expect(await run(peer.readRun(ns, 'x'))).toBeUndefined();
+        expect((await run(peer.readRun(ns, 'r')))?.lastSeq).toBe(0);
+      });
     });
 
     it('an agent whose store server stops mid-call fails with a StoreError and writes nothing', async () => {

@@ -78,13 +78,13 @@ describe.runIf('bin' in binaries)('PostgresStore', () => {
     const { rows } = await admin.query(
       `SELECT value FROM lagent_test.race_meta WHERE key = 'schema_version'`,
     );
-    expect(rows).toEqual([{ value: '3' }]);
+    expect(rows).toEqual([{ value: '4' }]);
 
     await admin.query(`UPDATE lagent_test.race_meta SET value = '99' WHERE key = 'schema_version'`);
     const newer = open({ tablePrefix: 'race_', schema: 'lagent_test' }).readSession('ns', 's');
     await expect(newer).rejects.toBeInstanceOf(StoreError);
     await expect(newer).rejects.toThrow(
-      /schema version 99, newer than this version of lagent-ts knows \(3\)/,
+      /schema version 99, newer than this version of lagent-ts knows \(4\)/,
     );
     // The tables were not touched.
     expect((await admin.query(`SELECT value FROM lagent_test.race_meta`)).rows).toEqual([{ value: '99' }]);

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LagentMessageJSON } from 'lagent-ts';
 import { Agent, AsyncAgent, StoreConflictError, StoreError } from 'lagent-ts';
-import type { SessionStore } from 'lagent-ts/stores';
+import type { RunLogStore, SessionStore } from 'lagent-ts/stores';
 import { SQLiteStore } from 'lagent-ts/stores';
 import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -40,7 +40,7 @@ const message = (content: string): LagentMessageJSON => ({
 });
 
 /** The store seen as an async store whose lease and commit writes are the grouped ones. */
-function groupedView(store: SQLiteStore): SessionStore {
+function groupedView(store: SQLiteStore): SessionStore & RunLogStore {
   return {
     synchronous: false,
     description: store.description,
@@ -58,6 +58,15 @@ function groupedView(store: SQLiteStore): SessionStore {
     listJournals: async (...args) => store.listJournals(...args),
     deleteJournal: async (...args) => store.deleteJournal(...args),
     listUnfinishedCalls: async (...args) => store.listUnfinishedCalls(...args),
+    createRun: async (...args) => store.createRun(...args),
+    appendRuns: async (...args) => store.appendRuns(...args),
+    readRun: async (...args) => store.readRun(...args),
+    readRunEvents: async (...args) => store.readRunEvents(...args),
+    listRuns: async (...args) => store.listRuns(...args),
+    cancelRun: async (...args) => store.cancelRun(...args),
+    deleteRun: async (...args) => store.deleteRun(...args),
+    watchRun: (...args) => store.watchRun(...args),
+    watchesOtherProcesses: false,
     close: async () => store.close(),
   };
 }

@@ -412,7 +412,9 @@ describe('SQLiteStore', () => {
         .join(' ');
     const raw = new Database(file);
     expect(plan(raw)).toContain('lagent_journals_unfinished');
-    // As a database of schema 1 was: no such index (nor what schema 3 added).
+    // As a database of schema 1 was: no such index (nor what schemas 3 and 4 added).
+    raw.exec('DROP TABLE lagent_run_events');
+    raw.exec('DROP TABLE lagent_runs');
     raw.exec('DROP INDEX lagent_journals_unfinished');
     raw.exec('DROP INDEX lagent_journals_expiry');
     raw.exec('DROP INDEX lagent_journals_unfinished_calls');
@@ -426,7 +428,7 @@ describe('SQLiteStore', () => {
     const after = new Database(file);
     expect(plan(after)).toContain('lagent_journals_unfinished');
     expect(after.prepare("SELECT value FROM lagent_meta WHERE key = 'schema_version'").get()).toEqual({
-      value: 3,
+      value: 4,
     });
     after.close();
   });

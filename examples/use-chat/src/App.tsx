@@ -6,7 +6,7 @@ import {
   type UIMessage,
 } from 'ai';
 import type { AgentProgress } from 'lagent-ts/distributed';
-import { type FormEvent, useMemo, useState } from 'react';
+import { type FormEvent, useEffect, useMemo, useState } from 'react';
 
 /** UI messages of this app: `data-agent` parts carry a sub-agent's progress (lagent-ts's `AgentProgress`). */
 type ChatMessage = UIMessage<unknown, { agent: AgentProgress }>;
@@ -16,26 +16,64 @@ const params = new URLSearchParams(location.search);
 const server = params.get('server') ?? import.meta.env.VITE_LAGENT_URL ?? 'http://127.0.0.1:8090';
 // A server started with --token: pass it in the address's fragment (#token=...), which no request carries.
 const token = new URLSearchParams(location.hash.slice(1)).get('token');
+const authorization: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
+
+/**
+ * The chat id is the agent's session id: the server keeps the conversation. It goes in the page's address
+ * (`?chat=`), so a reload comes back to the same chat, and the messages shown so far are kept for the tab.
+ */
+function chatOfPage(): { id: string; saved: ChatMessage[] | undefined } {
+  let id = params.get('chat');
+  if (id === null) {
+    id = crypto.randomUUID();
+    params.set('chat', id);
+    history.replaceState(null, '', `?${params}${location.hash}`);
+  }
+  const saved = sessionStorage.getItem(`lagent-chat:${id}`);
+  return { id, saved: saved === null ? undefined : (JSON.parse(saved) as ChatMessage[]) };
+}
 
 export function App() {
-  // The chat id is the agent's session id: the server keeps the conversation.
-  const [chatId] = useState(() => crypto.randomUUID());
+  const [chat] = useState(chatOfPage);
+  const chatId = chat.id;
   const transport = useMemo(
     () =>
       new DefaultChatTransport<ChatMessage>({
         api: `${server}/api/chat`,
-        ...(token ? { headers: { authorization: `Bearer ${token}` } } : {}),
+        headers: authorization,
       }),
     [],
   );
   const { messages, sendMessage, status, stop, error, addToolApprovalResponse } = useChat<ChatMessage>({
     id: chatId,
+    ...(chat.saved ? { messages: chat.saved } : {}),
     transport,
+    // A reply still running when the page (re)loads is picked up where it is (GET /api/chat/{id}/stream).
+    resume: true,
     // Approving or declining a tool call sends the answer at once; the same assistant message goes on.
     sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
   });
+  // A reply still streaming is left out: a reload gets it whole from the server.
+  useEffect(() => {
+    const streaming =
+      (status === 'submitted' || status === 'streaming') && messages.at(-1)?.role === 'assistant';
+    const shown = streaming ? messages.slice(0, -1) : messages;
+    sessionStorage.setItem(`lagent-chat:${chatId}`, JSON.stringify(shown));
+  }, [chatId, messages, status]);
   const [input, setInput] = useState('');
   const busy = status === 'submitted' || status === 'streaming';
+
+  // The reply is a run on the server, which a closed connection does not stop: Stop also cancels the run (the
+  // assistant message's id is the run's).
+  const stopRun = () => {
+    const last = messages.at(-1);
+    void stop();
+    if (last?.role === 'assistant')
+      void fetch(`${server}/runs/${encodeURIComponent(last.id)}/cancel`, {
+        method: 'POST',
+        headers: authorization,
+      });
+  };
 
   const submit = (event: FormEvent) => {
     event.preventDefault();
@@ -96,7 +134,7 @@ export function App() {
           aria-label="message"
         />
         {busy ? (
-          <button type="button" onClick={() => stop()}>
+          <button type="button" onClick={stopRun}>
             Stop
           </button>
         ) : (

@@ -1,11 +1,17 @@
+import { countTokens as estimateTokens } from '../../llms/token-count';
 import type { Memory } from '../../memory/memory';
 import type { OutputParser } from '../../prompts/output-parser';
+import type { AgentMessage } from '../../schema/agent-message';
 import type { ChatMessage } from '../../schema/chat-message';
 import { ConfigurationError } from '../../schema/errors';
 import { ToolStatusCode } from '../../schema/status';
 import { asToolResponse, type ToolResponse } from '../../schema/tool-response';
 import { contentToText } from './content';
 import { DefaultAggregator, type SystemInstruction } from './default-aggregator';
+import type { TokenCounter, TokenWindowAggregatorOptions } from './token-window-aggregator';
+
+/** The token window of an {@link InternLMToolAggregator}: the `TokenWindowAggregator`'s, without summaries. */
+export type InternLMWindowOptions = Omit<TokenWindowAggregatorOptions, 'summarize'>;
 
 /** Options of {@link InternLMToolAggregator}. */
 export interface InternLMToolAggregatorOptions {
@@ -23,6 +29,20 @@ export interface InternLMToolAggregatorOptions {
    * `{ role: 'tool', content: action, name: toolType }` becomes one assistant turn with that call).
    */
   fewShot?: readonly (readonly ChatMessage[])[] | undefined;
+  /**
+   * Sends only the newest history that fits in `maxTokens - reserve` tokens, as `TokenWindowAggregator`
+   * does for the default rendering: the instructions and few-shot dialogs always, then the newest turns, a
+   * tool call and its results kept or dropped together, the newest turn always. For the InternLM agents,
+   * whose tool-heavy histories grow with every call: `new AsyncAgentForInternLM({ llm, interpreter,
+   * aggregator: new InternLMToolAggregator({ window: { maxTokens: 8_000, reserve: 1_000, llm } }) })`.
+   */
+  window?: InternLMWindowOptions | undefined;
+}
+
+/** A rendered history message's count, kept with the memory message it came from while its text is the same. */
+interface CachedCount {
+  content: string;
+  tokens: number;
 }
 
 const SHOT_ROLES = new Set(['assistant', 'user', 'system', 'thought', 'language', 'tool']);
@@ -56,6 +76,9 @@ export class InternLMToolAggregator extends DefaultAggregator {
   readonly #users: ReadonlySet<string>;
   readonly #shotCache = new WeakMap<object, readonly ChatMessage[]>();
   #plainShots: readonly ChatMessage[] | undefined;
+  /** With `window`: the tokens the history may use besides the instructions, and how to count. */
+  readonly #window: { budget: number; count: TokenCounter; base: number } | undefined;
+  readonly #counts = new WeakMap<AgentMessage, CachedCount>();
 
   constructor(options: InternLMToolAggregatorOptions = {}) {
     super();
@@ -84,6 +107,7 @@ export class InternLMToolAggregator extends DefaultAggregator {
         );
       }),
     );
+    this.#window = options.window === undefined ? undefined : windowOf(options.window);
   }
 
   override aggregate(
@@ -106,31 +130,75 @@ export class InternLMToolAggregator extends DefaultAggregator {
     }
     for (const message of this.#shots(toolParser)) out.push({ ...message });
     if (!memory) return out;
+    const window = this.#window;
+    const system = window === undefined ? 0 : out.length;
+    // With a window: where each unit (a turn, or a tool call and the results after it) starts in `out`.
+    const units: number[] = [];
+    const sources: AgentMessage[] = [];
     const begin = this.environmentBegin;
     const end = this.environmentEnd;
     let toolType: string | null = null;
+    let inCall = false;
     for (const message of memory.getMemory()) {
+      let rendered: ChatMessage;
       if (message.sender === name) {
         const parsed = asToolResponse(message.formatted);
-        if (!parsed) {
-          out.push({ role: 'assistant', content: contentToText(message.content) });
-          continue;
-        }
-        if (parsed.status === ToolStatusCode.PARSING_ERROR) continue;
-        out.push({ role: 'assistant', content: render(toolParser, parsed, message.content) });
-        toolType = parsed.toolType;
+        if (parsed?.status === ToolStatusCode.PARSING_ERROR) continue;
+        rendered = parsed
+          ? { role: 'assistant', content: render(toolParser, parsed, message.content) }
+          : { role: 'assistant', content: contentToText(message.content) };
+        if (parsed) toolType = parsed.toolType;
+        units.push(out.length);
+        inCall = true;
       } else if (this.#users.has(message.sender)) {
-        out.push({ role: 'user', content: contentToText(message.content) });
+        rendered = { role: 'user', content: contentToText(message.content) };
+        units.push(out.length);
+        inCall = false;
       } else {
-        const result: ChatMessage = {
-          role: this.environmentRole,
-          content: begin + contentToText(message.content) + end,
-        };
-        if (toolType) result.name = toolType;
-        out.push(result);
+        rendered = { role: this.environmentRole, content: begin + contentToText(message.content) + end };
+        if (toolType) rendered.name = toolType;
+        // A result belongs to the call before it; one without a call is a unit of its own.
+        if (!inCall) units.push(out.length);
       }
+      out.push(rendered);
+      if (window !== undefined) sources.push(message);
     }
-    return out;
+    return window === undefined ? out : this.#windowed(out, system, units, sources, window);
+  }
+
+  /** `out` with only the newest units of its history (from `system` on) that fit in the window. */
+  #windowed(
+    out: ChatMessage[],
+    system: number,
+    units: readonly number[],
+    sources: readonly AgentMessage[],
+    window: { budget: number; count: TokenCounter; base: number },
+  ): ChatMessage[] {
+    let left = window.budget - window.base;
+    for (let i = 0; i < system; i++) left -= window.count([out[i]!]) - window.base;
+    let end = out.length;
+    let start = end;
+    for (let u = units.length - 1; u >= 0; u--) {
+      const from = units[u]!;
+      let tokens = 0;
+      for (let i = from; i < end; i++) tokens += this.#tokens(out[i]!, sources[i - system]!, window);
+      if (tokens > left && end !== out.length) break;
+      left -= tokens;
+      start = from;
+      end = from;
+    }
+    if (start === system) return out;
+    return [...out.slice(0, system), ...out.slice(start)];
+  }
+
+  /** A rendered history message's tokens, counted once per memory message (while it renders the same). */
+  #tokens(message: ChatMessage, source: AgentMessage, window: { count: TokenCounter; base: number }): number {
+    const content = message.content ?? '';
+    const cached = this.#counts.get(source);
+    if (cached !== undefined && cached.content === content) return cached.tokens;
+    const tokens = window.count([message]) - window.base;
+    this.#counts.set(source, { content, tokens });
+    return tokens;
   }
 
   /** The few-shot dialogs rendered for a parser, once per parser (and never modified afterwards). */
@@ -196,6 +264,27 @@ export class InternLMToolAggregator extends DefaultAggregator {
     }
     return Object.freeze(out.map((message) => Object.freeze(message)));
   }
+}
+
+/** The window's budget and counter, checked as `TokenWindowAggregator` checks them. */
+function windowOf(options: InternLMWindowOptions): { budget: number; count: TokenCounter; base: number } {
+  const { maxTokens, reserve = 0, llm } = options ?? ({} as InternLMWindowOptions);
+  if (!Number.isInteger(maxTokens) || maxTokens <= 0) {
+    throw new ConfigurationError({
+      message: `InternLMToolAggregator: window.maxTokens must be a positive integer, got ${String(maxTokens)}`,
+    });
+  }
+  if (!Number.isInteger(reserve) || reserve < 0 || reserve >= maxTokens) {
+    throw new ConfigurationError({
+      message: `InternLMToolAggregator: window.reserve must be an integer from 0 to maxTokens - 1, got ${String(reserve)}`,
+    });
+  }
+  if (llm !== undefined && typeof llm?.countTokens !== 'function') {
+    throw new ConfigurationError({ message: 'InternLMToolAggregator: window.llm must have countTokens()' });
+  }
+  const count: TokenCounter =
+    options.countTokens ?? (llm ? (input) => llm.countTokens(input) : (input) => estimateTokens(input));
+  return { budget: maxTokens - reserve, count, base: count([]) };
 }
 
 /** A parsed turn as text with the parser, falling back to the raw content if the parser cannot render it. */

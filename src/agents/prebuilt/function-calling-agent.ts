@@ -10,7 +10,7 @@ import { driveStream, driveStreamAsync } from '../../core/stream-drivers';
 import type { AsyncHook, Hook, SyncHook } from '../../hooks/hook';
 import type { AsyncBaseLLM, BaseLLM } from '../../llms/base-llm';
 import type { ActionReturn } from '../../schema/action-return';
-import { AgentMessage } from '../../schema/agent-message';
+import { AgentMessage, type MessageInState } from '../../schema/agent-message';
 import type { ToolCall } from '../../schema/chat-message';
 import { ConfigurationError, ValidationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
@@ -25,7 +25,7 @@ import type {
   MemoryConfig,
 } from '../agent-base';
 import type { AgentClass } from '../agent-class';
-import type { SystemInstruction } from '../aggregator/default-aggregator';
+import type { DefaultAggregator, SystemInstruction } from '../aggregator/default-aggregator';
 import { AsyncAgent } from '../async-agent';
 import { AsyncStreamingAgent } from '../async-streaming-agent';
 import {
@@ -65,6 +65,12 @@ export interface FunctionCallingAgentOptions<L, H, A extends ActionBase = Action
   interceptors?: readonly InterceptorFor<H>[] | undefined;
   /** Memory of the model-facing sub-agent, which keeps the tool turns. @default {} */
   memory?: MemoryConfig | undefined;
+  /**
+   * How the sub-agent's memory becomes the prompt: a `TokenWindowAggregator` keeps a tool-heavy session's
+   * prompt within its window (a tool call and its results are kept or dropped together).
+   * @default new DefaultAggregator()
+   */
+  aggregator?: DefaultAggregator | undefined;
   /** Per tool call, in ms (async variants). */
   timeoutMs?: number | undefined;
   /** Journals each call's model and tool steps in a store, so a crashed call goes on where it was. */
@@ -73,19 +79,20 @@ export interface FunctionCallingAgentOptions<L, H, A extends ActionBase = Action
 
 /**
  * The final reply of a function-calling agent: the model's answer as text (or, at `maxTurn`, the sentence
- * saying it stopped, with `extraInfo`), `formatted` null.
+ * saying it stopped, with `extraInfo`), `formatted` null, `streamState` `END`.
  */
-export type FunctionCallingReply = AgentMessage<string, null>;
+export type FunctionCallingReply = MessageInState<typeof AgentStatusCode.END, string, null>;
 
 /**
  * What a streaming function-calling agent yields: the model's text (`STREAM_ING`) and the final reply
  * (`END`); the model's call of tools (`PLUGIN_END`, `formatted.toolCalls`); their results (`PLUGIN_RETURN`,
- * `content[i]` answering `formatted.toolCalls[i]`).
+ * `content[i]` answering `formatted.toolCalls[i]`). Checking `streamState` narrows `content` and `formatted`.
  */
 export type FunctionCallingChunk =
+  | MessageInState<typeof AgentStatusCode.STREAM_ING, string, null>
   | FunctionCallingReply
-  | AgentMessage<string, { toolCalls: ToolCall[] }>
-  | AgentMessage<ActionReturn[], { toolCalls: ToolCall[] }>;
+  | MessageInState<typeof AgentStatusCode.PLUGIN_END, string, { toolCalls: ToolCall[] }>
+  | MessageInState<typeof AgentStatusCode.PLUGIN_RETURN, ActionReturn[], { toolCalls: ToolCall[] }>;
 
 /** What the loop needs of its owner. */
 interface Loop {
@@ -273,6 +280,7 @@ function functionCallingAgentClass<
         llm: options.llm,
         template: options.template,
         memory: options.memory,
+        aggregator: options.aggregator,
         name: this.name,
         tools: [this.executor],
       });

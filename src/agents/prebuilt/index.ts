@@ -34,4 +34,5 @@ export {
 } from './react-output-format';
 export type { ReActPrompts } from './react-prompts';
 export { REACT_PROMPTS } from './react-prompts';
+export type { InternLMChunk, InternLMReply } from './streaming-internlm-agent';
 export { AsyncStreamingAgentForInternLM, StreamingAgentForInternLM } from './streaming-internlm-agent';

@@ -2,6 +2,7 @@ import type { ActionBase, BaseAction } from '../../actions/base-action';
 import type { AsyncHook, Hook, SyncHook } from '../../hooks/hook';
 import type { AsyncBaseLLM, BaseLLM } from '../../llms/base-llm';
 import { InterpreterParser } from '../../prompts/parsers/interpreter-parser';
+import { ConfigurationError } from '../../schema/errors';
 import { type CompatMode, checkCompat } from './compat';
 import { AgentForInternLM, type AgentForInternLMOptions, AsyncAgentForInternLM } from './internlm-agent';
 import { MATH_CODER_PROMPTS, type PromptLanguage } from './internlm-prompts';
@@ -44,6 +45,19 @@ function withMathDefaults<L, A extends ActionBase, H extends Hook>(
 ): AgentForInternLMOptions<L, A, H> {
   const { language, compat, ...rest } = options;
   checkCompat('MathCoder', compat, language, 'en');
+  const interpreter = (options as { interpreter?: unknown } | undefined)?.interpreter;
+  if (
+    interpreter === undefined ||
+    interpreter === null ||
+    (Array.isArray(interpreter) && interpreter.length === 0)
+  ) {
+    // Lagent defaults to IPythonInteractive; here the interpreters are in lagent-ts/tools (they need Node's
+    // processes), which the root entry, also meant for Bun, Deno and Workers, never loads.
+    throw new ConfigurationError({
+      message:
+        "MathCoder needs an interpreter: pass interpreter: new IPythonInteractive({ timeout: 20_000, compat: 'lagent' }) from lagent-ts/tools (Lagent's default), or any action with a command argument",
+    });
+  }
   return {
     ...rest,
     maxTurn: options.maxTurn ?? 6,

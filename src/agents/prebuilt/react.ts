@@ -87,7 +87,10 @@ export interface ReActOptions<L, A extends ActionBase, F, H extends Hook> {
   compat?: CompatMode | undefined;
   /** The most model turns per call. @default 5 */
   maxTurn?: number | undefined;
-  /** Whether a model reply is the answer. @default a `formatted` with a `conclusion` field */
+  /**
+   * Whether a model reply is the answer. @default a `formatted` with a `conclusion` field; with
+   * `compat: 'lagent'`, Lagent's: also the word `conclusion` anywhere in the model's text
+   */
   finishCondition?: ((message: AgentMessage) => boolean) | undefined;
   /** The select agent's memory. @default {} */
   memory?: MemoryConfig | undefined;
@@ -109,6 +112,18 @@ export interface ReActOptions<L, A extends ActionBase, F, H extends Hook> {
 /** The default finish condition: the reply's `formatted` has a `conclusion`. */
 export function hasConclusion(message: AgentMessage): boolean {
   return isPlainObject(message.formatted) && 'conclusion' in message.formatted;
+}
+
+/**
+ * Lagent's finish condition (`'conclusion' in m.content or 'conclusion' in m.formatted`), the default with
+ * `compat: 'lagent'`: the word anywhere in the model's text ends the loop too, even in a step's thought. A
+ * reply the format could not read goes on as a `NoAction` turn (Lagent's parser would have raised).
+ */
+function lagentFinish(message: AgentMessage): boolean {
+  if (isReActParseFailure(message.formatted)) return false;
+  return (
+    (typeof message.content === 'string' && message.content.includes('conclusion')) || hasConclusion(message)
+  );
 }
 
 /** What the ReAct loop needs of its agent. */
@@ -276,7 +291,7 @@ function partsOf<F>(owner: string, options: ReActOptions<unknown, ActionBase, F,
     parser: new ReActOutputParser(format),
     template: options.template ?? (lagent ? LAGENT_REACT_TEMPLATE : REACT_PROMPTS[language].template),
     maxTurn: checkMaxTurn(owner, options.maxTurn ?? 5),
-    finishCondition: options.finishCondition ?? hasConclusion,
+    finishCondition: options.finishCondition ?? (lagent ? lagentFinish : hasConclusion),
   };
 }
 

@@ -4,7 +4,8 @@ import type { ActionBase, BaseAction } from '../../actions/base-action';
 import { driveStream, driveStreamAsync } from '../../core/stream-drivers';
 import type { AsyncHook, SyncHook } from '../../hooks/hook';
 import type { AsyncBaseLLM, BaseLLM } from '../../llms/base-llm';
-import type { AgentMessage } from '../../schema/agent-message';
+import type { AgentMessage, MessageInState } from '../../schema/agent-message';
+import type { AgentStatusCode } from '../../schema/status';
 import type { ToolResponse } from '../../schema/tool-response';
 import type { AgentOptions, AsyncForwardOptions, ForwardOptions } from '../agent-base';
 import { AsyncStreamingAgent } from '../async-streaming-agent';
@@ -18,8 +19,22 @@ import {
   syncExecutor,
 } from './internlm-agent';
 
-/** A chunk or the reply of a streaming InternLM agent. */
-type InternLMChunk = AgentMessage<unknown, ToolResponse | null>;
+type S = typeof AgentStatusCode;
+
+/** The reply of a streaming InternLM agent: the model's answer (`END`), `formatted` as its parser read it. */
+export type InternLMReply = MessageInState<S['END'], string, ToolResponse | null>;
+
+/**
+ * What a streaming InternLM agent yields: the model's text (`STREAM_ING`, and `PLUGIN_START` / `CODING`
+ * while it writes a call) and the answer (`END`), as text read by the parser; the finished call
+ * (`PLUGIN_END` / `CODE_END`, `formatted` the call); the tool's result (`PLUGIN_RETURN` / `CODE_RETURN`:
+ * its text with the default action hooks). Checking `streamState` narrows `content` and `formatted`.
+ */
+export type InternLMChunk =
+  | MessageInState<S['STREAM_ING'] | S['PLUGIN_START'] | S['CODING'], string, ToolResponse | null>
+  | InternLMReply
+  | MessageInState<S['PLUGIN_END'] | S['CODE_END'], string, ToolResponse>
+  | MessageInState<S['PLUGIN_RETURN'] | S['CODE_RETURN'], unknown, ToolResponse | null>;
 
 /**
  * {@link AgentForInternLM} that streams, with Lagent's stream states: the model's text as `STREAM_ING`
@@ -44,10 +59,10 @@ export class StreamingAgentForInternLM extends internLMAgentClass<
   override forward(
     messages: AgentMessage[],
     options: ForwardOptions,
-  ): Generator<InternLMChunk, InternLMChunk, undefined> {
+  ): Generator<InternLMChunk, InternLMReply, undefined> {
     return driveStream(internLMLoop(this, messages, options, true), this.name, false) as Generator<
       InternLMChunk,
-      InternLMChunk,
+      InternLMReply,
       undefined
     >;
   }
@@ -66,10 +81,10 @@ export class AsyncStreamingAgentForInternLM extends internLMAgentClass<
   override forward(
     messages: AgentMessage[],
     options: AsyncForwardOptions,
-  ): AsyncGenerator<InternLMChunk, InternLMChunk, undefined> {
+  ): AsyncGenerator<InternLMChunk, InternLMReply, undefined> {
     return driveStreamAsync(internLMLoop(this, messages, options, true), this.name, false) as AsyncGenerator<
       InternLMChunk,
-      InternLMChunk,
+      InternLMReply,
       undefined
     >;
   }

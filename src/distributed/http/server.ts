@@ -1,14 +1,15 @@
 import { STATUS_CODES } from 'node:http';
-import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AgentBase } from '../../agents/agent-base';
 import { finalReply } from '../../agents/final-reply';
+import { DURABLE } from '../../agents/interceptors/durable/journal';
 import {
   attachStore,
   type MemoryStoreOptions,
   sessionBindingOf,
 } from '../../agents/interceptors/session-store/persist';
+import type { RecoveredRun } from '../../agents/runs/recover-runs';
 import type { LagentStateDict } from '../../agents/state-dict';
 import { registerSameThreadServer } from '../../bridge/same-thread';
 import { bearerMatches, type Refusal, RequestGuard } from '../../core/request-guard';
@@ -39,14 +40,28 @@ import {
   readChatRequest,
   SSE_EVENTS,
 } from './protocol';
+import { registerRunRoutes, ServerRuns, type ServerRunsOptions } from './runs-routes';
 import { ServedSessions } from './served-sessions';
+import {
+  mintSessionToken,
+  OTHER_SESSION,
+  requestScope,
+  scopeRequest,
+  sessionOfToken,
+  sessionTokenKey,
+} from './session-tokens';
 import { SSEWriter, type StreamContent } from './sse-writer';
 
 /**
  * What an {@link HTTPAgentServer} can serve: any agent of lagent-ts (`Agent`, `AsyncAgent`, the streaming
  * variants, `Sequential`s and prebuilt agents), or anything else with `call` and `stateDict` in their shape.
  */
-export type ServedAgent = Pick<AgentBase, 'stateDict'> & {
+export type ServedAgent = {
+  /** The session's state in Lagent's shape (`GET /memory/{id}`), or a promise of it (a remote agent's). */
+  stateDict(
+    sessionId: SessionId | undefined,
+    options: { format: 'lagent' },
+  ): LagentStateDict | Promise<LagentStateDict>;
   readonly name?: string | undefined;
   call(input: readonly MessageInput[], options: Record<string, unknown>): unknown;
 };
@@ -139,6 +154,22 @@ export interface HTTPAgentServerOptions {
    * here run before those checks. Used by `lagent ui`.
    */
   setup?: ((app: FastifyInstance) => void) | undefined;
+  /**
+   * Runs (`POST /runs`, `GET /runs/{id}`, `GET /runs/{id}/stream`, `POST /runs/{id}/cancel`,
+   * `GET /sessions/{id}/runs`): where their logs are kept (`store`: by default the agent's `durable` store, else
+   * `store` above, else this process), how long (`retainMs`), and how many sessions `listen()` recovers at once
+   * (`recover`: the durable calls a process left unfinished are finished into their runs' logs; `false` leaves
+   * them).
+   */
+  runs?: ServerRunsOptions | undefined;
+  /**
+   * Whether a client that goes away from `POST /chat_completion(/stream)` stops its call. By default a durable
+   * agent's call goes on to its end (its reply is kept: a retry with its call id gets it), and any other call
+   * stops and takes its turn back. Runs (`POST /runs`) never stop for a client; the calls of `POST /api/chat`
+   * and `POST /ag-ui`, which are runs (a client comes back for them), stop only when this is set `true`.
+   * @default true, false for an agent with `durable`
+   */
+  abortOnDisconnect?: boolean | undefined;
   /** Told about every agent call that failed (the answer was a 500 or an SSE `error` event). @default writes one line to stderr */
   onError?:
     | ((error: unknown, context: { route: string; sessionId: SessionId | undefined }) => void)
@@ -255,7 +286,13 @@ export class HTTPAgentServer {
   /** The sessions clients used, bounded, for an agent that keeps them in memory only. */
   readonly #sessions: ServedSessions | undefined;
   readonly #calls = new Set<AbortController>();
-  readonly #sockets = new Set<Socket>();
+  readonly #runs: ServerRuns;
+  readonly #abortOnDisconnect: boolean;
+  /** `abortOnDisconnect` as given (the protocols' runs go on unless it is true). */
+  readonly #abortOnDisconnectOption: boolean | undefined;
+  /** Connections on which nothing was sent yet. */
+  readonly #silent = new Set<Duplex>();
+  #recovery: Promise<RecoveredRun[]> | undefined;
 
   constructor(options: HTTPAgentServerOptions) {
     if (typeof options !== 'object' || options === null) {
@@ -307,6 +344,12 @@ export class HTTPAgentServer {
     this.host = options.host ?? '127.0.0.1';
     this.#port = port;
     this.#token = options.token === undefined ? undefined : Buffer.from(options.token);
+    this.#runs = new ServerRuns(agent, options.runs);
+    if (options.abortOnDisconnect !== undefined && typeof options.abortOnDisconnect !== 'boolean') {
+      throw new ConfigurationError({ message: 'HTTPAgentServer: abortOnDisconnect must be true or false' });
+    }
+    this.#abortOnDisconnect = options.abortOnDisconnect ?? !isDurable(agent);
+    this.#abortOnDisconnectOption = options.abortOnDisconnect;
     this.#bodyLimit = positive('bodyLimit', options.bodyLimit, 1_048_576);
     this.#headersTimeout = positive('headersTimeout', options.headersTimeout, 10_000);
     this.#requestTimeout = positive('requestTimeout', options.requestTimeout, 30_000);
@@ -362,6 +405,37 @@ export class HTTPAgentServer {
     return this.#inFlight;
   }
 
+  /**
+   * What `listen()` recovered: the durable calls a process left unfinished, each finished into its run's log
+   * (see `runs.recover`); `[]` before `listen()` and for an agent without `durable`.
+   */
+  get recovery(): Promise<RecoveredRun[]> {
+    return this.#recovery ?? Promise.resolve([]);
+  }
+
+  /**
+   * A token that acts for one session only (this server's `token` signs it; changing the token revokes it): its
+   * bearer may call the agent on that session, read its memory, and start, read, follow and cancel its runs;
+   * every other session and route is refused (403). For a browser or a user who should see their own
+   * conversation. `ttlMs` bounds its life.
+   */
+  sessionToken(sessionId: SessionId, options: { ttlMs?: number | undefined } = {}): string {
+    if (this.#token === undefined) {
+      throw new ConfigurationError({ message: 'HTTPAgentServer.sessionToken needs a server with a token' });
+    }
+    const { ttlMs } = options;
+    if (ttlMs !== undefined && !(Number.isSafeInteger(ttlMs) && ttlMs > 0)) {
+      throw new ConfigurationError({
+        message: 'HTTPAgentServer.sessionToken: ttlMs must be a positive integer',
+      });
+    }
+    return mintSessionToken(
+      sessionTokenKey(this.#token),
+      String(sessionId),
+      ttlMs === undefined ? undefined : Date.now() + ttlMs,
+    );
+  }
+
   /** Starts listening; resolves to the base URL. Calling it again returns the same promise. */
   listen(): Promise<string> {
     if (this.#closing)
@@ -411,10 +485,6 @@ export class HTTPAgentServer {
       forceCloseConnections: 'idle',
       return503OnClosing: true,
     });
-    app.server.on('connection', (socket: Socket) => {
-      this.#sockets.add(socket);
-      socket.once('close', () => this.#sockets.delete(socket));
-    });
     this.#routes(app);
     const protocolHost = this.#protocolHost();
     for (const register of protocols) register(app, protocolHost);
@@ -427,12 +497,23 @@ export class HTTPAgentServer {
       done();
     });
     this.#app = app;
+    app.server.on('connection', (socket: Duplex) => {
+      this.#silent.add(socket);
+      const heard = () => this.#silent.delete(socket);
+      socket.once('data', heard);
+      socket.once('close', heard);
+    });
     await app.listen({ host: this.host, port: this.#port });
     const address = app.server.address();
     const port = typeof address === 'object' && address !== null ? address.port : this.#port;
     const host = this.host.includes(':') ? `[${this.host}]` : this.host;
     this.#url = `http://${host}:${port}`;
     this.#forget = registerSameThreadServer(port, `HTTPAgentServer at ${this.#url}`);
+    // Calls a process left unfinished (it was killed) are finished into their runs' logs while the server answers.
+    this.#recovery = this.#runs.recover().catch((error: unknown) => {
+      this.#onError(error, { route: 'recovery', sessionId: undefined });
+      return [];
+    });
     return this.#url;
   }
 
@@ -454,12 +535,13 @@ export class HTTPAgentServer {
       await new Promise<void>((resolve) => (this.#drained = resolve));
       clearTimeout(timer);
     }
+    // Runs started here end (or, past the timeout, are cancelled) before the process goes; then the streams of
+    // run logs end, and the connections that hold nothing close (idle ones, and those of clients that opened one
+    // and never sent a request: HTTP clients open spare ones).
+    await this.#runs.settle(timeout);
+    await this.#runs.endRelays();
     app.server.closeIdleConnections?.();
-    // A connection that never carried a request is not "idle" to Node (a fetch client that aborted a stream
-    // opens a fresh one at once): with no answer pending, it goes too.
-    for (const socket of this.#sockets) {
-      if ((socket as { _httpMessage?: unknown })._httpMessage == null) socket.destroy();
-    }
+    for (const socket of this.#silent) socket.destroy();
     await closed;
     this.#forget?.();
     this.#forget = undefined;
@@ -508,7 +590,7 @@ export class HTTPAgentServer {
             .header('access-control-allow-methods', 'GET, POST')
             .header(
               'access-control-allow-headers',
-              'authorization, content-type, idempotency-key, x-session-id, a2a-version, a2a-extensions',
+              'authorization, content-type, idempotency-key, last-event-id, x-session-id, a2a-version, a2a-extensions',
             )
             .header('access-control-max-age', '600')
             .send();
@@ -520,13 +602,31 @@ export class HTTPAgentServer {
 
     if (this.#token !== undefined) {
       const expected = this.#token;
+      const sessionKey = sessionTokenKey(expected);
       app.addHook('onRequest', (request, reply, done) => {
+        const config = request.routeOptions.config as
+          | { public?: unknown; sessionScoped?: unknown }
+          | undefined;
         if (
           request.url.split('?', 1)[0] === '/health_check' ||
-          (request.routeOptions.config as { public?: unknown } | undefined)?.public === true ||
+          config?.public === true ||
           bearerMatches(request.headers.authorization, expected)
         ) {
           done();
+          return;
+        }
+        // A session token: its session's routes only (each checks the session).
+        const session = sessionOfToken(sessionKey, request.headers.authorization);
+        if (session !== undefined) {
+          if (config?.sessionScoped === true) {
+            scopeRequest(request.raw, session);
+            done();
+            return;
+          }
+          reply
+            .code(403)
+            .type(JSON_TYPE)
+            .send(errorBody('this token is for one session, and this route is not', 'Forbidden'));
           return;
         }
         reply
@@ -566,7 +666,7 @@ export class HTTPAgentServer {
       reply.type(JSON_TYPE).send(JSON.stringify({ status: 'success', timestamp: Date.now() / 1000 }));
     });
 
-    app.get('/memory/:session_id', (request, reply) => {
+    app.get('/memory/:session_id', SESSION_SCOPED, (request, reply) => {
       const { session_id: sessionId } = request.params as { session_id: string };
       try {
         checkSessionId(sessionId);
@@ -574,6 +674,7 @@ export class HTTPAgentServer {
         badRequest(reply, error);
         return;
       }
+      if (!inScope(request, reply, sessionId)) return;
       let dict: LagentStateDict | Promise<LagentStateDict>;
       try {
         dict = this.#stateOf(sessionId);
@@ -592,8 +693,15 @@ export class HTTPAgentServer {
       return reply;
     });
 
-    app.post('/chat_completion', (request, reply) => this.#chat(request, reply));
-    app.post('/chat_completion/stream', (request, reply) => this.#stream(request, reply));
+    app.post('/chat_completion', SESSION_SCOPED, (request, reply) => this.#chat(request, reply));
+    app.post('/chat_completion/stream', SESSION_SCOPED, (request, reply) => this.#stream(request, reply));
+    registerRunRoutes(app, {
+      runs: this.#runs,
+      read: (request, reply) => this.#read(request, reply),
+      inputs: (parsed) => this.#inputs(parsed),
+      fail: (reply, error) => this.#fail(reply, error),
+      onError: this.#onError,
+    });
   }
 
   /** A session's state dict in Lagent's shape; a stored session is read from the store (what was committed). */
@@ -611,6 +719,8 @@ export class HTTPAgentServer {
       callers: this.#callers,
       exposeErrors: this.#exposeErrors,
       hasToken: this.#token !== undefined,
+      runs: this.#runs,
+      abortOnDisconnect: this.#abortOnDisconnectOption,
       begin: (controller, sessionId) => this.#begin(controller, sessionId),
       onError: (error, context) => this.#onError(error, context),
       stateOf: async (sessionId) => this.#stateOf(sessionId),
@@ -691,6 +801,7 @@ export class HTTPAgentServer {
       } else badRequest(reply, error);
       return undefined;
     }
+    if (!inScope(request, reply, String(parsed.sessionId))) return undefined;
     const callId = parsed.options.callId as string | undefined;
     if (callId !== undefined && !replaysCalls(this.agent)) {
       const error = callIdNotHonoured();
@@ -718,7 +829,9 @@ export class HTTPAgentServer {
     const controller = new AbortController();
     const end = this.#begin(controller, parsed.sessionId);
     const onClose = () => {
-      if (!reply.raw.writableFinished) controller.abort(new Error('the client closed the connection'));
+      if (!reply.raw.writableFinished && this.#abortOnDisconnect) {
+        controller.abort(new Error('the client closed the connection'));
+      }
     };
     reply.raw.once('close', onClose);
     try {
@@ -749,7 +862,7 @@ export class HTTPAgentServer {
     const onClose = () => {
       if (!raw.writableFinished) {
         gone = true;
-        controller.abort(new Error('the client closed the connection'));
+        if (this.#abortOnDisconnect) controller.abort(new Error('the client closed the connection'));
       }
     };
     raw.once('close', onClose);
@@ -776,7 +889,8 @@ export class HTTPAgentServer {
       if (isThenable(result)) result = await result;
       if (isAsyncIterator(result) || (isIterator(result) && !(result instanceof AgentMessage))) {
         const onChunk = (chunk: unknown) => {
-          if (gone) return false;
+          // A call that outlives its client is pulled to its end, its chunks sent to nobody.
+          if (gone) return !this.#abortOnDisconnect;
           start();
           writer.chunk(
             typeof chunk === 'string'
@@ -945,6 +1059,22 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
     );
   }
   socket.destroy(error);
+}
+
+/** The options of a route that takes session tokens (each checks that the session is the token's). */
+const SESSION_SCOPED = { config: { sessionScoped: true } };
+
+/** False (and answered 403) when the request's token is for another session than `sessionId`. */
+function inScope(request: FastifyRequest, reply: FastifyReply, sessionId: string): boolean {
+  const scope = requestScope(request.raw);
+  if (scope === undefined || scope === sessionId) return true;
+  reply.code(403).type(JSON_TYPE).send(errorBody(OTHER_SESSION, 'Forbidden'));
+  return false;
+}
+
+/** True for an agent whose own calls are durable: a call outlives its client by default. */
+function isDurable(agent: object): boolean {
+  return (agent as { [DURABLE]?: unknown })[DURABLE] !== undefined;
 }
 
 function badRequest(reply: FastifyReply, error: unknown): void {

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import type { Writable } from 'node:stream';
 import { AgentMessage } from '../../schema/agent-message';
 import { SSE_EVENTS } from './protocol';
 
@@ -57,14 +58,45 @@ export class SSEWriter {
     return content.startsWith(previous) ? content.slice(previous.length) : undefined;
   }
 
-  /** Resolves once the response's buffer has room again, or the connection is gone. */
+  readonly #turns = new WriteTurns();
+
+  /** Resolves once the response's buffer has room again, or the connection is gone (see {@link WriteTurns}). */
   drained(): Promise<void> {
-    const raw = this.#raw;
-    if (!raw.writableNeedDrain || raw.destroyed) return Promise.resolve();
+    return this.#turns.wait(this.#raw);
+  }
+}
+
+const RESOLVED = Promise.resolve();
+
+/** How long one stream may keep the event loop before it lets other connections' work run, ms. */
+const TURN_MS = 1;
+
+/**
+ * Waits between the events of one streamed answer: until the response's buffer has room again (a client that
+ * reads slowly slows the stream, not the server's memory), or the connection is gone. A stream whose model
+ * never waits (a cached or scripted reply) would otherwise relay on microtasks alone and keep every other
+ * connection waiting until its buffer fills: every {@link TURN_MS} ms of such work, it lets the event loop run.
+ */
+export class WriteTurns {
+  #pulls = 0;
+  #since = performance.now();
+
+  wait(raw: Writable): Promise<void> {
+    if (!raw.writableNeedDrain || raw.destroyed) {
+      // The clock is read once every 32 events: a relay's cost stays that of a counter.
+      if ((++this.#pulls & 31) !== 0 || performance.now() - this.#since < TURN_MS) return RESOLVED;
+      return new Promise((resolve) =>
+        setImmediate(() => {
+          this.#since = performance.now();
+          resolve();
+        }),
+      );
+    }
     return new Promise((resolve) => {
       const done = () => {
         raw.off('drain', done);
         raw.off('close', done);
+        this.#since = performance.now();
         resolve();
       };
       raw.once('drain', done);

@@ -1,29 +1,36 @@
-import { randomUUID } from 'node:crypto';
 import type { Interrupt as AGUIInterrupt, BaseEvent } from '@ag-ui/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AgentBase } from '../../agents/agent-base';
+import type { Run } from '../../agents/runs/run';
 import { AgentMessage } from '../../schema/agent-message';
 import type { OpenAITool, ToolCall } from '../../schema/chat-message';
 import type { ContentPart } from '../../schema/content-parts';
 import { missingPeer } from '../../schema/errors';
 import { type Decision, interruptId, interruptsOf, resumeWith } from '../../schema/interrupts';
 import type { SessionId } from '../../schema/session';
+import type { RunRecord } from '../../stores/types';
 import { isPlainObject } from '../../utils/is';
 import { checkSessionId } from '../http/protocol';
 import type { ProtocolRoutes } from './register';
 import {
+  type Answer,
   answerOf,
   badInput,
   callOptions,
   checkDecisions,
   checkHistory,
-  clientMessage,
+  checkScope,
   EventStream,
   type HistoryEntry,
+  inputFor,
   isCallersMistake,
+  isCancelled,
+  ProtocolRequestError,
   remoteSource,
+  SESSION_SCOPED,
 } from './request';
-import { type ProtocolHost, type RunObserver, runCall, type ToolResultText } from './run';
+import type { ProtocolHost, RunObserver, ToolResultText } from './run';
+import { loggedErrorText, RunLogReader, serveRunLog } from './run-log';
 
 /*
  * AG-UI (`@ag-ui/core` 1.0): `POST /ag-ui` takes a `RunAgentInput` (`threadId`: the session) and answers AG-UI
@@ -32,7 +39,9 @@ import { type ProtocolHost, type RunObserver, runCall, type ToolResultText } fro
  * with `resume` entries. Frontend tools (`tools`) are the call's client tools: a model's call of one ends the
  * run (a completed one, the call in `pendingToolCallIds`), and the next `RunAgentInput`, whose newest messages
  * are the tool messages answering them, resumes it. Only the newest user message (or the resume entries and
- * tool results) is taken: the session's memory is the truth.
+ * tool results) is taken: the session's memory is the truth. Each AG-UI run is a run of the server (its `runId` the run's), streamed from its log: AG-UI defines
+ * no reconnect for its HTTP transport, so the same `RunAgentInput` sent again (same `threadId` and `runId`) is
+ * answered from that run's log, from `RUN_STARTED` on, without running anything twice.
  */
 
 /** Where the route goes. */
@@ -69,7 +78,7 @@ export async function loadAGUI(options: AGUIOptions = {}): Promise<ProtocolRoute
   }
   return Object.assign(
     (app: FastifyInstance, host: ProtocolHost) => {
-      app.post(path, (request, reply) => run(host, Encoder, request, reply));
+      app.post(path, SESSION_SCOPED, (request, reply) => run(host, Encoder, request, reply));
     },
     { paths: [path] },
   );
@@ -92,17 +101,46 @@ async function run(
   reply: FastifyReply,
 ): Promise<void> {
   let read: ReadInput;
+  let existing: RunRecord | undefined;
   try {
     read = readInput(host, request.body, reply);
-    await checkHistory(host, read.threadId, read.history);
-    await checkDecisions(host, read.threadId, read.decisions);
+    checkScope(request, read.threadId);
+    existing = await host.runs.read(read.runId);
+    if (existing !== undefined && existing.sessionId !== read.threadId) {
+      throw new ProtocolRequestError({
+        status: 409,
+        code: 'RunIdTaken',
+        field: 'runId',
+        message: `run ${JSON.stringify(read.runId)} is a run of another thread; give each run an id of its own`,
+      });
+    }
+    if (existing === undefined) {
+      await checkHistory(host, read.threadId, read.history);
+      await checkDecisions(host, read.threadId, read.decisions);
+    }
   } catch (error) {
-    const answer = answerOf(host, error);
-    reply
-      .code(answer.status)
-      .type(JSON_TYPE)
-      .send(JSON.stringify({ detail: answer.message, error: answer.code, ...answer.refusal }));
+    if (!isCallersMistake(error)) host.onError(error, { route: 'ag-ui', sessionId: undefined });
+    refuse(reply, answerOf(host, error));
     return;
+  }
+  const { threadId, runId } = read;
+  // A RunAgentInput sent again with the runId of a run of its thread is answered from that run's log: how a
+  // client whose connection dropped reconnects, and nothing runs twice.
+  let local: Run | undefined;
+  if (existing === undefined) {
+    const { callId: _, ...callOptions } = read.options;
+    const input = read.decisions.length > 0 ? [resumeWith(read.decisions)] : read.input;
+    try {
+      local = (await host.runs.start(inputFor(host, input), threadId, callOptions, runId)).run;
+    } catch (error) {
+      if (!isCallersMistake(error)) host.onError(error, { route: 'ag-ui', sessionId: threadId });
+      refuse(reply, answerOf(host, error));
+      return;
+    }
+    local?.result.catch((error: unknown) => {
+      if (!isCallersMistake(error) && !isCancelled(error))
+        host.onError(error, { route: 'ag-ui', sessionId: threadId });
+    });
   }
   // Protobuf for a client that names AG-UI's media type; server-sent events for anyone else (`*/*` included,
   // which the encoder alone would answer in protobuf).
@@ -111,7 +149,6 @@ async function run(
   const type = encoder.getContentType();
   const binary = type !== 'text/event-stream';
   const controller = new AbortController();
-  const end = host.begin(controller, read.threadId);
   const out = new EventStream(reply, controller, {
     'content-type': binary ? type : 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
@@ -119,39 +156,60 @@ async function run(
   });
   const events = new AGUIEncoder(
     (event) => out.write(binary ? Buffer.from(encoder.encodeBinary(event)) : encodeSSE(encoder, event)),
-    read.threadId,
-    read.runId,
-    read.decisions,
+    threadId,
+    runId,
   );
-  try {
-    const message = await runCall(host, {
-      sessionId: read.threadId,
-      input: read.decisions.length > 0 ? [resumeWith(read.decisions)] : read.input,
-      options: read.options,
-      signal: controller.signal,
-      observer: events,
-      drained: () => out.drained(),
-    });
-    if (out.gone) return;
-    const snapshot = read.stateSnapshot ? await host.stateOf(read.threadId) : undefined;
-    if (out.gone) return;
-    events.finish(message, snapshot);
-  } catch (error) {
-    if (out.gone) return;
-    if (!isCallersMistake(error)) host.onError(error, { route: 'ag-ui', sessionId: read.threadId });
-    if (!out.started) {
-      const answer = answerOf(host, error);
-      reply
-        .code(answer.status)
-        .type(JSON_TYPE)
-        .send(JSON.stringify({ detail: answer.message, error: answer.code, ...answer.refusal }));
-      return;
-    }
-    events.fail(clientMessage(host, error), answerOf(host, error).code);
-  } finally {
-    out.end();
-    end();
-  }
+  const reader = new RunLogReader(host, events, {
+    resumed: (decisions) => events.resumed(decisions),
+    finish: async (message) => {
+      const snapshot = read.stateSnapshot ? await host.stateOf(threadId) : undefined;
+      events.finish(message, snapshot);
+    },
+    fail: (error) =>
+      error.status === 'cancelled'
+        ? events.cancelled()
+        : events.fail(loggedErrorText(host, error), error.error),
+  });
+  await serveRunLog({
+    host,
+    reply,
+    out,
+    controller,
+    runId,
+    sessionId: threadId,
+    after: 0,
+    route: 'ag-ui',
+    inFlight: local !== undefined,
+    heartbeat: !binary,
+    take: (event) => reader.take(event),
+    broken: (message) => events.fail(message, 'RunLogError'),
+    // A call that fails before anything was streamed is answered as an error, as a call that is not a run is.
+    refuse:
+      local === undefined
+        ? undefined
+        : async (logged) => {
+            if (logged.status === 'cancelled') return false;
+            const error: unknown = await local.result.then(
+              () => undefined,
+              (failure: unknown) => failure,
+            );
+            refuse(reply, answerOf(host, error));
+            return true;
+          },
+    left:
+      host.abortOnDisconnect === true
+        ? () => {
+            void host.runs.cancel(runId).catch(() => {});
+          }
+        : undefined,
+  });
+}
+
+function refuse(reply: FastifyReply, answer: Answer): void {
+  reply
+    .code(answer.status)
+    .type(JSON_TYPE)
+    .send(JSON.stringify({ detail: answer.message, error: answer.code, ...answer.refusal }));
 }
 
 /**
@@ -182,7 +240,9 @@ export class AGUIEncoder implements RunObserver {
   readonly #write: (event: BaseEvent) => unknown;
   readonly #threadId: string;
   readonly #runId: string;
-  readonly #decided: Map<string, Decision>;
+  #decided: Map<string, Decision>;
+  /** How many ids this run's events were given (an id is the run's id and this number: a replay gives the same). */
+  #ids = 0;
   #started = false;
   #text: string | undefined;
   #reasoning: string | undefined;
@@ -203,6 +263,15 @@ export class AGUIEncoder implements RunObserver {
     this.#decided = new Map(decisions.map((decision) => [decision.id, decision]));
   }
 
+  #id(kind: string): string {
+    return `${this.#runId}:${kind}-${++this.#ids}`;
+  }
+
+  /** The run goes on with decisions: the calls they answer were announced by the run that paused. */
+  resumed(decisions: readonly Decision[]): void {
+    this.#decided = new Map(decisions.map((decision) => [decision.id, decision]));
+  }
+
   #send(event: Record<string, unknown>): void {
     if (!this.#started) {
       this.#started = true;
@@ -214,7 +283,7 @@ export class AGUIEncoder implements RunObserver {
   text(delta: string): void {
     this.#closeReasoning();
     if (this.#text === undefined) {
-      this.#text = randomUUID();
+      this.#text = this.#id('text');
       this.#send({ type: 'TEXT_MESSAGE_START', messageId: this.#text, role: 'assistant' });
     }
     this.#textSinceTools = true;
@@ -224,7 +293,7 @@ export class AGUIEncoder implements RunObserver {
   reasoning(delta: string): void {
     this.#closeText();
     if (this.#reasoning === undefined) {
-      this.#reasoning = randomUUID();
+      this.#reasoning = this.#id('reasoning');
       this.#send({ type: 'REASONING_START', messageId: this.#reasoning });
       this.#send({ type: 'REASONING_MESSAGE_START', messageId: this.#reasoning, role: 'reasoning' });
     }
@@ -253,7 +322,7 @@ export class AGUIEncoder implements RunObserver {
       const result = results[index] ?? { text: '' };
       this.#send({
         type: 'TOOL_CALL_RESULT',
-        messageId: randomUUID(),
+        messageId: this.#id('result'),
         toolCallId: interruptId(path, call),
         content: result.text,
         role: 'tool',
@@ -268,7 +337,7 @@ export class AGUIEncoder implements RunObserver {
     this.#closeReasoning();
     let step = path;
     for (let n = 2; this.#steps.has(step); n++) step = `${path}#${n}`;
-    const subagent = { id: randomUUID(), step };
+    const subagent = { id: this.#id('subagent'), step };
     this.#steps.add(step);
     const open = this.#subagents.get(path);
     if (open === undefined) this.#subagents.set(path, [subagent]);
@@ -355,12 +424,27 @@ export class AGUIEncoder implements RunObserver {
 
   /** Ends the run with `RUN_ERROR` (what is open is closed first, so the run stays well formed). */
   fail(message: string, code: string): void {
+    this.#closeAll(message);
+    this.#send({ type: 'RUN_ERROR', message, code });
+  }
+
+  /** Ends a run that was cancelled: `RUN_FINISHED` with the `cancelled` outcome. */
+  cancelled(): void {
+    this.#closeAll('the run was cancelled');
+    this.#send({
+      type: 'RUN_FINISHED',
+      threadId: this.#threadId,
+      runId: this.#runId,
+      outcome: { type: 'cancelled' },
+    });
+  }
+
+  #closeAll(message: string): void {
     this.#closeText();
     this.#closeReasoning();
     for (const open of this.#subagents.values())
       for (const subagent of open.reverse()) this.#endSubagent(subagent, undefined, message);
     this.#subagents.clear();
-    this.#send({ type: 'RUN_ERROR', message, code });
   }
 
   #toolCall(id: string, call: ToolCall, subagentRunId: string | undefined): void {

@@ -1,13 +1,16 @@
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AgentBase } from '../../agents/agent-base';
 import { contentToText } from '../../agents/aggregator/content';
 import { checkAnswer } from '../../agents/interceptors/approvals/decisions';
 import { pendingInterrupts } from '../../agents/pending-interrupts';
-import { LagentError, ValidationError } from '../../schema/errors';
+import type { AgentMessage, MessageInput } from '../../schema/agent-message';
+import { LagentError, RunFailedError, ValidationError } from '../../schema/errors';
 import { type Decision, RESUME_TYPE } from '../../schema/interrupts';
 import type { SessionId } from '../../schema/session';
 import { errorMessage } from '../../utils/text';
 import { isUnprocessable } from '../caller-options';
+import { OTHER_SESSION, requestScope } from '../http/session-tokens';
+import { WriteTurns } from '../http/sse-writer';
 import { refusalBody } from '../remote-budget';
 import type { ProtocolHost } from './run';
 
@@ -65,6 +68,27 @@ export function answerOf(host: ProtocolHost, error: unknown): Answer {
     code: name,
     message: host.exposeErrors ? errorMessage(error) : 'Internal Server Error',
   };
+}
+
+/** A route a session token may use, for its own session (each route checks it with {@link checkScope}). */
+export const SESSION_SCOPED = { config: { sessionScoped: true } };
+
+/** Refuses (403) a request made with a token of another session than the one it names. */
+export function checkScope(request: FastifyRequest, sessionId: SessionId): void {
+  const scope = requestScope(request.raw);
+  if (scope !== undefined && scope !== String(sessionId))
+    throw new ProtocolRequestError({ status: 403, code: 'Forbidden', message: OTHER_SESSION });
+}
+
+/** Messages as the served agent takes them: their JSON for an agent that is not of this copy of lagent-ts. */
+export function inputFor(host: ProtocolHost, input: readonly AgentMessage[]): MessageInput[] {
+  if (host.agent instanceof AgentBase) return [...input];
+  return input.map((message) => message.toJSON() as MessageInput);
+}
+
+/** Whether a run ended because it was cancelled. */
+export function isCancelled(error: unknown): boolean {
+  return error instanceof RunFailedError && error.status === 'cancelled';
 }
 
 /** Whether an error is the caller's (answered 4xx, not told to `onError`). */
@@ -248,19 +272,11 @@ export class EventStream {
     this.#reply.raw.destroy();
   }
 
-  /** Resolves once the response's buffer has room again, or the connection is gone. */
+  readonly #turns = new WriteTurns();
+
+  /** Resolves once the response's buffer has room again, or the connection is gone (see `WriteTurns`). */
   drained(): Promise<void> {
-    const raw = this.#reply.raw;
-    if (!raw.writableNeedDrain || raw.destroyed) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        raw.off('drain', done);
-        raw.off('close', done);
-        resolve();
-      };
-      raw.once('drain', done);
-      raw.once('close', done);
-    });
+    return this.#turns.wait(this.#reply.raw);
   }
 }
 

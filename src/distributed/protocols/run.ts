@@ -8,6 +8,7 @@ import type { SessionId } from '../../schema/session';
 import { AgentStatusCode } from '../../schema/status';
 import { isAsyncIterator, isIterator, isThenable } from '../../utils/is';
 import type { CallerOptions } from '../caller-options';
+import type { ServerRuns } from '../http/runs-routes';
 import type { ServedAgent } from '../http/server';
 
 /*
@@ -26,6 +27,13 @@ export interface ProtocolHost {
   readonly exposeErrors: boolean;
   /** Whether the server asks for a bearer token. */
   readonly hasToken: boolean;
+  /** The server's runs: the routes whose calls are runs start them here and serve their logs. */
+  readonly runs: ServerRuns;
+  /**
+   * The server's `abortOnDisconnect` as given: a call started as a run is cancelled when its client goes away
+   * only when it is `true` (by default it goes on, and its log can be followed again).
+   */
+  readonly abortOnDisconnect: boolean | undefined;
   /** Counts a call in flight (`close()` waits for it; its session is kept); the function returned ends it. */
   begin(controller: AbortController, sessionId: SessionId): () => void;
   /** Told about every call that failed. */
@@ -267,7 +275,7 @@ function tapOf(agent: AgentBase): EventTap {
 }
 
 /** The paths of the sub-agents whose calls are a prebuilt loop's model turns, not sub-agents of their own. */
-function modelTurnPaths(root: AgentBase): Set<string> {
+export function modelTurnPaths(root: AgentBase): Set<string> {
   const paths = new Set<string>();
   const nodes = [...root.namedAgents()];
   for (const [, node] of nodes) {

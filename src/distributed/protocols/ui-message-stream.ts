@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AgentBase } from '../../agents/agent-base';
 import { checkClientTools } from '../../agents/interceptors/approvals/client-tools';
@@ -19,19 +18,23 @@ import { isPlainObject } from '../../utils/is';
 import { errorMessage } from '../../utils/text';
 import { checkSessionId } from '../http/protocol';
 import {
+  type Answer,
   answerOf,
   badInput,
   callOptions,
   checkDecisions,
   checkHistory,
-  clientMessage,
+  checkScope,
   EventStream,
   type HistoryEntry,
+  inputFor,
   isCallersMistake,
+  isCancelled,
   remoteSource,
+  SESSION_SCOPED,
 } from './request';
 import type { ProtocolHost, RunObserver, ToolResultText } from './run';
-import { runCall } from './run';
+import { loggedErrorText, type RunLogEnds, RunLogReader, serveRunLog } from './run-log';
 
 /*
  * The AI SDK's UI message stream (`ai@7`), what `useChat` / `DefaultChatTransport` send and read:
@@ -39,6 +42,8 @@ import { runCall } from './run';
  * `messageId`) and answers the stream of UI message chunks over server-sent events. Only the newest user
  * message, or the approval responses of the last assistant message (and the outputs of the route's client tools
  * that wait), is taken; the session's memory is the truth.
+ * Each call is a run whose log the stream is read from, so `GET /api/chat/{id}/stream` (what
+ * `useChat({ resume: true })` asks) serves a reply in progress again, from the same log, to any client.
  */
 
 /** Where the route goes, and the tools the page runs itself. */
@@ -93,7 +98,7 @@ interface ReadRequest {
   options: Record<string, unknown>;
 }
 
-/** Registers `POST {path}`, and `GET {path}/:id/stream` (answered 204: no stream is kept to resume). */
+/** Registers `POST {path}` and `GET {path}/:id/stream` (the reconnect of `useChat({ resume: true })`). */
 export function registerUIMessageStream(
   app: FastifyInstance,
   host: ProtocolHost,
@@ -101,9 +106,114 @@ export function registerUIMessageStream(
 ): void {
   const path = options.path ?? '/api/chat';
   const clientTools = checkedClientTools(host, options.clientTools);
-  app.post(path, (request, reply) => chat(host, clientTools, request, reply));
-  app.get(`${path}/:id/stream`, (_request, reply) => {
-    reply.code(204).send();
+  app.post(path, SESSION_SCOPED, (request, reply) => chat(host, clientTools, request, reply));
+  app.get(`${path}/:id/stream`, SESSION_SCOPED, (request, reply) => reconnect(host, request, reply));
+}
+
+/**
+ * `POST {path}`: the call runs as a run of the session (its log kept), and the answer is that log as the UI
+ * message stream, the message's id being the run's. A client that goes away leaves the run going (unless the
+ * server's `abortOnDisconnect` is true), and comes back for it with `GET {path}/{id}/stream`. An approval's
+ * answer goes on with the run that waits for it, the stream continuing its message.
+ */
+async function chat(
+  host: ProtocolHost,
+  clientTools: readonly OpenAITool[] | undefined,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<void> {
+  let read: ReadRequest;
+  try {
+    read = readRequest(host, request.body, reply);
+    checkScope(request, read.sessionId);
+    if (clientTools !== undefined) read.options.clientTools = clientTools;
+    if (read.outputs.length > 0) read.decisions.push(...(await clientResults(host, read)));
+    if (read.input.length === 0 && read.decisions.length === 0) {
+      throw badInput(
+        'messages',
+        "the newest message must be the user's, or an assistant message with approval responses or the outputs of the tools it waits for",
+      );
+    }
+    await checkHistory(host, read.sessionId, read.history, 'one message');
+    await checkDecisions(host, read.sessionId, read.decisions);
+  } catch (error) {
+    refuse(reply, answerOf(host, error));
+    return;
+  }
+  const { sessionId, decisions } = read;
+  const { callId, ...callOptions } = read.options;
+  let runId = callId as string | undefined;
+  let after = 0;
+  let resumed = false;
+  let started: Awaited<ReturnType<ProtocolHost['runs']['start']>>;
+  try {
+    if (decisions.length > 0) {
+      // The run that waits for these decisions goes on: the stream is the rest of its log.
+      const waiting =
+        runId === undefined ? await host.runs.waitingRun(String(sessionId)) : await host.runs.read(runId);
+      if (waiting?.status === 'waiting' && waiting.sessionId === String(sessionId)) {
+        runId = waiting.runId;
+        after = waiting.lastSeq;
+        resumed = true;
+      }
+    }
+    const input = decisions.length > 0 ? [resumeWith(decisions)] : read.input;
+    started = await host.runs.start(inputFor(host, input), sessionId, callOptions, runId);
+  } catch (error) {
+    if (!isCallersMistake(error)) host.onError(error, { route: 'ai-sdk', sessionId });
+    refuse(reply, answerOf(host, error));
+    return;
+  }
+  const { run } = started;
+  const id = run?.id ?? started.record!.runId;
+  // A call id given again names the run it started: its whole log is the answer, and nothing runs twice.
+  if (run === undefined) {
+    after = 0;
+    resumed = false;
+  }
+  run?.result.catch((error: unknown) => {
+    if (!isCallersMistake(error) && !isCancelled(error)) host.onError(error, { route: 'ai-sdk', sessionId });
+  });
+  const controller = new AbortController();
+  const out = new EventStream(reply, controller, HEADERS);
+  const encoder = new UIMessageEncoder((chunk) => out.write(frame(chunk)), read.continues ?? id);
+  const reader = new RunLogReader(host, encoder, endsOf(host, encoder));
+  await serveRunLog({
+    host,
+    reply,
+    out,
+    controller,
+    runId: id,
+    sessionId,
+    after,
+    route: 'ai-sdk',
+    inFlight: true,
+    resumed,
+    take: (event) => reader.take(event),
+    end: () => out.write(DONE),
+    broken: (message) => {
+      encoder.fail(message);
+      out.write(DONE);
+    },
+    // A call that fails before anything was streamed is answered as an error, as a call that is not a run is.
+    refuse:
+      run === undefined
+        ? undefined
+        : async (logged) => {
+            if (logged.status === 'cancelled') return false;
+            const error: unknown = await run.result.then(
+              () => undefined,
+              (failure: unknown) => failure,
+            );
+            refuse(reply, answerOf(host, error));
+            return true;
+          },
+    left:
+      host.abortOnDisconnect === true
+        ? () => {
+            void host.runs.cancel(id).catch(() => {});
+          }
+        : undefined,
   });
 }
 
@@ -120,70 +230,73 @@ function checkedClientTools(
   }
 }
 
-async function chat(
-  host: ProtocolHost,
-  clientTools: readonly OpenAITool[] | undefined,
-  request: FastifyRequest,
-  reply: FastifyReply,
-): Promise<void> {
-  let read: ReadRequest;
+/**
+ * `GET {path}/{id}/stream`: the UI message stream of the session's run in progress, from its start (the AI SDK
+ * replays a resumed stream into a message of its own), then live; 204 when the session has none (no run, or its
+ * newest ended or waits for a decision, whose message was streamed whole).
+ */
+async function reconnect(host: ProtocolHost, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const { id } = request.params as { id: string };
+  let record: Awaited<ReturnType<ProtocolHost['runs']['activeRun']>>;
   try {
-    read = readRequest(host, request.body, reply);
-    if (clientTools !== undefined) read.options.clientTools = clientTools;
-    if (read.outputs.length > 0) read.decisions.push(...(await clientResults(host, read)));
-    if (read.input.length === 0 && read.decisions.length === 0) {
-      throw badInput(
-        'messages',
-        "the newest message must be the user's, or an assistant message with approval responses or the outputs of the tools it waits for",
-      );
-    }
-    await checkHistory(host, read.sessionId, read.history, 'one message');
-    await checkDecisions(host, read.sessionId, read.decisions);
+    checkSessionId(id);
+    checkScope(request, id);
+    record = await host.runs.activeRun(id);
   } catch (error) {
-    const answer = answerOf(host, error);
-    reply
-      .code(answer.status)
-      .type(JSON_TYPE)
-      .send(JSON.stringify({ detail: answer.message, error: answer.code, ...answer.refusal }));
+    if (!isCallersMistake(error)) host.onError(error, { route: 'ai-sdk', sessionId: id });
+    refuse(reply, answerOf(host, error));
+    return;
+  }
+  if (record === undefined || record.status === 'waiting') {
+    reply.code(204).send();
     return;
   }
   const controller = new AbortController();
-  const end = host.begin(controller, read.sessionId);
   const out = new EventStream(reply, controller, HEADERS);
-  const encoder = new UIMessageEncoder(
-    (chunk) => out.write(`data: ${JSON.stringify(chunk)}\n\n`),
-    read.continues ?? `msg-${randomUUID()}`,
-    read.decisions,
-  );
-  try {
-    const message = await runCall(host, {
-      sessionId: read.sessionId,
-      input: read.decisions.length > 0 ? [resumeWith(read.decisions)] : read.input,
-      options: read.options,
-      signal: controller.signal,
-      observer: encoder,
-      drained: () => out.drained(),
-    });
-    if (out.gone) return;
-    encoder.finish(message);
-    out.write('data: [DONE]\n\n');
-  } catch (error) {
-    if (out.gone) return;
-    if (!isCallersMistake(error)) host.onError(error, { route: 'ai-sdk', sessionId: read.sessionId });
-    if (!out.started) {
-      const answer = answerOf(host, error);
-      reply
-        .code(answer.status)
-        .type(JSON_TYPE)
-        .send(JSON.stringify({ detail: answer.message, error: answer.code, ...answer.refusal }));
-      return;
-    }
-    encoder.fail(clientMessage(host, error));
-    out.write('data: [DONE]\n\n');
-  } finally {
-    out.end();
-    end();
-  }
+  const encoder = new UIMessageEncoder((chunk) => out.write(frame(chunk)), record.runId);
+  const reader = new RunLogReader(host, encoder, endsOf(host, encoder));
+  // The head goes now: the client knows it is connected while the run has nothing new to say.
+  out.start();
+  reply.raw.flushHeaders();
+  await serveRunLog({
+    host,
+    reply,
+    out,
+    controller,
+    runId: record.runId,
+    sessionId: id,
+    after: 0,
+    route: 'ai-sdk',
+    take: (event) => reader.take(event),
+    end: () => out.write(DONE),
+    broken: (message) => {
+      encoder.fail(message);
+      out.write(DONE);
+    },
+  });
+}
+
+const DONE = 'data: [DONE]\n\n';
+
+function frame(chunk: Record<string, unknown>): string {
+  return `data: ${JSON.stringify(chunk)}\n\n`;
+}
+
+/** How a run read from its log ends a UI message. */
+function endsOf(host: ProtocolHost, encoder: UIMessageEncoder): RunLogEnds {
+  return {
+    resumed: (decisions) => encoder.resumed(decisions),
+    finish: (reply) => encoder.finish(reply),
+    fail: (error) =>
+      error.status === 'cancelled' ? encoder.abort(error.detail) : encoder.fail(loggedErrorText(host, error)),
+  };
+}
+
+function refuse(reply: FastifyReply, answer: Answer): void {
+  reply
+    .code(answer.status)
+    .type(JSON_TYPE)
+    .send(JSON.stringify({ detail: answer.message, error: answer.code, ...answer.refusal }));
 }
 
 /**
@@ -195,8 +308,10 @@ async function chat(
 export class UIMessageEncoder implements RunObserver {
   readonly #write: (chunk: Record<string, unknown>) => unknown;
   readonly #messageId: string;
-  /** Decisions of the request, by interrupt id: their tool parts exist on the client already. */
-  readonly #decided: Map<string, Decision>;
+  /** Decisions of the run's resume, by interrupt id: their tool parts exist on the client already. */
+  #decided: Map<string, Decision>;
+  /** The approval requests this stream made (a run read from its start, resumed since). */
+  readonly #asked = new Set<string>();
   #started = false;
   #inStep = false;
   #text: string | undefined;
@@ -333,7 +448,27 @@ export class UIMessageEncoder implements RunObserver {
     this.#progress(agent);
   }
 
-  /** Ends the message with the call's reply: its text when none was streamed, or the calls that wait. */
+  /**
+   * The run goes on with decisions (a resume): the calls they answer have their tool parts on the client, and
+   * those whose approval request this stream made are told answered (`tool-approval-response`).
+   */
+  resumed(decisions: readonly Decision[]): void {
+    this.#decided = new Map(decisions.map((decision) => [decision.id, decision]));
+    for (const decision of decisions) {
+      if (!this.#asked.has(decision.id)) continue;
+      this.#send({
+        type: 'tool-approval-response',
+        approvalId: decision.id,
+        approved: decision.approve,
+        ...(decision.approve || decision.reason === undefined ? {} : { reason: decision.reason }),
+      });
+    }
+  }
+
+  /**
+   * Ends the message with the call's reply: its text when none was streamed, or the calls that wait. A run that
+   * goes on after it (resumed) continues the same message, from a new `start`.
+   */
   finish(reply: AgentMessage): void {
     const interrupts = interruptsOf(reply);
     this.#closeAgents(interrupts.length > 0 ? 'waiting' : 'done');
@@ -361,6 +496,18 @@ export class UIMessageEncoder implements RunObserver {
             ? 'length'
             : 'stop',
     });
+    this.#started = false;
+    this.#inStep = false;
+    this.#textSinceTools = false;
+    this.#reasoned = false;
+  }
+
+  /** Ends the message as stopped (the run was cancelled): what is open is closed, then an `abort` chunk. */
+  abort(reason: string): void {
+    this.#closeAgents('failed');
+    this.#closeText();
+    this.#closeReasoning();
+    this.#send({ type: 'abort', reason });
   }
 
   /** Ends the message with an error part. */
@@ -384,6 +531,7 @@ export class UIMessageEncoder implements RunObserver {
   }
 
   #askApproval(ask: Interrupt): void {
+    this.#asked.add(ask.id);
     this.#toolInput(ask);
     this.#send({ type: 'tool-approval-request', approvalId: ask.id, toolCallId: ask.id });
   }

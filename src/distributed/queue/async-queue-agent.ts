@@ -3,13 +3,23 @@ import type { ConnectionOptions, Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { AsyncCallOptions } from '../../agents/agent-base';
 import { toMessages } from '../../agents/lifecycle';
+import {
+  isResume,
+  joinRun,
+  Run,
+  RunExecution,
+  type RunLogOptions,
+  type RunPlace,
+  runSettings,
+} from '../../agents/runs/run';
 import type { LagentStateDict, StateDict, StateDictOptions } from '../../agents/state-dict';
 import { effectiveSignal } from '../../core/call-context';
 import { Deadline } from '../../core/deadline';
 import { SessionLanes } from '../../core/session-lanes';
 import { AgentMessage, type LagentMessageJSON, type MessageInput } from '../../schema/agent-message';
-import { ConfigurationError } from '../../schema/errors';
+import { ConfigurationError, RunFailedError, ValidationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
+import { checkStoreKey, type RunRecord, runEnded } from '../../stores/types';
 import { isPlainObject } from '../../utils/is';
 import { beginRemote } from '../remote-budget';
 import {
@@ -30,7 +40,8 @@ import {
 } from './connection';
 import { QueueConnectionError, RemoteAgentError } from './errors';
 import { loadQueuePeers } from './load';
-import { CALL_JOB, type CallJobData, jobKwargs, parseFailure } from './protocol';
+import { CALL_JOB, type CallJobData, jobKwargs, parseFailure, runJobId } from './protocol';
+import { QueueRunLog } from './run-log';
 import {
   type AgentShape,
   QueueKeys,
@@ -57,6 +68,15 @@ export interface AsyncQueueAgentOptions extends QueueSessionPlace {
 
 /** Options of one call: the session, the abort signal and timeout, and options for the remote agent. */
 export type QueueCallOptions = AsyncCallOptions & { timeout?: number | undefined };
+
+/**
+ * Options of a run started on the queue (`start`): the session, the run's id, how long its log is kept
+ * (`runs`: its store is the queue's Redis), a signal that cancels it, and options for the remote agent.
+ */
+export type QueueStartOptions = AsyncCallOptions & {
+  runId?: string | undefined;
+  runs?: Pick<RunLogOptions, 'retainMs' | 'idleTtlMs' | 'maxEvents'> | undefined;
+};
 
 interface Waiter {
   resolve(message: AgentMessage): void;
@@ -107,6 +127,10 @@ export class AsyncQueueAgent {
   #connected: Promise<Connected> | undefined;
   #closed = false;
   #sweep: NodeJS.Timeout | undefined;
+  /** The logs of its runs, in the queue's Redis. */
+  readonly #runLog: QueueRunLog;
+  /** The runs this client started whose jobs are not done, by job id: a job BullMQ gave up on ends its run. */
+  readonly #runJobs = new Map<string, { runId: string; place: RunPlace }>();
 
   constructor(options: AsyncQueueAgentOptions) {
     if (!isPlainObject(options)) {
@@ -127,6 +151,124 @@ export class AsyncQueueAgent {
     this.#place = sessionPlace(options, queue);
     this.name = options.name ?? 'AsyncQueueAgent';
     this.description = options.description;
+    this.#runLog = new QueueRunLog(`RedisStore(queue ${queue})`, () =>
+      this.#connect().then((connected) => connected.store.store),
+    );
+  }
+
+  /** Where the logs of its runs are: the queue's Redis, under its sessions' namespace. */
+  runLog(): Pick<RunPlace, 'store' | 'namespace'> {
+    return { store: this.#runLog, namespace: this.#place.namespace };
+  }
+
+  /**
+   * Starts a call as a run that a {@link QueueAgentWorker} runs: returns at once; its log (chunks, agent events,
+   * its end) is written by the worker to the queue's Redis, so `events(after)` follows it from this process or
+   * any other (an `HTTPAgentServer` serving this agent serves `GET /runs/{id}/stream` from it). A worker killed
+   * mid-run leaves the run to the next worker that takes the job, which goes on in the same log (a durable
+   * agent's call is replayed: its finished tool calls do not run again). `cancel()` removes a job no worker took,
+   * or stops the worker running it.
+   */
+  start(input?: MessageInput | readonly MessageInput[], options: QueueStartOptions = {}): Run {
+    if (!isPlainObject(options))
+      throw new ConfigurationError({ message: `${this.name}.start: options must be an object` });
+    const {
+      runId: given,
+      runs,
+      signal,
+      timeout: _timeout,
+      ...callOptions
+    } = options as QueueStartOptions & {
+      timeout?: unknown;
+    };
+    const sessionId: SessionId = callOptions.sessionId ?? 0;
+    delete callOptions.sessionId;
+    const runId = given ?? randomUUID();
+    checkStoreKey(this.#runLog.description, 'start', runId);
+    const settings = runSettings(runs, `${this.name}.start`);
+    const place: RunPlace = { store: this.#runLog, namespace: this.#place.namespace, ...settings };
+    const message = toMessages(input).map((item) => item.toJSON({ format: 'lagent' }) as LagentMessageJSON);
+    const resume = given !== undefined && isResume(input);
+    const ready = (async () => {
+      const connected = await this.#connect();
+      const made = await this.#runLog.createRun(place.namespace, runId, {
+        sessionId: String(sessionId),
+        status: 'queued',
+        ttlMs: settings.idleTtlMs,
+      });
+      if (!made.created) {
+        if (made.run.sessionId !== String(sessionId)) {
+          throw new ValidationError({
+            field: 'runId',
+            message: `run ${JSON.stringify(runId)} is a run of another session; a run id belongs to its session`,
+          });
+        }
+        if (!(resume && made.run.status === 'waiting')) {
+          throw new ValidationError({
+            field: 'runId',
+            message: `a run ${JSON.stringify(runId)} exists already (${made.run.status}); leave runId out for a new run`,
+          });
+        }
+      }
+      const jobId = runJobId(runId, made.run.lastSeq);
+      const data: CallJobData = {
+        message,
+        session_id: sessionId,
+        kwargs: jobKwargs(callOptions),
+        run: { id: runId, resume, ...settings },
+      };
+      this.#runJobs.set(jobId, { runId, place });
+      try {
+        await connected.queue.add(CALL_JOB, data, {
+          jobId,
+          removeOnComplete: true,
+          removeOnFail: { age: 24 * 3600, count: 10_000 },
+        });
+      } catch (error) {
+        this.#runJobs.delete(jobId);
+        throw new QueueConnectionError({
+          message: `${this.name}: could not queue the run on Redis: ${(error as Error).message}`,
+          cause: error,
+        });
+      }
+    })();
+    const result = ready.then(() => joinRun(place, runId, sessionId).result);
+    const run = new Run({
+      id: runId,
+      sessionId,
+      place,
+      result,
+      ready,
+      cancelRun: () => this.cancelRun(runId),
+    });
+    if (signal?.aborted) void run.cancel().catch(() => {});
+    else signal?.addEventListener('abort', () => void run.cancel().catch(() => {}), { once: true });
+    return run;
+  }
+
+  /**
+   * Cancels a run of the queue, from any process: a job no worker took is removed and the run ends `cancelled`;
+   * the worker running one is told to stop it (its model request is aborted, nothing is committed). Resolves to
+   * the run as it is then, or undefined when there is no such run.
+   */
+  async cancelRun(runId: string): Promise<RunRecord | undefined> {
+    const connected = await this.#connect();
+    const namespace = this.#place.namespace;
+    const record = await this.#runLog.readRun(namespace, runId);
+    if (record === undefined || runEnded(record.status)) return record;
+    if (record.status === 'queued' && (await connected.queue.remove(runJobId(runId, record.lastSeq))) === 1) {
+      // No worker took it: it never runs, and ends here.
+      const execution = new RunExecution(
+        { store: this.#runLog, namespace, ...runSettings(undefined) },
+        record,
+        'execute',
+      );
+      await execution.fail(new RunFailedError({ message: 'cancelled', runId, status: 'cancelled' }), true);
+      return this.#runLog.readRun(namespace, runId);
+    }
+    const marked = await this.#runLog.cancelRun(namespace, runId);
+    await connected.store.cancelRun(runId).catch(() => {});
+    return marked;
   }
 
   /**
@@ -308,6 +450,7 @@ export class AsyncQueueAgent {
       });
       events.on('error', () => {});
       events.on('completed', ({ jobId, returnvalue }) => {
+        this.#runJobs.delete(jobId);
         const waiter = this.#take(jobId);
         if (!waiter) return;
         store.forgetDone(jobId).catch(() => {});
@@ -317,9 +460,10 @@ export class AsyncQueueAgent {
           waiter.reject(error);
         }
       });
-      events.on('failed', ({ jobId, failedReason }) =>
-        this.#take(jobId)?.reject(remoteError(jobId, failedReason)),
-      );
+      events.on('failed', ({ jobId, failedReason }) => {
+        this.#take(jobId)?.reject(remoteError(jobId, failedReason));
+        void this.#runJobFailed(jobId, failedReason);
+      });
       await Promise.all([queue.waitUntilReady(), events.waitUntilReady()]);
       redis.on('close', () => {
         if (!this.#closed) {
@@ -397,6 +541,22 @@ export class AsyncQueueAgent {
       await connected.store.cancel(jobId);
     } catch {
       // Redis is gone: the worker's lease and the job's lock settle it.
+    }
+  }
+
+  /** A run's job BullMQ gave up on (its worker failed it, or it stalled too often): the run ends failed. */
+  async #runJobFailed(jobId: string, failedReason: string | undefined): Promise<void> {
+    const job = this.#runJobs.get(jobId);
+    if (job === undefined) return;
+    this.#runJobs.delete(jobId);
+    try {
+      const record = await job.place.store.readRun(job.place.namespace, job.runId);
+      if (record === undefined || runEnded(record.status) || record.status === 'waiting') return;
+      const { name, message } = parseFailure(failedReason);
+      const error = Object.assign(new Error(message), { name });
+      await new RunExecution(job.place, record, 'execute').fail(error);
+    } catch {
+      // Redis is away: the run expires with its time to live.
     }
   }
 

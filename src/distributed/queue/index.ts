@@ -6,7 +6,7 @@ export type {
   NumberBounds,
   StopWordBounds,
 } from '../caller-options';
-export type { AsyncQueueAgentOptions, QueueCallOptions } from './async-queue-agent';
+export type { AsyncQueueAgentOptions, QueueCallOptions, QueueStartOptions } from './async-queue-agent';
 export { AsyncQueueAgent } from './async-queue-agent';
 export type { RedisConnection } from './connection';
 export { QueueConnectionError, RemoteAgentError } from './errors';

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { LagentMessageJSON } from '../../schema/agent-message';
 import type { SessionId } from '../../schema/session';
 
@@ -12,7 +13,26 @@ export interface CallJobData {
   message: LagentMessageJSON[];
   session_id: SessionId;
   kwargs: Record<string, unknown>;
+  /** Set for a run (`AsyncQueueAgent.start`): the worker logs the call to the run's log in Redis. */
+  run?: RunJob | undefined;
 }
+
+/** The run a job is: its id, whether it goes on with a run waiting for a decision, and its log's times. */
+export interface RunJob {
+  id: string;
+  resume?: boolean | undefined;
+  retainMs?: number | undefined;
+  idleTtlMs?: number | undefined;
+  maxEvents?: number | undefined;
+}
+
+/** The BullMQ job id of a run's job (a run that goes on after a decision is another job of the same run). */
+export function runJobId(runId: string, lastSeq: number): string {
+  return `run-${createHash('sha256').update(`${runId}\u0000${lastSeq}`).digest('hex').slice(0, 40)}`;
+}
+
+/** What a caller publishes on the cancel channel to stop a run, wherever its job runs. */
+export const RUN_CANCEL_PREFIX = 'run:';
 
 /** Call options that belong to the calling process and never go into a job. */
 const LOCAL_OPTIONS = new Set(['sessionId', 'signal', 'timeout', 'durable']);

@@ -11,6 +11,7 @@ import {
   RedisJobSessions,
 } from '../../stores/redis-job-sessions';
 import { RedisStore } from '../../stores/redis-store';
+import { RUN_CANCEL_PREFIX } from './protocol';
 
 /**
  * The queue's sessions are RedisStore's (`<store prefix>:<hex namespace>:s:<hex session>` and the rest, see
@@ -129,13 +130,15 @@ export type Committed = JobCommitted;
 export class QueueSessions {
   readonly keys: QueueKeys;
   readonly sessions: RedisJobSessions;
+  /** The RedisStore on the queue's connection: its sessions, and the logs of its runs. */
+  readonly store: RedisStore;
   readonly #redis: Redis;
 
   constructor(redis: Redis, keys: QueueKeys, place: SessionPlace) {
     this.keys = keys;
     this.#redis = redis;
-    const store = new RedisStore({ client: redis, prefix: place.storePrefix });
-    this.sessions = new RedisJobSessions(store, place.namespace);
+    this.store = new RedisStore({ client: redis, prefix: place.storePrefix });
+    this.sessions = new RedisJobSessions(this.store, place.namespace);
   }
 
   /** The fence of an attempt at a job holding the BullMQ lock `token`. */
@@ -219,6 +222,11 @@ export class QueueSessions {
       .set(this.keys.cancel(jobId), '1', 'EX', CANCEL_TTL_SECONDS)
       .publish(this.keys.cancelChannel, jobId)
       .exec();
+  }
+
+  /** Tells the workers to stop a run, whichever of its jobs one runs. */
+  async cancelRun(runId: string): Promise<void> {
+    await this.#redis.publish(this.keys.cancelChannel, `${RUN_CANCEL_PREFIX}${runId}`);
   }
 
   /** A committed job's reply, if its marker is still there. */

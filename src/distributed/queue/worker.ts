@@ -3,6 +3,9 @@ import type { ConnectionOptions, Job, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AgentBase, type AsyncCallOptions } from '../../agents/agent-base';
 import { finalReply } from '../../agents/final-reply';
+import { DURABLE } from '../../agents/interceptors/durable/journal';
+import { RunExecution, type RunPlace, runSettings } from '../../agents/runs/run';
+import { runRests } from '../../agents/runs/run-reader';
 import { AgentMessage, asOwnMessage, type MessageInput } from '../../schema/agent-message';
 import { ConfigurationError, ValidationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
@@ -11,7 +14,7 @@ import { sleep } from '../../utils/timers';
 import { CallerOptions, type CallerOptionsPolicy, callIdNotHonoured, replaysCalls } from '../caller-options';
 import { closeBullMQ, closeRedis, connectionOptions, connectRedis, type RedisConnection } from './connection';
 import { loadQueuePeers } from './load';
-import { type CallJobData, failureReason } from './protocol';
+import { type CallJobData, failureReason, RUN_CANCEL_PREFIX, type RunJob } from './protocol';
 import { SessionCache } from './session-cache';
 import { applyChange, type LoadedState, loadState, type StateChange, stateChange } from './session-state';
 import {
@@ -110,6 +113,8 @@ export class QueueAgentWorker {
   #redis: Redis | undefined;
   #subscriber: Redis | undefined;
   #store: QueueSessions | undefined;
+  /** The runs this worker runs now: their job ids, by run id (a cancellation names the run). */
+  readonly #runJobs = new Map<string, string>();
 
   constructor(options: QueueAgentWorkerOptions) {
     if (!isPlainObject(options)) {
@@ -188,8 +193,11 @@ export class QueueAgentWorker {
       const subscriber = redis.duplicate();
       subscriber.on('error', () => {});
       this.#subscriber = subscriber;
-      subscriber.on('message', (_channel: string, jobId: string) => {
-        this.#worker?.cancelJob(jobId, 'the caller cancelled the call');
+      subscriber.on('message', (_channel: string, message: string) => {
+        const jobId = message.startsWith(RUN_CANCEL_PREFIX)
+          ? this.#runJobs.get(message.slice(RUN_CANCEL_PREFIX.length))
+          : message;
+        if (jobId !== undefined) this.#worker?.cancelJob(jobId, 'the caller cancelled the call');
       });
       await subscriber.subscribe(keys.cancelChannel);
       const worker = new peers.bullmq.Worker(
@@ -252,16 +260,46 @@ export class QueueAgentWorker {
   }
 
   async #process(job: Job, token: string | undefined, signal: AbortSignal | undefined): Promise<unknown> {
-    const store = this.#store!;
     const data = readJob(job, this.#callers);
     if (data.kwargs.callId !== undefined && !replaysCalls(this.agent)) throw callIdNotHonoured();
     const jobId = job.id!;
     if (token === undefined) throw namedError('JobLostError', `job ${jobId} came without a lock token`);
+    if (data.run !== undefined) this.#runJobs.set(data.run.id, jobId);
+    try {
+      return await this.#attempts(data, jobId, token, signal);
+    } finally {
+      if (data.run !== undefined && this.#runJobs.get(data.run.id) === jobId)
+        this.#runJobs.delete(data.run.id);
+    }
+  }
+
+  /** Runs a job's call until it is committed (again when another run of its session committed first). */
+  async #attempts(
+    data: CallJobData,
+    jobId: string,
+    token: string,
+    signal: AbortSignal | undefined,
+  ): Promise<unknown> {
+    const store = this.#store!;
     const sessionId = data.session_id;
     for (let run = 1; ; run++) {
       const holder = `${jobId}:${randomUUID()}`;
       const acquired = await this.#acquire(store, sessionId, jobId, token, holder, signal);
-      if (acquired.status !== 'ok') return settled(acquired, jobId);
+      if (acquired.status !== 'ok') return this.#settleRun(data, () => settled(acquired, jobId));
+      // A run's call is logged as it goes; the run ends once its turn is committed.
+      const runCancel = new AbortController();
+      let execution: RunExecution | undefined;
+      if (data.run !== undefined) {
+        try {
+          execution = await this.#execution(data.run, sessionId);
+        } catch (error) {
+          await store.release(sessionId, holder).catch(() => {});
+          throw error;
+        }
+        execution.onCancelRequested = () => {
+          if (!runCancel.signal.aborted) runCancel.abort(namedError('AbortError', 'the run was cancelled'));
+        };
+      }
       // The state this worker committed last, when it is still the session's; else the stored one, read with
       // the lease (no other call commits meanwhile, and the commit checks the version anyway).
       let loaded = acquired.loaded
@@ -282,6 +320,7 @@ export class QueueAgentWorker {
       renewal.unref();
       let committed: Committed | 'lost' = 'lost';
       let reply: unknown;
+      let message: AgentMessage | undefined;
       try {
         let version = acquired.version;
         if (loaded === undefined) {
@@ -292,10 +331,13 @@ export class QueueAgentWorker {
         }
         const turn = await this.#run(
           data,
+          jobId,
           loaded,
-          signal ? AbortSignal.any([signal, lost.signal]) : lost.signal,
+          AbortSignal.any(signal ? [signal, lost.signal, runCancel.signal] : [lost.signal, runCancel.signal]),
+          execution,
         );
         reply = turn.reply;
+        message = turn.message;
         const after = applyChange(loaded, turn.change);
         committed = await store.commit(
           sessionId,
@@ -310,14 +352,28 @@ export class QueueAgentWorker {
         if (committed.status === 'ok') this.#cache.set(sessionId, committed.epoch, committed.version, after);
       } catch (error) {
         await store.release(sessionId, holder).catch(() => {});
-        if (!lost.signal.aborted || signal?.aborted) throw error;
+        const cancelled = signal?.aborted === true || runCancel.signal.aborted;
+        if (!lost.signal.aborted || cancelled) {
+          await execution?.fail(error, cancelled).catch(() => {});
+          throw error;
+        }
+        // The lease was lost: the call runs again (in the same log, when it is a run).
+        execution?.abandon();
       } finally {
         clearInterval(renewal);
       }
       if (committed !== 'lost') {
-        if (committed.status === 'ok') return reply;
-        if (committed.status !== 'conflict' && committed.status !== 'lost') return settled(committed, jobId);
+        if (committed.status === 'ok') {
+          await execution?.end(message!).catch(() => {});
+          return reply;
+        }
+        if (committed.status !== 'conflict' && committed.status !== 'lost') {
+          execution?.abandon();
+          const outcome = committed;
+          return this.#settleRun(data, () => settled(outcome, jobId));
+        }
       }
+      execution?.abandon();
       if (run >= MAX_RUNS) {
         throw namedError(
           'SessionConflictError',
@@ -325,6 +381,71 @@ export class QueueAgentWorker {
         );
       }
     }
+  }
+
+  /** The place of a run's log: the queue's RedisStore, under its sessions' namespace. */
+  #runPlace(run: RunJob): RunPlace {
+    return { store: this.#store!.store, namespace: this.#place.namespace, ...runSettings(run, this.queue) };
+  }
+
+  /**
+   * The writing of a run's log for an attempt at its job: the run as its caller made it (or as an attempt of
+   * a worker that died left it), which must not have ended; one waiting for a decision only for a resume.
+   */
+  async #execution(run: RunJob, sessionId: SessionId): Promise<RunExecution> {
+    const place = this.#runPlace(run);
+    const { run: record } = await place.store.createRun(place.namespace, run.id, {
+      sessionId: String(sessionId),
+      status: 'queued',
+      ttlMs: place.idleTtlMs,
+    });
+    if (record.sessionId !== String(sessionId)) {
+      throw namedError('ValidationError', `run ${JSON.stringify(run.id)} is a run of another session`);
+    }
+    if (record.status === 'cancelled')
+      throw namedError('AbortError', 'the run was cancelled before it started');
+    if (record.cancelRequested && !runRests(record.status)) {
+      // Cancelled while its job waited (through a store that could not remove the job): it ends here, unrun.
+      const error = namedError('AbortError', 'the run was cancelled before it started');
+      await new RunExecution(place, record, 'execute').fail(error, true);
+      throw error;
+    }
+    if (record.status === 'waiting' ? run.resume !== true : runRests(record.status)) {
+      throw namedError('RunEndedError', `run ${JSON.stringify(run.id)} has ended (${record.status})`);
+    }
+    return new RunExecution(place, record, run.resume === true ? 'resume' : 'execute');
+  }
+
+  /**
+   * The outcome of a job found committed, cancelled or lost before it ran (see `settled`): a run's log ends with
+   * it, when an earlier attempt did not end it (it died after committing).
+   */
+  async #settleRun(data: CallJobData, outcome: () => unknown): Promise<unknown> {
+    let value: unknown;
+    let failure: unknown;
+    let failed = false;
+    try {
+      value = outcome();
+    } catch (error) {
+      failed = true;
+      failure = error;
+    }
+    const run = data.run;
+    if (run !== undefined && !(failed && (failure as Error).name === 'JobLostError')) {
+      try {
+        const place = this.#runPlace(run);
+        const record = await place.store.readRun(place.namespace, run.id);
+        if (record !== undefined && !runRests(record.status)) {
+          const execution = new RunExecution(place, record, 'execute');
+          if (!failed) await execution.end(AgentMessage.from(value as never));
+          else await execution.fail(failure, (failure as Error).name === 'AbortError');
+        }
+      } catch {
+        // The run's log is best effort here: it expires with its time to live.
+      }
+    }
+    if (failed) throw failure;
+    return value;
   }
 
   /** Takes the session's lease, waiting while another call holds it. */
@@ -354,9 +475,11 @@ export class QueueAgentWorker {
    */
   async #run(
     data: CallJobData,
+    jobId: string,
     before: LoadedState,
     signal: AbortSignal | undefined,
-  ): Promise<{ reply: unknown; change: StateChange }> {
+    execution?: RunExecution,
+  ): Promise<{ reply: unknown; message: AgentMessage; change: StateChange }> {
     const agent = this.agent;
     const sessionId = data.session_id;
     try {
@@ -371,9 +494,21 @@ export class QueueAgentWorker {
       });
       const options: AsyncCallOptions = { ...data.kwargs, sessionId };
       if (signal) options.signal = signal;
-      const reply = await finalMessage(agent.call(messages as AgentMessage[], options));
+      // A durable agent's job is its call (a run's, its run id): a worker that takes the job up again after
+      // its worker died replays the call from its journal, and its finished tool calls do not run again.
+      if (options.callId === undefined && (agent as { [DURABLE]?: unknown })[DURABLE]) {
+        options.callId = data.run?.id ?? jobId;
+      }
+      const reply =
+        execution === undefined
+          ? await finalMessage(agent.call(messages as AgentMessage[], options))
+          : await execution.call(agent, messages, options as Record<string, unknown>, signal);
       const after = agent.stateDict(sessionId, { format: 'lagent' });
-      return { reply: reply.toJSON({ format: 'lagent' }), change: stateChange(before, after) };
+      return {
+        reply: reply.toJSON({ format: 'lagent' }),
+        message: reply,
+        change: stateChange(before, after),
+      };
     } finally {
       // Before the lease goes: the next call of this session may run here as soon as it is released.
       agent.reset(sessionId, { recursive: true });
@@ -429,11 +564,23 @@ function readJob(job: Job, callers: CallerOptions): CallJobData {
       message: `job ${job.id} is not an agent call ({ message: [...], session_id, kwargs })`,
     });
   }
+  const run = data.run;
+  if (
+    run !== undefined &&
+    (!isPlainObject(run) ||
+      typeof run.id !== 'string' ||
+      run.id === '' ||
+      run.id.length > 1024 ||
+      (run.resume !== undefined && typeof run.resume !== 'boolean'))
+  ) {
+    throw new ValidationError({ field: 'run', message: `job ${job.id} names no run ({ id, resume? })` });
+  }
   // The worker decides what a job may set: never the model, its tools or a signal.
   return {
     message: data.message,
     session_id: data.session_id,
     kwargs: callers.read(data.kwargs ?? {}).options,
+    ...(run === undefined ? {} : { run }),
   };
 }
 

@@ -5,6 +5,7 @@ import { ActionReturn } from '../../schema/action-return';
 import type { SessionId } from '../../schema/session';
 import { ActionStatusCode } from '../../schema/status';
 import { BridgedTool } from '../bridged-tool';
+import { checkToolCompat, type ToolCompatMode } from '../compat';
 import {
   PythonSessions,
   type PythonToolOptions,
@@ -70,6 +71,44 @@ const commandParameters = z.object({
   command: z.string().describe('Python code to run (a fenced ```python block is accepted)'),
 });
 
+/**
+ * How Lagent's class of the same name describes its `run` (from its docstring and signature, as Lagent's
+ * `tool_api` reads them), for `compat: 'lagent'`. The extra arguments Lagent lists are accepted and left unused.
+ */
+interface LagentInterpreter {
+  /** Lagent's name of the async class (the sync twins keep the sync class's name). */
+  asyncName: string;
+  description: string;
+  parameters: z.ZodObject;
+}
+
+const LAGENT_INTERACTIVE: LagentInterpreter = {
+  asyncName: 'AsyncIPythonInteractive',
+  description: 'Launch an IPython Interactive Shell to execute code.',
+  parameters: z.object({
+    command: z.string().describe('Python code snippet'),
+    timeout: z
+      .number()
+      .int()
+      .optional()
+      .describe('timeout for execution.\nThis argument only works in the main thread. Defaults to ``None``.'),
+  }),
+};
+
+const LAGENT_JUPYTER_DESCRIPTION =
+  "When you send a message containing Python code to python, it will be executed in a stateful Jupyter notebook environment. python will respond with the output of the execution or time out after 60.0 seconds. The drive at '/mnt/data' can be used to save and persist user files. Internet access for this session is disabled. Do not make external web requests or API calls as they will fail.";
+const lagentJupyterParameters = z.object({
+  command: z.string().describe('Python code'),
+  timeout: z.number().int().optional().describe('Upper bound of waiting time for Python script execution.'),
+});
+
+const LAGENT_INTERPRETER: LagentInterpreter = {
+  asyncName: 'AsyncIPythonInterpreter',
+  description: LAGENT_JUPYTER_DESCRIPTION,
+  // Lagent's async class also takes the session (its executors pass it); here the context carries it.
+  parameters: lagentJupyterParameters.extend({ session_id: z.string().optional() }),
+};
+
 /** How an interpreter runs code and reads its answer. */
 interface InterpreterKind {
   mode: 'interactive' | 'script';
@@ -85,12 +124,37 @@ abstract class AsyncPythonTool extends AsyncBaseAction {
   protected readonly sessions: PythonSessions;
   readonly #kind: InterpreterKind;
 
+  /** `'lagent'`: described and answering as Lagent's class (see {@link ToolCompatMode}). */
+  readonly compat: ToolCompatMode | undefined;
+
   protected constructor(
-    options: PythonToolOptions,
+    options: PythonToolOptions & { compat?: ToolCompatMode | undefined },
     kind: InterpreterKind,
     defaults: { name: string; description: string },
+    lagent?: LagentInterpreter,
   ) {
-    super({ name: options.name ?? defaults.name, description: options.description ?? defaults.description });
+    const compat = lagent !== undefined && checkToolCompat(defaults.name, options.compat);
+    const description = options.description ?? lagent?.description;
+    super(
+      compat
+        ? {
+            name: options.name ?? lagent.asyncName,
+            description,
+            apis: {
+              run: {
+                description,
+                parameters: lagent.parameters,
+                run: (args: { command: string }, context: ToolContext) =>
+                  (this as unknown as { run(a: unknown, c: ToolContext): Promise<ActionReturn> }).run(
+                    args,
+                    context,
+                  ),
+              },
+            },
+          }
+        : { name: options.name ?? defaults.name, description: options.description ?? defaults.description },
+    );
+    this.compat = compat ? 'lagent' : undefined;
     this.settings = resolvePythonOptions(options);
     this.#kind = kind;
     this.sessions = new PythonSessions(this.name, this.settings, kind.mode, kind.ipython);
@@ -130,7 +194,8 @@ abstract class AsyncPythonTool extends AsyncBaseAction {
   protected answer(run: Extract<SessionRun, { kind: 'done' }>, output: string): ActionReturn {
     return new ActionReturn({
       result: [
-        { type: 'text', content: output },
+        // Lagent's shells give their output stripped: no trailing newline.
+        { type: 'text', content: this.compat === 'lagent' ? output.trim() : output },
         ...run.images.map((path) => ({ type: 'image', content: path })),
       ],
     });
@@ -180,6 +245,7 @@ export class AsyncIPythonInteractive extends AsyncPythonTool {
       options,
       { mode: 'interactive', ipython: options.ipython ?? true, figures: false },
       { name: 'IPythonInteractive', description: INTERACTIVE_DESCRIPTION },
+      LAGENT_INTERACTIVE,
     );
   }
 
@@ -192,6 +258,12 @@ export class AsyncIPythonInteractive extends AsyncPythonTool {
 export interface IPythonInteractiveOptions extends PythonToolOptions {
   /** Use IPython's shell when it can be imported. @default true */
   ipython?: boolean | undefined;
+  /**
+   * `'lagent'`: the tool describes itself as Lagent's class does (its name, description and parameters,
+   * word for word, so a prompt listing it is Lagent's), and gives its output stripped of surrounding
+   * whitespace, as Lagent's shells do (`243`, not `243\n`).
+   */
+  compat?: ToolCompatMode | undefined;
 }
 
 const INTERPRETER_DESCRIPTION =
@@ -213,6 +285,7 @@ export class AsyncIPythonInterpreter extends AsyncPythonTool {
       options,
       { mode: 'interactive', ipython: options.ipython ?? true, figures: true },
       { name: 'IPythonInterpreter', description: INTERPRETER_DESCRIPTION },
+      LAGENT_INTERPRETER,
     );
   }
 
@@ -285,13 +358,18 @@ function bridgedTimeout(options: PythonToolOptions): number {
 /** The sync twin of {@link AsyncIPythonInteractive} (the async tool runs in the sync bridge's worker). */
 export class IPythonInteractive extends BridgedTool {
   constructor(options: IPythonInteractiveOptions = {}) {
+    const lagent = checkToolCompat('IPythonInteractive', options.compat);
+    const description =
+      options.description ?? (lagent ? LAGENT_INTERACTIVE.description : INTERACTIVE_DESCRIPTION);
     super({
       exportName: 'AsyncIPythonInteractive',
-      apis: AsyncIPythonInteractive.toolApis,
+      apis: lagent
+        ? { run: { description, parameters: LAGENT_INTERACTIVE.parameters } }
+        : AsyncIPythonInteractive.toolApis,
       options: { ...options },
       callTimeout: bridgedTimeout(options),
       name: options.name ?? 'IPythonInteractive',
-      description: options.description ?? INTERACTIVE_DESCRIPTION,
+      description,
     });
   }
 }
@@ -299,13 +377,19 @@ export class IPythonInteractive extends BridgedTool {
 /** The sync twin of {@link AsyncIPythonInterpreter}. */
 export class IPythonInterpreter extends BridgedTool {
   constructor(options: IPythonInteractiveOptions = {}) {
+    const lagent = checkToolCompat('IPythonInterpreter', options.compat);
+    const description =
+      options.description ?? (lagent ? LAGENT_JUPYTER_DESCRIPTION : INTERPRETER_DESCRIPTION);
     super({
       exportName: 'AsyncIPythonInterpreter',
-      apis: AsyncIPythonInterpreter.toolApis,
+      // Lagent's sync class takes no session_id.
+      apis: lagent
+        ? { run: { description, parameters: lagentJupyterParameters } }
+        : AsyncIPythonInterpreter.toolApis,
       options: { ...options },
       callTimeout: bridgedTimeout(options),
       name: options.name ?? 'IPythonInterpreter',
-      description: options.description ?? INTERPRETER_DESCRIPTION,
+      description,
     });
   }
 }

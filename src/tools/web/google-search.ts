@@ -4,6 +4,7 @@ import type { ToolContext } from '../../actions/types';
 import { ActionReturn } from '../../schema/action-return';
 import { isPlainObject } from '../../utils/is';
 import { BridgedTool } from '../bridged-tool';
+import { checkToolCompat } from '../compat';
 import type { HttpClient } from './http';
 import {
   answerFailure,
@@ -21,8 +22,13 @@ export interface GoogleSearchOptions extends ServiceToolOptions {
   apiKey?: string | undefined;
   /** @default 'https://google.serper.dev' */
   baseURL?: string | undefined;
-  /** How many organic results are read. @default 3 */
+  /** How many organic results are read when a call gives no `k`. @default 10 (Lagent's) */
   topK?: number | undefined;
+  /**
+   * `'lagent'`: the tool describes itself in Lagent's words (its Chinese description, `query` and `k`), so a
+   * prompt listing it is Lagent's byte for byte.
+   */
+  compat?: 'lagent' | undefined;
 }
 
 const SETUP = {
@@ -36,7 +42,24 @@ const NO_RESULT = 'No good Google Search Result was found';
 /** Serper returns ten organic results unless asked for more (which costs more). */
 const SERPER_PAGE = 10;
 
-const runParameters = z.object({ query: z.string().min(1).describe('The search query') });
+const runParameters = z.object({
+  query: z.string().min(1).describe('The search query'),
+  k: z.number().int().min(1).max(100).optional().describe('How many results to read (default 10)'),
+});
+
+/** Lagent's GoogleSearch.run, as its docstring and signature describe it. */
+const LAGENT_DESCRIPTION =
+  '一个可以从谷歌搜索结果的API。当你需要对于一个特定问题找到简短明了的回答时，可以使用它。输入应该是一个搜索查询。';
+const lagentParameters = z.object({
+  query: z.string().min(1).describe('the search content'),
+  k: z
+    .number()
+    .int()
+    .min(1)
+    .max(100)
+    .optional()
+    .describe('select first k results in the search results as response'),
+});
 
 /**
  * The snippets Lagent takes from a Serper answer: an answer box's answer alone when there is one; otherwise
@@ -98,18 +121,33 @@ export class AsyncGoogleSearch extends AsyncBaseAction {
   readonly #client: HttpClient;
 
   constructor(options: GoogleSearchOptions = {}) {
-    super({ name: options.name ?? 'GoogleSearch', description: options.description ?? DESCRIPTION });
-    this.topK = options.topK ?? 3;
+    const lagent = checkToolCompat('GoogleSearch', options.compat);
+    super({
+      name: options.name ?? (lagent ? 'AsyncGoogleSearch' : 'GoogleSearch'),
+      description: options.description ?? (lagent ? LAGENT_DESCRIPTION : DESCRIPTION),
+      apis: lagent
+        ? {
+            run: {
+              description: options.description ?? LAGENT_DESCRIPTION,
+              parameters: lagentParameters,
+              run: (args: z.output<typeof lagentParameters>, context: ToolContext) =>
+                this!.run(args, context),
+            },
+          }
+        : undefined,
+    });
+    this.topK = options.topK ?? 10;
     this.#client = serviceClient(options, SETUP);
   }
 
-  async run({ query }: z.output<typeof runParameters>, context: ToolContext): Promise<ActionReturn> {
+  async run({ query, k }: z.output<typeof runParameters>, context: ToolContext): Promise<ActionReturn> {
     const client = this.#client;
+    const topK = k ?? this.topK;
     const outcome = await client.json({
       method: 'POST',
       path: '/search',
       headers: { 'X-API-KEY': client.apiKey ?? '' },
-      json: this.topK > SERPER_PAGE ? { q: query, num: this.topK } : { q: query },
+      json: topK > SERPER_PAGE ? { q: query, num: topK } : { q: query },
       signal: context.signal,
     });
     if (!outcome.ok) return outcome.failure.toActionReturn();
@@ -121,7 +159,7 @@ export class AsyncGoogleSearch extends AsyncBaseAction {
       );
     }
     return new ActionReturn({
-      result: [{ type: 'text', content: JSON.stringify(parseSerperResults(body, this.topK)) }],
+      result: [{ type: 'text', content: JSON.stringify(parseSerperResults(body, topK)) }],
     });
   }
 
@@ -135,13 +173,15 @@ export class AsyncGoogleSearch extends AsyncBaseAction {
  */
 export class GoogleSearch extends BridgedTool {
   constructor(options: GoogleSearchOptions = {}) {
+    const lagent = checkToolCompat('GoogleSearch', options.compat);
+    const description = options.description ?? (lagent ? LAGENT_DESCRIPTION : DESCRIPTION);
     super({
       exportName: 'AsyncGoogleSearch',
-      apis: AsyncGoogleSearch.toolApis,
+      apis: lagent ? { run: { description, parameters: lagentParameters } } : AsyncGoogleSearch.toolApis,
       options: bridgedOptions(options, SETUP.environmentVariable),
       callTimeout: bridgedCallTimeout(options),
       name: options.name ?? 'GoogleSearch',
-      description: options.description ?? DESCRIPTION,
+      description,
     });
   }
 }

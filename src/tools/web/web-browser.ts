@@ -1,11 +1,12 @@
 import { z } from 'zod';
 import { AsyncBaseAction } from '../../actions/base-action';
-import type { ToolContext } from '../../actions/types';
+import type { ApiDescription, ToolContext } from '../../actions/types';
 import { ActionReturn } from '../../schema/action-return';
 import { ConfigurationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
 import { ActionStatusCode } from '../../schema/status';
 import { BridgedTool } from '../bridged-tool';
+import { checkToolCompat, describeToolkitAsLagent, type ToolCompatMode } from '../compat';
 import { clip, listSome, MAX_TITLE_CHARS } from './clip';
 import { DEFAULT_EXTRACT_TIMEOUT_MS, htmlToText, type PageText, tidy } from './html-text';
 import { type HttpFailure, safeFetch } from './http';
@@ -66,7 +67,41 @@ export interface WebBrowserOptions {
    * `{ region }` (DuckDuckGo), `{ secretId, secretKey }` (Tencent). Must be plain data (the sync twin clones it).
    */
   searcherOptions?: Record<string, unknown> | undefined;
+  /**
+   * `'lagent'`: the toolkit describes itself as Lagent's `WebBrowser` does (its description and each API's,
+   * with Lagent's parameter types), so a prompt listing it is Lagent's byte for byte.
+   */
+  compat?: ToolCompatMode | undefined;
 }
+
+/** Lagent's WebBrowser, as its docstrings and signatures describe it (`tool_api`): for `compat: 'lagent'`. */
+const LAGENT_DESCRIPTION = 'Wrapper around the Web Browser Tool.';
+const LAGENT_APIS = [
+  {
+    name: 'search',
+    description: 'BING search API',
+    parameters: [{ name: 'query', type: 'STRING', description: 'list of search query strings' }],
+    required: ['query'],
+  },
+  {
+    name: 'select',
+    description: 'get the detailed content on the selected pages.',
+    parameters: [
+      {
+        name: 'select_ids',
+        type: 'NUMBER',
+        description: 'list of index to select. Max number of index to be selected is no more than 4.',
+      },
+    ],
+    required: ['select_ids'],
+  },
+  {
+    name: 'open_url',
+    description: '',
+    parameters: [{ name: 'url', type: 'STRING', description: '' }],
+    required: ['url'],
+  },
+] as const satisfies readonly Omit<ApiDescription, 'parameter_description'>[];
 
 const DESCRIPTION =
   'Searches the web and reads pages: search lists numbered results; select reads the chosen results of the last search; open_url reads one page.';
@@ -195,7 +230,12 @@ export class AsyncWebBrowser extends AsyncBaseAction {
   readonly #cacheSize: number;
 
   constructor(options: WebBrowserOptions = {}) {
-    super({ name: options.name ?? 'WebBrowser', description: options.description ?? DESCRIPTION });
+    const lagent = checkToolCompat('WebBrowser', options.compat);
+    super({
+      name: options.name ?? (lagent ? 'AsyncWebBrowser' : 'WebBrowser'),
+      description: options.description ?? DESCRIPTION,
+    });
+    if (lagent) describeToolkitAsLagent(this, options.description ?? LAGENT_DESCRIPTION, LAGENT_APIS);
     const type = options.searcherType ?? 'DuckDuckGoSearch';
     if (!(SEARCHER_TYPES as readonly string[]).includes(type)) {
       throw new ConfigurationError({
@@ -431,5 +471,8 @@ export class WebBrowser extends BridgedTool {
       name: options.name ?? 'WebBrowser',
       description: options.description ?? DESCRIPTION,
     });
+    if (checkToolCompat('WebBrowser', options.compat)) {
+      describeToolkitAsLagent(this, options.description ?? LAGENT_DESCRIPTION, LAGENT_APIS);
+    }
   }
 }

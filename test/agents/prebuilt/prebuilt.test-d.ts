@@ -1,15 +1,19 @@
 import {
+  type ActionReturn,
   AgentForInternLM,
   type AgentMessage,
+  AgentStatusCode,
   AsyncAgentForInternLM,
   AsyncMathCoder,
   AsyncReAct,
   AsyncStreamingAgentForInternLM,
+  AsyncStreamingFunctionCallingAgent,
   MathCoder,
   ReAct,
   type ReActParseFailure,
   type ReActStep,
   StreamingAgentForInternLM,
+  type ToolCall,
   type ToolResponse,
 } from 'lagent-ts';
 import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
@@ -51,5 +55,34 @@ describe('prebuilt agents and their parts', () => {
     expectTypeOf(internLM.call('x').formatted).toEqualTypeOf<ToolResponse | null>();
     const streaming = new StreamingAgentForInternLM({ llm: syncLlm, interpreter: fakePython });
     for (const chunk of streaming.call('x')) expectTypeOf(chunk).toExtend<AgentMessage>();
+  });
+
+  it('streamed chunks narrow on streamState: content and formatted follow the state', async () => {
+    const agent = new AsyncStreamingFunctionCallingAgent({ llm: asyncLlm, actions: [asyncFakePython] });
+    for await (const chunk of agent.call('x')) {
+      if (chunk.streamState === AgentStatusCode.PLUGIN_RETURN) {
+        expectTypeOf(chunk.content).toEqualTypeOf<ActionReturn[]>();
+        expectTypeOf(chunk.formatted).toEqualTypeOf<{ toolCalls: ToolCall[] }>();
+      } else if (chunk.streamState === AgentStatusCode.PLUGIN_END) {
+        expectTypeOf(chunk.content).toEqualTypeOf<string>();
+        expectTypeOf(chunk.formatted.toolCalls).toEqualTypeOf<ToolCall[]>();
+      } else {
+        expectTypeOf(chunk.content).toEqualTypeOf<string>();
+        expectTypeOf(chunk.formatted).toEqualTypeOf<null>();
+      }
+    }
+    const internLM = new AsyncStreamingAgentForInternLM({ llm: asyncLlm, interpreter: asyncFakePython });
+    for await (const chunk of internLM.call('x')) {
+      if (chunk.streamState === AgentStatusCode.CODE_END) {
+        expectTypeOf(chunk.formatted).toEqualTypeOf<ToolResponse>();
+        expectTypeOf(chunk.content).toEqualTypeOf<string>();
+      } else if (
+        chunk.streamState === AgentStatusCode.STREAM_ING ||
+        chunk.streamState === AgentStatusCode.CODING
+      ) {
+        expectTypeOf(chunk.content).toEqualTypeOf<string>();
+        expectTypeOf(chunk.formatted).toEqualTypeOf<ToolResponse | null>();
+      }
+    }
   });
 });

@@ -203,17 +203,24 @@ describe('AG-UI', () => {
     expect(transcript(agent, 'failing-late')).toEqual([]);
   });
 
-  it('abortRun() stops the call, which leaves the session as it was', async () => {
+  it('with abortOnDisconnect: true, abortRun() stops the call, which leaves the session as it was', async () => {
     const { agent, log } = assistant();
-    const { server, url } = await serve({ agent });
+    // By default a run goes on without its client (ag-ui-resume.test.ts): here the server stops it.
+    const { server, url } = await serve({ agent, abortOnDisconnect: true });
     const ag = client(url, 'abort');
     await ag.say('hi');
     const running = ag.say('hang').catch(() => undefined);
     await log.hanging;
+    await vi.waitFor(() => expect(types(ag.events)).toContain('TOOL_CALL_START'));
     ag.agent.abortRun();
     await log.hangAborted;
     await running;
     await vi.waitFor(() => expect(server.inFlight).toBe(0));
+    // The call is a run, named by the AG-UI run's id: it ends cancelled, and takes its turn back.
+    const { runId } = ag.events[0] as unknown as { runId: string };
+    await vi.waitFor(async () =>
+      expect(await (await fetch(`${url}/runs/${runId}`)).json()).toMatchObject({ status: 'cancelled' }),
+    );
     expect(transcript(agent, 'abort')).toEqual(['hi', 'You said: hi']);
   });
 });

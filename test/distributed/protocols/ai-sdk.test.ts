@@ -202,6 +202,7 @@ describe('AI SDK UI message stream (useChat)', () => {
       data: {
         path: 'researcher',
         name: 'researcher',
+        description: 'Finds things out',
         status: 'done',
         toolCalls: [
           { name: 'Search', arguments: { query: 'quantum' }, status: 'done', result: 'results for quantum' },
@@ -245,17 +246,46 @@ describe('AI SDK UI message stream (useChat)', () => {
     expect(transcript(agent, 'failing-late')).toEqual([]);
   });
 
-  it('stop() aborts the call, which leaves the session as it was', async () => {
+  it("stop() leaves the call running (it is a run: the message's id names it); cancelling that run stops it", async () => {
     const { agent, log } = assistant();
-    const { server, url } = await serve({ agent });
+    const { url } = await serve({ agent });
     const chat = new TestChat(url, 'stop');
     await chat.sendMessage({ text: 'hi' });
     const sending = chat.sendMessage({ text: 'hang' });
     await log.hanging;
+    // The message's id (the run's) arrives with its first part.
+    await vi.waitFor(() => expect(toolParts(chat.last)[0]).toMatchObject({ toolName: 'Hang' }));
+    await chat.stop();
+    await sending;
+    const runId = chat.last.id;
+    const running = await fetch(`${url}/runs/${runId}`);
+    expect(await running.json()).toMatchObject({ runId, sessionId: 'stop', status: 'running' });
+    const cancelled = await fetch(`${url}/runs/${runId}/cancel`, { method: 'POST' });
+    expect(cancelled.status).toBeLessThan(300);
+    await log.hangAborted;
+    await vi.waitFor(async () =>
+      expect(await (await fetch(`${url}/runs/${runId}`)).json()).toMatchObject({ status: 'cancelled' }),
+    );
+    expect(transcript(agent, 'stop')).toEqual(['hi', 'You said: hi']);
+  });
+
+  it('with abortOnDisconnect: true, stop() cancels the call, which leaves the session as it was', async () => {
+    const { agent, log } = assistant();
+    const { server, url } = await serve({ agent, abortOnDisconnect: true });
+    const chat = new TestChat(url, 'stop');
+    await chat.sendMessage({ text: 'hi' });
+    const sending = chat.sendMessage({ text: 'hang' });
+    await log.hanging;
+    await vi.waitFor(() => expect(toolParts(chat.last)[0]).toMatchObject({ toolName: 'Hang' }));
     await chat.stop();
     await log.hangAborted;
     await sending;
     await vi.waitFor(() => expect(server.inFlight).toBe(0));
+    await vi.waitFor(async () =>
+      expect(await (await fetch(`${url}/runs/${chat.last.id}`)).json()).toMatchObject({
+        status: 'cancelled',
+      }),
+    );
     expect(transcript(agent, 'stop')).toEqual(['hi', 'You said: hi']);
   });
 });

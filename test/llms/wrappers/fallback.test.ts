@@ -200,3 +200,191 @@ describe('FallbackLLM (sync)', () => {
     expect(chunks.length).toBeGreaterThan(2);
   });
 });
+
+/** An async model that fails (retryable) while `down`, else answers; counts the calls it gets and has at once. */
+class Switchable extends AsyncBaseLLM {
+  calls = 0;
+  inFlight = 0;
+  maxInFlight = 0;
+  down = true;
+  /** While set, calls wait for it before they answer or fail. */
+  gate: Promise<void> | undefined;
+  constructor(readonly model: string) {
+    super();
+  }
+  async chat(): Promise<string> {
+    this.calls++;
+    this.inFlight++;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    try {
+      await this.gate;
+      if (this.down)
+        throw new LLMRequestError({ message: `${this.model} overloaded`, status: 529, retryable: true });
+      return `from ${this.model}`;
+    } finally {
+      this.inFlight--;
+    }
+  }
+}
+
+/** A clock the test moves. */
+function manualClock() {
+  let time = 1_000;
+  return { now: () => time, advance: (ms: number) => (time += ms) };
+}
+
+describe('the circuit breaker of a fallback chain', () => {
+  it('skips a model that failed for its cool-down, then tries it once again', async () => {
+    const clock = manualClock();
+    const main = new Switchable('main');
+    const spare = new Switchable('spare');
+    spare.down = false;
+    const events: FallbackEvent[] = [];
+    const llm = new AsyncFallbackLLM([main, spare], {
+      coolDownMs: 30_000,
+      now: clock.now,
+      onFallback: (event) => events.push(event),
+    });
+    for (let i = 0; i < 3; i++) expect(await llm.chat(ask('x'))).toBe('from spare');
+    expect(main.calls).toBe(1);
+    expect(events).toHaveLength(1);
+    expect(llm.breaker.isOpen(0)).toBe(true);
+
+    clock.advance(29_999);
+    await llm.chat(ask('x'));
+    expect(main.calls).toBe(1);
+
+    // Cooled down but still failing: one call tries it, and it is skipped for another cool-down.
+    clock.advance(1);
+    expect(await llm.chat(ask('x'))).toBe('from spare');
+    expect(main.calls).toBe(2);
+    await llm.chat(ask('x'));
+    expect(main.calls).toBe(2);
+
+    // Back up: the next trial after the cool-down closes it, and calls stay on it.
+    main.down = false;
+    clock.advance(30_000);
+    expect(await llm.chat(ask('x'))).toBe('from main');
+    expect(await llm.chat(ask('x'))).toBe('from main');
+    expect(main.calls).toBe(4);
+    expect(llm.breaker.isOpen(0)).toBe(false);
+  });
+
+  it('a two-turn tool loop asks a dead primary once, not on every model call', async () => {
+    primary.setScript({ status: 503, headers: QUICK });
+    const before = primary.requests.length;
+    backup.setScript((request) => {
+      const messages = request.body.messages as { role: string; content: string }[];
+      if (messages.at(-1)?.role === 'tool') return `done: ${messages.at(-1)!.content}`;
+      return { toolCalls: [{ name: 'weather', arguments: { city: 'Oslo' } }] };
+    });
+    const weather = asyncTool({
+      name: 'weather',
+      description: 'the weather of a city',
+      parameters: z.object({ city: z.string() }),
+      run: ({ city }) => `snow in ${city}`,
+    });
+    const llm = new AsyncFallbackLLM([client(primary, 'main-model'), client(backup, 'backup-model')]);
+    const agent = new AsyncFunctionCallingAgent({ llm, actions: [weather] });
+    const models: (string | undefined)[] = [];
+    agent.events.on('llmEnd', (event) => models.push(event.model));
+    expect(String((await agent.call('weather in Oslo?')).content)).toContain('snow in Oslo');
+    expect(primary.requests.length - before).toBe(2); // one call: its first attempt and its one retry
+    expect(models).toEqual(['backup-model', 'backup-model']);
+    backup.setScript((request) => `backup: ${String(request.body?.messages?.at(-1)?.content ?? '')}`);
+  });
+
+  it('after the cool-down, one call at a time tries the model again; the others go on to the next', async () => {
+    const clock = manualClock();
+    const main = new Switchable('main');
+    const spare = new Switchable('spare');
+    spare.down = false;
+    const llm = new AsyncFallbackLLM([main, spare], { coolDownMs: 1_000, now: clock.now });
+    await llm.chat(ask('x'));
+    clock.advance(1_000);
+    let open!: () => void;
+    main.gate = new Promise((resolve) => {
+      open = resolve;
+    });
+    main.down = false;
+    const calls = [llm.chat(ask('a')), llm.chat(ask('b')), llm.chat(ask('c'))];
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(main.inFlight).toBe(1);
+    open();
+    expect(await Promise.all(calls)).toEqual(['from main', 'from spare', 'from spare']);
+    expect(main.maxInFlight).toBe(1);
+    expect(await llm.chat(ask('d'))).toBe('from main');
+  });
+
+  it('when every model is cooling down, asks the one that failed first, and says which were skipped', async () => {
+    const clock = manualClock();
+    const first = new Switchable('first');
+    const second = new Switchable('second');
+    const llm = new AsyncFallbackLLM([first, second], { now: clock.now });
+    await expect(llm.chat(ask('x'))).rejects.toThrow(/1\. first: .*; 2\. second: /);
+    clock.advance(10);
+    const error = (await llm.chat(ask('x')).catch((e: unknown) => e)) as LLMRequestError;
+    expect(first.calls).toBe(2);
+    expect(second.calls).toBe(1);
+    expect(error.message).toMatch(
+      /every model of the fallback chain failed: 1\. first: .*\(skipped, as they failed within their cool-down: second\)/,
+    );
+  });
+
+  it('coolDownMs: 0 asks every model in order on every call', async () => {
+    const main = new Switchable('main');
+    const spare = new Switchable('spare');
+    spare.down = false;
+    const llm = new AsyncFallbackLLM([main, spare], { coolDownMs: 0 });
+    await llm.chat(ask('x'));
+    await llm.chat(ask('x'));
+    expect(main.calls).toBe(2);
+    expect(() => new AsyncFallbackLLM([main], { coolDownMs: -1 })).toThrow(/coolDownMs/);
+  });
+
+  it('an abort or a refused request leaves the circuit as it was', async () => {
+    const main = new Switchable('main');
+    main.down = false;
+    const llm = new AsyncFallbackLLM([main, new Switchable('spare')]);
+    const controller = new AbortController();
+    controller.abort(new Error('stop'));
+    main.gate = Promise.reject(new Error('stop'));
+    main.gate.catch(() => {});
+    await expect(llm.chat(ask('x'), { signal: controller.signal })).rejects.toThrow('stop');
+    expect(llm.breaker.isOpen(0)).toBe(false);
+  });
+
+  it('agents say which model answered: the chain model of each session, else the llm name', async () => {
+    const main = new Switchable('main');
+    const spare = new Switchable('spare');
+    spare.down = false;
+    const chain = new AsyncFallbackLLM([main, spare]);
+    const chained = new AsyncAgent({ llm: chain });
+    const plain = new AsyncAgent({ llm: new Switchable('solo') });
+    (plain.llm as Switchable).down = false;
+    const seen: (string | undefined)[] = [];
+    chained.events.on('llmEnd', (event) => seen.push(event.model));
+    plain.events.on('llmEnd', (event) => seen.push(event.model));
+    await chained.call('hi', { sessionId: 1 });
+    main.down = false;
+    chain.breaker.succeeded(0);
+    await chained.call('hi', { sessionId: 2 });
+    await plain.call('hi');
+    expect(seen).toEqual(['spare', 'main', 'solo']);
+    expect(chain.lastModelOf(1)?.name).toBe('spare');
+    expect(chain.lastModelOf(2)?.name).toBe('main');
+  });
+
+  it('the sync chain skips a failed model too', () => {
+    const clock = manualClock();
+    const down = new Flaky('', new LLMRequestError({ message: 'overloaded', status: 529, retryable: true }));
+    const llm = new FallbackLLM([down, new MockLLM({ responses: ['one', 'two', 'three'] })], {
+      now: clock.now,
+    });
+    expect([llm.chat(ask('x')), llm.chat(ask('x'))]).toEqual(['one', 'two']);
+    expect(down.calls).toBe(1);
+    clock.advance(30_000);
+    expect(llm.chat(ask('x'))).toBe('three');
+    expect(down.calls).toBe(2);
+  });
+});

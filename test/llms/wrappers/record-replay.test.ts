@@ -226,4 +226,12 @@ describe('RecordingLLM and ReplayLLM (sync)', () => {
     expect([...replay.streamChat(ask('stream'), { stopWords: ['zz'] })]).toEqual(stream);
     expect(() => replay.chat(ask('b'))).toThrow(ReplayMissError);
   });
+
+  it('an aborted sync replay throws the signal reason, as the async one rejects with it', () => {
+    const recorder = new RecordingLLM(new MockLLM({ responses: ['x'] }), { file });
+    recorder.chat(ask('x'));
+    const controller = new AbortController();
+    controller.abort(new Error('stopped'));
+    expect(() => new ReplayLLM({ file }).chat(ask('x'), { signal: controller.signal })).toThrow('stopped');
+  });
 });

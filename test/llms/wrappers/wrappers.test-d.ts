@@ -7,6 +7,7 @@ import type {
   BaseLLM,
   CachedLLM,
   FallbackLLM,
+  FallbackOptions,
   FallbackReply,
   RecordingLLM,
   ReplayLLM,
@@ -32,7 +33,7 @@ describe('model wrapper types', () => {
 
   it('a sync wrapper wraps sync models only', () => {
     expectTypeOf<typeof FallbackLLM>().constructorParameters.toEqualTypeOf<
-      [readonly BaseLLM[], ({ onFallback?: FallbackLLM['options']['onFallback'] } | undefined)?]
+      [readonly BaseLLM[], (FallbackOptions | undefined)?]
     >();
     expectTypeOf<AsyncBaseLLM>().not.toExtend<ConstructorParameters<typeof CachedLLM>[0]>();
     expectTypeOf<BaseLLM>().not.toExtend<ConstructorParameters<typeof AsyncRecordingLLM>[0]>();

@@ -40,11 +40,12 @@ describe.each(['none', 'bwrap'] as const)('containment (sandbox: %s)', (sandbox)
     await run(python, 'kept = 1');
     const slow = await run(
       python,
-      'import subprocess, time\nsubprocess.Popen(["sleep", "30"])\ntime.sleep(30)',
+      // An odd duration marks this run's child: the check below must not see another program's `sleep 30`.
+      'import subprocess, time\nsubprocess.Popen(["sleep", "29.71"])\ntime.sleep(30)',
     );
     expect(slow.state).toBe(ActionStatusCode.API_ERROR);
     expect(slow.errmsg).toContain('timed out after 800 ms; the session was restarted and its state lost');
-    expect(await eventually(() => processesMentioning('sleep\u000030').length === 0)).toBe(true);
+    expect(await eventually(() => processesMentioning('sleep\u000029.71').length === 0)).toBe(true);
     const next = await run(python, 'kept');
     expect(next.errmsg).toContain('NameError');
     expect((await run(python, 'print("alive")')).toText()).toBe('alive\n');

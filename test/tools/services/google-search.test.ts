@@ -23,12 +23,23 @@ const snippets = async (tool: AsyncGoogleSearch, query: string) => {
 };
 
 describe('AsyncGoogleSearch', () => {
-  it('is a simple tool named GoogleSearch with run({ query })', () => {
+  it("is a simple tool named GoogleSearch with run({ query, k? }), reading Lagent's 10 results by default", () => {
     const tool = search();
     expect(tool.name).toBe('GoogleSearch');
     expect(tool.isToolkit).toBe(false);
     expect(tool.description.required).toEqual(['query']);
-    expect(tool.topK).toBe(3);
+    expect(tool.description.parameters!.map((parameter) => parameter.name)).toEqual(['query', 'k']);
+    expect(tool.topK).toBe(10);
+  });
+
+  it("a call may ask for k results, as Lagent's run(query, k=10) does", async () => {
+    const organic = (lines: string[]) => lines.filter((line) => line.startsWith('apple snippet'));
+    expect(organic(await snippets(search(), 'apple inc'))).toHaveLength(10);
+    const two = await search().call({ query: 'apple inc', k: 2 });
+    expect(organic(JSON.parse(two.formatResult()) as string[])).toHaveLength(2);
+    const before = serper.requests.length;
+    await search().call({ query: 'apple inc', k: 12 });
+    expect(JSON.parse(serper.requests[before]!.body)).toEqual({ q: 'apple inc', num: 12 });
   });
 
   it("posts the query to /search with the key in X-API-KEY, as Serper's API wants", async () => {
@@ -51,7 +62,7 @@ describe('AsyncGoogleSearch', () => {
   });
 
   it('lists the knowledge graph, then the first topK organic snippets with their attributes', async () => {
-    expect(await snippets(search(), 'apple inc')).toEqual([
+    expect(await snippets(search({ topK: 3 }), 'apple inc')).toEqual([
       'Apple: Technology company.',
       'Apple Inc. designs consumer electronics.',
       'Apple Founded: April 1, 1976.',

@@ -2,11 +2,13 @@ import { wrapToolCallsOutside } from '../../../actions/action-steps';
 import { isQuiet } from '../../../core/quiet';
 import type { Steps } from '../../../core/steps';
 import type { ModelReply } from '../../../llms/types';
+import { modelName } from '../../../llms/wrapped-usage';
 import type { ActionReturn } from '../../../schema/action-return';
 import type { AgentMessage } from '../../../schema/agent-message';
 import { INTERRUPT_TYPE, InterruptSignal } from '../../../schema/interrupts';
+import type { SessionId } from '../../../schema/session';
 import { ActionStatusCode } from '../../../schema/status';
-import type { AgentBase } from '../../agent-base';
+import type { AgentEvents } from '../../agent-base';
 import { abandoned } from '../../lifecycle/call-marks';
 import { emitEvent } from '../../lifecycle/events';
 import type { Turn } from '../../lifecycle/turn';
@@ -88,12 +90,12 @@ const interceptor = {
     }
     if (span !== undefined) endChatSpan(span, reply, context.llm);
     if (watched) {
-      const event = { agent, sessionId, response: reply.content, path: '' } as {
-        agent: AgentBase;
-        sessionId: typeof sessionId;
-        response: string;
-        path: string;
-        reasoning?: string;
+      const event: AgentEvents['llmEnd'][0] = {
+        agent,
+        sessionId,
+        response: reply.content,
+        path: '',
+        model: answeringModel(context.llm, sessionId),
       };
       if (typeof reply.reasoning === 'string' && reply.reasoning !== '') event.reasoning = reply.reasoning;
       emitEvent(agent, 'llmEnd', event);
@@ -105,6 +107,16 @@ const interceptor = {
     return yield* traced(context.toolCall.name, context.call.find(SPAN), next);
   },
 };
+
+/**
+ * The name of the model that gave a session's latest answer: for a fallback chain the one of its models that
+ * did (a session's calls run one at a time, so it is this answer's), else the llm's own `model`.
+ */
+function answeringModel(llm: unknown, sessionId: SessionId): string | undefined {
+  const chain = llm as { lastModelOf?: (sessionId: SessionId) => { name: string } | undefined } | undefined;
+  if (typeof chain?.lastModelOf === 'function') return chain.lastModelOf(sessionId)?.name;
+  return modelName(llm);
+}
 
 /** A tool call as an `execute_tool` span (a result other than success marks it failed), with a tracer. */
 function* traced(
