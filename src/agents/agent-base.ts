@@ -7,7 +7,7 @@ import { Memory, type MemoryOptions } from '../memory/memory';
 import { MemoryManager, type MemoryManagerOptions, SESSION_IN_USE } from '../memory/memory-manager';
 import type { OutputParser } from '../prompts/output-parser';
 import { AgentMessage } from '../schema/agent-message';
-import type { ChatMessage, ToolCall } from '../schema/chat-message';
+import type { ChatMessage, OpenAITool, ToolCall } from '../schema/chat-message';
 import { ConfigurationError, StateDictError } from '../schema/errors';
 import type { Decision, Interrupt } from '../schema/interrupts';
 import type { SessionId } from '../schema/session';
@@ -104,6 +104,16 @@ export type CallOptions = {
   askBeforeTools?: boolean | undefined;
   /** Ends the call with a `TimeoutError` when it has not finished within this many ms (see `interceptors/timeout`). */
   timeoutMs?: number | undefined;
+  /**
+   * Tools the caller runs itself (OpenAI function specs; AG-UI's frontend tools), for this call: offered to every
+   * model the call asks with native tools (a function-calling loop's, an agent given `tools`) beside its own. A
+   * model's call of one stops the call with an interrupt of kind `'client-tool'` (the rest of its round waits
+   * with it); resume with `resumeWith([{ id, approve: true, result }])`, and the model reads `result` as the
+   * tool's output. A name that one of the tree's tools has is a `ValidationError`. Give them again on the resume
+   * for the model to keep seeing them (a durable call's replay keeps those it was made with). Servers never take
+   * them from a request body (their protocol routes set them).
+   */
+  clientTools?: readonly OpenAITool[] | undefined;
 } & GenParams &
   Record<string, unknown>;
 /** What `forward()` receives: the call options with the session always set. */

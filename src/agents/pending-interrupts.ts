@@ -15,7 +15,7 @@ import { SYNC_AGENT } from './interceptors/session-store/persist';
  *
  * - the memories of the session: each prebuilt loop (function calling, ReAct, the InternLM agents) keeps the
  *   model's unanswered call as the last message of its model-facing sub-agent, and says which calls it
- *   holds there (`WAITING_CALLS`); the ones its executor gates are what waits;
+ *   holds there (`WAITING_CALLS`); the ones its executor gates, and those of client tools, are what waits;
  * - the durable journal, when the agent is durable: an interrupted durable call records the interrupts it
  *   returned, so a call paused anywhere (a user's own forward, a remote sub-agent) is found, by another
  *   process too.
@@ -83,10 +83,16 @@ function* pendingSteps(agent: AgentBase, sessionId: SessionId): Steps<Interrupt[
     const waiting = (node as unknown as Partial<Loop>)[WAITING_CALLS]?.(sessionId);
     if (waiting === undefined) continue;
     const gate = waiting.executor as Partial<Gate> | null;
-    // An executor of another kind has no approval rules: nothing of its calls waits.
-    if (typeof gate?.approvalNeeded !== 'function') continue;
     const path = prefix === '' ? '' : prefix.slice(0, -1);
     for (const call of waiting.calls) {
+      // A call of a client tool waits for its caller's result.
+      if (call.client === true) {
+        const id = interruptId(path, call);
+        if (!found.has(id)) found.set(id, { id, kind: 'client-tool', path, toolCall: { ...call } });
+        continue;
+      }
+      // An executor of another kind has no approval rules: nothing of its calls waits.
+      if (typeof gate?.approvalNeeded !== 'function') continue;
       let needed = gate.approvalNeeded(call, { sessionId });
       if (isThenable(needed)) needed = (yield needed) as boolean;
       if (!needed) continue;

@@ -126,6 +126,7 @@ const NEVER_PASSED = new Set([
   'callId',
   'budget',
   'askBeforeTools',
+  'clientTools',
   'durable',
   'onUsage',
   'memory',

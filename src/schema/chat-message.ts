@@ -17,6 +17,11 @@ export interface ToolCall {
    * edited ones): the executor's answer carries it, and the model's history then shows the call with them.
    */
   edited?: true | undefined;
+  /**
+   * Set on a call of one of the call's `clientTools` (a tool the caller runs itself) as the model's reply
+   * enters memory: the call waits for the caller's result (an interrupt of kind `'client-tool'`).
+   */
+  client?: true | undefined;
 }
 
 /**

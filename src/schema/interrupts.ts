@@ -3,8 +3,8 @@ import type { ToolCall } from './chat-message';
 import { ValidationError } from './errors';
 
 /*
- * Interrupts: a call that stops to ask a person (a tool call that needs approval) and the message that lets
- * it go on. The reply of an interrupted call is an ordinary `AgentMessage` of `type: 'interrupt'`; the
+ * Interrupts: a call that stops to ask a person (a tool call that needs approval), or its caller (a call of a
+ * tool the caller answers itself: `clientTools`), and the message that lets it go on. The reply of an interrupted call is an ordinary `AgentMessage` of `type: 'interrupt'`; the
  * answer is one of `type: 'resume'`. Both are plain data, so they cross HTTP, queues and files as they are.
  */
 
@@ -20,17 +20,28 @@ export interface Interrupt {
   /**
    * `'approval'`: the tool call needs a person's decision. `'check'`: the call was made with `askBeforeTools`
    * (a remote client whose caller has tool guardrails), so it stops before every tool call it would run, for
-   * its caller to check (a remote client answers these itself).
+   * its caller to check (a remote client answers these itself). `'client-tool'`: the model called one of the
+   * call's `clientTools`, which the caller runs: answer it with `{ id, approve: true, result }` (or decline it).
    */
-  kind: 'approval' | 'check';
+  kind: 'approval' | 'check' | 'client-tool';
   /** The dotted path of the agent that asks, in the tree of the agent that was called (`''`: that agent). */
   path: string;
   toolCall: ToolCall;
 }
 
-/** The answer to one {@link Interrupt}: run it (with edited `arguments`), or not (and why). */
+/**
+ * The answer to one {@link Interrupt}: run it (with edited `arguments`), or not (and why). A `'client-tool'`
+ * interrupt is answered with the tool's `result` as the caller ran it (the model reads it as the tool's output),
+ * or declined.
+ */
 export type Decision =
-  | { id: string; approve: true; arguments?: string | Record<string, unknown> | undefined }
+  | {
+      id: string;
+      approve: true;
+      arguments?: string | Record<string, unknown> | undefined;
+      /** The output of a client tool's call, which the caller ran (`'client-tool'` interrupts only). */
+      result?: string | undefined;
+    }
   | { id: string; approve: false; reason?: string | undefined };
 
 /** What an interrupted call returns: `formatted.interrupts` lists what it waits for. */
@@ -66,7 +77,9 @@ export function resumeWith(decisions: readonly Decision[]): ResumeMessage {
   return new AgentMessage({
     sender: 'user',
     type: RESUME_TYPE,
-    content: checked.map((d) => `${d.approve ? 'approve' : 'decline'} ${d.id}`).join('\n'),
+    content: checked
+      .map((d) => `${d.approve ? (d.result === undefined ? 'approve' : 'result of') : 'decline'} ${d.id}`)
+      .join('\n'),
     formatted: { decisions: checked },
   });
 }
@@ -117,6 +130,22 @@ function checkDecision(value: unknown, index: number): Decision {
         message: `decision ${JSON.stringify(d.id)}: arguments must be a JSON object or its text`,
         field: 'arguments',
       });
+    }
+    const result = (d as { result?: unknown }).result;
+    if (result !== undefined) {
+      if (typeof result !== 'string') {
+        throw new ValidationError({
+          message: `decision ${JSON.stringify(d.id)}: result (a client tool's output) must be a string, got ${typeof result}`,
+          field: 'result',
+        });
+      }
+      if (args !== undefined) {
+        throw new ValidationError({
+          message: `decision ${JSON.stringify(d.id)}: give a client tool's result or edited arguments, not both`,
+          field: 'result',
+        });
+      }
+      return { id: d.id, approve: true, result };
     }
     return args === undefined
       ? { id: d.id, approve: true }

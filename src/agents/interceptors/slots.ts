@@ -1,5 +1,6 @@
 import type { DurableScope } from '../../core/call-context';
 import { type Slot, slot } from '../../core/interceptors';
+import type { OpenAITool } from '../../schema/chat-message';
 import type { Decision } from '../../schema/interrupts';
 import type { ResumeDecisions } from './approvals/decisions';
 import type { Budget, Meter } from './budget/meter';
@@ -24,6 +25,8 @@ export const RECORDED_BUDGET: Slot<Budget> = slot('recorded budget');
 export const SCOPE: Slot<DurableScope> = slot('durable scope');
 /** A resumed call's decisions (approvals); the rounds of the calls made inside it find them. */
 export const RESUME: Slot<ResumeDecisions> = slot('resume decisions');
+/** The tools a call's caller runs itself (`clientTools`, checked; a durable replay's as recorded); calls inside find them. */
+export const CLIENT_TOOLS: Slot<readonly OpenAITool[]> = slot('client tools');
 /** The decisions earlier resumes of a durable call gave (set by the durable journal when it replays a call). */
 export const EARLIER: Slot<readonly Decision[]> = slot('earlier decisions');
 /** The tool guardrails in force in a call: its own and its callers' (guardrails). */

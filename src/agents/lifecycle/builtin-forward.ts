@@ -10,6 +10,7 @@ import type { ReasoningInfo } from '../../schema/reasoning';
 import type { SessionId } from '../../schema/session';
 import { AgentStatusCode } from '../../schema/status';
 import type { AgentBase, ForwardOptions, ForwardResult } from '../agent-base';
+import { clientToolsInForce, markClientCalls } from '../interceptors/approvals/client-tools';
 import { withFormatInstruction } from './format-instruction';
 import { askModel, modelCall, StreamedRequest } from './model-call';
 import type { Turn } from './turn';
@@ -225,10 +226,14 @@ export function buildReply(
   // whatever the server sent: an approval names one call), for an executor to run.
   if (toolCalls !== undefined && toolCalls.length > 0) {
     const history = agent.memory?.get(sessionId)?.[RECENT]();
+    let calls = uniqueToolCallIds(toolCalls, history);
+    // Calls of the caller's own tools are marked: they wait for the caller (see client-tools.ts).
+    const clientTools = agent.tools === undefined ? undefined : clientToolsInForce();
+    if (clientTools !== undefined) calls = markClientCalls(calls, clientTools);
     return new AgentMessage({
       sender: agent.name,
       content: raw,
-      formatted: { toolCalls: uniqueToolCallIds(toolCalls, history) },
+      formatted: { toolCalls: calls },
       extraInfo: thought,
     });
   }
@@ -331,15 +336,20 @@ export function buildChunk(
 }
 
 /**
- * The call params for the model: the call's options, with the agent's native tools when it has any, and the
- * response format its output format asks for (a `JSONParser`'s schema) unless the call gives one.
+ * The call params for the model: the call's options, with the agent's native tools when it has any (and the
+ * client tools in force beside them), and the response format its output format asks for (a `JSONParser`'s
+ * schema) unless the call gives one.
  */
 export function modelParams<O extends object>(agent: AgentBase, options: O): O {
   const format = (agent.outputFormat as { responseFormat?: unknown } | undefined)?.responseFormat;
-  if (agent.tools === undefined && format === undefined) return options;
+  const tools = agent.tools;
+  if (tools === undefined && format === undefined) return options;
   // not a spread: see forwardOptionsOf
   const params = Object.assign({}, options) as O & { tools?: unknown; responseFormat?: unknown };
-  if (agent.tools !== undefined) params.tools = agent.tools;
+  if (tools !== undefined) {
+    const clientTools = clientToolsInForce();
+    params.tools = clientTools === undefined ? tools : [...tools, ...clientTools];
+  }
   if (format !== undefined && params.responseFormat === undefined) params.responseFormat = format;
   return params;
 }

@@ -1,8 +1,9 @@
 import type { Interrupt as AGUIInterrupt, BaseEvent } from '@ag-ui/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AgentBase } from '../../agents/agent-base';
 import type { Run } from '../../agents/runs/run';
 import { AgentMessage } from '../../schema/agent-message';
-import type { ToolCall } from '../../schema/chat-message';
+import type { OpenAITool, ToolCall } from '../../schema/chat-message';
 import type { ContentPart } from '../../schema/content-parts';
 import { missingPeer } from '../../schema/errors';
 import { type Decision, interruptId, interruptsOf, resumeWith } from '../../schema/interrupts';
@@ -35,8 +36,10 @@ import { loggedErrorText, RunLogReader, serveRunLog } from './run-log';
  * AG-UI (`@ag-ui/core` 1.0): `POST /ag-ui` takes a `RunAgentInput` (`threadId`: the session) and answers AG-UI
  * events over server-sent events, encoded by `@ag-ui/encoder` (protobuf when the client asks for it). A call
  * that pauses for approval finishes its run with the `interrupt` outcome; the next `RunAgentInput` resumes it
- * with `resume` entries. Only the newest user message (or the resume entries) is taken: the session's memory is
- * the truth. Each AG-UI run is a run of the server (its `runId` the run's), streamed from its log: AG-UI defines
+ * with `resume` entries. Frontend tools (`tools`) are the call's client tools: a model's call of one ends the
+ * run (a completed one, the call in `pendingToolCallIds`), and the next `RunAgentInput`, whose newest messages
+ * are the tool messages answering them, resumes it. Only the newest user message (or the resume entries and
+ * tool results) is taken: the session's memory is the truth. Each AG-UI run is a run of the server (its `runId` the run's), streamed from its log: AG-UI defines
  * no reconnect for its HTTP transport, so the same `RunAgentInput` sent again (same `threadId` and `runId`) is
  * answered from that run's log, from `RUN_STARTED` on, without running anything twice.
  */
@@ -313,6 +316,9 @@ export class AGUIEncoder implements RunObserver {
   toolsEnded(path: string, calls: readonly ToolCall[], results: readonly ToolResultText[]): void {
     const subagent = path === '' ? undefined : this.#subagentAt(path);
     calls.forEach((call, index) => {
+      // A frontend tool's result came from the client: it has it already.
+      const decided = this.#decided.get(interruptId(path, call));
+      if (decided?.approve === true && decided.result !== undefined) return;
       const result = results[index] ?? { text: '' };
       this.#send({
         type: 'TOOL_CALL_RESULT',
@@ -354,9 +360,14 @@ export class AGUIEncoder implements RunObserver {
     this.#endSubagent(subagent, outcome === 'done' ? { type: 'success' } : undefined);
   }
 
-  /** Ends the run with the call's reply: its text when none was streamed, or the calls that wait. */
+  /**
+   * Ends the run with the call's reply: its text when none was streamed, or the calls that wait. Calls of
+   * frontend tools end a run that completed (their ids in `pendingToolCallIds`), for the client to answer with
+   * tool messages; any other pause is the `interrupt` outcome.
+   */
   finish(reply: AgentMessage, snapshot?: unknown): void {
     const interrupts = interruptsOf(reply);
+    const asks = interrupts.filter((ask) => ask.kind !== 'client-tool');
     if (interrupts.length === 0) {
       const content = reply.content;
       if (!this.#textSinceTools && typeof content === 'string' && content !== '') {
@@ -373,9 +384,7 @@ export class AGUIEncoder implements RunObserver {
     }
     for (const open of this.#subagents.values()) {
       for (const subagent of open.reverse()) {
-        const waiting = interrupts.filter(
-          (ask) => ask.path !== '' && this.#subagentAt(ask.path) === subagent,
-        );
+        const waiting = asks.filter((ask) => ask.path !== '' && this.#subagentAt(ask.path) === subagent);
         this.#endSubagent(
           subagent,
           waiting.length > 0
@@ -391,10 +400,10 @@ export class AGUIEncoder implements RunObserver {
       threadId: this.#threadId,
       runId: this.#runId,
     };
-    if (interrupts.length > 0) {
+    if (asks.length > 0) {
       finished.outcome = {
         type: 'interrupt',
-        interrupts: interrupts.map(
+        interrupts: asks.map(
           (ask): AGUIInterrupt => ({
             id: ask.id,
             reason: 'tool_approval',
@@ -404,6 +413,8 @@ export class AGUIEncoder implements RunObserver {
           }),
         ),
       };
+    } else if (interrupts.length > 0) {
+      finished.outcome = { type: 'success', pendingToolCallIds: interrupts.map((ask) => ask.id) };
     } else {
       finished.outcome = { type: 'success' };
       finished.result = typeof reply.content === 'string' ? reply.content : (reply.content ?? null);
@@ -506,10 +517,11 @@ function readInput(host: ProtocolHost, body: unknown, reply: FastifyReply): Read
         `message ${index} has the role ${JSON.stringify(isPlainObject(message) ? message.role : message)}; known roles: ${[...ROLES].join(', ')}`,
       );
     }
-    return message as { role: string; content?: unknown };
+    return message as { role: string; content?: unknown } & Record<string, unknown>;
   });
   const ignored: string[] = [];
-  if (Array.isArray(body.tools) && body.tools.length > 0) ignored.push('tools');
+  const tools = frontendTools(host, body.tools);
+  if (tools === null) ignored.push('tools');
   if (Array.isArray(body.context) && body.context.length > 0) ignored.push('context');
   if (isPlainObject(body.state) && Object.keys(body.state).length > 0) ignored.push('state');
   const forwarded = body.forwardedProps;
@@ -524,31 +536,46 @@ function readInput(host: ProtocolHost, body: unknown, reply: FastifyReply): Read
     }
   }
   const options = callOptions(host, kwargs, reply, ignored);
+  if (tools !== null && tools !== undefined) options.clientTools = tools;
   const resume = body.resume;
   if (resume !== undefined && resume !== null && !Array.isArray(resume))
     throw badInput('resume', '"resume" must be an array of { interruptId, status, payload? }');
-  const conversation = checked.filter((message) => message.role === 'user' || message.role === 'assistant');
-  if (Array.isArray(resume) && resume.length > 0) {
+  const relevant = checked.filter((message) => message.role !== 'system' && message.role !== 'developer');
+  // The results of frontend tools: the tool messages after the last message of another role.
+  let answered = relevant.length;
+  while (answered > 0 && relevant[answered - 1]!.role === 'tool') answered--;
+  const results = relevant.slice(answered).map(toolResultOf);
+  if (results.length > 0 && tools === null) {
+    throw badInput(
+      'messages',
+      'a tool message is the newest: frontend tools are not offered to this agent, so there is nothing to answer',
+    );
+  }
+  const conversation = relevant
+    .slice(0, answered)
+    .filter((message) => message.role === 'user' || message.role === 'assistant');
+  const decisions = [...(Array.isArray(resume) ? resume.map(decisionOf) : []), ...results];
+  if (decisions.length > 0) {
+    const seen = new Set<string>();
+    for (const decision of decisions) {
+      if (seen.has(decision.id))
+        throw badInput('messages', `the tool call ${JSON.stringify(decision.id)} is answered twice`);
+      seen.add(decision.id);
+    }
     return {
       threadId,
       runId,
       input: [],
-      decisions: resume.map(decisionOf),
+      decisions,
       history: historyOf(conversation),
       stateSnapshot,
       options,
     };
   }
-  // The newest message: the user's (a frontend tool's result would be a tool message: not taken).
-  const relevant = checked.filter((message) => message.role !== 'system' && message.role !== 'developer');
+  // The newest message: the user's.
   const newest = relevant.at(-1);
   if (newest === undefined || newest.role !== 'user') {
-    throw badInput(
-      'messages',
-      newest?.role === 'tool'
-        ? 'a tool message is the newest: frontend tools are not offered to this agent, so there is nothing to answer'
-        : 'the newest message must be the user\'s (or give "resume" entries)',
-    );
+    throw badInput('messages', 'the newest message must be the user\'s (or give "resume" entries)');
   }
   return {
     threadId,
@@ -605,6 +632,56 @@ function userContent(content: unknown): string | ContentPart[] {
     : parts;
 }
 
+/**
+ * The frontend tools of a `RunAgentInput` as client tools (OpenAI function specs; the core checks their names
+ * against the agent's tools): undefined when none is given, null when given to an agent that offers no model
+ * native tools (nothing would see them).
+ */
+function frontendTools(host: ProtocolHost, given: unknown): OpenAITool[] | null | undefined {
+  if (given === undefined || given === null) return undefined;
+  if (!Array.isArray(given))
+    throw badInput('tools', '"tools" must be an array of { name, description, parameters? }');
+  if (given.length === 0) return undefined;
+  const agent = host.agent;
+  if (!(agent instanceof AgentBase) || !offersTools(agent)) return null;
+  return given.map((tool, index) => {
+    if (!isPlainObject(tool) || typeof tool.name !== 'string')
+      throw badInput(`tools.${index}`, 'a tool needs a "name" (and a "description", "parameters")');
+    const description = typeof tool.description === 'string' ? tool.description : '';
+    const parameters = tool.parameters ?? { type: 'object', properties: {} };
+    return { type: 'function', function: { name: tool.name, description, parameters } } as OpenAITool;
+  });
+}
+
+/** Whether some agent of the tree asks its model with native tools (where client tools are offered). */
+function offersTools(agent: AgentBase): boolean {
+  for (const [, node] of agent.namedAgents())
+    if ((node as { tools?: unknown }).tools !== undefined) return true;
+  return false;
+}
+
+/**
+ * A tool message as the decision that answers its call: the frontend tool's output (with its error, when it
+ * failed), as text.
+ */
+function toolResultOf(message: Record<string, unknown>, index: number): Decision {
+  const id = message.toolCallId;
+  if (typeof id !== 'string' || id === '')
+    throw badInput(`messages.${index}.toolCallId`, 'a tool message needs "toolCallId": the call it answers');
+  const content = message.content;
+  if (typeof content !== 'string' && !Array.isArray(content))
+    throw badInput(`messages.${index}.content`, 'a tool message needs content: text or parts');
+  const text = textOf(content);
+  const error = typeof message.error === 'string' && message.error !== '' ? message.error : undefined;
+  const result =
+    error === undefined
+      ? text
+      : text === ''
+        ? `The tool failed: ${error}`
+        : `${text}\n(The tool failed: ${error})`;
+  return { id, approve: true, result };
+}
+
 /** A resume entry as a decision: `resolved` approves (unless its payload says `approve: false`), `cancelled` declines. */
 function decisionOf(entry: unknown, index: number): Decision {
   if (!isPlainObject(entry) || typeof entry.interruptId !== 'string' || entry.interruptId === '')
@@ -620,6 +697,8 @@ function decisionOf(entry: unknown, index: number): Decision {
   if (typeof approve !== 'boolean')
     throw badInput(`resume.${index}.payload`, '"approve" must be true or false');
   if (!approve) return reason === undefined ? { id, approve: false } : { id, approve: false, reason };
+  // A frontend tool's call answered in a resume entry rather than a tool message.
+  if (typeof payload.result === 'string') return { id, approve: true, result: payload.result };
   const args = payload.arguments;
   if (args !== undefined && !isPlainObject(args))
     throw badInput(`resume.${index}.payload`, '"arguments" must be an object');

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AgentBase } from '../../agents/agent-base';
 import { contentToText } from '../../agents/aggregator/content';
+import { checkAnswer } from '../../agents/interceptors/approvals/decisions';
 import { pendingInterrupts } from '../../agents/pending-interrupts';
 import type { AgentMessage, MessageInput } from '../../schema/agent-message';
 import { LagentError, RunFailedError, ValidationError } from '../../schema/errors';
@@ -166,9 +167,9 @@ async function sessionUserTexts(host: ProtocolHost, sessionId: SessionId): Promi
 }
 
 /**
- * Checks that every decision answers an interrupt the session waits for (`pendingInterrupts`); throws a 409
- * {@link ProtocolRequestError} naming the first that does not. An agent that is not of lagent-ts checks them
- * itself.
+ * Checks that every decision answers an interrupt the session waits for (`pendingInterrupts`), as that kind of
+ * interrupt is answered (a frontend tool's call with its result); throws a 409 {@link ProtocolRequestError}
+ * naming the first that does not. An agent that is not of lagent-ts checks them itself.
  */
 export async function checkDecisions(
   host: ProtocolHost,
@@ -176,7 +177,8 @@ export async function checkDecisions(
   decisions: readonly Decision[],
 ): Promise<void> {
   if (!(host.agent instanceof AgentBase) || decisions.length === 0) return;
-  const waiting = new Set((await pendingInterrupts(host.agent, sessionId)).map((ask) => ask.id));
+  const agent = host.agent;
+  const waiting = new Map((await pendingInterrupts(agent, sessionId)).map((ask) => [ask.id, ask.kind]));
   for (const decision of decisions) {
     if (!waiting.has(decision.id)) {
       throw new ProtocolRequestError({
@@ -186,7 +188,18 @@ export async function checkDecisions(
         message:
           waiting.size === 0
             ? `the session waits for no decision; ${JSON.stringify(decision.id)} is not waiting`
-            : `${JSON.stringify(decision.id)} is not waiting for a decision (waiting: ${[...waiting].map((id) => JSON.stringify(id)).join(', ')})`,
+            : `${JSON.stringify(decision.id)} is not waiting for a decision (waiting: ${[...waiting.keys()].map((id) => JSON.stringify(id)).join(', ')})`,
+      });
+    }
+    try {
+      // An approval is not answered with a tool's result, nor a frontend tool's call without one.
+      checkAnswer(agent.name, decision, waiting.get(decision.id));
+    } catch (error) {
+      throw new ProtocolRequestError({
+        status: 409,
+        code: 'NotWaiting',
+        field: 'decisions',
+        message: errorMessage(error),
       });
     }
   }

@@ -1,7 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AgentBase } from '../../agents/agent-base';
+import { checkClientTools } from '../../agents/interceptors/approvals/client-tools';
+import { pendingInterrupts } from '../../agents/pending-interrupts';
 import { AgentMessage } from '../../schema/agent-message';
-import type { ToolCall } from '../../schema/chat-message';
+import type { OpenAITool, ToolCall } from '../../schema/chat-message';
 import type { ContentPart } from '../../schema/content-parts';
+import { ConfigurationError } from '../../schema/errors';
 import {
   type Decision,
   type Interrupt,
@@ -11,6 +15,7 @@ import {
 } from '../../schema/interrupts';
 import type { SessionId } from '../../schema/session';
 import { isPlainObject } from '../../utils/is';
+import { errorMessage } from '../../utils/text';
 import { checkSessionId } from '../http/protocol';
 import {
   type Answer,
@@ -35,15 +40,23 @@ import { loggedErrorText, type RunLogEnds, RunLogReader, serveRunLog } from './r
  * The AI SDK's UI message stream (`ai@7`), what `useChat` / `DefaultChatTransport` send and read:
  * `POST /api/chat` takes the transport's body (`id`: the session, `messages`: UI messages, `trigger`,
  * `messageId`) and answers the stream of UI message chunks over server-sent events. Only the newest user
- * message, or the approval responses of the last assistant message, is taken; the session's memory is the truth.
+ * message, or the approval responses of the last assistant message (and the outputs of the route's client tools
+ * that wait), is taken; the session's memory is the truth.
  * Each call is a run whose log the stream is read from, so `GET /api/chat/{id}/stream` (what
  * `useChat({ resume: true })` asks) serves a reply in progress again, from the same log, to any client.
  */
 
-/** Where the route goes. */
+/** Where the route goes, and the tools the page runs itself. */
 export interface UIMessageStreamOptions {
   /** @default '/api/chat' */
   path?: string | undefined;
+  /**
+   * Tools the page runs itself (the AI SDK's tools without `execute`), as OpenAI function specs: every call of
+   * the route offers them to the agent's models as client tools (see `CallOptions.clientTools`). A model's call
+   * of one ends the message with its tool part waiting for input; the page answers it with `addToolOutput`, and
+   * the next request (`sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithToolCalls`) resumes the call.
+   */
+  clientTools?: readonly OpenAITool[] | undefined;
 }
 
 /** What the `data-agent` parts carry: a sub-agent call and its tool calls, updated in place as it runs. */
@@ -80,6 +93,8 @@ interface ReadRequest {
   history: HistoryEntry[];
   /** The assistant message a resume continues. */
   continues: string | undefined;
+  /** The outputs of the last assistant message's tool parts (those of client tools that wait answer them). */
+  outputs: { id: string; text: string }[];
   options: Record<string, unknown>;
 }
 
@@ -90,7 +105,8 @@ export function registerUIMessageStream(
   options: UIMessageStreamOptions = {},
 ): void {
   const path = options.path ?? '/api/chat';
-  app.post(path, SESSION_SCOPED, (request, reply) => chat(host, request, reply));
+  const clientTools = checkedClientTools(host, options.clientTools);
+  app.post(path, SESSION_SCOPED, (request, reply) => chat(host, clientTools, request, reply));
   app.get(`${path}/:id/stream`, SESSION_SCOPED, (request, reply) => reconnect(host, request, reply));
 }
 
@@ -100,11 +116,24 @@ export function registerUIMessageStream(
  * server's `abortOnDisconnect` is true), and comes back for it with `GET {path}/{id}/stream`. An approval's
  * answer goes on with the run that waits for it, the stream continuing its message.
  */
-async function chat(host: ProtocolHost, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+async function chat(
+  host: ProtocolHost,
+  clientTools: readonly OpenAITool[] | undefined,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<void> {
   let read: ReadRequest;
   try {
     read = readRequest(host, request.body, reply);
     checkScope(request, read.sessionId);
+    if (clientTools !== undefined) read.options.clientTools = clientTools;
+    if (read.outputs.length > 0) read.decisions.push(...(await clientResults(host, read)));
+    if (read.input.length === 0 && read.decisions.length === 0) {
+      throw badInput(
+        'messages',
+        "the newest message must be the user's, or an assistant message with approval responses or the outputs of the tools it waits for",
+      );
+    }
     await checkHistory(host, read.sessionId, read.history, 'one message');
     await checkDecisions(host, read.sessionId, read.decisions);
   } catch (error) {
@@ -186,6 +215,19 @@ async function chat(host: ProtocolHost, request: FastifyRequest, reply: FastifyR
           }
         : undefined,
   });
+}
+
+/** The route's client tools, checked against the agent's own when it is of lagent-ts. */
+function checkedClientTools(
+  host: ProtocolHost,
+  given: readonly OpenAITool[] | undefined,
+): readonly OpenAITool[] | undefined {
+  if (given === undefined || !(host.agent instanceof AgentBase)) return undefined;
+  try {
+    return checkClientTools(host.agent, given);
+  } catch (error) {
+    throw new ConfigurationError({ message: `protocols.ai-sdk.clientTools: ${errorMessage(error)}` });
+  }
 }
 
 /**
@@ -271,6 +313,7 @@ export class UIMessageEncoder implements RunObserver {
   /** The approval requests this stream made (a run read from its start, resumed since). */
   readonly #asked = new Set<string>();
   #started = false;
+  #inStep = false;
   #text: string | undefined;
   #reasoning: string | undefined;
   #parts = 0;
@@ -293,9 +336,22 @@ export class UIMessageEncoder implements RunObserver {
     if (!this.#started) {
       this.#started = true;
       this.#write({ type: 'start', messageId: this.#messageId });
+    }
+    if (!this.#inStep && chunk.type !== 'finish') {
+      this.#inStep = true;
       this.#write({ type: 'start-step' });
     }
     this.#write(chunk);
+  }
+
+  /**
+   * Ends the step of a model turn whose tool calls returned: the next turn is a step of its own, as the AI SDK
+   * streams them (so `lastAssistantMessageIsCompleteWithToolCalls` sees the final answer's step without tools).
+   */
+  #finishStep(): void {
+    if (!this.#inStep) return;
+    this.#inStep = false;
+    this.#write({ type: 'finish-step' });
   }
 
   text(delta: string): void {
@@ -355,7 +411,10 @@ export class UIMessageEncoder implements RunObserver {
       if (path === '' || this.#decided.has(id)) this.#toolOutput(id, result);
     });
     this.#textSinceTools = false;
-    if (path === '') return;
+    if (path === '') {
+      this.#finishStep();
+      return;
+    }
     const agent = this.#agentAt(path);
     if (agent === undefined) return;
     calls.forEach((call, index) => {
@@ -423,7 +482,10 @@ export class UIMessageEncoder implements RunObserver {
     }
     this.#closeText();
     this.#closeReasoning();
-    for (const ask of interrupts) this.#askApproval(ask);
+    for (const ask of interrupts) {
+      if (ask.kind === 'client-tool') this.#toolInput(ask);
+      else this.#askApproval(ask);
+    }
     const info = reply.extraInfo as { maxTurnReached?: unknown } | null;
     this.#send({
       type: 'finish',
@@ -435,6 +497,7 @@ export class UIMessageEncoder implements RunObserver {
             : 'stop',
     });
     this.#started = false;
+    this.#inStep = false;
     this.#textSinceTools = false;
     this.#reasoned = false;
   }
@@ -455,8 +518,8 @@ export class UIMessageEncoder implements RunObserver {
     this.#send({ type: 'error', errorText: message });
   }
 
-  #askApproval(ask: Interrupt): void {
-    this.#asked.add(ask.id);
+  /** A call that waits: its tool part (a client tool's waits for the page's output). */
+  #toolInput(ask: Interrupt): void {
     this.#send({
       type: 'tool-input-available',
       toolCallId: ask.id,
@@ -465,6 +528,11 @@ export class UIMessageEncoder implements RunObserver {
       dynamic: true,
       ...(ask.path === '' ? {} : { title: `${ask.path}: ${ask.toolCall.name}` }),
     });
+  }
+
+  #askApproval(ask: Interrupt): void {
+    this.#asked.add(ask.id);
+    this.#toolInput(ask);
     this.#send({ type: 'tool-approval-request', approvalId: ask.id, toolCallId: ask.id });
   }
 
@@ -474,6 +542,8 @@ export class UIMessageEncoder implements RunObserver {
       this.#send({ type: 'tool-output-denied', toolCallId });
       return;
     }
+    // A client tool's output came from the page: its part has it already.
+    if (decision?.result !== undefined) return;
     if (result.error !== undefined) {
       this.#send({ type: 'tool-output-error', toolCallId, errorText: result.error, dynamic: true });
       return;
@@ -553,12 +623,27 @@ function readRequest(host: ProtocolHost, body: unknown, reply: FastifyReply): Re
       decisions: [],
       history: historyOf(messages.slice(0, -1)),
       continues: undefined,
+      outputs: [],
       options,
     };
   }
-  // The last assistant message answered: its approval responses resume the call that waits.
+  // The last assistant message answered: its approval responses, and the outputs of the client tools that
+  // wait (found among its tool parts once the call is known), resume the call that waits.
   const decisions: Decision[] = [];
+  const outputs: { id: string; text: string }[] = [];
   for (const part of newest.parts) {
+    if (
+      typeof part.toolCallId === 'string' &&
+      (part.state === 'output-available' || part.state === 'output-error')
+    ) {
+      const output =
+        part.state === 'output-error' ? `The tool failed: ${String(part.errorText ?? '')}` : part.output;
+      outputs.push({
+        id: part.toolCallId,
+        text: typeof output === 'string' ? output : (JSON.stringify(output) ?? ''),
+      });
+      continue;
+    }
     if (part.state !== 'approval-responded' || !isPlainObject(part.approval)) continue;
     const approval = part.approval;
     if (typeof approval.id !== 'string' || typeof approval.approved !== 'boolean')
@@ -571,20 +656,31 @@ function readRequest(host: ProtocolHost, body: unknown, reply: FastifyReply): Re
           : { id: approval.id, approve: false },
       );
   }
-  if (decisions.length === 0) {
-    throw badInput(
-      'messages',
-      "the newest message must be the user's, or an assistant message with approval responses",
-    );
-  }
   return {
     sessionId: id,
     input: [],
     decisions,
     history: historyOf(messages),
     continues: typeof newest.id === 'string' && newest.id !== '' ? newest.id : undefined,
+    outputs,
     options,
   };
+}
+
+/**
+ * The decisions the tool outputs of a request give: those of the client tools' calls the session waits for
+ * (the message's other tool parts are its server tools', or calls answered before).
+ */
+async function clientResults(host: ProtocolHost, read: ReadRequest): Promise<Decision[]> {
+  if (!(host.agent instanceof AgentBase)) return [];
+  const waiting = new Set(
+    (await pendingInterrupts(host.agent, read.sessionId))
+      .filter((ask) => ask.kind === 'client-tool')
+      .map((ask) => ask.id),
+  );
+  return read.outputs
+    .filter((output) => waiting.has(output.id))
+    .map((output) => ({ id: output.id, approve: true, result: output.text }));
 }
 
 function checkMessage(value: unknown, index: number): UIMessageLike {

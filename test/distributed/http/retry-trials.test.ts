@@ -18,9 +18,11 @@ import { type RedisServer, startRedis } from '../queue/redis-server';
  * seeded generator: at every write of the call to the store (a lease taken or given back, every journal entry,
  * the commit) before and after, at each model call, before and after the refund's side effect, or after the
  * reply was written and before the client read it; sometimes the server that recovers is killed too. In some
- * trials the client gives up instead while the Refund runs (it closes the connection, as on a timeout). A new
- * server is started on the same store (it recovers unfinished calls at start-up), and the client sends the same
- * request with the same key until it gets a reply. Per trial:
+ * trials the client gives up instead while the Refund runs (it closes the connection, as on a timeout): the
+ * call goes on to its end without it (a durable agent's call outlives its client), and the client's retry with
+ * the same key gets that call's reply (it waits for the session while the call runs). A new server is started
+ * on the same store (it recovers unfinished calls at start-up), and the client sends the same request with the
+ * same key until it gets a reply. Per trial:
  *
  * - the refund happened exactly once when the reply says it did, at most once when the reply says its outcome
  *   is unknown, never twice (doubled);
@@ -55,7 +57,8 @@ type Mode = 'client' | 'header' | 'stream' | 'body';
 /**
  * What goes wrong in one attempt: the server dies the nth time it reaches `point` for the trial's session, or
  * right after it answered (`reply-lost`); or, with `hang`, the Refund tool waits at `point` until the client
- * gives up (it closes the connection, as a client that timed out does; the server stops the call).
+ * gives up (it closes the connection, as a client that timed out does), then goes on: the call runs to its end
+ * without its client, and the retry gets its reply.
  */
 type Kill = { point: string; n: number; hang?: true; hold?: true } | 'reply-lost';
 
@@ -355,9 +358,12 @@ async function send(lane: Lane, server: Server, trial: Trial, kill: Kill | undef
   let answered = false;
   if (kill !== undefined && kill !== 'reply-lost' && kill.hang) {
     const marker = `${trial.session} ${kill.point} HANGING`;
-    void until(() => answered || readFileSync(lane.events, 'utf8').includes(marker)).then(() =>
-      controller.abort(new Error('the client gave up')),
-    );
+    void until(() => answered || readFileSync(lane.events, 'utf8').includes(marker)).then(() => {
+      controller.abort(new Error('the client gave up'));
+      // The call goes on without its client (a durable agent's does): its tool, waiting for the client to go,
+      // is told it went, and finishes.
+      writeFileSync(`${lane.killFile}.${trial.session}.gone`, '');
+    });
   }
   try {
     return await sendOnce(server, trial, kill === 'reply-lost', controller.signal);
@@ -596,6 +602,9 @@ async function runTrial(lane: Lane, trial: Trial, lanes: readonly Lane[]): Promi
   result.replayedFirst = reply.extraInfo?.idempotentReplay === true;
   const content = String(reply.content);
   const done = `Refund of order ${trial.session}: refunded ${trial.cents} cents`;
+  // A call whose client gave up goes on to its end (no server died: nothing made its outcome unknown).
+  if (result.gaveUp > 0 && result.killed === 0 && content !== done)
+    problems.push('the client gave up, and its call did not go on to its end');
   if (content === done) {
     if (refunds !== 1) {
       result.lost = true;

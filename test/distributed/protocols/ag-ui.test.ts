@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type BaseEvent, HttpAgent, type Message } from '@ag-ui/client';
+import { AsyncAgent } from 'lagent-ts';
+import { AsyncMockLLM } from 'lagent-ts/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { assistant, closeServers, desk, serve, transcript } from './fixtures';
 
@@ -264,7 +266,8 @@ describe('AG-UI: bad input is a clear 4xx and changes nothing', () => {
       await post(input(ag.agent.messages, { resume: [{ interruptId: 'call_9', status: 'resolved' }] })),
     ).toMatchObject({ status: 409, body: { error: 'NotWaiting' } });
     expect(await post(input([{ id: 't', role: 'tool', toolCallId: 'x', content: 'result' }]))).toMatchObject({
-      status: 400,
+      status: 409,
+      body: { error: 'NotWaiting' },
     });
     expect(await post({ threadId: 'bad', messages: [] })).toMatchObject({ status: 400 });
     expect(await post('{"threadId": ')).toMatchObject({ status: 400 });
@@ -272,24 +275,28 @@ describe('AG-UI: bad input is a clear 4xx and changes nothing', () => {
     expect(log.deleted).toEqual([]);
   });
 
-  it('frontend tools, context and state are not taken: they are named in Lagent-Ignored-Options', async () => {
-    const { agent } = assistant();
-    const { url } = await serve({ agent });
-    const response = await fetch(`${url}/ag-ui`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        threadId: 'ignored',
-        runId: 'r1',
-        messages: [{ id: 'm', role: 'user', content: 'hello' }],
-        tools: [{ name: 'confirm', description: 'asks the user', parameters: {} }],
-        context: [{ description: 'page', value: '/home' }],
-        state: { counter: 1 },
-        forwardedProps: {},
-      }),
-    });
-    expect(response.status).toBe(200);
-    expect(response.headers.get('lagent-ignored-options')).toBe('tools, context, state');
-    await response.text();
+  it('context and state are not taken, nor frontend tools by an agent whose models get no tools: Lagent-Ignored-Options names them', async () => {
+    const post = async (url: string) => {
+      const response = await fetch(`${url}/ag-ui`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          threadId: 'ignored',
+          runId: 'r1',
+          messages: [{ id: 'm', role: 'user', content: 'hello' }],
+          tools: [{ name: 'confirm', description: 'asks the user', parameters: {} }],
+          context: [{ description: 'page', value: '/home' }],
+          state: { counter: 1 },
+          forwardedProps: {},
+        }),
+      });
+      expect(response.status).toBe(200);
+      await response.text();
+      return response.headers.get('lagent-ignored-options');
+    };
+    // A function-calling agent offers frontend tools to its model (see ag-ui-frontend-tools.test.ts).
+    expect(await post((await serve({ agent: assistant().agent })).url)).toBe('context, state');
+    const chat = new AsyncAgent({ llm: new AsyncMockLLM({ responses: ['hi'] }), name: 'chat' });
+    expect(await post((await serve({ agent: chat })).url)).toBe('tools, context, state');
   });
 });

@@ -1,5 +1,5 @@
 import { ValidationError } from '../../../schema/errors';
-import type { Decision } from '../../../schema/interrupts';
+import type { Decision, Interrupt } from '../../../schema/interrupts';
 
 /*
  * The decisions a resumed call holds, and which round of tool calls each one answers. A decision answers the
@@ -115,15 +115,45 @@ export function underPrefix(id: string, prefix: string): string | undefined {
   return separator === '.' || separator === ':' ? id.slice(prefix.length + 1) : undefined;
 }
 
-/** The interrupt ids a durable call's journal says it waits for: its last pause's, less those decided since. */
-export function waitingIn(entries: readonly { data: unknown }[]): Set<string> | undefined {
-  let waiting: Set<string> | undefined;
+/**
+ * Checks that a decision fits the interrupt it answers: a client tool's call (`'client-tool'`) is answered with
+ * its `result` or declined; any other interrupt is approved or declined, never given a result. Throws a
+ * `ValidationError` otherwise.
+ */
+export function checkAnswer(owner: string, decision: Decision, kind: Interrupt['kind'] | undefined): void {
+  if (!decision.approve) return;
+  if (kind === 'client-tool' && decision.result === undefined) {
+    throw new ValidationError({
+      message: `${owner}: ${JSON.stringify(decision.id)} is a call of a client tool: answer it with its output ({ id, approve: true, result }), or decline it`,
+      field: 'decisions',
+    });
+  }
+  if (kind !== 'client-tool' && decision.result !== undefined) {
+    throw new ValidationError({
+      message: `${owner}: ${JSON.stringify(decision.id)} waits for ${kind === 'check' ? "the caller's check" : 'approval'}, not for a client tool's result: approve or decline it`,
+      field: 'decisions',
+    });
+  }
+}
+
+/**
+ * The interrupt ids a durable call's journal says it waits for, with their kinds: its last pause's, less those
+ * decided since.
+ */
+export function waitingIn(
+  entries: readonly { data: unknown }[],
+): Map<string, Interrupt['kind'] | undefined> | undefined {
+  let waiting: Map<string, Interrupt['kind'] | undefined> | undefined;
   for (const { data } of entries) {
     const entry = data as { kind?: unknown; result?: unknown };
     if (entry.kind === 'interrupted') {
       // The interrupts the call returned (journals of an earlier layout hold their ids alone).
       const asked = Array.isArray(entry.result) ? (entry.result as unknown[]) : [];
-      waiting = new Set(asked.map((item) => (typeof item === 'string' ? item : (item as { id: string }).id)));
+      waiting = new Map(
+        asked.map((item) =>
+          typeof item === 'string' ? [item, undefined] : [(item as Interrupt).id, (item as Interrupt).kind],
+        ),
+      );
     } else if (entry.kind === 'resume' && waiting !== undefined) {
       for (const decision of entry.result as Decision[]) waiting.delete(decision.id);
     }
@@ -134,14 +164,15 @@ export function waitingIn(entries: readonly { data: unknown }[]): Set<string> | 
 /**
  * Checks the decisions a resume gives a durable call against what its journal says waits (before the call
  * replays anything): a decision for an id that does not wait, or for a pause already answered (by a copy of
- * the session resumed elsewhere), is a `ValidationError`.
+ * the session resumed elsewhere), or one that does not fit its interrupt (`checkAnswer`), is a `ValidationError`.
  */
 export function checkGiven(
   owner: string,
   given: readonly Decision[],
-  waiting: Set<string> | undefined,
+  waiting: Map<string, Interrupt['kind'] | undefined> | undefined,
 ): void {
   if (waiting === undefined) return;
   const unknown = given.filter((decision) => !waiting.has(decision.id)).map((decision) => decision.id);
-  if (unknown.length > 0) throw unknownDecisions(owner, unknown, [...waiting]);
+  if (unknown.length > 0) throw unknownDecisions(owner, unknown, [...waiting.keys()]);
+  for (const decision of given) checkAnswer(owner, decision, waiting.get(decision.id));
 }

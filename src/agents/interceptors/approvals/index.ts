@@ -16,13 +16,15 @@ import { emitEvent, pathIn } from '../../lifecycle/events';
 import type { Turn } from '../../lifecycle/turn';
 import { AGENT } from '../chain-bits';
 import type { BuiltinConcern } from '../concern';
-import { EARLIER, RESUME, SPAN } from '../slots';
+import { CLIENT_TOOLS, EARLIER, RESUME, SPAN } from '../slots';
 import { observed } from '../tracing/observed';
+import { CLIENT_CALLS, checkClientTools } from './client-tools';
 import { ResumeDecisions } from './decisions';
 import { planRound } from './rounds';
 
 /*
- * Approvals and interrupts. A tool call that needs a person's approval stops the call: the round of tool calls
+ * Approvals and interrupts. A tool call that needs a person's approval, or a call of a tool the caller runs
+ * itself (`clientTools`: client-tools.ts), stops the call: the round of tool calls
  * it is in is planned first (rounds.ts: by a prebuilt loop, or by an executor a `forward` calls, which finds the
  * planner in the call's slot), and a call that waits throws an `InterruptSignal` up the tree. The calls it
  * passes through keep what they did; the outermost returns it as an interrupt reply, which no memory keeps.
@@ -53,11 +55,20 @@ const interceptor = {
       if (given !== undefined) resumed(turn, given);
     }
     turn.set(ROUND_PLANNER, PLANNER);
+    // Client tools (checked by `applies`, or a durable replay's as recorded): the models asked inside find them
+    // in the call's frame, which a built-in forward then runs in too.
+    const clientTools = turn.get(CLIENT_TOOLS) !== undefined;
+    if (clientTools) {
+      turn.framed = true;
+      CLIENT_CALLS.count++;
+    }
     try {
       return yield* next();
     } catch (error) {
       if (!(error instanceof InterruptSignal) || turn.parent !== undefined) throw error;
       return interruptReply(turn, error);
+    } finally {
+      if (clientTools) CLIENT_CALLS.count--;
     }
   },
 };
@@ -78,9 +89,9 @@ function interruptReply(turn: Turn, signal: InterruptSignal): AgentMessage {
     // `below`: where in a remote agent's tree the question was asked (the remote's own path).
     const at = asking === agent ? '' : (pathIn(agent, asking as AgentBase) ?? '');
     const path = below === undefined || below === '' ? at : at === '' ? below : `${at}.${below}`;
-    return kind === 'check'
-      ? { id: checkInterruptId(path, toolCall), kind, path, toolCall: { ...toolCall } }
-      : { id: interruptId(path, toolCall), kind: 'approval', path, toolCall: { ...toolCall } };
+    if (kind === 'check')
+      return { id: checkInterruptId(path, toolCall), kind, path, toolCall: { ...toolCall } };
+    return { id: interruptId(path, toolCall), kind: kind ?? 'approval', path, toolCall: { ...toolCall } };
   });
   if (observed(agent)) {
     emitEvent(agent, 'interrupt', { agent, sessionId: turn.options.sessionId, interrupts, path: '' });
@@ -90,17 +101,30 @@ function interruptReply(turn: Turn, signal: InterruptSignal): AgentMessage {
   return new AgentMessage({
     sender: agent.name,
     type: INTERRUPT_TYPE,
-    content: `${interrupts.every((i) => i.kind === 'check') ? "Waiting for the caller's check" : 'Waiting for approval'}: ${interrupts.map((i) => `${i.toolCall.name} (${i.id})`).join(', ')}`,
+    content: `${waitingFor(interrupts)}: ${interrupts.map((i) => `${i.toolCall.name} (${i.id})`).join(', ')}`,
     formatted: { interrupts },
     extraInfo,
   });
 }
 
+/** What an interrupt reply says it waits for. */
+function waitingFor(interrupts: readonly Interrupt[]): string {
+  if (interrupts.every((i) => i.kind === 'check')) return "Waiting for the caller's check";
+  if (interrupts.every((i) => i.kind === 'client-tool')) return "Waiting for the caller's tool results";
+  return 'Waiting for approval';
+}
+
 export const approvals: BuiltinConcern = {
   interceptor: interceptor as BuiltinConcern['interceptor'],
   applies(turn) {
-    // A resumed call; and the outermost call of an agent whose forward is not a built-in model call (a loop,
-    // a composite): its tool calls may need a person, and its executors find the round planner here.
+    // A call given client tools (checked now, before anything of the call happens); a resumed call; and the
+    // outermost call of an agent whose forward is not a built-in model call (a loop, a composite): its tool
+    // calls may need a person, and its executors find the round planner here.
+    const clientTools = turn.given.clientTools;
+    if (clientTools !== undefined) {
+      turn.set(CLIENT_TOOLS, checkClientTools(turn.agent, clientTools));
+      return AGENT;
+    }
     if (turn.decisions !== undefined) return AGENT;
     if (turn.parent !== undefined) return 0;
     return plainForwardOf((turn.agent as unknown as Forwarding).forward) === undefined ? AGENT : 0;

@@ -20,7 +20,8 @@ import type { AgentBase } from '../../agent-base';
 import { pathIn } from '../../lifecycle/events';
 import { type CallerChecks, callerChecksIn } from '../guardrails/guards';
 import { RESUME, TOOL_GUARDS } from '../slots';
-import type { ResumeDecisions } from './decisions';
+import { clientAnswer } from './client-tools';
+import { checkAnswer, type ResumeDecisions } from './decisions';
 
 /*
  * Tool approval in the prebuilt loops. Before a round of tool calls runs, each call is asked whether it needs
@@ -96,7 +97,9 @@ export function* planRound(
   const context = { sessionId, signal: frame?.signal };
   let needs: boolean[] | undefined;
   for (let i = 0; i < calls.length; i++) {
-    let needed = executor.approvalNeeded(calls[i]!, context);
+    // A call of a client tool waits for its caller's result (no executor knows the tool).
+    let needed: boolean | Promise<boolean> =
+      calls[i]!.client === true || executor.approvalNeeded(calls[i]!, context);
     if (isThenable(needed)) needed = (yield needed) as boolean;
     if (!needed) continue;
     needs ??= new Array<boolean>(calls.length).fill(false);
@@ -122,7 +125,7 @@ export function* planRound(
     if (!needs?.[i]) continue;
     const decision = resume?.takeEarlier(interruptId(path, call));
     if (decision === undefined) waiting.push(i);
-    else apply(decision, i, calls, ran, answers);
+    else apply(owner, decision, i, calls, ran, answers);
   }
   // The round that waits takes the decisions given now: people's, and the caller's checks when it checks
   // every tool call (askBeforeTools).
@@ -143,12 +146,19 @@ export function* planRound(
         answered.get(interruptId(path, call)) ??
         (checks === undefined ? undefined : checkedApproval(answered, path, call));
       if (decision === undefined) return true;
-      apply(decision, i, calls, ran, answers);
+      apply(owner, decision, i, calls, ran, answers);
       return false;
     });
   }
   if (waiting.length > 0) {
-    throw new InterruptSignal(waiting.map((i) => ({ agent: owner, toolCall: calls[i]! })));
+    throw new InterruptSignal(
+      waiting.map((i) => {
+        const toolCall = calls[i]!;
+        return toolCall.client === true
+          ? { agent: owner, toolCall, kind: 'client-tool' as const }
+          : { agent: owner, toolCall };
+      }),
+    );
   }
   if (checks !== undefined) askCallerChecks(checks, owner, resume, given, path, ran, answers);
   const toRun = ran.filter((_, i) => answers[i] === undefined);
@@ -159,8 +169,13 @@ export function* planRound(
   return { run: false, message, calls: ran, answers };
 }
 
-/** Applies a decision to call `i` of a round: declined (its answer), or approved (with edited arguments). */
+/**
+ * Applies a decision to call `i` of a round: declined (its answer), approved (with edited arguments), or, for a
+ * client tool's call, the output its caller gave (its answer). A decision that does not fit the call is a
+ * `ValidationError` (see `checkAnswer`).
+ */
 function apply(
+  owner: AgentBase,
   decision: Decision,
   i: number,
   calls: readonly ToolCall[],
@@ -168,7 +183,9 @@ function apply(
   answers: (ActionReturn | undefined)[],
 ): void {
   const call = calls[i]!;
+  checkAnswer(owner.name, decision, call.client === true ? 'client-tool' : 'approval');
   if (!decision.approve) answers[i] = declined(call, decision.reason);
+  else if (decision.result !== undefined) answers[i] = clientAnswer(call, decision.result);
   else if (decision.arguments !== undefined)
     ran[i] = { id: call.id, name: call.name, arguments: decision.arguments, edited: true };
 }
@@ -194,6 +211,7 @@ function askCallerChecks(
     const call = ran[i]!;
     const id = checkInterruptId(path, call);
     const decision = resume?.takeEarlier(id) ?? given?.get(id);
+    if (decision !== undefined) checkAnswer(owner.name, decision, 'check');
     if (decision === undefined) waiting.push(call);
     else if (!decision.approve) answers[i] = declined(call, decision.reason);
     else approved.push(call);
@@ -255,7 +273,7 @@ export function mergeRound(
   });
 }
 
-/** The answer the model gets for a call the user declined. */
+/** The answer the model gets for a call the user (or, for a client tool, its caller) declined. */
 function declined(call: ToolCall, reason: string | undefined): ActionReturn {
   return new ActionReturn({
     args: { inputs: call.arguments },

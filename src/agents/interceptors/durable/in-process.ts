@@ -89,17 +89,17 @@ export function isInProcess(options: DurableOptions): boolean {
 
 /**
  * The in-process journal for an outermost call of `agent` without `durable`: for a composite (a `forward` of
- * its own, not `builtin`, that does not resume from memory) whose tree can ask for approval, or that is given a resume
- * message; else undefined (the common case: one lookup).
+ * its own, not `builtin`, that does not resume from memory) whose tree can ask for approval, or whose call
+ * `asks` (it is given a resume message, or client tools); else undefined (the common case: one lookup).
  */
 export function implicitJournal(
   agent: AgentBase,
   forward: object,
   builtin: boolean,
-  resuming: boolean,
+  asks: boolean,
 ): DurableOptions | undefined {
   if (builtin || RESUMES_FROM_MEMORY.has(forward)) return undefined;
-  if (!resuming && !mayAskCached(agent)) return undefined;
+  if (!asks && !mayAskCached(agent)) return undefined;
   let journals = JOURNALS.get(agent);
   if (journals === undefined) {
     journals = { store: new InProcessJournals() as unknown as SessionStore };

@@ -211,11 +211,12 @@ function optionsOf(turn: Turn): DurableOptions | undefined {
   const own = durableOf(turn.agent, turn.given);
   if (own !== undefined || turn.parent !== undefined) return own;
   const forward = (turn.agent as unknown as Forwarding).forward;
+  // A call given client tools may pause for them, as a resumed call did.
   return implicitJournal(
     turn.agent,
     forward,
     plainForwardOf(forward) !== undefined,
-    turn.decisions !== undefined,
+    turn.decisions !== undefined || turn.given.clientTools !== undefined,
   );
 }
 

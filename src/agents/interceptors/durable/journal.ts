@@ -20,7 +20,7 @@ import { checkGiven, waitingIn } from '../approvals/decisions';
 import type { Budget } from '../budget/meter';
 import { acquireLease, DEFAULT_LEASE_MS, holderName, type SessionLease } from '../session-store/lease';
 import { type SessionHold, SYNC_AGENT, UNKNOWN_OUTCOME } from '../session-store/persist';
-import { METER, RECORDED_BUDGET } from '../slots';
+import { CLIENT_TOOLS, METER, RECORDED_BUDGET } from '../slots';
 import { isInProcess } from './in-process';
 import { type BeginEntry, CallJournal, digestOf, type StepEntry, settled } from './steps';
 
@@ -227,6 +227,7 @@ export function* beginDurable(
       inputs: messages.map((m) => m.toJSON()),
       lengths: lengthsOf(agent, turn.options.sessionId),
       budget: turn.given.budget as object | undefined,
+      clientTools: turn.get(CLIENT_TOOLS),
     },
   };
   yield* settled(journal.write(begin));
@@ -321,6 +322,9 @@ function* continueCall(
   const inputs = begin.result.inputs.map((json) => AgentMessage.from(json));
   if (turn.given.budget === undefined && begin.result.budget !== undefined)
     turn.set(RECORDED_BUDGET, begin.result.budget as Budget);
+  // And the client tools it was made with, when not given again: its model calls replay as they were made.
+  if (turn.get(CLIENT_TOOLS) === undefined && begin.result.clientTools !== undefined)
+    turn.set(CLIENT_TOOLS, begin.result.clientTools);
   // The decisions given now are kept with the call: replayed after a crash, it has them again.
   if (decisions !== undefined && decisions.length > 0) {
     const key = `r.resume.${journal.decisions.length}`;

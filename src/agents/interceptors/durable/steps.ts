@@ -2,6 +2,7 @@ import { hash } from 'node:crypto';
 import { currentFrame, type DurableScope } from '../../../core/call-context';
 import type { Steps } from '../../../core/steps';
 import { ActionReturn } from '../../../schema/action-return';
+import type { OpenAITool } from '../../../schema/chat-message';
 import { NonDeterminismError } from '../../../schema/errors';
 import { ActionStatusCode } from '../../../schema/status';
 import { isThenable } from '../../../utils/is';
@@ -69,6 +70,8 @@ export interface BeginEntry extends StepEntry {
     lengths: Record<string, number>;
     /** The call's own `budget`, which a replay (recover, resume, retry) keeps. */
     budget?: object | undefined;
+    /** The call's `clientTools` (checked), which a replay given none keeps. */
+    clientTools?: readonly OpenAITool[] | undefined;
   };
 }
 
