@@ -40,33 +40,44 @@ export interface SlotHolder {
   find<T>(key: Slot<T>): T | undefined;
 }
 
+/** The value of `key` in `entries` (keys and values interleaved; see {@link Slots}). */
+export function slotOf<T>(entries: unknown[] | undefined, key: Slot<T>): T | undefined {
+  if (entries === undefined) return undefined;
+  for (let i = 0; i < entries.length; i += 2) if (entries[i] === key) return entries[i + 1] as T;
+  return undefined;
+}
+
+/** `entries` with `key` set to `value` (removed when undefined); a new array when there was none. */
+export function withSlot<T>(
+  entries: unknown[] | undefined,
+  key: Slot<T>,
+  value: T | undefined,
+): unknown[] | undefined {
+  if (entries === undefined) return value === undefined ? undefined : [key, value];
+  for (let i = 0; i < entries.length; i += 2) {
+    if (entries[i] !== key) continue;
+    if (value === undefined) entries.splice(i, 2);
+    else entries[i + 1] = value;
+    return entries;
+  }
+  if (value !== undefined) entries.push(key, value);
+  return entries;
+}
+
 /**
  * A call's slots: keys and values interleaved in one small array (a call holds a handful at most), made on
- * the first `set`. Reads of an empty store cost one comparison.
+ * the first `set`. Reads of an empty store cost one comparison. (The agent call's frame holds the same array
+ * itself: a base class would cost every call a constructor more.)
  */
 export class Slots {
   #entries: unknown[] | undefined = undefined;
 
   get<T>(key: Slot<T>): T | undefined {
-    const entries = this.#entries;
-    if (entries === undefined) return undefined;
-    for (let i = 0; i < entries.length; i += 2) if (entries[i] === key) return entries[i + 1] as T;
-    return undefined;
+    return slotOf(this.#entries, key);
   }
 
   set<T>(key: Slot<T>, value: T | undefined): void {
-    const entries = this.#entries;
-    if (entries === undefined) {
-      if (value !== undefined) this.#entries = [key, value];
-      return;
-    }
-    for (let i = 0; i < entries.length; i += 2) {
-      if (entries[i] !== key) continue;
-      if (value === undefined) entries.splice(i, 2);
-      else entries[i + 1] = value;
-      return;
-    }
-    if (value !== undefined) entries.push(key, value);
+    this.#entries = withSlot(this.#entries, key, value);
   }
 }
 

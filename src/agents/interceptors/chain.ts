@@ -29,15 +29,6 @@ export const BUILTIN_ORDER: readonly BuiltinConcern[] = [
   guardrails,
 ];
 
-/** The hooks of one call (see {@link chainOf}). */
-export interface CallChain {
-  agent: readonly ChainLink[];
-  model: readonly ChainLink[];
-  tool: readonly ChainLink[];
-  /** The built-in concerns whose tool hooks are in force in the call (inherited by the calls made inside). */
-  toolMask: number;
-}
-
 const NONE: readonly ChainLink[] = Object.freeze([]) as readonly ChainLink[];
 
 /** Built-in links by kind and mask (a handful of combinations occur). */
@@ -77,8 +68,20 @@ function join(builtins: readonly ChainLink[], users: readonly ChainLink[]): read
   return [...builtins, ...users];
 }
 
-/** The hooks of a call: the built-in concerns that apply to it, then the users' interceptors in force. */
-export function chainOf(turn: Turn): CallChain {
+/** What {@link linkChain} fills in: the call's hooks by kind. */
+export interface Linked {
+  agentLinks: readonly ChainLink[];
+  modelLinks: readonly ChainLink[];
+  toolLinks: readonly ChainLink[];
+  /** The built-in concerns whose tool hooks are in force in the call (inherited by the calls made inside). */
+  toolMask: number;
+}
+
+/**
+ * Fills in the hooks of a call: the built-in concerns that apply to it, then the users' interceptors in force.
+ * Written into the call itself (no object per call: most calls have no hooks at all).
+ */
+export function linkChain(turn: Turn & Linked): void {
   let agentMask = 0;
   let modelMask = 0;
   let toolMask = (turn.parent as Turn | undefined)?.toolMask ?? 0;
@@ -90,10 +93,14 @@ export function chainOf(turn: Turn): CallChain {
     if ((kinds & TOOL) !== 0) toolMask |= 1 << i;
   }
   const users = turn.interceptors;
-  return {
-    agent: join(builtinLinks(0, agentMask), usersOf(users, 0)),
-    model: join(builtinLinks(1, modelMask), usersOf(users, 1)),
-    tool: join(builtinLinks(2, toolMask), usersOf(users, 2)),
-    toolMask,
-  };
+  turn.toolMask = toolMask;
+  if (users.length === 0) {
+    turn.agentLinks = builtinLinks(0, agentMask);
+    turn.modelLinks = builtinLinks(1, modelMask);
+    turn.toolLinks = builtinLinks(2, toolMask);
+    return;
+  }
+  turn.agentLinks = join(builtinLinks(0, agentMask), usersOf(users, 0));
+  turn.modelLinks = join(builtinLinks(1, modelMask), usersOf(users, 1));
+  turn.toolLinks = join(builtinLinks(2, toolMask), usersOf(users, 2));
 }

@@ -11,7 +11,7 @@ import {
   stopFollowing,
   streamInFrame,
 } from '../../core/call-context';
-import { type ChainLink, type Slot, Slots } from '../../core/interceptors';
+import { type ChainLink, type Slot, slotOf, withSlot } from '../../core/interceptors';
 import type { PendingTurn } from '../../core/session-lanes';
 import type { Memory } from '../../memory/memory';
 import { MEMORY_AT, MemoryManager } from '../../memory/memory-manager';
@@ -24,7 +24,7 @@ import { isIterator, isThenable } from '../../utils/is';
 import { keepShape } from '../../utils/keep-shape';
 import type { AgentBase, AsyncForwardOptions, ForwardOptions } from '../agent-base';
 import { LANES } from '../agent-symbols';
-import { chainOf } from '../interceptors/chain';
+import { linkChain } from '../interceptors/chain';
 import { type Forwarding, type ForwardParts, plainForwardOf } from './builtin-forward';
 import { abandoned, SHARES_LANE } from './call-marks';
 import { pathIn } from './events';
@@ -59,7 +59,7 @@ export function toMessages(input: MessageInput | readonly MessageInput[] | undef
  * decides when to wait. It is the context the call's interceptors get (`AgentCallContext`), and the frame of
  * the calls made inside it.
  */
-export class Turn extends Slots implements CallFrame {
+export class Turn implements CallFrame {
   readonly agent: AgentBase;
   /** The agent call this one is made inside, if any. */
   readonly parent: CallFrame | undefined;
@@ -101,10 +101,11 @@ export class Turn extends Slots implements CallFrame {
    * running inside it stop) or by a concern that stops it (a guardrail). Made on first use.
    */
   #cancel: AbortController | undefined = undefined;
+  /** Concerns' state of this call (see `core/interceptors.ts`): keys and values, interleaved. */
+  #slots: unknown[] | undefined = undefined;
 
   /** Checks the call can start: not aborted, and not waiting for itself. */
   constructor(agent: AgentBase, options: Record<string, unknown> | undefined) {
-    super();
     const parent = currentFrame();
     const ownSignal = options?.signal as AbortSignal | undefined;
     const signal = combineSignals(ownSignal, parent?.signal);
@@ -137,12 +138,8 @@ export class Turn extends Slots implements CallFrame {
    * calls of its own (a summariser), which are this call's sub-calls.
    */
   link(): void {
-    const chain = chainOf(this);
-    this.agentLinks = chain.agent;
-    this.modelLinks = chain.model;
-    this.toolLinks = chain.tool;
-    this.toolMask = chain.toolMask;
-    if (chain.model.length > 0) this.framed = true;
+    linkChain(this);
+    if (this.modelLinks.length > 0) this.framed = true;
   }
 
   // The call's context, as interceptors see it.
@@ -167,6 +164,14 @@ export class Turn extends Slots implements CallFrame {
 
   get owner(): object {
     return this.agent;
+  }
+
+  get<T>(key: Slot<T>): T | undefined {
+    return slotOf(this.#slots, key);
+  }
+
+  set<T>(key: Slot<T>, value: T | undefined): void {
+    this.#slots = withSlot(this.#slots, key, value);
   }
 
   find<T>(key: Slot<T>): T | undefined {
