@@ -33,6 +33,7 @@ const INTEGRATION = [
   'stores',
   'ui',
   'retrieval',
+  'docs',
   'runtimes',
 ];
 /**

@@ -15,10 +15,12 @@ import { AsyncHTTPAgentClient, HTTPAgentServer } from 'lagent-ts/distributed';
 import { AsyncMockLLM, MockLLM, startFakeOpenAI } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { documentationFiles } from './docs/code-blocks';
 
-// The README's snippets, run as written (with a mock model or the fake server in place of a real one).
-describe('README', () => {
-  it('Quickstart', () => {
+// The snippets of the README and the docs pages (docs/guide/<page>.md), run as written (with a mock model or
+// the fake server in place of a real one).
+describe('README and docs snippets', () => {
+  it('Quickstart (README, getting-started)', () => {
     const llm = new MockLLM({ responses: ['急'] });
     const agent = new Agent({ llm, template: 'Answer with one of three characters: 典, 孝, 急.' });
     const reply = agent.call(new AgentMessage({ sender: 'user', content: '今天天气情况' }));
@@ -29,7 +31,7 @@ describe('README', () => {
     expect(agent.memory!.getMemory()).toHaveLength(0);
   });
 
-  it('Sessions', async () => {
+  it('sessions-and-stores: one call per session at a time', async () => {
     let n = 0;
     const llm = new AsyncMockLLM({ latencyMs: 5, responses: () => `a${++n}` });
     const agent = new AsyncAgent({ llm });
@@ -37,7 +39,7 @@ describe('README', () => {
     expect(agent.memory!.getMemory(1).map((m) => m.content)).toEqual(['q1', 'a1', 'q2', 'a2']);
   });
 
-  it('Cancellation', async () => {
+  it('agents: streaming and cancellation', async () => {
     const llm = new AsyncMockLLM({ latencyMs: 1_000, responses: () => 'text' });
     class Blogger extends AsyncAgent {
       writer = new AsyncAgent({ llm, name: 'writer' });
@@ -59,7 +61,7 @@ describe('README', () => {
     expect(printed).toBe('hello there');
   });
 
-  it('Interop with Python Lagent', () => {
+  it('porting-from-lagent: interop with Python Lagent', () => {
     const agent = new Agent({ llm: new MockLLM({ responses: ['one', 'two', 'two'] }) });
     agent.call('hi', { sessionId: 7 });
     const dict = agent.stateDict(7, { format: 'lagent' });
@@ -71,7 +73,7 @@ describe('README', () => {
     expect(message.toJSON({ format: 'lagent' })).toMatchObject({ extra_info: { a: 1 }, stream_state: 0 });
   });
 
-  it('Models', async () => {
+  it('models: OpenAI and compatible servers', async () => {
     const server = await startFakeOpenAI({ script: ['hello<|im_end|>ignored'] });
     try {
       const llm = new AsyncGPTAPI({
@@ -90,7 +92,7 @@ describe('README', () => {
     }
   });
 
-  it('Tools: function calling', async () => {
+  it('function-calling', async () => {
     const server = await startFakeOpenAI({
       script: [{ toolCalls: [{ name: 'Weather', arguments: { city: 'Paris' } }] }, 'Sunny in Paris.'],
     });
@@ -112,7 +114,7 @@ describe('README', () => {
     }
   });
 
-  it('Tools', () => {
+  it('tools: executors', () => {
     const weather = tool({
       name: 'Weather',
       description: 'Current weather of a city',
@@ -127,14 +129,14 @@ describe('README', () => {
     expect((reply.content as ActionReturn).formatResult()).toBe('Sunny in Paris');
   });
 
-  it('Testing your own agents', () => {
+  it('testing', () => {
     const llm = new MockLLM({ responses: ['Paris'] });
     expect(new Agent({ llm }).call('Capital of France?').content).toBe('Paris');
     expect(llm.calls[0]!.messages.at(-1)).toEqual({ role: 'user', content: 'Capital of France?' });
     llm.assertComplete();
   });
 
-  it('Serving an agent over HTTP', async () => {
+  it('serving: an agent over HTTP', async () => {
     const llm = new AsyncMockLLM({ responses: ['Yes: keep-alive is the default.'] });
     const expert = new AsyncAgent({ llm, name: 'expert' });
     const server = new HTTPAgentServer({ agent: expert, port: 0 });
@@ -156,8 +158,10 @@ describe('README', () => {
   });
 
   it('names only examples that exist', () => {
-    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-    const named = [...readme.matchAll(/`((?:examples\/)?[\w/-]+\.ts)`/g)].map((match) => match[1]!);
+    const text = documentationFiles()
+      .map((file) => readFileSync(new URL(`../${file}`, import.meta.url), 'utf8'))
+      .join('\n');
+    const named = [...text.matchAll(/`((?:examples\/)?[\w/-]+\.ts)`/g)].map((match) => match[1]!);
     const examples = named.filter((name) => !name.includes('/') || name.startsWith('examples/'));
     expect(examples.length).toBeGreaterThan(10);
     for (const name of examples) {

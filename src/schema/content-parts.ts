@@ -84,7 +84,7 @@ export function partNote(part: ImagePart | FilePart): string {
 
 /**
  * The parts as text, for models (and places) that take text only: text parts as they are, each image or file
- * as a note naming it ({@link partNote}), joined by newlines.
+ * as a note naming it (`[image: cat.png]`, `[file: report.pdf (application/pdf)]`), joined by newlines.
  */
 export function contentPartsText(parts: readonly ContentPart[]): string {
   let text = '';

@@ -102,7 +102,7 @@ function loadIoredis(): Promise<typeof import('ioredis').default> {
  * Sessions and call journals in Redis (ioredis, loaded on first use), shared by every process that opens
  * the same Redis and prefix. Each change is one Lua script that checks the lease and the version and
  * writes the whole turn or nothing; a turn writes only its own messages (the session keeps a base state and
- * the turns since, folded into a new base every {@link REDIS_COMPACT_AFTER} turns). Sessions with a `ttlMs`
+ * the turns since, folded into a new base every 32 turns). Sessions with a `ttlMs`
  * expire through Redis's key expiry as well as the expiry time the scripts check; `purgeExpired` also
  * clears them from the listing index. Asynchronous: every method returns a promise. Needs one Redis server
  * (not a Redis Cluster).

@@ -14,10 +14,10 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 
 /*
- * A composite that is not durable, resumed in the process that paused it: the README's shape (a planner,
- * then a payer whose tool needs approval). Approving the payer's call must not run the planner again nor
- * hand the payer a new plan (which asks again, forever): the composite's calls are journaled in process,
- * and the resume replays what was done.
+ * A composite that is not durable, resumed in the process that paused it: the shape docs/guide/durable-runs.md
+ * describes (a planner, then a payer whose tool needs approval). Approving the payer's call must not run the
+ * planner again nor hand the payer a new plan (which asks again, forever): the composite's calls are
+ * journaled in process, and the resume replays what was done.
  */
 
 function shop() {

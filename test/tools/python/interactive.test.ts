@@ -212,7 +212,8 @@ describe('AsyncPythonInterpreter', () => {
   });
 });
 
-describe('README', () => {
+// The snippet of docs/guide/built-in-tools.md, run as written.
+describe('docs: built-in tools', () => {
   it('Python interpreters', async () => {
     const python = make(new AsyncIPythonInteractive(testOptions({ timeout: 10_000 })));
     await python.call({ command: 'import math\nr = 3' }, 'run', { sessionId: 'alice' });

@@ -22,8 +22,9 @@ beforeAll(async () => {
 });
 afterAll(() => fake.close());
 
-// The README's snippet, against a fake Bing on 127.0.0.1 (hence baseURL and allowPrivateNetwork).
-describe('README', () => {
+// The snippet of docs/guide/built-in-tools.md, against a fake Bing on 127.0.0.1 (hence baseURL and
+// allowPrivateNetwork).
+describe('docs: built-in tools', () => {
   it('Web, search and office tools', async () => {
     process.env.BING_API_KEY = 'key-from-env';
     try {
