@@ -13,7 +13,6 @@ import { isPlainObject } from '../../utils/is';
 import { checkSessionId } from '../http/protocol';
 import type { ProtocolRoutes } from './register';
 import {
-  type Answer,
   answerOf,
   badInput,
   callOptions,
@@ -26,7 +25,9 @@ import {
   isCallersMistake,
   isCancelled,
   ProtocolRequestError,
+  refuse,
   remoteSource,
+  runAnswer,
   SESSION_SCOPED,
 } from './request';
 import type { ProtocolHost, RunObserver, ToolResultText } from './run';
@@ -57,7 +58,6 @@ interface Encoder {
 }
 type EncoderClass = new (params?: { accept?: string }) => Encoder;
 
-const JSON_TYPE = 'application/json; charset=utf-8';
 /** AG-UI's protobuf media type (`AGUI_MEDIA_TYPE` of `@ag-ui/proto`). */
 const PROTOBUF_TYPE = 'application/vnd.ag-ui.event+proto';
 /** Keys of `RunAgentInput` read here; `forwardedProps` go through the caller policy. */
@@ -183,33 +183,8 @@ async function run(
     heartbeat: !binary,
     take: (event) => reader.take(event),
     broken: (message) => events.fail(message, 'RunLogError'),
-    // A call that fails before anything was streamed is answered as an error, as a call that is not a run is.
-    refuse:
-      local === undefined
-        ? undefined
-        : async (logged) => {
-            if (logged.status === 'cancelled') return false;
-            const error: unknown = await local.result.then(
-              () => undefined,
-              (failure: unknown) => failure,
-            );
-            refuse(reply, answerOf(host, error));
-            return true;
-          },
-    left:
-      host.abortOnDisconnect === true
-        ? () => {
-            void host.runs.cancel(runId).catch(() => {});
-          }
-        : undefined,
+    ...runAnswer(host, reply, local, runId),
   });
-}
-
-function refuse(reply: FastifyReply, answer: Answer): void {
-  reply
-    .code(answer.status)
-    .type(JSON_TYPE)
-    .send(JSON.stringify({ detail: answer.message, error: answer.code, ...answer.refusal }));
 }
 
 /**

@@ -326,3 +326,49 @@ export function remoteSource(url: string, field: string): string {
   if (/^(https?:|data:)/i.test(url)) return url;
   throw badInput(field, 'files and images must be http(s) or data: URLs');
 }
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** Answers a protocol request with an HTTP error (`detail`, `error` and what the refusal adds) as JSON. */
+export function refuse(reply: FastifyReply, answer: Answer): void {
+  reply
+    .code(answer.status)
+    .type(JSON_TYPE)
+    .send(JSON.stringify({ detail: answer.message, error: answer.code, ...answer.refusal }));
+}
+
+/**
+ * What a route whose call is a run gives `serveRunLog` for its ends: a run of this process that failed before
+ * anything was streamed is answered as an HTTP error, as a call that is not a run is; a client that leaves
+ * cancels the run only when the server aborts on disconnect.
+ */
+export function runAnswer(
+  host: ProtocolHost,
+  reply: FastifyReply,
+  local: { readonly result: Promise<unknown> } | undefined,
+  runId: string,
+): {
+  refuse: ((logged: { status: string }) => Promise<boolean>) | undefined;
+  left: (() => void) | undefined;
+} {
+  return {
+    refuse:
+      local === undefined
+        ? undefined
+        : async (logged) => {
+            if (logged.status === 'cancelled') return false;
+            const error: unknown = await local.result.then(
+              () => undefined,
+              (failure: unknown) => failure,
+            );
+            refuse(reply, answerOf(host, error));
+            return true;
+          },
+    left:
+      host.abortOnDisconnect === true
+        ? () => {
+            void host.runs.cancel(runId).catch(() => {});
+          }
+        : undefined,
+  };
+}

@@ -18,7 +18,6 @@ import { isPlainObject } from '../../utils/is';
 import { errorMessage } from '../../utils/text';
 import { checkSessionId } from '../http/protocol';
 import {
-  type Answer,
   answerOf,
   badInput,
   callOptions,
@@ -30,7 +29,9 @@ import {
   inputFor,
   isCallersMistake,
   isCancelled,
+  refuse,
   remoteSource,
+  runAnswer,
   SESSION_SCOPED,
 } from './request';
 import type { ProtocolHost, RunObserver, ToolResultText } from './run';
@@ -82,7 +83,6 @@ const HEADERS = {
   'x-vercel-ai-ui-message-stream': 'v1',
   'x-accel-buffering': 'no',
 };
-const JSON_TYPE = 'application/json; charset=utf-8';
 /** Body keys of the protocol itself; any other key is a call option (through the caller policy). */
 const PROTOCOL_KEYS = new Set(['id', 'messages', 'trigger', 'messageId', 'metadata']);
 
@@ -195,25 +195,7 @@ async function chat(
       encoder.fail(message);
       out.write(DONE);
     },
-    // A call that fails before anything was streamed is answered as an error, as a call that is not a run is.
-    refuse:
-      run === undefined
-        ? undefined
-        : async (logged) => {
-            if (logged.status === 'cancelled') return false;
-            const error: unknown = await run.result.then(
-              () => undefined,
-              (failure: unknown) => failure,
-            );
-            refuse(reply, answerOf(host, error));
-            return true;
-          },
-    left:
-      host.abortOnDisconnect === true
-        ? () => {
-            void host.runs.cancel(id).catch(() => {});
-          }
-        : undefined,
+    ...runAnswer(host, reply, run, id),
   });
 }
 
@@ -290,13 +272,6 @@ function endsOf(host: ProtocolHost, encoder: UIMessageEncoder): RunLogEnds {
     fail: (error) =>
       error.status === 'cancelled' ? encoder.abort(error.detail) : encoder.fail(loggedErrorText(host, error)),
   };
-}
-
-function refuse(reply: FastifyReply, answer: Answer): void {
-  reply
-    .code(answer.status)
-    .type(JSON_TYPE)
-    .send(JSON.stringify({ detail: answer.message, error: answer.code, ...answer.refusal }));
 }
 
 /**

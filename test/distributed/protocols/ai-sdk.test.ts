@@ -261,7 +261,7 @@ describe('AI SDK UI message stream (useChat)', () => {
     const running = await fetch(`${url}/runs/${runId}`);
     expect(await running.json()).toMatchObject({ runId, sessionId: 'stop', status: 'running' });
     const cancelled = await fetch(`${url}/runs/${runId}/cancel`, { method: 'POST' });
-    expect(cancelled.status).toBeLessThan(300);
+    expect(cancelled.ok).toBe(true);
     await log.hangAborted;
     await vi.waitFor(async () =>
       expect(await (await fetch(`${url}/runs/${runId}`)).json()).toMatchObject({ status: 'cancelled' }),
