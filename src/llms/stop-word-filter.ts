@@ -38,17 +38,30 @@ export class StopWordFilter {
       const index = this.#text.indexOf(word, this.#released);
       if (index !== -1 && index < end) end = index;
     }
-    if (end < this.#text.length) {
+    // A stop word that starts before the match may still complete (`<>>b` after `<>` when `>` matched): the
+    // earliest one wins, so the match waits until no such start remains.
+    const open = this.#text.length - this.#heldBack();
+    if (end < this.#text.length && end <= open) {
       this.#stopped = true;
       this.#text = this.#text.slice(0, end);
       return this.#release(end);
     }
-    return this.#release(this.#text.length - this.#heldBack());
+    return this.#release(Math.min(end, open));
   }
 
-  /** Ends the stream: releases whatever was held back as a possible stop-word prefix. */
+  /** Ends the stream: releases what was held back, up to the earliest stop word in it. */
   flush(): string {
-    return this.#release(this.#text.length);
+    if (this.#stopped) return '';
+    let end = this.#text.length;
+    for (const word of this.#stopWords) {
+      const index = this.#text.indexOf(word, this.#released);
+      if (index !== -1 && index < end) end = index;
+    }
+    if (end < this.#text.length) {
+      this.#stopped = true;
+      this.#text = this.#text.slice(0, end);
+    }
+    return this.#release(end);
   }
 
   /** Length of the longest suffix of the text that is a proper prefix of some stop word. */

@@ -36,6 +36,13 @@ describe('StopWordFilter', () => {
     expect(run(['x Obs', 'ervation: y <end>'], ['<end>', 'Observation:']).filter.text).toBe('x ');
   });
 
+  it('a stop word that started earlier wins over one matched first (<>>b before >)', () => {
+    const { released, filter } = run(['<', '>', '>b'], ['>', '<>>b']);
+    expect(released.join('')).toBe('');
+    expect(filter.text).toBe('');
+    expect(run(['a<', '>', 'c'], ['>', '<>>b']).filter.text).toBe('a<');
+  });
+
   it('matches cutAtStopWords for any chunking', () => {
     const alphabet = fc.constantFrom('a', 'b', '<', '|', 'e', '>', ' ');
     fc.assert(
