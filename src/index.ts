@@ -90,6 +90,7 @@ export type {
   MaxTurnInfo,
   MemoryConfig,
   ParsedReply,
+  RecalledMessage,
   PromptLanguage,
   ReActAction,
   ReActFinish,

@@ -258,6 +258,42 @@ export interface AgentEvents {
   callRecovered: [
     event: { agent: AgentBase; sessionId: SessionId; callId: string; message: AgentMessage; path: string },
   ];
+  /**
+   * Semantic recall placed earlier messages before a model call (`TokenWindowAggregator`'s `recall`):
+   * `query` is the text that was embedded, `recalled` the messages shown to the model, most similar first.
+   */
+  recall: [
+    event: {
+      agent: AgentBase;
+      sessionId: SessionId;
+      query: string;
+      recalled: readonly RecalledMessage[];
+      path: string;
+    },
+  ];
+  /** The model updated its working memory (the `workingMemory` option) with `value`. */
+  workingMemory: [
+    event: {
+      agent: AgentBase;
+      sessionId: SessionId;
+      scope: 'session' | 'resource';
+      resourceId?: string | undefined;
+      value: unknown;
+      path: string;
+    },
+  ];
+}
+
+/** One message semantic recall placed before a model call (see the `recall` agent event). */
+export interface RecalledMessage {
+  /** The message as it was sent or received. */
+  readonly content: string;
+  /** Who wrote it (`user`, an agent's name, a tool's). */
+  readonly sender: string;
+  /** The session it was said in (another session of the same resource with `scope: 'resource'`). */
+  readonly sessionId: SessionId;
+  /** Its similarity to the query (cosine, 1 the same); neighbours brought in with `range` carry their match's. */
+  readonly score: number;
 }
 
 export { EMITTER, LANES };

@@ -11,6 +11,7 @@ export type {
   ForwardResult,
   MemoryConfig,
   ParsedReply,
+  RecalledMessage,
   RecoveredSession,
   RecoverOptions,
   ReplyOf,
