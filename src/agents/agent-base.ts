@@ -114,6 +114,12 @@ export type CallOptions = {
    * them from a request body (their protocol routes set them).
    */
   clientTools?: readonly OpenAITool[] | undefined;
+  /**
+   * Whom the session belongs to (a user, a tenant): what is remembered with `scope: 'resource'` (semantic
+   * recall, working memory) is shared by every session called with the same `resourceId`, and by no other.
+   * Servers never take it from a request body unless told to: whoever may set it may read that memory.
+   */
+  resourceId?: string | undefined;
 } & GenParams &
   Record<string, unknown>;
 /** What `forward()` receives: the call options with the session always set. */
