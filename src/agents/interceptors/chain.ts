@@ -1,13 +1,17 @@
 import { type ChainLink, linksOf } from '../../core/interceptors';
+import type { AgentBase } from '../agent-base';
+import { CHAIN } from '../agent-symbols';
 import type { Turn } from '../lifecycle/turn';
 import { approvals } from './approvals';
 import { budget } from './budget';
-import { AGENT, MODEL, TOOL } from './chain-bits';
+import { AGENT, MODEL, PER_CALL, TOOL } from './chain-bits';
 import type { BuiltinConcern } from './concern';
 import { durable } from './durable';
+import { DURABLE } from './durable/option';
 import { guardrails } from './guardrails';
 import { hooks } from './hooks';
 import { sessionStore } from './session-store';
+import { SESSION_BINDING } from './session-store/persist';
 import { summaries } from './summaries';
 import { timeout } from './timeout';
 import { tracing } from './tracing';
@@ -15,7 +19,9 @@ import { tracing } from './tracing';
 /*
  * The order of the built-in concerns, outermost first: the one place it is fixed (ARCHITECTURE.md says why
  * each runs where). Users' interceptors run inside all of them, outermost (the enclosing calls') first. Each
- * concern says, per call, which of its hooks apply (`applies`): a call to which none does runs without a chain.
+ * concern says which of its hooks apply to the calls of an agent (`static`, kept per agent) and, when a call's
+ * options or enclosing calls may change that, to one call (`perCall`; see concern.ts): a call to which none
+ * applies runs without a chain.
  */
 export const BUILTIN_ORDER: readonly BuiltinConcern[] = [
   timeout,
@@ -28,6 +34,93 @@ export const BUILTIN_ORDER: readonly BuiltinConcern[] = [
   hooks,
   guardrails,
 ];
+
+/** The call options some concern's `perCall` looks at, with the concerns (bits by position) that do. */
+const OPTION_NAMES: string[] = [];
+const OPTION_ASKS: number[] = [];
+/** The concerns with a `perCall`: all are asked for a call made inside another, resuming or linked again. */
+let WITH_PER_CALL = 0;
+for (let i = 0; i < BUILTIN_ORDER.length; i++) {
+  const concern = BUILTIN_ORDER[i]!;
+  if (concern.perCall === undefined) continue;
+  WITH_PER_CALL |= 1 << i;
+  for (const name of concern.callOptions ?? []) {
+    const at = OPTION_NAMES.indexOf(name);
+    if (at === -1) {
+      OPTION_NAMES.push(name);
+      OPTION_ASKS.push(1 << i);
+    } else OPTION_ASKS[at]! |= 1 << i;
+  }
+}
+
+/**
+ * What the concerns' `static` answered for an agent, with the configuration they read: kept on the agent
+ * (`CHAIN`) and made again when the agent's configuration differs (hooks registered or removed, another
+ * `forward`, `aggregator`, `memory` or `tools` set, a store attached...).
+ */
+interface AgentChain {
+  readonly hooks: readonly unknown[];
+  readonly forward: unknown;
+  readonly aggregator: unknown;
+  readonly memory: unknown;
+  readonly tools: unknown;
+  readonly durable: unknown;
+  readonly binding: unknown;
+  /** Each concern's answer, by position (without `PER_CALL`). */
+  readonly bits: readonly number[];
+  readonly agentMask: number;
+  readonly modelMask: number;
+  readonly toolMask: number;
+  /** The concerns whose `perCall` is asked on every call of the agent. */
+  readonly perCall: number;
+}
+
+type Configured = AgentBase & { [DURABLE]?: unknown; [SESSION_BINDING]?: unknown; forward?: unknown };
+
+function agentChainOf(agent: Configured): AgentChain {
+  const known = agent[CHAIN] as AgentChain | undefined;
+  if (
+    known !== undefined &&
+    known.hooks === agent.hooks &&
+    known.forward === agent.forward &&
+    known.aggregator === agent.aggregator &&
+    known.memory === agent.memory &&
+    known.tools === agent.tools &&
+    known.durable === agent[DURABLE] &&
+    known.binding === agent[SESSION_BINDING]
+  ) {
+    return known;
+  }
+  const bits: number[] = [];
+  let agentMask = 0;
+  let modelMask = 0;
+  let toolMask = 0;
+  let perCall = 0;
+  for (let i = 0; i < BUILTIN_ORDER.length; i++) {
+    const kinds = BUILTIN_ORDER[i]!.static(agent);
+    bits.push(kinds & ~PER_CALL);
+    if ((kinds & AGENT) !== 0) agentMask |= 1 << i;
+    if ((kinds & MODEL) !== 0) modelMask |= 1 << i;
+    if ((kinds & TOOL) !== 0) toolMask |= 1 << i;
+    if ((kinds & PER_CALL) !== 0) perCall |= 1 << i;
+  }
+  const made: AgentChain = {
+    hooks: agent.hooks,
+    forward: agent.forward,
+    aggregator: agent.aggregator,
+    memory: agent.memory,
+    tools: agent.tools,
+    durable: agent[DURABLE],
+    binding: agent[SESSION_BINDING],
+    bits,
+    agentMask,
+    modelMask,
+    toolMask,
+    perCall,
+  };
+  agent[CHAIN] = made;
+  return made;
+}
 
 const NONE: readonly ChainLink[] = Object.freeze([]) as readonly ChainLink[];
 
@@ -79,19 +172,34 @@ export interface Linked {
 
 /**
  * Fills in the hooks of a call: the built-in concerns that apply to it, then the users' interceptors in force.
- * Written into the call itself (no object per call: most calls have no hooks at all).
+ * Written into the call itself (no object per call: most calls have no hooks at all). The concerns' answers for
+ * the agent are kept; only those whose answer may differ for this call are asked (see concern.ts): `again`, a
+ * call linked a second time (its state changed), asks every one with a `perCall`.
  */
-export function linkChain(turn: Turn & Linked): void {
-  let agentMask = 0;
-  let modelMask = 0;
-  let toolMask = (turn.parent as Turn | undefined)?.toolMask ?? 0;
-  for (let i = 0; i < BUILTIN_ORDER.length; i++) {
-    const kinds = BUILTIN_ORDER[i]!.applies(turn);
-    if (kinds === 0) continue;
-    if ((kinds & AGENT) !== 0) agentMask |= 1 << i;
-    if ((kinds & MODEL) !== 0) modelMask |= 1 << i;
-    if ((kinds & TOOL) !== 0) toolMask |= 1 << i;
+export function linkChain(turn: Turn & Linked, again = false): void {
+  const known = agentChainOf(turn.agent as Configured);
+  const parent = turn.parent as Turn | undefined;
+  let agentMask = known.agentMask;
+  let modelMask = known.modelMask;
+  let toolMask = known.toolMask;
+  let ask = known.perCall;
+  if (again || parent !== undefined || turn.decisions !== undefined) ask = WITH_PER_CALL;
+  else {
+    const given = turn.given;
+    for (let k = 0; k < OPTION_NAMES.length; k++) {
+      if (given[OPTION_NAMES[k]!] !== undefined) ask |= OPTION_ASKS[k]!;
+    }
   }
+  for (let i = 0; ask !== 0; i++, ask >>>= 1) {
+    if ((ask & 1) === 0) continue;
+    const kinds = BUILTIN_ORDER[i]!.perCall!(turn);
+    if (kinds === known.bits[i]) continue;
+    const bit = 1 << i;
+    agentMask = (kinds & AGENT) !== 0 ? agentMask | bit : agentMask & ~bit;
+    modelMask = (kinds & MODEL) !== 0 ? modelMask | bit : modelMask & ~bit;
+    toolMask = (kinds & TOOL) !== 0 ? toolMask | bit : toolMask & ~bit;
+  }
+  if (parent !== undefined) toolMask |= parent.toolMask;
   const users = turn.interceptors;
   turn.toolMask = toolMask;
   if (users.length === 0) {

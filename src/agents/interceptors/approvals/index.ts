@@ -116,7 +116,10 @@ function waitingFor(interrupts: readonly Interrupt[]): string {
 
 export const approvals: BuiltinConcern = {
   interceptor: interceptor as BuiltinConcern['interceptor'],
-  applies(turn) {
+  // The outermost call of an agent whose forward is not a built-in model call (a loop, a composite).
+  static: (agent) => (plainForwardOf((agent as unknown as Forwarding).forward) === undefined ? AGENT : 0),
+  callOptions: ['clientTools'],
+  perCall(turn) {
     // A call given client tools (checked now, before anything of the call happens); a resumed call; and the
     // outermost call of an agent whose forward is not a built-in model call (a loop, a composite): its tool
     // calls may need a person, and its executors find the round planner here.
