@@ -38,12 +38,15 @@ export const BUILTIN_ORDER: readonly BuiltinConcern[] = [
 /** The call options some concern's `perCall` looks at, with the concerns (bits by position) that do. */
 const OPTION_NAMES: string[] = [];
 const OPTION_ASKS: number[] = [];
-/** The concerns with a `perCall`: all are asked for a call made inside another, resuming or linked again. */
+/** The concerns with a `perCall`: all are asked for a call resuming or linked again. */
 let WITH_PER_CALL = 0;
+/** The concerns asked for every call made inside another. */
+let ENCLOSING = 0;
 for (let i = 0; i < BUILTIN_ORDER.length; i++) {
   const concern = BUILTIN_ORDER[i]!;
   if (concern.perCall === undefined) continue;
   WITH_PER_CALL |= 1 << i;
+  if (concern.enclosing === true) ENCLOSING |= 1 << i;
   for (const name of concern.callOptions ?? []) {
     const at = OPTION_NAMES.indexOf(name);
     if (at === -1) {
@@ -183,8 +186,9 @@ export function linkChain(turn: Turn & Linked, again = false): void {
   let modelMask = known.modelMask;
   let toolMask = known.toolMask;
   let ask = known.perCall;
-  if (again || parent !== undefined || turn.decisions !== undefined) ask = WITH_PER_CALL;
+  if (again || turn.decisions !== undefined) ask = WITH_PER_CALL;
   else {
+    if (parent !== undefined) ask |= ENCLOSING;
     const given = turn.given;
     for (let k = 0; k < OPTION_NAMES.length; k++) {
       if (given[OPTION_NAMES[k]!] !== undefined) ask |= OPTION_ASKS[k]!;

@@ -13,9 +13,13 @@ import type { Turn } from '../lifecycle/turn';
  *   its hooks, `forward`, `aggregator`, `memory`, `tools`, `durable` and session store). It may read nothing
  *   else; an answer that depends on more (the process's tracer, rules that change over time) adds `PER_CALL`.
  * - `perCall(turn)`: the whole answer for one call, from its options, its enclosing calls and its agent.
- *   Asked only for a call given one of `callOptions` (keys of the call options), made inside another call,
- *   resuming (`turn.decisions`) or linked again, and for every call when `static` answered `PER_CALL`. A
- *   concern without it has the same answer for every call of an agent.
+ *   Asked only for a call given one of `callOptions` (keys of the call options), made inside another call
+ *   when `enclosing` (the answer depends on what the enclosing calls hold), resuming (`turn.decisions`) or
+ *   linked again, and for every call when `static` answered `PER_CALL`. A concern without it has the same
+ *   answer for every call of an agent.
+ *
+ * @example A concern of a call option: `{ interceptor, static: () => 0, callOptions: ['timeoutMs'],
+ * perCall: (turn) => (turn.given.timeoutMs !== undefined ? AGENT : 0) }`.
  */
 export interface BuiltinConcern {
   readonly interceptor: {
@@ -26,5 +30,6 @@ export interface BuiltinConcern {
   };
   static(agent: AgentBase): number;
   readonly callOptions?: readonly string[];
+  readonly enclosing?: boolean;
   perCall?(turn: Turn): number;
 }

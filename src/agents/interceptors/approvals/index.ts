@@ -119,6 +119,7 @@ export const approvals: BuiltinConcern = {
   // The outermost call of an agent whose forward is not a built-in model call (a loop, a composite).
   static: (agent) => (plainForwardOf((agent as unknown as Forwarding).forward) === undefined ? AGENT : 0),
   callOptions: ['clientTools'],
+  enclosing: true,
   perCall(turn) {
     // A call given client tools (checked now, before anything of the call happens); a resumed call; and the
     // outermost call of an agent whose forward is not a built-in model call (a loop, a composite): its tool

@@ -76,6 +76,7 @@ export const budget: BuiltinConcern = {
   // An outermost call of a durable agent may be replayed with the budget it was made with.
   static: (agent) => ((agent as unknown as Record<symbol, unknown>)[DURABLE] !== undefined ? AGENT : 0),
   callOptions: ['budget', 'durable'],
+  enclosing: true,
   perCall(turn) {
     const own = turn.given.budget !== undefined || turn.get(METER) !== undefined;
     const inside = own || turn.parent?.find(METER) !== undefined ? MODEL | TOOL : 0;

@@ -271,6 +271,7 @@ export const durable: BuiltinConcern = {
     return plainForwardOf((agent as unknown as Forwarding).forward) === undefined ? PER_CALL : 0;
   },
   callOptions: ['durable', 'clientTools'],
+  enclosing: true,
   perCall(turn) {
     if (turn.parent?.find(SCOPE) !== undefined) return AGENT | MODEL | TOOL;
     return optionsOf(turn) === undefined ? 0 : AGENT | MODEL | TOOL;

@@ -52,6 +52,7 @@ export const sessionStore: BuiltinConcern = {
   // An outermost call of an agent with `memory: { store }`; inside another call, unless that one persists.
   static: (agent) => (sessionBindingOf(agent) !== undefined ? AGENT : 0),
   callOptions: [HELD_SESSION as unknown as string],
+  enclosing: true,
   perCall: (turn) =>
     bindingFor(turn.agent, turn.parent) !== undefined ||
     turn.given[HELD_SESSION as unknown as string] !== undefined
