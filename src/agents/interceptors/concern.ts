@@ -29,7 +29,7 @@ export interface BuiltinConcern {
     toolCall?(context: never, next: (context?: never) => unknown): unknown;
   };
   static(agent: AgentBase): number;
-  readonly callOptions?: readonly string[];
+  readonly callOptions?: readonly (string | symbol)[];
   readonly enclosing?: boolean;
   perCall?(turn: Turn): number;
 }

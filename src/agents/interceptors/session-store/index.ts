@@ -51,7 +51,7 @@ export const sessionStore: BuiltinConcern = {
   interceptor: interceptor as BuiltinConcern['interceptor'],
   // An outermost call of an agent with `memory: { store }`; inside another call, unless that one persists.
   static: (agent) => (sessionBindingOf(agent) !== undefined ? AGENT : 0),
-  callOptions: [HELD_SESSION as unknown as string],
+  callOptions: [HELD_SESSION],
   enclosing: true,
   perCall: (turn) =>
     bindingFor(turn.agent, turn.parent) !== undefined ||
