@@ -21,6 +21,8 @@ import {
   ChunkEncoder,
   errorEvent,
   isChunk,
+  type LiveRunEvent,
+  liveEvent,
   messageEvent,
   RUN_AGENT_EVENTS,
   RUN_EVENT_TYPES,
@@ -466,7 +468,7 @@ export class RunExecution {
   #logged = 0;
   #truncated = false;
   /** A recovery's first events, held until the call does something (see {@link RunExecution.holding}). */
-  #held: { type: string; data: string }[] | undefined;
+  #held: LiveRunEvent[] | undefined;
   #running = false;
   #closed = false;
   /** Called when a write finds that somebody asked for the run to be cancelled. */
@@ -579,19 +581,18 @@ export class RunExecution {
     this.log.writer.close(this.log);
   }
 
-  #write(event: { type: string; data: string }): void {
+  #write(event: LiveRunEvent): void {
     if (this.#held !== undefined) this.#held.push(event);
     else this.log.append(event);
   }
 
-  #take(event: { type: string; data: string }): void {
+  #take(event: LiveRunEvent): void {
     if (this.#logged >= this.#place.maxEvents) {
       if (!this.#truncated) {
         this.#truncated = true;
-        this.#write({
-          type: RUN_EVENT_TYPES.truncated,
-          data: JSON.stringify({ maxEvents: this.#place.maxEvents }),
-        });
+        this.#write(
+          liveEvent(RUN_EVENT_TYPES.truncated, JSON.stringify({ maxEvents: this.#place.maxEvents })),
+        );
       }
       return;
     }
@@ -658,7 +659,7 @@ async function settleRecovered(place: RunPlace, payload: Record<string, unknown>
 async function relayStream(
   stream: AsyncIterator<unknown> | Iterator<unknown>,
   log: RunLog,
-  take: (event: { type: string; data: string }) => void,
+  take: (event: LiveRunEvent) => void,
 ): Promise<unknown> {
   const encoder = new ChunkEncoder();
   let held: unknown;

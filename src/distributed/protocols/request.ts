@@ -278,6 +278,11 @@ export class EventStream {
   drained(): Promise<void> {
     return this.#turns.wait(this.#reply.raw);
   }
+
+  /** {@link drained}, or undefined when there is nothing to wait for. */
+  pause(): Promise<void> | undefined {
+    return this.#turns.pause(this.#reply.raw);
+  }
 }
 
 /** The headers of a server-sent event stream. */
