@@ -354,13 +354,9 @@ export function executeRun(options: ExecuteRunOptions): Run {
   const { place, runId, sessionId, mode } = options;
   const { store, namespace } = place;
   const controller = new AbortController();
-  const cancelled = new RunFailedError({
-    message: `run ${JSON.stringify(runId)} was cancelled`,
-    runId,
-    status: 'cancelled',
-  });
+  const cancelled = new Cancellation(runId);
   const cancel = () => {
-    if (!controller.signal.aborted) controller.abort(cancelled);
+    if (!controller.signal.aborted) controller.abort(cancelled.error);
   };
   if (options.signal?.aborted) cancel();
   else options.signal?.addEventListener('abort', cancel, { once: true });
@@ -399,6 +395,33 @@ export function executeRun(options: ExecuteRunOptions): Run {
   return new Run({ id: runId, sessionId, place, result, ready, cancel });
 }
 
+/**
+ * The error a run is cancelled with, made when it is (an error's stack costs microseconds; most runs never need
+ * it).
+ */
+class Cancellation {
+  readonly #runId: string;
+  #error: RunFailedError | undefined;
+
+  constructor(runId: string) {
+    this.#runId = runId;
+  }
+
+  get error(): RunFailedError {
+    this.#error ??= new RunFailedError({
+      message: `run ${JSON.stringify(this.#runId)} was cancelled`,
+      runId: this.#runId,
+      status: 'cancelled',
+    });
+    return this.#error;
+  }
+
+  /** True for this run's cancellation (once made). */
+  is(reason: unknown): boolean {
+    return this.#error !== undefined && reason === this.#error;
+  }
+}
+
 /** A run of that id exists: it may go on only as asked (a decision for a waiting run, a recovery). */
 function checkGoesOn(record: RunRecord, runId: string, sessionId: string, mode: RunMode): void {
   if (record.sessionId !== sessionId) {
@@ -421,11 +444,11 @@ async function runLogged(
   record: RunRecord,
   created: boolean,
   controller: AbortController,
-  cancelled: RunFailedError,
+  cancelled: Cancellation,
 ): Promise<AgentMessage> {
   const execution = new RunExecution(options.place, record, options.mode);
   execution.onCancelRequested = () => {
-    if (!controller.signal.aborted) controller.abort(cancelled);
+    if (!controller.signal.aborted) controller.abort(cancelled.error);
   };
   let reply: AgentMessage;
   try {
@@ -443,8 +466,9 @@ async function runLogged(
       if (created) await Promise.resolve(store.deleteRun(namespace, options.runId)).catch(() => {});
       throw error;
     }
-    const failure = controller.signal.aborted && controller.signal.reason === cancelled ? cancelled : error;
-    await execution.fail(failure, failure === cancelled);
+    const wasCancelled = controller.signal.aborted && cancelled.is(controller.signal.reason);
+    const failure = wasCancelled ? cancelled.error : error;
+    await execution.fail(failure, wasCancelled);
     throw failure;
   }
   if (execution.holding && isReplayOfFinished(reply)) {
