@@ -254,6 +254,8 @@ export interface RunRoutesContext {
 const JSON_TYPE = 'application/json; charset=utf-8';
 /** How often a stream that has nothing to send sends a comment, so proxies keep it open (ms). */
 const HEARTBEAT_MS = 15_000;
+/** The most text of a page of events written at once. */
+const BATCH_CHARS = 16_384;
 
 function errorBody(detail: string, error: string): string {
   return JSON.stringify({ detail, error });
@@ -522,11 +524,19 @@ async function relay(options: RelayRunLogOptions, controller: AbortController): 
         last = step.value;
         break;
       }
+      // A page's events go as one write (a page of a long log in writes of at most 16 KiB).
+      let batch = '';
       for (const event of step.value) {
         if (raw.destroyed || controller.signal.aborted) break pages;
         const text = encode(event);
-        if (text !== undefined && !raw.write(text)) await drained(raw);
+        if (text === undefined) continue;
+        batch += text;
+        if (batch.length < BATCH_CHARS) continue;
+        const room = raw.write(batch);
+        batch = '';
+        if (!room) await drained(raw);
       }
+      if (batch !== '' && !raw.write(batch)) await drained(raw);
     }
     if (!raw.destroyed && !controller.signal.aborted) {
       const closing = options.end?.(last);

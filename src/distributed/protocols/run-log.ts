@@ -286,14 +286,15 @@ export async function serveRunLog(options: ServeRunLogOptions): Promise<void> {
     if (options.resumed === true) await goesOn(host, options.runId, options.after, signal);
     follow = host.runs.follow(options.runId, options.after, signal);
     let rested = false;
-    // A page of events (all a run logged in a turn, most often) is written without waiting between its events
-    // unless the client's buffer fills or the stream has kept the event loop for long (`pause`).
+    // A page of events (all a run logged in a turn, most often) is written as one write, without waiting between
+    // its events unless the client's buffer fills or the stream has kept the event loop for long (`pause`).
     pages: for (;;) {
       const step = await follow.next();
       if (step.done) {
         rested = !signal.aborted;
         break;
       }
+      out.batch();
       for (const event of step.value) {
         if (signal.aborted) break pages;
         if (event.type === 'error' && !out.started && options.refuse !== undefined) {
@@ -302,12 +303,17 @@ export async function serveRunLog(options: ServeRunLogOptions): Promise<void> {
           if (refused) return;
         }
         const taking = options.take(event);
-        if (taking !== undefined) await taking;
+        if (taking !== undefined) {
+          out.flush();
+          await taking;
+          out.batch();
+        }
         if (out.gone) break pages;
         // At the client's pace, letting other connections' work run while a long log is replayed.
         const pause = out.pause();
         if (pause !== undefined) await pause;
       }
+      out.flush();
     }
     if (rested && !out.gone) options.end?.();
   } catch (error) {
