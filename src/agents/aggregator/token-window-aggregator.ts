@@ -7,7 +7,7 @@ import { ConfigurationError } from '../../schema/errors';
 import { type SessionId, sessionKey } from '../../schema/session';
 import { toolCallsOf } from '../../schema/tool-calls';
 import type { RecalledMessage } from '../agent-base';
-import { Recall, type RecallOptions } from '../interceptors/recall/recall';
+import { Recall, type RecallGroup, type RecallOptions } from '../interceptors/recall/recall';
 import { FORGET_RECALLED, RECALL_INDEX, WINDOW_START, WITH_RECALLED } from '../interceptors/recall/symbols';
 import { appendHistory, DefaultAggregator, type SystemInstruction } from './default-aggregator';
 import { foldFrame, isSummary, type SummarizeOptions, Summarizer } from './summarize';
@@ -48,7 +48,10 @@ export interface TokenWindowAggregatorOptions {
 /** What the recall interceptor hands one `aggregate` call. */
 interface PendingRecall {
   memory: Memory;
-  recalled: readonly RecalledMessage[];
+  /** The candidates, most similar first (see `Recall.search`). */
+  groups: readonly RecallGroup[];
+  /** How many matches to show at most. */
+  topK: number;
   /** The position (in the whole history) of the newest turn's first message: the block goes before it. */
   before: number;
   sessionId: SessionId;
@@ -168,7 +171,7 @@ export class TokenWindowAggregator extends DefaultAggregator {
       appendHistory(out, history, name, 0, 1);
     }
     const pending = this.#pending;
-    if (pending !== undefined && pending.memory === memory && pending.recalled.length > 0) {
+    if (pending !== undefined && pending.memory === memory && pending.groups.length > 0) {
       this.#withBlock(out, history, memory.length - history.length, name, budget, pending);
       return out;
     }
@@ -177,8 +180,10 @@ export class TokenWindowAggregator extends DefaultAggregator {
   }
 
   /**
-   * The prompt's history with the recalled block before the newest turn: the block's tokens come off the
-   * window's budget (the least similar messages are left out when it would take over half of it).
+   * The prompt's history with the recalled block before the newest turn. The block's tokens come off the
+   * window's budget, so the window it leaves decides which candidates are recalled (those in it never are): the
+   * window is taken again, starting later each time, until the block fits beside it. The least similar matches are left out (each with its
+   * neighbours) when the block would take over half the budget.
    */
   #withBlock(
     out: ChatMessage[],
@@ -188,24 +193,37 @@ export class TokenWindowAggregator extends DefaultAggregator {
     budget: number,
     pending: PendingRecall,
   ): void {
-    let kept = pending.recalled.slice();
-    let block = recalledBlock(kept, name, pending.sessionId);
-    let tokens = this.#count([block]) - this.#base;
-    // Too much for half the room: the least similar matches go, each with its neighbours (which carry its score).
-    while (tokens > budget / 2) {
-      const score = kept[kept.length - 1]!.score;
-      let cut = kept.length;
-      while (cut > 0 && kept[cut - 1]!.score === score) cut--;
-      if (cut === 0) break;
-      kept = kept.slice(0, cut);
-      block = recalledBlock(kept, name, pending.sessionId);
-      tokens = this.#count([block]) - this.#base;
+    const blockFor = (windowStart: number) => {
+      let chosen = chooseRecalled(pending.groups, pending.topK, offset + windowStart);
+      let block = recalledBlock(flatten(chosen), name, pending.sessionId);
+      let tokens = this.#count([block]) - this.#base;
+      while (tokens > budget / 2 && chosen.length > 1) {
+        chosen = chosen.slice(0, -1);
+        block = recalledBlock(flatten(chosen), name, pending.sessionId);
+        tokens = this.#count([block]) - this.#base;
+      }
+      return { chosen, block, tokens };
+    };
+    // The window without the block, then with it: it only ever starts later, so what left it is a candidate
+    // from then on, and it settles (a block that came out smaller leaves room unused rather than taking back
+    // into the window what it now recalls).
+    let start = this.windowStart(history, name, budget);
+    let fitted = blockFor(start);
+    for (;;) {
+      const next = this.windowStart(history, name, budget - fitted.tokens);
+      if (next <= start) break;
+      start = next;
+      fitted = blockFor(start);
     }
+    const kept = flatten(fitted.chosen);
     pending.kept = kept;
-    const start = this.windowStart(history, name, budget - tokens);
+    if (kept.length === 0) {
+      appendHistory(out, history, name, this.windowStart(history, name, budget));
+      return;
+    }
     const before = Math.min(history.length, Math.max(start, pending.before - offset));
     appendHistory(out, history, name, start, before);
-    out.push(block);
+    out.push(fitted.block);
     // The newest turn rendered on its own: its first user message is not joined to the block.
     const newest: ChatMessage[] = [];
     appendHistory(newest, history, name, before);
@@ -256,17 +274,19 @@ export class TokenWindowAggregator extends DefaultAggregator {
   }
 
   /**
-   * Builds a prompt (`build` calls `aggregate` on `memory`) with `recalled` placed before position `before`;
+   * Builds a prompt (`build` calls `aggregate` on `memory`) with the recalled candidates out of its window placed
+   * before position `before`;
    * returns it and the recalled messages it shows.
    */
   [WITH_RECALLED]<T>(
     memory: Memory,
-    recalled: readonly RecalledMessage[],
+    groups: readonly RecallGroup[],
+    topK: number,
     before: number,
     sessionId: SessionId,
     build: () => T,
   ): { prompt: T; kept: readonly RecalledMessage[] } {
-    const pending: PendingRecall = { memory, recalled, before, sessionId, kept: [] };
+    const pending: PendingRecall = { memory, groups, topK, before, sessionId, kept: [] };
     this.#pending = pending;
     try {
       return { prompt: build(), kept: pending.kept };
@@ -372,6 +392,33 @@ export class TokenWindowAggregator extends DefaultAggregator {
     }
     return tokens;
   }
+}
+
+/**
+ * The first `topK` groups whose match is out of the window (a match of the calling session at `windowStart` or
+ * after is in it), each without its members in the window or brought by an earlier group.
+ */
+function chooseRecalled(groups: readonly RecallGroup[], topK: number, windowStart: number): RecallGroup[] {
+  const chosen: RecallGroup[] = [];
+  const seen = new Set<string>();
+  for (const group of groups) {
+    if (chosen.length === topK) break;
+    if (group.own && group.position >= windowStart) continue;
+    const members = group.members.filter((member) => {
+      if ((member.own && member.position >= windowStart) || seen.has(member.key)) return false;
+      seen.add(member.key);
+      return true;
+    });
+    chosen.push(members.length === group.members.length ? group : { ...group, members });
+  }
+  return chosen;
+}
+
+/** The messages of the groups, in order. */
+function flatten(groups: readonly RecallGroup[]): RecalledMessage[] {
+  const messages: RecalledMessage[] = [];
+  for (const group of groups) for (const member of group.members) messages.push(member.message);
+  return messages;
 }
 
 /**

@@ -16,7 +16,7 @@ import type { BuiltinConcern } from '../concern';
 import type { ModelContext } from '../model-context';
 import { SYNC_AGENT } from '../session-store/persist';
 import { METER, SESSION_STATE } from '../slots';
-import type { Recall } from './recall';
+import type { Recall, RecallGroup } from './recall';
 import { RECALL_INDEX, WINDOW_START, WITH_RECALLED } from './symbols';
 
 /*
@@ -43,7 +43,7 @@ interface RecallState {
   namespace: string;
   session: string;
   /** Found once per call, placed before each of its model calls. */
-  query?: { text: string; recalled: Promise<RecalledMessage[]> } | undefined;
+  query?: { text: string; groups: Promise<RecallGroup[]> } | undefined;
 }
 
 const RECALL: Slot<RecallState> = slot('recall');
@@ -161,27 +161,29 @@ const interceptor = {
         aggregator[WINDOW_START](memory, agent.name, agent.outputFormat, agent.template),
       );
       const target = { namespace: state.namespace, session: state.session, sessionId, signal, onUsage };
-      const recalled = recall
+      const groups = recall
         .index(committed, state.start, target)
-        .then(() => recall.search({ ...target, memory, windowStart, text }));
-      state.query = { text, recalled };
+        .then(() => recall.search({ ...target, memory, committed: state.start, windowStart, text }));
+      state.query = { text, groups };
     }
-    const recalled = (yield state.query.recalled) as RecalledMessage[];
-    if (recalled.length === 0) return yield* next();
+    const groups = (yield state.query.groups) as RecallGroup[];
+    if (groups.length === 0) return yield* next();
     const { prompt, kept } = (
       agent.aggregator as unknown as {
         [WITH_RECALLED]: (
           memory: Memory,
-          recalled: readonly RecalledMessage[],
+          groups: readonly RecallGroup[],
+          topK: number,
           before: number,
           sessionId: SessionId,
           build: () => unknown,
         ) => { prompt: ReturnType<typeof buildPrompt>; kept: readonly RecalledMessage[] };
       }
-    )[WITH_RECALLED](memory, recalled, state.start, sessionId, () =>
+    )[WITH_RECALLED](memory, groups, recall.topK, state.start, sessionId, () =>
       buildPrompt(agent, turn.messages, sessionId),
     );
     context.messages = prompt;
+    if (kept.length === 0) return yield* next();
     emitEvent(agent, 'recall', { agent, sessionId, query: state.query.text, recalled: kept, path: '' });
     return yield* next();
   },

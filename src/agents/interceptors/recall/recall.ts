@@ -83,7 +83,9 @@ export interface RecallQuery {
   sessionId: SessionId;
   session: string;
   namespace: string;
-  /** Positions of the session from here on are in the window (or not committed): never recalled. */
+  /** Positions of the session from here on are this call's: never recalled. */
+  committed: number;
+  /** Where the window starts without a recalled block: what is over-fetched for. */
   windowStart: number;
   text: string;
   signal?: AbortSignal | undefined;
@@ -326,68 +328,81 @@ export class Recall {
   }
 
   /**
-   * The messages to recall for a query: the `topK` nearest indexed messages that are not at `windowStart` or
-   * after in the calling session, each followed by its `range` neighbours (those also out of the window), most
-   * similar first. Its own session's neighbours come from memory, other sessions' from the store.
+   * The candidates to recall for a query, most similar first: the nearest indexed messages (enough that `topK`
+   * remain once those in the window are left out, which the aggregator does: it knows the window), each with its
+   * `range` neighbours. Never a message of the calling session at `committed` or after (this call's own). Its own
+   * session's neighbours come from memory, other sessions' from the store.
    */
-  async search(query: RecallQuery): Promise<RecalledMessage[]> {
-    const { namespace, session, windowStart } = query;
+  async search(query: RecallQuery): Promise<RecallGroup[]> {
+    const { namespace, session, committed } = query;
     const index = this.#indexOf(namespace, session);
-    const hidden = Math.max(0, (index.indexed ?? 0) - windowStart);
+    const hidden = Math.max(0, Math.min(index.indexed ?? 0, committed) - query.windowStart);
     const [vector] = await this.embedder.embed([query.text], {
       signal: query.signal,
       onUsage: query.onUsage,
     });
     const filter = this.scope === 'session' ? { session } : undefined;
     const matches = await this.store.query(vector!, { topK: this.topK + hidden, filter, namespace });
-    const chosen: VectorMatch[] = [];
-    for (const match of matches) {
-      if (chosen.length === this.topK) break;
-      const position = match.metadata.position as number;
-      if (match.metadata.session === session && position >= windowStart) continue;
-      chosen.push(match);
-    }
     const history = query.memory.getMemory({ recentN: Number.MAX_SAFE_INTEGER });
-    const seen = new Set<string>();
-    const recalled: RecalledMessage[] = [];
-    const add = (key: string, message: RecalledMessage) => {
-      if (seen.has(key)) return;
-      seen.add(key);
-      recalled.push(message);
-    };
-    for (const match of chosen) {
+    const groups: RecallGroup[] = [];
+    let others = 0;
+    for (const match of matches) {
       const matchSession = match.metadata.session as string;
       const position = match.metadata.position as number;
-      const sessionId = (match.metadata.sessionId as SessionId | undefined) ?? matchSession;
       const own = matchSession === session;
-      const group: [number, RecalledMessage][] = [];
+      if (own && position >= committed) continue;
+      // Other sessions' matches are never in the window: past the first topK of them, none is chosen.
+      if (!own && ++others > this.topK) continue;
+      const sessionId = own
+        ? query.sessionId
+        : ((match.metadata.sessionId as SessionId | undefined) ?? matchSession);
+      const members: RecallMember[] = [];
       for (let at = position - this.range; at <= position + this.range; at++) {
-        if (at < 0 || (own && at >= windowStart)) continue;
+        if (at < 0 || (own && at >= committed)) continue;
+        const key = `${matchSession}#${at}`;
         if (at === position) {
-          group.push([at, entry(match, match.score, sessionId)]);
-          continue;
-        }
-        if (own) {
+          members.push({ key, own, position: at, message: entry(match, match.score, sessionId) });
+        } else if (own) {
           const message = history[at];
-          if (message !== undefined) {
-            group.push([
-              at,
-              { content: recallText(message), sender: message.sender, sessionId, score: match.score },
-            ]);
+          if (message === undefined) continue;
+          members.push({
+            key,
+            own,
+            position: at,
+            message: { content: recallText(message), sender: message.sender, sessionId, score: match.score },
+          });
+        } else {
+          const [neighbour] = await this.store.query(vector!, {
+            topK: 1,
+            filter: { session: matchSession, position: at },
+            namespace,
+          });
+          if (neighbour !== undefined) {
+            members.push({ key, own, position: at, message: entry(neighbour, match.score, sessionId) });
           }
-          continue;
         }
-        const [neighbour] = await this.store.query(vector!, {
-          topK: 1,
-          filter: { session: matchSession, position: at },
-          namespace,
-        });
-        if (neighbour !== undefined) group.push([at, entry(neighbour, match.score, sessionId)]);
       }
-      for (const [at, message] of group) add(`${matchSession}#${at}`, message);
+      groups.push({ own, position, members });
     }
-    return recalled;
+    return groups;
   }
+}
+
+/** One message of a {@link RecallGroup}. */
+export interface RecallMember {
+  /** `<session>#<position>`: one message, whichever groups bring it. */
+  key: string;
+  /** Of the calling session (then in the window when at its start or after). */
+  own: boolean;
+  position: number;
+  message: RecalledMessage;
+}
+
+/** A match and its neighbours, in order. */
+export interface RecallGroup {
+  own: boolean;
+  position: number;
+  members: RecallMember[];
 }
 
 function entry(match: VectorMatch, score: number, sessionId: SessionId): RecalledMessage {
