@@ -121,6 +121,17 @@ describe('semantic recall', () => {
     expect(events).toEqual([]);
   });
 
+  it('a message pushed out of the window by the recalled block is a candidate itself: never lost between them', async () => {
+    // However far back the fact is, the prompt shows it exactly once: in the window or in the block.
+    for (let chats = 0; chats <= CHAT.length; chats++) {
+      const { agent, prompts } = setup({}, 120);
+      await converse(agent, 's', [...CHAT.slice(0, 3), FACT, ...CHAT.slice(0, chats)]);
+      await agent.call(QUESTION, { sessionId: 's' });
+      const shown = prompts.at(-1)!.map((message) => message.content?.split(FACT).length ?? 1);
+      expect(shown.reduce((sum, parts) => sum + parts - 1, 0), `${chats} chats after the fact`).toBe(1);
+    }
+  });
+
   it('brings range neighbours with each match, without duplicates', async () => {
     const { agent, prompts, events } = setup({ range: 1, topK: 1 });
     await converse(agent, 's', [CHAT[0]!, FACT, ...CHAT.slice(1)]);
