@@ -22,6 +22,10 @@ const CHAT = [
   'I watched a film about penguins and glaciers last night',
   'We are painting the kitchen a pale shade of green this weekend',
   'My neighbour adopted a very loud parrot called Captain',
+  'The bakery on the corner started selling sourdough pretzels',
+  'I have been reading a novel set in a lighthouse in Norway',
+  'Our football team lost again, three goals to nil',
+  'I finally fixed the squeaky hinge on the garden gate',
 ];
 
 interface Asked {
