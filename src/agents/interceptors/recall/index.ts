@@ -83,10 +83,13 @@ function indexWhenCommitted(
   const sessionState = turn.find(SESSION_STATE);
   const sessionId = turn.options.sessionId;
   const job = new Promise<void>((resolve) => {
+    let waits = 0;
     const run = () => {
       if (sessionState !== undefined && !sessionState.committed) {
         if (sessionState.hold.released) resolve();
-        else setImmediate(run);
+        // The commit is a store round trip away; an enclosing call's may be much later: look less often then.
+        else if (++waits <= 3) setImmediate(run);
+        else setTimeout(run, Math.min(50, 2 ** (waits - 3)));
         return;
       }
       const messages = memory.getMemory({ recentN: Number.MAX_SAFE_INTEGER });
