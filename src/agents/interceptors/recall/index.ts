@@ -16,7 +16,7 @@ import type { BuiltinConcern } from '../concern';
 import type { ModelContext } from '../model-context';
 import { SYNC_AGENT } from '../session-store/persist';
 import { METER, SESSION_STATE } from '../slots';
-import type { Recall, RecallGroup } from './recall';
+import { MAX_TEXT, type Recall, type RecallGroup } from './recall';
 import { RECALL_INDEX, WINDOW_START, WITH_RECALLED } from './symbols';
 
 /*
@@ -58,12 +58,12 @@ function meterUsage(turn: Turn): ((usage: EmbeddingUsage) => void) | undefined {
   return meter === undefined ? undefined : (usage) => meter.add({ promptTokens: usage.tokens });
 }
 
-/** The text recall searches with: the call's newest input. */
+/** The text recall searches with: the call's newest input (its start, as a message is indexed). */
 function queryText(turn: Turn): string {
   const inputs = turn.messages;
   for (let i = inputs.length - 1; i >= 0; i--) {
     const text = contentToText(inputs[i]!.content).trim();
-    if (text !== '') return text;
+    if (text !== '') return text.length > MAX_TEXT ? text.slice(0, MAX_TEXT) : text;
   }
   return '';
 }
@@ -154,7 +154,7 @@ const interceptor = {
       if (text === '') return yield* next();
       const onUsage = meterUsage(turn);
       const signal = context.signal;
-      const committed = memory.getMemory({ recentN: Number.MAX_SAFE_INTEGER });
+      const messages = memory.getMemory({ recentN: Number.MAX_SAFE_INTEGER });
       const aggregator = agent.aggregator as unknown as {
         [WINDOW_START](...args: unknown[]): number;
       };
@@ -163,9 +163,11 @@ const interceptor = {
         state.start,
         aggregator[WINDOW_START](memory, agent.name, agent.outputFormat, agent.template),
       );
+      // A search that fails (the embedder or the store down) fails the call: no reply is made without the
+      // memory it should have had, unnoticed.
       const target = { namespace: state.namespace, session: state.session, sessionId, signal, onUsage };
       const groups = recall
-        .index(committed, state.start, target)
+        .index(messages, state.start, target)
         .then(() => recall.search({ ...target, memory, committed: state.start, windowStart, text }));
       state.query = { text, groups };
     }

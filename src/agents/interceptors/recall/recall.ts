@@ -46,7 +46,7 @@ export interface RecallOptions {
 }
 
 /** The longest text kept per message (what is embedded and what a recall shows), in characters. */
-const MAX_TEXT = 4000;
+export const MAX_TEXT = 4000;
 /** Ids deleted per request when a session is forgotten. */
 const DELETE_STEP = 64;
 const SAFE_KEY = /^[A-Za-z0-9_\-.]{1,40}$/;
