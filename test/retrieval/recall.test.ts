@@ -1,6 +1,8 @@
 import {
   Agent,
   AsyncAgent,
+  AsyncFunctionCallingAgent,
+  asyncTool,
   type ChatMessage,
   ConfigurationError,
   MemoryStore,
@@ -11,6 +13,7 @@ import {
 import { type Embedder, type EmbedOptions, MemoryVectorStore } from 'lagent-ts/retrieval';
 import { AsyncMockLLM, HashEmbedder, MockLLM } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 
 const DIMS = 256;
 const FIELDS = { session: 'string', position: 'number' } as const;
@@ -128,8 +131,60 @@ describe('semantic recall', () => {
       await converse(agent, 's', [...CHAT.slice(0, 3), FACT, ...CHAT.slice(0, chats)]);
       await agent.call(QUESTION, { sessionId: 's' });
       const shown = prompts.at(-1)!.map((message) => message.content?.split(FACT).length ?? 1);
-      expect(shown.reduce((sum, parts) => sum + parts - 1, 0), `${chats} chats after the fact`).toBe(1);
+      expect(
+        shown.reduce((sum, parts) => sum + parts - 1, 0),
+        `${chats} chats after the fact`,
+      ).toBe(1);
     }
+  });
+
+  it("in a function-calling loop: searched with the user's message, placed before it, tool turns left whole", async () => {
+    const embedder = new LoggedEmbedder();
+    const store = new MemoryVectorStore({ dimensions: DIMS, fields: FIELDS });
+    const aggregator = new TokenWindowAggregator({ maxTokens: 120, recall: { embedder, store, topK: 3 } });
+    const prompts: ChatMessage[][] = [];
+    let round = 0;
+    const agent = new AsyncFunctionCallingAgent({
+      name: 'assistant',
+      llm: new AsyncMockLLM({
+        responses: (messages) => {
+          prompts.push(messages);
+          const asking = messages.at(-1)?.content === QUESTION;
+          return asking && round++ % 2 === 0
+            ? { toolCalls: [{ name: 'lookup', arguments: { what: 'gym' } }] }
+            : 'Noted.';
+        },
+      }),
+      actions: [
+        asyncTool({
+          name: 'lookup',
+          parameters: z.object({ what: z.string() }),
+          run: async () => 'nothing on file',
+        }),
+      ],
+      aggregator,
+    });
+    const queries: string[] = [];
+    agent.events.on('recall', (event) => queries.push(event.query));
+    await converse(agent as unknown as AsyncAgent, 's', [FACT, ...CHAT]);
+    await aggregator.flushRecall();
+    const before = queries.length;
+    const indexed = await store.count({ namespace: 'recall:s:s' });
+    await agent.call(QUESTION, { sessionId: 's' });
+    // Two model calls (the tool round, then the answer): both searched with the question, both recall the fact.
+    expect(queries.slice(before)).toEqual([QUESTION, QUESTION]);
+    for (const prompt of prompts.slice(-2)) {
+      const at = prompt.indexOf(block(prompt)!);
+      expect(prompt[at]!.content).toContain(FACT);
+      expect(prompt[at + 1]).toMatchObject({ role: 'user', content: QUESTION });
+    }
+    // The tool call and its result stay together, after the question.
+    const last = prompts.at(-1)!;
+    expect(last.slice(-2).map((message) => message.role)).toEqual(['assistant', 'tool']);
+    // Nothing of the call is indexed before it returned: then its whole turn.
+    expect(await store.count({ namespace: 'recall:s:s' })).toBe(indexed);
+    await aggregator.flushRecall();
+    expect(await store.count({ namespace: 'recall:s:s' })).toBe(agent.agent.memory!.get('s')!.length);
   });
 
   it('brings range neighbours with each match, without duplicates', async () => {

@@ -6,6 +6,7 @@ import type { EmbeddingUsage } from '../../../retrieval/types';
 import type { AgentMessage } from '../../../schema/agent-message';
 import { ConfigurationError } from '../../../schema/errors';
 import { type SessionId, sessionKey } from '../../../schema/session';
+import { toolCallsOf } from '../../../schema/tool-calls';
 import type { AgentBase, RecalledMessage } from '../../agent-base';
 import { contentToText } from '../../aggregator/content';
 import { buildPrompt } from '../../lifecycle/builtin-forward';
@@ -58,14 +59,31 @@ function meterUsage(turn: Turn): ((usage: EmbeddingUsage) => void) | undefined {
   return meter === undefined ? undefined : (usage) => meter.add({ promptTokens: usage.tokens });
 }
 
-/** The text recall searches with: the call's newest input (its start, as a message is indexed). */
-function queryText(turn: Turn): string {
-  const inputs = turn.messages;
-  for (let i = inputs.length - 1; i >= 0; i--) {
-    const text = contentToText(inputs[i]!.content).trim();
-    if (text !== '') return text.length > MAX_TEXT ? text.slice(0, MAX_TEXT) : text;
+/**
+ * Where the newest turn starts: the newest message neither the agent's nor a tool's result (the user's, or
+ * another agent's), or -1. A function-calling loop's later model calls are made by calls whose inputs are tool
+ * results; the turn is still the user's message before them.
+ */
+function newestTurn(messages: readonly AgentMessage[], name: string): number {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i]!;
+    if (message.sender !== name && toolCallsOf(message.formatted) === null) return i;
   }
-  return '';
+  return -1;
+}
+
+/** The text recall searches with: the newest turn's (its start, as a message is indexed). */
+function queryText(message: AgentMessage): string {
+  const text = contentToText(message.content).trim();
+  return text.length > MAX_TEXT ? text.slice(0, MAX_TEXT) : text;
+}
+
+/** The outermost call a call is made in, when it is not one itself. */
+function outermost(turn: Turn): { finished?: boolean; failed: boolean } | undefined {
+  let frame = turn.parent;
+  if (frame === undefined) return undefined;
+  while (frame.parent !== undefined) frame = frame.parent;
+  return frame as { finished?: boolean; failed: boolean };
 }
 
 /**
@@ -81,15 +99,25 @@ function indexWhenCommitted(
   added: readonly AgentMessage[],
 ): void {
   const sessionState = turn.find(SESSION_STATE);
+  // Without a store, a call made inside another is kept once the outermost returned (it may yet fail).
+  const root = sessionState === undefined ? outermost(turn) : undefined;
   const sessionId = turn.options.sessionId;
   const job = new Promise<void>((resolve) => {
     let waits = 0;
+    const wait = () => {
+      // The commit is a store round trip away; an enclosing call's may be much later: look less often then.
+      if (++waits <= 3) setImmediate(run);
+      else setTimeout(run, Math.min(50, 2 ** (waits - 3)));
+    };
     const run = () => {
       if (sessionState !== undefined && !sessionState.committed) {
         if (sessionState.hold.released) resolve();
-        // The commit is a store round trip away; an enclosing call's may be much later: look less often then.
-        else if (++waits <= 3) setImmediate(run);
-        else setTimeout(run, Math.min(50, 2 ** (waits - 3)));
+        else wait();
+        return;
+      }
+      if (root !== undefined && (root.failed || root.finished === false)) {
+        if (root.failed) resolve();
+        else wait();
         return;
       }
       const messages = memory.getMemory({ recentN: Number.MAX_SAFE_INTEGER });
@@ -149,26 +177,30 @@ const interceptor = {
     const memory = agent.memory?.get(sessionId);
     if (state === undefined || memory === undefined) return yield* next();
     const recall = recallOf(agent)!;
+    const messages = memory.getMemory({ recentN: Number.MAX_SAFE_INTEGER });
+    const newest = newestTurn(messages, agent.name);
+    if (newest === -1) return yield* next();
+    // What came before the newest turn was committed by earlier calls; the newest turn and what followed it
+    // (a loop's tool rounds) are this call's, never recalled nor indexed yet.
+    const committed = Math.min(state.start, newest);
     if (state.query === undefined) {
-      const text = queryText(turn);
+      const text = queryText(messages[newest]!);
       if (text === '') return yield* next();
       const onUsage = meterUsage(turn);
       const signal = context.signal;
-      const messages = memory.getMemory({ recentN: Number.MAX_SAFE_INTEGER });
       const aggregator = agent.aggregator as unknown as {
         [WINDOW_START](...args: unknown[]): number;
       };
-      // The messages in the window (or of this call) are never recalled.
       const windowStart = Math.min(
-        state.start,
+        committed,
         aggregator[WINDOW_START](memory, agent.name, agent.outputFormat, agent.template),
       );
       // A search that fails (the embedder or the store down) fails the call: no reply is made without the
       // memory it should have had, unnoticed.
       const target = { namespace: state.namespace, session: state.session, sessionId, signal, onUsage };
       const groups = recall
-        .index(messages, state.start, target)
-        .then(() => recall.search({ ...target, memory, committed: state.start, windowStart, text }));
+        .index(messages, committed, target)
+        .then(() => recall.search({ ...target, memory, committed, windowStart, text }));
       state.query = { text, groups };
     }
     const groups = (yield state.query.groups) as RecallGroup[];
@@ -184,7 +216,7 @@ const interceptor = {
           build: () => unknown,
         ) => { prompt: ReturnType<typeof buildPrompt>; kept: readonly RecalledMessage[] };
       }
-    )[WITH_RECALLED](memory, groups, recall.topK, state.start, sessionId, () =>
+    )[WITH_RECALLED](memory, groups, recall.topK, newest, sessionId, () =>
       buildPrompt(agent, turn.messages, sessionId),
     );
     context.messages = prompt;
