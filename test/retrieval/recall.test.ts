@@ -2,6 +2,7 @@ import {
   Agent,
   AsyncAgent,
   AsyncFunctionCallingAgent,
+  AsyncStreamingAgent,
   asyncTool,
   type ChatMessage,
   ConfigurationError,
@@ -185,6 +186,29 @@ describe('semantic recall', () => {
     expect(await store.count({ namespace: 'recall:s:s' })).toBe(indexed);
     await aggregator.flushRecall();
     expect(await store.count({ namespace: 'recall:s:s' })).toBe(agent.agent.memory!.get('s')!.length);
+  });
+
+  it('a streaming agent streams the reply to a prompt with the recalled block', async () => {
+    const embedder = new LoggedEmbedder();
+    const store = new MemoryVectorStore({ dimensions: DIMS, fields: FIELDS });
+    const prompts: ChatMessage[][] = [];
+    const agent = new AsyncStreamingAgent({
+      llm: new AsyncMockLLM({
+        responses: (messages) => {
+          prompts.push(messages);
+          return 'It is 4719, as you told me.';
+        },
+      }),
+      aggregator: new TokenWindowAggregator({ maxTokens: 80, recall: { embedder, store, topK: 3 } }),
+    });
+    const drain = async (text: string) => {
+      let last = '';
+      for await (const chunk of agent.call(text, { sessionId: 's' })) last = String(chunk.content);
+      return last;
+    };
+    for (const text of [FACT, ...CHAT]) await drain(text);
+    expect(await drain(QUESTION)).toBe('It is 4719, as you told me.');
+    expect(block(prompts.at(-1))?.content).toContain(FACT);
   });
 
   it('brings range neighbours with each match, without duplicates', async () => {

@@ -26,8 +26,8 @@ import { RECALL_INDEX, WINDOW_START, WITH_RECALLED } from './symbols';
  * store, loaded from it) and, once the call succeeded and its turn is committed, indexes the turn in the
  * background (the reply never waits for it). Its model hook, before the prompt goes out: indexes whatever
  * committed messages are not yet (a process that crashed between a commit and its embedding, a background
- * indexing still running), embeds the call's newest input, searches the store, and has the aggregator place
- * what it found before the newest turn.
+ * indexing still running), embeds the newest turn's message (the user's; in a function-calling loop, the one
+ * that started it), searches the store, and has the aggregator place what it found before that message.
  *
  * It runs inside the durable journal: a replayed model step is answered from the journal before this hook, so a
  * replay never embeds again and its prompt is the recorded one. And outside the budget, which then counts the
