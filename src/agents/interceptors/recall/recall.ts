@@ -75,7 +75,12 @@ interface SessionIndex {
   /** The text of the last message indexed: a history rewritten before it is indexed again from the start. */
   last: string | undefined;
   queue: Promise<unknown>;
+  /** Operations queued or running: a session's entry is dropped only when none is. */
+  pending: number;
 }
+
+/** Sessions whose watermark a process keeps (the least recently used idle ones are dropped: read again when met). */
+const KEPT_SESSIONS = 10_000;
 
 /** What a search needs to know of the call. */
 export interface RecallQuery {
@@ -180,6 +185,8 @@ export class Recall {
         field: 'resourceId',
       });
     }
+    this.#resources.delete(session);
+    if (this.#resources.size >= KEPT_SESSIONS) this.#resources.delete(this.#resources.keys().next().value!);
     this.#resources.set(session, resourceId);
     return `${this.prefix}:r:${keyPart(resourceId)}`;
   }
@@ -203,10 +210,20 @@ export class Recall {
     const key = `${namespace}\u0000${session}`;
     let index = this.#sessions.get(key);
     if (index === undefined) {
-      index = { indexed: undefined, last: undefined, queue: Promise.resolve() };
-      this.#sessions.set(key, index);
-    }
+      index = { indexed: undefined, last: undefined, queue: Promise.resolve(), pending: 0 };
+      this.#evict();
+    } else this.#sessions.delete(key);
+    // Most recently used last.
+    this.#sessions.set(key, index);
     return index;
+  }
+
+  #evict(): void {
+    if (this.#sessions.size < KEPT_SESSIONS) return;
+    for (const [key, index] of this.#sessions) {
+      if (this.#sessions.size < KEPT_SESSIONS) break;
+      if (index.pending === 0) this.#sessions.delete(key);
+    }
   }
 
   /** Keeps a background indexing until it ends, for {@link Recall.settled}. */
@@ -224,8 +241,16 @@ export class Recall {
 
   /** Runs `work` after the session's earlier index operations (each session's run one at a time, in order). */
   #enqueue<T>(index: SessionIndex, work: () => Promise<T>): Promise<T> {
+    index.pending++;
     const run = index.queue.then(work, work);
-    index.queue = run.catch(() => {});
+    index.queue = run.then(
+      () => {
+        index.pending--;
+      },
+      () => {
+        index.pending--;
+      },
+    );
     return run;
   }
 
