@@ -326,6 +326,17 @@ describe('semantic recall', () => {
     expect(await store.count({ namespace: 'recall:s:s' })).toBe(2);
   });
 
+  it("forgetRecalled removes one session's vectors from its resource's namespace, and no other's", async () => {
+    const { agent, aggregator, store } = setup({ scope: 'resource' });
+    await converse(agent, 'a1', [FACT], { resourceId: 'alice' });
+    await converse(agent, 'a2', [CHAT[0]!], { resourceId: 'alice' });
+    await aggregator.flushRecall();
+    expect(await store.count({ namespace: 'recall:r:alice' })).toBe(4);
+    expect(await aggregator.forgetRecalled('a1', { resourceId: 'alice' })).toBe(2);
+    expect(await store.count({ namespace: 'recall:r:alice', filter: { session: 'a1' } })).toBe(0);
+    expect(await store.count({ namespace: 'recall:r:alice', filter: { session: 'a2' } })).toBe(2);
+  });
+
   it('counts the search’s embedding tokens in the call’s budget', async () => {
     const { agent } = setup();
     await converse(agent, 's', [FACT, ...CHAT]);
