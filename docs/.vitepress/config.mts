@@ -61,6 +61,7 @@ export default defineConfig({
           { text: 'Protocols: OpenAI, useChat, AG-UI, A2A', link: '/guide/protocols' },
           { text: 'Runs that outlive their connection', link: '/guide/background-runs' },
           { text: 'Retrieval', link: '/guide/retrieval' },
+          { text: 'Memory beyond the transcript', link: '/guide/memory' },
           { text: 'Built-in tools and MCP', link: '/guide/built-in-tools' },
           { text: 'The command line', link: '/guide/cli' },
           { text: 'Testing your agents', link: '/guide/testing' },

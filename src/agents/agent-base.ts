@@ -24,6 +24,7 @@ import {
   type DurableOptions,
   RECOVERING,
 } from './interceptors/durable/journal';
+import { FORGET_RECALLED } from './interceptors/recall/symbols';
 import {
   checkSyncStore,
   type MemoryStoreOptions,
@@ -652,11 +653,13 @@ export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook>
       return;
     }
     this.memory?.reset(sessionId);
+    forgetRecalled(this, sessionId);
     forgetUsage(this.llm, sessionId);
     if (recursive) {
       for (const [path, agent] of this.namedAgents()) {
         if (path === '') continue;
         agent.memory?.reset(sessionId);
+        forgetRecalled(agent as AgentBase, sessionId);
         forgetUsage((agent as AgentBase).llm, sessionId);
       }
     }
@@ -686,6 +689,13 @@ function containedAgents(node: AgentNode): AgentBase[] {
 }
 
 /** Frees what a model keeps per session (its token usage), when it keeps anything. */
+/** A reset session's vectors go from its agent's semantic recall store. */
+function forgetRecalled(agent: AgentBase, sessionId: SessionId): void {
+  (agent.aggregator as { [FORGET_RECALLED]?: (id: SessionId, name: string) => void } | undefined)?.[
+    FORGET_RECALLED
+  ]?.(sessionId, agent.name);
+}
+
 function forgetUsage(llm: unknown, sessionId: SessionId): void {
   const reset = (llm as { resetUsage?: unknown } | null | undefined)?.resetUsage;
   if (typeof reset === 'function') (reset as (id: SessionId) => void).call(llm, sessionId);

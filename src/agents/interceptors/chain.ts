@@ -7,6 +7,7 @@ import type { BuiltinConcern } from './concern';
 import { durable } from './durable';
 import { guardrails } from './guardrails';
 import { hooks } from './hooks';
+import { recall } from './recall';
 import { sessionStore } from './session-store';
 import { summaries } from './summaries';
 import { timeout } from './timeout';
@@ -23,6 +24,7 @@ export const BUILTIN_ORDER: readonly BuiltinConcern[] = [
   tracing,
   summaries,
   durable,
+  recall,
   budget,
   approvals,
   hooks,
