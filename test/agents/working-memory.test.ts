@@ -1,9 +1,6 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import type { ChatMessage } from 'lagent-ts';
 import {
   Agent,
@@ -24,7 +21,8 @@ import { dyingStore } from '../helpers/durable';
 /*
  * Working memory: the model keeps a record through the updateWorkingMemory tool and sees it in its system
  * prompt; bad updates go back to the model, failed calls take updates back, sessions and resources keep their
- * own records, stores persist them and durable replays apply them once.
+ * own records, stores persist them and durable replays apply them once (the stores' own engines, and other
+ * processes: test/stores/working-memory.test.ts).
  */
 
 const system = (messages: ChatMessage[]) => messages.find((m) => m.role === 'system')?.content ?? '';
@@ -32,10 +30,6 @@ const update = (memory: unknown, id = 'wm'): MockReply => ({
   toolCalls: [{ id, name: 'updateWorkingMemory', arguments: { memory } }],
 });
 const lastToolResult = (messages: ChatMessage[]) => messages.filter((m) => m.role === 'tool').at(-1)?.content;
-
-const root = fileURLToPath(new URL('../../', import.meta.url));
-const worker = fileURLToPath(new URL('./fixtures/working-memory-worker.ts', import.meta.url));
-const run = promisify(execFile);
 
 const noop = tool({ name: 'Noop', parameters: z.object({}), run: () => 'ok' });
 
@@ -198,29 +192,6 @@ describe('working memory (session scope)', () => {
       'updateWorkingMemory',
     );
     expect(agent.tools!.length).toBe(2);
-  });
-
-  it('persists with the session in a SQLite store: a process that updated it and exited, the next one sees it', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'wm-'));
-    dirs.push(dir);
-    const path = join(dir, 'sessions.db');
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', worker, path, 'x', 'owes 5 EUR'], {
-      cwd: root,
-    });
-    expect(stdout.trim()).toBe('done');
-    const store = new SQLiteStore({ path });
-    const llm = new MockLLM({ responses: ['You owe 5 EUR.'] });
-    const agent = new FunctionCallingAgent({
-      llm,
-      actions: [noop],
-      memory: { store },
-      workingMemory: { scope: 'session' },
-      name: 'bot',
-    });
-    agent.call('what do I owe?', { sessionId: 'x' });
-    expect(system(llm.calls[0]!.messages)).toContain('owes 5 EUR');
-    expect(agent.stateDict('x').workingMemory).toEqual([expect.objectContaining({ content: 'owes 5 EUR' })]);
-    store.close();
   });
 
   it('a durable call recovered by another process keeps the update it journaled once, without running the tool again', () => {

@@ -2,14 +2,16 @@ import type { ToolCallContext } from '../../../actions/tool-call-context';
 import type { Steps } from '../../../core/steps';
 import type { ModelReply } from '../../../llms/types';
 import type { ActionReturn } from '../../../schema/action-return';
+import type { AgentMessage } from '../../../schema/agent-message';
 import type { ChatMessage } from '../../../schema/chat-message';
+import { InterruptSignal } from '../../../schema/interrupts';
 import { ActionStatusCode } from '../../../schema/status';
 import { isThenable } from '../../../utils/is';
 import type { Turn } from '../../lifecycle/turn';
-import { MODEL, TOOL } from '../chain-bits';
+import { AGENT, MODEL, TOOL } from '../chain-bits';
 import type { BuiltinConcern } from '../concern';
 import type { ModelContext } from '../model-context';
-import { resourceIdOf } from './record';
+import { resourceIdOf, type WorkingMemory } from './record';
 import { WORKING_MEMORY, workingMemoryOf } from './symbol';
 
 /*
@@ -17,6 +19,8 @@ import { WORKING_MEMORY, workingMemoryOf } from './symbol';
  *
  * - before each model call of the agent that keeps it, the record (read again: another session of a resource
  *   may have changed it) goes into the system prompt, with how to update it;
+ * - around a call of the agent that keeps a resource's record: a failure writes the call's updates back
+ *   before the call fails (the store's copy is the one other processes read);
  * - around each tool call made inside that agent's calls: an update answered from a durable journal (the tool
  *   did not run) is kept as it was recorded. It runs outside the durable concern, which answers it.
  */
@@ -26,6 +30,23 @@ export { sessionRecordsOf, WORKING_MEMORY, workingMemoryOf } from './symbol';
 
 const interceptor = {
   name: 'working memory',
+
+  /** A call of the agent that keeps a resource's record: when it fails, its updates are written back first. */
+  *agentCall(turn: Turn, next: () => Steps<AgentMessage>): Steps<AgentMessage> {
+    const working = workingMemoryOf(turn.agent)!;
+    let reply: AgentMessage;
+    try {
+      reply = yield* next();
+    } catch (error) {
+      // A question for a person passing through is not a failure: the call keeps what it did.
+      if (error instanceof InterruptSignal) throw error;
+      const undone = working.undoFailed(turn);
+      if (undone !== undefined) yield undone;
+      throw error;
+    }
+    working.succeeded(turn);
+    return reply;
+  },
 
   *modelCall(context: ModelContext, next: () => Steps<ModelReply>): Steps<ModelReply> {
     const working = workingMemoryOf(context.agent);
@@ -61,6 +82,9 @@ function withInstruction(messages: ChatMessage[], text: string): ChatMessage[] {
 
 export const workingMemory: BuiltinConcern = {
   interceptor: interceptor as BuiltinConcern['interceptor'],
-  applies: (turn: Turn) =>
-    (turn.agent as { [WORKING_MEMORY]?: unknown })[WORKING_MEMORY] === undefined ? 0 : MODEL | TOOL,
+  applies: (turn: Turn) => {
+    const working = (turn.agent as { [WORKING_MEMORY]?: WorkingMemory })[WORKING_MEMORY];
+    if (working === undefined) return 0;
+    return working.scope === 'resource' && working.owner === turn.agent ? AGENT | MODEL | TOOL : MODEL | TOOL;
+  },
 };

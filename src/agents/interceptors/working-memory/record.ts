@@ -77,6 +77,8 @@ export class WorkingMemory {
   readonly #seen = new Map<string, Map<string | number, number>>();
   /** Per resource, a write taking back a failed call's update, which later reads and writes wait for. */
   readonly #undoing = new Map<string, Promise<unknown>>();
+  /** Per call, the resource updates made in it, which its failure takes back. */
+  readonly #undos = new WeakMap<CallFrame, Undo[]>();
   readonly #merges: boolean;
 
   constructor(owner: AgentBase, options: WorkingMemoryOptions, sync: boolean) {
@@ -420,21 +422,48 @@ export class WorkingMemory {
     this.#resources.set(resourceId, { value, version });
     this.#see(resourceId, sessionId, version);
     if (frame !== undefined) {
-      journal(frame, { memory: { remove: () => this.#undo(resourceId, version, before) }, messages: [] });
+      const undo: Undo = { done: false, run: () => this.#undo(resourceId, version, before) };
+      journal(frame, { memory: { remove: () => void runUndo(undo) }, messages: [] });
+      const undos = this.#undos.get(frame);
+      if (undos === undefined) this.#undos.set(frame, [undo]);
+      else undos.push(undo);
     }
     this.#emit(sessionId, resourceId, value);
   }
 
-  /** Takes a failed call's update of a resource back, when the record is still what it wrote. */
-  #undo(resourceId: string, version: number, before: ResourceRecord | undefined): void {
+  /**
+   * Takes back the resource updates made in `frame`'s call, which failed, and gives a promise of the writes
+   * that does (the call waits for it before it fails: another process reading the record afterwards does not
+   * see them). What is left (updates of calls made in it that were handed to it) its journal takes back.
+   */
+  undoFailed(frame: CallFrame): Promise<void> | undefined {
+    const undos = this.#undos.get(frame);
+    if (undos === undefined) return undefined;
+    this.#undos.delete(frame);
+    const writes: Promise<unknown>[] = [];
+    for (let i = undos.length - 1; i >= 0; i--) {
+      const written = runUndo(undos[i]!);
+      if (written !== undefined) writes.push(written);
+    }
+    return writes.length === 0 ? undefined : Promise.all(writes).then(() => {});
+  }
+
+  /** Forgets the undo entries of a call that succeeded (its journal hands them to its caller). */
+  succeeded(frame: CallFrame): void {
+    this.#undos.delete(frame);
+  }
+
+  /**
+   * Takes a failed call's update of a resource back, when the record is still what it wrote: at once in the
+   * process, a write (a promise of it with an async store, which later reads and writes wait for) with a store.
+   */
+  #undo(resourceId: string, version: number, before: ResourceRecord | undefined): Promise<void> | undefined {
     const target = this.#store();
     if (target === undefined) {
-      if (this.#resources.get(resourceId)?.version !== version) return;
+      if (this.#resources.get(resourceId)?.version !== version) return undefined;
       // A new version (not the old one's number): a session shown the update must read the record again.
-      if (before?.value === undefined)
-        this.#resources.set(resourceId, { value: undefined, version: version + 1 });
-      else this.#resources.set(resourceId, { value: before.value, version: version + 1 });
-      return;
+      this.#resources.set(resourceId, { value: before?.value, version: version + 1 });
+      return undefined;
     }
     this.#resources.delete(resourceId);
     let written: MaybePromise<number>;
@@ -442,9 +471,9 @@ export class WorkingMemory {
       written = this.#write(target, resourceId, before?.value, version);
     } catch (error) {
       warnUndo(resourceId, error);
-      return;
+      return undefined;
     }
-    if (!isThenable(written)) return;
+    if (!isThenable(written)) return undefined;
     const settled = (written as Promise<number>).then(
       () => {},
       (error: unknown) => warnUndo(resourceId, error),
@@ -454,6 +483,7 @@ export class WorkingMemory {
     chained.then(() => {
       if (this.#undoing.get(resourceId) === chained) this.#undoing.delete(resourceId);
     });
+    return chained;
   }
 
   /**
@@ -553,6 +583,18 @@ const RECORD_KEY = 'working_memory';
 const RECORD_ITEM = 'working_memory';
 /** A resource record's lease while it is written (a write holds it for one read and one commit). */
 const LEASE_MS = 10_000;
+
+/** Taking back one resource update, once (by the failed call that made it, or by its journal). */
+interface Undo {
+  done: boolean;
+  run(): Promise<void> | undefined;
+}
+
+function runUndo(undo: Undo): Promise<void> | undefined {
+  if (undo.done) return undefined;
+  undo.done = true;
+  return undo.run();
+}
 
 /** What the update tool answers: that it worked, and the record now (JSON). */
 function updated(value: unknown): ActionReturn {
