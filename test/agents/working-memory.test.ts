@@ -3,9 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ChatMessage } from 'lagent-ts';
 import {
+  ActionExecutor,
   Agent,
   AsyncFunctionCallingAgent,
+  AsyncStreamingFunctionCallingAgent,
   asyncTool,
+  type BaseAction,
   ConfigurationError,
   FunctionCallingAgent,
   MemoryStore,
@@ -168,6 +171,36 @@ describe('working memory (session scope)', () => {
     copy.loadStateDict(older, 'b');
     expect(copy.stateDict('b').workingMemory).toEqual([]);
     copy.reset('a');
+  });
+
+  it('a streaming function-calling agent shows the record to its streamed model calls', async () => {
+    const llm = new AsyncMockLLM({ responses: [update('prefers French'), 'Noted.', 'Bonjour.'] });
+    const agent = new AsyncStreamingFunctionCallingAgent({
+      llm,
+      actions: [noop],
+      workingMemory: { scope: 'session' },
+    });
+    for await (const _chunk of agent.call('I prefer French', { sessionId: 'f' })) {
+      // drained
+    }
+    for await (const _chunk of agent.call('hello', { sessionId: 'f' })) {
+      // drained
+    }
+    expect(system(llm.calls[2]!.messages)).toContain('<working_memory>\nprefers French\n</working_memory>');
+  });
+
+  it('an Agent given tools returns the call; an executor over agent.tools runs it, inside a call that keeps it', () => {
+    const agent = new Agent({
+      llm: new MockLLM({ responses: [update('likes jazz'), 'ok'] }),
+      tools: [noop],
+      workingMemory: { scope: 'session' },
+    });
+    const reply = agent.call('I like jazz', { sessionId: 'j' });
+    const executor = new ActionExecutor({ actions: agent.tools as BaseAction[] });
+    const results = executor.call(reply, { sessionId: 'j' });
+    expect(String(results.content)).not.toMatch(/error/i);
+    agent.call(results as never, { sessionId: 'j' });
+    expect(system((agent.llm as MockLLM).calls[1]!.messages)).toContain('likes jazz');
   });
 
   it('an agent given tools offers the tool; one without tools (no native tool calls) is refused', () => {
