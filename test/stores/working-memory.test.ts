@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { ChatMessage } from 'lagent-ts';
-import { AsyncFunctionCallingAgent, FunctionCallingAgent, tool } from 'lagent-ts';
+import { AsyncFunctionCallingAgent, asyncTool, FunctionCallingAgent, tool } from 'lagent-ts';
 import { PostgresStore, RedisStore, type SessionStore, SQLiteStore } from 'lagent-ts/stores';
 import { AsyncMockLLM, MockLLM, type MockReply } from 'lagent-ts/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,7 +17,8 @@ import { type PostgresServer, postgresBinaries, startPostgres } from './postgres
  * Working memory in the stores' real engines: a session's record persists with the session across processes
  * (SQLite), and a resource's record is shared by the sessions of one resourceId, hidden from another, seen by
  * a second agent on the store (as another process would) and taken back when the call that made it fails
- * (Redis, PostgreSQL: async stores, so the taking back is a write the next read waits for).
+ * (Redis, PostgreSQL: async stores, so the taking back is a write the failing call waits for), and two processes
+ * updating it at once lose no update.
  */
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -110,6 +111,67 @@ function resourceScope(name: string, open: () => SessionStore) {
   });
 }
 
+/**
+ * Two agents on two clients of one store (two processes), each in a session of one resource: both models are
+ * shown the empty record, then both update it. The second is told the record changed, and updates again.
+ */
+function concurrentResource(name: string, open: () => SessionStore) {
+  it(`${name}: two processes updating one resource's record at once lose no update`, async () => {
+    const namespace = `wm-race-${name}-${process.pid}`;
+    let waiting = 0;
+    let opened!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      opened = resolve;
+    });
+    const wait = asyncTool({
+      name: 'Wait',
+      parameters: z.object({}),
+      run: async () => {
+        if (++waiting === 2) opened();
+        await gate;
+        return 'waited';
+      },
+    });
+    const model = () =>
+      new AsyncMockLLM({
+        responses: (messages) => {
+          const user = String(messages.findLast((m) => m.role === 'user')!.content);
+          const last = messages.at(-1)!;
+          const result = String(last.content);
+          if (last.role === 'user') return { toolCalls: [{ name: 'Wait', arguments: {} }] };
+          if (result.startsWith('waited')) return update(user);
+          const now = /It now reads:\n(.*)\n/.exec(result)?.[1];
+          if (now !== undefined) return update(`${now}; ${user}`);
+          return 'ok';
+        },
+      });
+    const stores = [open(), open()];
+    try {
+      const agents = stores.map(
+        (store) =>
+          new AsyncFunctionCallingAgent({
+            llm: model(),
+            actions: [wait],
+            memory: { store, namespace },
+            workingMemory: { scope: 'resource' },
+            name: 'bot',
+          }),
+      );
+      await Promise.all([
+        agents[0]!.call('likes tea', { sessionId: 'a', resourceId: 'ada' }),
+        agents[1]!.call('lives in Rome', { sessionId: 'b', resourceId: 'ada' }),
+      ]);
+      const stored = await stores[0]!.readSession(`${namespace}/working-memory`, 'ada');
+      const record = String(stored?.state.working_memory?.[0]?.content);
+      expect(record).toContain('likes tea');
+      expect(record).toContain('lives in Rome');
+      expect(stored?.version).toBe(2);
+    } finally {
+      for (const store of stores) await store.close();
+    }
+  });
+}
+
 describe('Redis', () => {
   let server: RedisServer;
   beforeAll(async () => {
@@ -118,7 +180,9 @@ describe('Redis', () => {
   afterAll(async () => {
     await server?.close();
   });
-  resourceScope('RedisStore', () => new RedisStore({ url: server.url, prefix: `wm-${process.pid}` }));
+  const open = () => new RedisStore({ url: server.url, prefix: `wm-${process.pid}` });
+  resourceScope('RedisStore', open);
+  concurrentResource('RedisStore', open);
 });
 
 const binaries = postgresBinaries();
@@ -130,5 +194,7 @@ describe.runIf('bin' in binaries)('PostgreSQL', () => {
   afterAll(async () => {
     await server?.close();
   }, 30_000);
-  resourceScope('PostgresStore', () => new PostgresStore({ connectionString: server.connectionString }));
+  const open = () => new PostgresStore({ connectionString: server.connectionString });
+  resourceScope('PostgresStore', open);
+  concurrentResource('PostgresStore', open);
 });

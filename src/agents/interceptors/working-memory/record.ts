@@ -3,15 +3,16 @@ import { z } from 'zod';
 import { AsyncBaseAction, BaseAction } from '../../../actions/base-action';
 import type { ToolContext } from '../../../actions/types';
 import { type CallFrame, currentFrame, journal } from '../../../core/call-context';
-import { MemoryManager } from '../../../memory/memory-manager';
+import { MemoryManager, SESSION_IN_USE } from '../../../memory/memory-manager';
 import { ActionReturn } from '../../../schema/action-return';
 import { AgentMessage, type LagentMessageJSON } from '../../../schema/agent-message';
 import { ConfigurationError, StoreError, ValidationError } from '../../../schema/errors';
 import { type SessionId, sessionKey } from '../../../schema/session';
 import { ActionStatusCode } from '../../../schema/status';
-import type { MaybePromise, SessionStore } from '../../../stores/types';
+import type { AcquiredSession, MaybePromise, SessionStore } from '../../../stores/types';
 import { isThenable } from '../../../utils/is';
 import type { AgentBase } from '../../agent-base';
+import { LANES } from '../../agent-symbols';
 import { emitEvent } from '../../lifecycle/events';
 import { sessionBindingOf } from '../session-store/persist';
 import { WORKING_MEMORY } from './symbol';
@@ -71,7 +72,9 @@ export class WorkingMemory {
   readonly owner: AgentBase;
   readonly tool: BaseAction | AsyncBaseAction;
   /** Session records: one message each, its content the record's text (JSON with a schema). */
-  readonly sessions = new MemoryManager();
+  readonly sessions: MemoryManager;
+  /** The schema as the system prompt gives it (JSON schema), made once. */
+  readonly #schemaText: string | undefined;
   readonly #resources = new Map<string, ResourceRecord>();
   /** Per resource, the version each session's model was last shown (`resourceId`, then the session key). */
   readonly #seen = new Map<string, Map<string | number, number>>();
@@ -99,6 +102,15 @@ export class WorkingMemory {
     this.scope = options.scope;
     this.schema = options.schema;
     this.#merges = options.schema instanceof z.ZodObject;
+    this.#schemaText =
+      options.schema === undefined
+        ? undefined
+        : JSON.stringify(z.toJSONSchema(options.schema, { io: 'input', unrepresentable: 'any' }));
+    // As many sessions as the agent's memory keeps (a bounded one drops idle sessions, never one in a call).
+    const maxSessions = owner.memory?.maxSessions;
+    this.sessions =
+      maxSessions === undefined ? new MemoryManager() : new MemoryManager(undefined, { maxSessions });
+    if (maxSessions !== undefined) this.sessions[SESSION_IN_USE] = (key) => owner[LANES].isBusy(key);
     const update = updateSchema(options.schema);
     const api = {
       description: this.#merges
@@ -207,10 +219,7 @@ export class WorkingMemory {
       '## Working memory',
       `Your working memory is a short record ${whose}: facts, preferences, goals, what is still open. When you learn something worth keeping there, or something in it stops being true, ${how}, then go on with your answer. Keep it brief and do not tell the user about it unless asked.`,
     ];
-    if (this.schema !== undefined) {
-      const shape = JSON.stringify(z.toJSONSchema(this.schema, { io: 'input', unrepresentable: 'any' }));
-      lines.push(`Its JSON schema: ${shape}`);
-    }
+    if (this.#schemaText !== undefined) lines.push(`Its JSON schema: ${this.#schemaText}`);
     lines.push(
       value === undefined
         ? 'It is empty.'
@@ -314,55 +323,20 @@ export class WorkingMemory {
     patch: unknown,
     frame: CallFrame | undefined,
   ): MaybePromise<ActionReturn> {
-    const owner = `working-memory-${randomUUID()}`;
-    const { store, namespace } = target;
-    const acquired = storeCall(store, 'acquireSession', resourceId, () =>
-      store.acquireSession(namespace, resourceId, { owner, leaseMs: LEASE_MS }),
-    );
-    return then(acquired, (session) => {
-      if (!session.acquired) {
-        throw new StoreError({
-          message: `${store.description}: the working memory of resource ${JSON.stringify(resourceId)} is being written by another call; try the update again`,
-          store: store.description,
-          operation: 'acquireSession',
-          sessionId: resourceId,
-        });
-      }
-      const release = () => {
-        try {
-          const released = store.releaseSession(namespace, resourceId, owner);
-          if (isThenable(released)) (released as Promise<void>).catch(() => {});
-        } catch {
-          // The lease runs out by itself.
-        }
+    return this.#leased(target, resourceId, (session, owner, release) => {
+      const content = session.state?.[RECORD_KEY]?.[0]?.content;
+      const before = {
+        value: content === undefined ? undefined : this.#parse(content),
+        version: session.version,
       };
-      let value: unknown;
-      let before: ResourceRecord;
-      try {
-        const content = session.state?.[RECORD_KEY]?.[0]?.content;
-        before = {
-          value: content === undefined ? undefined : this.#parse(content),
-          version: session.version,
-        };
-        this.#resources.set(resourceId, before);
-        const stale = this.#stale(resourceId, sessionId, session.version);
-        if (stale !== undefined) {
-          release();
-          return stale;
-        }
-        value = this.#checked(this.#merged(before.value, patch));
-      } catch (error) {
+      this.#resources.set(resourceId, before);
+      const stale = this.#stale(resourceId, sessionId, session.version);
+      if (stale !== undefined) {
         release();
-        throw error;
+        return stale;
       }
-      const committed = storeCall(store, 'commitTurn', resourceId, () =>
-        store.commitTurn(namespace, resourceId, {
-          owner,
-          version: session.version,
-          turn: { replace: { [RECORD_KEY]: [this.#stored(value)] } },
-          release: true,
-        }),
-      );
+      const value = this.#checked(this.#merged(before.value, patch));
+      const committed = this.#commit(target, resourceId, owner, session.version, value);
       return then(committed, (version) => {
         this.#kept(resourceId, sessionId, value, version, before, frame);
         return updated(value);
@@ -370,41 +344,93 @@ export class WorkingMemory {
     });
   }
 
-  /** Writes a resource's record under its lease, at `version` when given (else onto whatever is there). */
+  /** Writes a resource's record under its lease, at `version` when given (else onto whatever is there); -1 when it moved. */
   #write(
     target: { store: SessionStore; namespace: string },
     resourceId: string,
     value: unknown,
     version: number | undefined,
   ): MaybePromise<number> {
-    const owner = `working-memory-${randomUUID()}`;
-    const { store, namespace } = target;
-    const acquired = storeCall(store, 'acquireSession', resourceId, () =>
-      store.acquireSession(namespace, resourceId, { owner, leaseMs: LEASE_MS }),
-    );
-    return then(acquired, (session) => {
-      if (!session.acquired) {
-        throw new StoreError({
-          message: `${store.description}: the working memory of resource ${JSON.stringify(resourceId)} is being written by another call`,
-          store: store.description,
-          operation: 'acquireSession',
-          sessionId: resourceId,
-        });
-      }
+    return this.#leased(target, resourceId, (session, owner, release) => {
       if (version !== undefined && session.version !== version) {
-        const released = store.releaseSession(namespace, resourceId, owner);
-        if (isThenable(released)) (released as Promise<void>).catch(() => {});
+        release();
         return -1;
       }
-      return storeCall(store, 'commitTurn', resourceId, () =>
-        store.commitTurn(namespace, resourceId, {
-          owner,
-          version: session.version,
-          turn: { replace: { [RECORD_KEY]: value === undefined ? [] : [this.#stored(value)] } },
-          release: true,
-        }),
-      );
+      return this.#commit(target, resourceId, owner, session.version, value);
     });
+  }
+
+  /** Commits a resource's record (none for `undefined`) at `version`, releasing its lease. */
+  #commit(
+    target: { store: SessionStore; namespace: string },
+    resourceId: string,
+    owner: string,
+    version: number,
+    value: unknown,
+  ): MaybePromise<number> {
+    const { store, namespace } = target;
+    return storeCall(store, 'commitTurn', resourceId, () =>
+      store.commitTurn(namespace, resourceId, {
+        owner,
+        version,
+        turn: { replace: { [RECORD_KEY]: value === undefined ? [] : [this.#stored(value)] } },
+        release: true,
+      }),
+    );
+  }
+
+  /**
+   * Runs `work` holding the lease of a resource's record (one read and one write: another writer waits a
+   * moment, an async store's callers by pausing; a sync store's is refused at once), releasing it when `work`
+   * fails.
+   */
+  #leased<T>(
+    target: { store: SessionStore; namespace: string },
+    resourceId: string,
+    work: (session: AcquiredSession, owner: string, release: () => void) => MaybePromise<T>,
+  ): MaybePromise<T> {
+    const { store, namespace } = target;
+    const owner = `working-memory-${randomUUID()}`;
+    const release = () => {
+      try {
+        const released = store.releaseSession(namespace, resourceId, owner);
+        if (isThenable(released)) (released as Promise<void>).catch(() => {});
+      } catch {
+        // The lease runs out by itself.
+      }
+    };
+    const attempt = (tries: number): MaybePromise<T> => {
+      const acquired = storeCall(store, 'acquireSession', resourceId, () =>
+        store.acquireSession(namespace, resourceId, { owner, leaseMs: LEASE_MS }),
+      );
+      return then(acquired, (session) => {
+        if (!session.acquired) {
+          if (store.synchronous || tries >= BUSY_TRIES) {
+            throw new StoreError({
+              message: `${store.description}: the working memory of resource ${JSON.stringify(resourceId)} is being written by another call; try the update again`,
+              store: store.description,
+              operation: 'acquireSession',
+              sessionId: resourceId,
+            });
+          }
+          const wait = Math.min(BUSY_PAUSE_MS, Math.max(1, session.until - Date.now()));
+          return new Promise<void>((resolve) => setTimeout(resolve, wait)).then(() => attempt(tries + 1));
+        }
+        let result: MaybePromise<T>;
+        try {
+          result = work(session, owner, release);
+        } catch (error) {
+          release();
+          throw error;
+        }
+        if (!isThenable(result)) return result;
+        return (result as Promise<T>).then(undefined, (error: unknown) => {
+          release();
+          throw error;
+        });
+      });
+    };
+    return attempt(0);
   }
 
   /**
@@ -583,6 +609,9 @@ const RECORD_KEY = 'working_memory';
 const RECORD_ITEM = 'working_memory';
 /** A resource record's lease while it is written (a write holds it for one read and one commit). */
 const LEASE_MS = 10_000;
+/** How often, and how long at most between tries, an async store's writer asks again for a lease held by another. */
+const BUSY_TRIES = 100;
+const BUSY_PAUSE_MS = 20;
 
 /** Taking back one resource update, once (by the failed call that made it, or by its journal). */
 interface Undo {
