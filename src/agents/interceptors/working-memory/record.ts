@@ -61,7 +61,7 @@ interface ResourceRecord {
 /** The largest record, as text: what goes into every system prompt. */
 const MAX_RECORD_CHARS = 16_000;
 
-/** The sessions whose shown version is remembered per resource, at most (oldest forgotten first). */
+/** Resources (and sessions per resource) whose records and shown versions are held, at most (oldest dropped first). */
 const MAX_SEEN = 10_000;
 
 /** The working memory of one agent (see the module comment). */
@@ -282,7 +282,7 @@ export class WorkingMemory {
           value: content === undefined ? undefined : this.#parse(content),
           version: session.version,
         };
-        this.#resources.set(resourceId, record);
+        this.#cache(resourceId, record);
         return record;
       };
       if (!isThenable(read)) return kept(read);
@@ -329,7 +329,7 @@ export class WorkingMemory {
         value: content === undefined ? undefined : this.#parse(content),
         version: session.version,
       };
-      this.#resources.set(resourceId, before);
+      this.#cache(resourceId, before);
       const stale = this.#stale(resourceId, sessionId, session.version);
       if (stale !== undefined) {
         release();
@@ -445,7 +445,7 @@ export class WorkingMemory {
     before: ResourceRecord | undefined,
     frame: CallFrame | undefined,
   ): void {
-    this.#resources.set(resourceId, { value, version });
+    this.#cache(resourceId, { value, version });
     this.#see(resourceId, sessionId, version);
     if (frame !== undefined) {
       const undo: Undo = { done: false, run: () => this.#undo(resourceId, version, before) };
@@ -525,6 +525,18 @@ export class WorkingMemory {
       errmsg: `The working memory was changed in another conversation since you read it; nothing was updated. It now reads:\n${value === undefined ? '(empty)' : this.#text(value)}\nMake your update again against it if it is still needed.`,
       state: ActionStatusCode.API_ERROR,
     });
+  }
+
+  /**
+   * Keeps a resource's record as last read or written. With a store it is a cache of the store's, bounded
+   * (most recently used kept); in the process alone it is the record itself.
+   */
+  #cache(resourceId: string, record: ResourceRecord): void {
+    const resources = this.#resources;
+    resources.delete(resourceId);
+    resources.set(resourceId, record);
+    if (resources.size > MAX_SEEN && sessionBindingOf(this.owner) !== undefined)
+      resources.delete(resources.keys().next().value!);
   }
 
   #see(resourceId: string, sessionId: SessionId, version: number): void {
