@@ -9,6 +9,7 @@ import {
   AsyncStreamingFunctionCallingAgent,
   asyncTool,
   type BaseAction,
+  BudgetExceededError,
   ConfigurationError,
   FunctionCallingAgent,
   MemoryStore,
@@ -147,6 +148,20 @@ describe('working memory (session scope)', () => {
     second.agent.llm = stopping;
     await expect(second.call('two', { sessionId: 's', signal: controller.signal })).rejects.toThrow();
     expect(second.stateDict('s').workingMemory).toEqual([expect.objectContaining({ content: 'kept' })]);
+  });
+
+  it('an update is a tool call like any other: a budget counts it, and refuses it past its limit', () => {
+    const agent = new FunctionCallingAgent({
+      llm: new MockLLM({ responses: [update('x'), 'ok', update('y')] }),
+      actions: [noop],
+      workingMemory: { scope: 'session' },
+    });
+    const reply = agent.call('go', { sessionId: 'b', budget: { toolCalls: 1 } });
+    expect((reply.extraInfo as { usage: { toolCalls: number } }).usage.toolCalls).toBe(1);
+    expect(() => agent.call('again', { sessionId: 'c', budget: { toolCalls: 0 } })).toThrow(
+      BudgetExceededError,
+    );
+    expect(agent.stateDict('c').workingMemory).toEqual([]);
   });
 
   it('stateDict carries the record; loadStateDict restores it; an older state dict without one loads empty', () => {
