@@ -112,6 +112,7 @@ export type {
   StreamFinal,
   StreamOutput,
   StreamReturn,
+  WorkingMemoryOptions,
 } from './agents/index';
 export {
   Agent,

@@ -60,6 +60,7 @@ export default defineConfig({
           { text: 'Serving: HTTP and the queue', link: '/guide/serving' },
           { text: 'Protocols: OpenAI, useChat, AG-UI, A2A', link: '/guide/protocols' },
           { text: 'Runs that outlive their connection', link: '/guide/background-runs' },
+          { text: 'Memory', link: '/guide/memory' },
           { text: 'Retrieval', link: '/guide/retrieval' },
           { text: 'Memory beyond the transcript', link: '/guide/memory' },
           { text: 'Built-in tools and MCP', link: '/guide/built-in-tools' },

@@ -12,6 +12,7 @@ import { sessionStore } from './session-store';
 import { summaries } from './summaries';
 import { timeout } from './timeout';
 import { tracing } from './tracing';
+import { workingMemory } from './working-memory';
 
 /*
  * The order of the built-in concerns, outermost first: the one place it is fixed (ARCHITECTURE.md says why
@@ -23,6 +24,7 @@ export const BUILTIN_ORDER: readonly BuiltinConcern[] = [
   sessionStore,
   tracing,
   summaries,
+  workingMemory,
   durable,
   recall,
   budget,
