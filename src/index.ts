@@ -90,7 +90,6 @@ export type {
   MaxTurnInfo,
   MemoryConfig,
   ParsedReply,
-  RecalledMessage,
   PromptLanguage,
   ReActAction,
   ReActFinish,
@@ -98,6 +97,7 @@ export type {
   ReActParseFailure,
   ReActPrompts,
   ReActStep,
+  RecalledMessage,
   RecoveredSession,
   RecoverOptions,
   ReplyOf,
@@ -112,6 +112,7 @@ export type {
   StreamFinal,
   StreamOutput,
   StreamReturn,
+  WorkingMemoryOptions,
 } from './agents/index';
 export {
   Agent,
@@ -170,6 +171,7 @@ export type {
   GuardrailVerdict,
 } from './agents/interceptors/guardrails/guardrail';
 export { guardrail } from './agents/interceptors/guardrails/guardrail';
+export type { RecallOptions } from './agents/interceptors/recall/recall';
 export type { MemoryStoreOptions } from './agents/interceptors/session-store/persist';
 export type {
   AgentCallContext,

@@ -24,13 +24,17 @@ import {
   type DurableOptions,
   RECOVERING,
 } from './interceptors/durable/journal';
+import { FORGET_RECALLED } from './interceptors/recall/symbols';
 import {
   checkSyncStore,
   type MemoryStoreOptions,
   SESSION_BINDING,
   SessionBinding,
+  SYNC_AGENT,
 } from './interceptors/session-store/persist';
 import type { Interceptor, InterceptorFor } from './interceptors/types';
+import { WorkingMemory, type WorkingMemoryOptions } from './interceptors/working-memory/record';
+import { sessionRecordsOf, WORKING_MEMORY } from './interceptors/working-memory/symbol';
 import { observers } from './observers';
 import { pendingInterrupts } from './pending-interrupts';
 import {
@@ -87,6 +91,12 @@ export interface AgentOptions<L, F = unknown, H extends Hook = Hook> {
    * every agent called inside its calls (see {@link AsyncInterceptor}); outermost first. Also `agent.use()`.
    */
   interceptors?: readonly InterceptorFor<H>[] | undefined;
+  /**
+   * A record the model keeps for itself — per session, or per `resourceId` (a user) across sessions — shown in
+   * its system prompt and changed through the `updateWorkingMemory` tool, which is added to `tools` (an agent
+   * without tools is refused: the update is a native tool call). See {@link WorkingMemoryOptions}.
+   */
+  workingMemory?: WorkingMemoryOptions | undefined;
 }
 
 /**
@@ -388,6 +398,8 @@ export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook>
   [SESSION_BINDING]: SessionBinding | undefined;
   /** The `durable` option: the store of this agent's call journals. */
   [DURABLE]: DurableOptions | undefined;
+  /** The `workingMemory` option's record and tool (also set on a function-calling loop's model-facing agent). */
+  [WORKING_MEMORY]: WorkingMemory | undefined;
 
   constructor(options: AgentOptions<L, F, H> = {}) {
     if (typeof options !== 'object' || options === null || Array.isArray(options)) {
@@ -415,6 +427,21 @@ export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook>
         : undefined;
     checkSyncStore(this as AgentBase);
     this[DURABLE] = checkDurable(this.name, options.durable);
+    this[WORKING_MEMORY] = undefined;
+    if (options.workingMemory !== undefined) {
+      if (this.tools === undefined) {
+        throw new ConfigurationError({
+          message: `${this.name}: working memory is updated through a native tool call, so it needs an agent that offers tools (give it tools, or use a FunctionCallingAgent)`,
+        });
+      }
+      const working = new WorkingMemory(
+        this as AgentBase,
+        options.workingMemory,
+        (this as { [SYNC_AGENT]?: boolean })[SYNC_AGENT] === true,
+      );
+      this.tools = [...this.tools, working.tool];
+      this[WORKING_MEMORY] = working;
+    }
   }
 
   /** The registered hooks, in the order they run. */
@@ -654,11 +681,15 @@ export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook>
       return;
     }
     this.memory?.reset(sessionId);
+    forgetRecalled(this, sessionId);
+    sessionRecordsOf(this)?.reset(sessionId);
     forgetUsage(this.llm, sessionId);
     if (recursive) {
       for (const [path, agent] of this.namedAgents()) {
         if (path === '') continue;
         agent.memory?.reset(sessionId);
+        forgetRecalled(agent as AgentBase, sessionId);
+        sessionRecordsOf(agent)?.reset(sessionId);
         forgetUsage((agent as AgentBase).llm, sessionId);
       }
     }
@@ -688,6 +719,13 @@ function containedAgents(node: AgentNode): AgentBase[] {
 }
 
 /** Frees what a model keeps per session (its token usage), when it keeps anything. */
+/** A reset session's vectors go from its agent's semantic recall store. */
+function forgetRecalled(agent: AgentBase, sessionId: SessionId): void {
+  (agent.aggregator as { [FORGET_RECALLED]?: (id: SessionId, name: string) => void } | undefined)?.[
+    FORGET_RECALLED
+  ]?.(sessionId, agent.name);
+}
+
 function forgetUsage(llm: unknown, sessionId: SessionId): void {
   const reset = (llm as { resetUsage?: unknown } | null | undefined)?.resetUsage;
   if (typeof reset === 'function') (reset as (id: SessionId) => void).call(llm, sessionId);

@@ -27,6 +27,7 @@ export type { AgentNode } from './agent-tree';
 export { AsyncAgent } from './async-agent';
 export { AsyncStreamingAgent } from './async-streaming-agent';
 export type { DurableOptions } from './interceptors/durable/journal';
+export type { WorkingMemoryOptions } from './interceptors/working-memory/record';
 export type {
   FunctionCallingAgentOptions,
   FunctionCallingChunk,

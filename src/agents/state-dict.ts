@@ -11,6 +11,7 @@ import type { SessionId } from '../schema/session';
 import { isPlainObject } from '../utils/is';
 import { printable } from '../utils/printable';
 import type { MemoryNode } from './agent-tree';
+import { sessionRecordsOf } from './interceptors/working-memory/symbol';
 
 /** A state dict: dotted paths (`memory`, `writer.memory`, `list.0.memory`) to saved messages. */
 export type StateDict = Record<string, AgentMessageJSON[]>;
@@ -59,12 +60,11 @@ export function saveStateDict(
 ): StateDict | LagentStateDict {
   const lagent = options.format === 'lagent';
   const dict: Record<string, AgentMessageJSON[] | LagentMessageJSON[]> = {};
-  for (const [path, agent] of tree.namedAgents()) {
-    if (!agent.memory) continue;
-    const key = lagent ? snakePath(`${path}memory`) : `${path}memory`;
+  for (const [path, name, manager] of memoriesIn(tree)) {
+    const key = lagent ? snakePath(`${path}${name}`) : `${path}${name}`;
     let saved: AgentMessageJSON[];
     try {
-      saved = agent.memory.get(sessionId)?.save() ?? [];
+      saved = manager.get(sessionId)?.save() ?? [];
     } catch (error) {
       if (!(error instanceof ValidationError)) throw error;
       throw new StateDictError({
@@ -96,13 +96,17 @@ export function loadStateDict(
   }
   const plan: [MemoryManager, AgentMessage[]][] = [];
   const expected = new Set<string>();
-  for (const [path, agent] of tree.namedAgents()) {
-    if (!agent.memory) continue;
-    let key = `${path}memory`;
+  for (const [path, name, manager] of memoriesIn(tree)) {
+    let key = `${path}${name}`;
     // Python Lagent names sub-agents in snake_case (`select_agent.memory` for `selectAgent.memory`).
     const snake = snakePath(key);
     if (!Object.hasOwn(dict, key) && snake !== key && Object.hasOwn(dict, snake)) key = snake;
     expected.add(key);
+    // A working memory's records are optional: a state dict saved before the agent had one leaves it empty.
+    if (!(key in dict) && name === 'workingMemory') {
+      plan.push([manager, []]);
+      continue;
+    }
     if (!(key in dict)) {
       throw new StateDictError({
         key,
@@ -125,7 +129,7 @@ export function loadStateDict(
         });
       }
     });
-    plan.push([agent.memory, messages]);
+    plan.push([manager, messages]);
   }
   const unknown = Object.keys(dict).filter((key) => !expected.has(key));
   if (unknown.length > 0) {
@@ -137,6 +141,15 @@ export function loadStateDict(
     });
   }
   for (const [manager, messages] of plan) manager.getOrCreate(sessionId).load(messages);
+}
+
+/** Every memory of the tree: its agent's path, its key there (`memory`, `workingMemory`) and its manager. */
+function* memoriesIn(tree: StateTree): Generator<[string, string, MemoryManager]> {
+  for (const [path, agent] of tree.namedAgents()) {
+    if (agent.memory) yield [path, 'memory', agent.memory];
+    const records = sessionRecordsOf(agent);
+    if (records !== undefined) yield [path, 'workingMemory', records];
+  }
 }
 
 /** A dotted state-dict path in Python's naming: each camelCase segment in snake_case (`selectAgent` -> `select_agent`). */

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { AgentBase, AgentEvents } from '../agents/agent-base';
+import type { AgentBase, AgentEvents, RecalledMessage } from '../agents/agent-base';
 import type { SessionId } from '../schema/session';
 import { isThenable } from '../utils/is';
 import { errorMessage } from '../utils/text';
@@ -15,6 +15,8 @@ export const UI_EVENT_KINDS = [
   'toolEnd',
   'interrupt',
   'resume',
+  'recall',
+  'workingMemory',
 ] as const satisfies readonly (keyof AgentEvents)[];
 
 /** One agent event as the page receives it: plain JSON, long texts cut. */
@@ -33,7 +35,10 @@ export interface UIEvent {
   ms?: number | undefined;
   /** On `llmEnd`, when the model reports its usage. */
   tokens?: { prompt: number; completion: number } | undefined;
-  /** What the event carries, by kind: texts, tool calls, results, the error, interrupts, decisions. */
+  /**
+   * What the event carries, by kind: texts, tool calls, results, the error, interrupts, decisions; for `recall`
+   * the query and the messages recalled (content, sender, session, score); for `workingMemory` the new record.
+   */
   detail: unknown;
 }
 
@@ -69,6 +74,9 @@ interface ToolCallLike {
   name?: unknown;
   arguments?: unknown;
 }
+
+/** Most recalled messages a `recall` event shows (the most similar ones). */
+const MAX_RECALLED = 32;
 
 /** Most tool calls (and results) an event shows (the first ones). */
 const MAX_TOOL_CALLS = 32;
@@ -131,6 +139,21 @@ function detailOf(kind: UIEvent['kind'], event: Record<string, unknown>): unknow
       return { interrupts: event.interrupts };
     case 'resume':
       return { decisions: event.decisions };
+    case 'recall': {
+      const recalled = (event.recalled as RecalledMessage[] | undefined) ?? [];
+      return {
+        query: cut(event.query),
+        recalled: recalled.slice(0, MAX_RECALLED).map((message) => ({
+          content: cut(message.content),
+          sender: message.sender,
+          sessionId: message.sessionId,
+          score: message.score,
+        })),
+        omitted: Math.max(0, recalled.length - MAX_RECALLED),
+      };
+    }
+    case 'workingMemory':
+      return { scope: event.scope, resourceId: event.resourceId, value: cut(event.value) };
   }
 }
 

@@ -62,36 +62,34 @@ describe('lagent serve --config', () => {
   });
 
   it('says what is wrong with a bad file, and refuses --config with --agent or model flags', async () => {
-    const missing = await runCli(['serve', '--config', join(dir, 'nope.json')]);
-    expect(missing.code).toBe(1);
-    expect(missing.stderr).toMatch(/^lagent: agent config not found: /);
-
-    const broken = await runCli(['serve', '--config', writeConfig('broken.json', '{"type": ')]);
-    expect(broken.stderr).toMatch(/^lagent: cannot read agent config .*broken\.json: .*JSON/);
-
-    const unknown = await runCli([
-      'serve',
-      '--config',
-      writeConfig('unknown.json', { type: 'AsyncAgent', llm: { type: 'AsyncGptApi', model: 'm' } }),
+    // Six processes, started together: each is a cold start of the CLI.
+    const [missing, broken, unknown, notAgent, both, withModel] = await Promise.all([
+      runCli(['serve', '--config', join(dir, 'nope.json')]),
+      runCli(['serve', '--config', writeConfig('broken.json', '{"type": ')]),
+      runCli([
+        'serve',
+        '--config',
+        writeConfig('unknown.json', { type: 'AsyncAgent', llm: { type: 'AsyncGptApi', model: 'm' } }),
+      ]),
+      runCli([
+        'serve',
+        '--config',
+        writeConfig('llm.json', { type: 'AsyncGPTAPI', model: 'm', apiKey: 'k' }),
+      ]),
+      runCli(['chat', '--config', 'a.json', '--agent', 'b.js']),
+      runCli(['chat', '--config', 'a.json', '--model', 'x']),
     ]);
+    expect(missing.stderr).toMatch(/^lagent: agent config not found: /);
+    expect(broken.stderr).toMatch(/^lagent: cannot read agent config .*broken\.json: .*JSON/);
     expect(unknown.stderr).toContain(
       'llm.type: unknown type "AsyncGptApi" (not a class of lagent-ts or lagent-ts/tools); did you mean "AsyncGPTAPI"?',
     );
-
-    const notAgent = await runCli([
-      'serve',
-      '--config',
-      writeConfig('llm.json', { type: 'AsyncGPTAPI', model: 'm', apiKey: 'k' }),
-    ]);
     expect(notAgent.stderr).toMatch(/does not describe an agent/);
-
-    const both = await runCli(['chat', '--config', 'a.json', '--agent', 'b.js']);
     expect(both.stderr).toMatch(/--agent and --config cannot be combined/);
-    const withModel = await runCli(['chat', '--config', 'a.json', '--model', 'x']);
     expect(withModel.stderr).toMatch(/--config cannot be combined with --model/);
     for (const result of [missing, broken, unknown, notAgent, both, withModel]) {
       expect(result.code).toBe(1);
       expect(result.stderr).not.toMatch(/\n\s+at /);
     }
-  });
+  }, 60_000);
 });

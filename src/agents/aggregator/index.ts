@@ -1,3 +1,4 @@
+export type { RecallOptions } from '../interceptors/recall/recall';
 export { contentToText } from './content';
 export type { SystemInstruction, SystemTemplate } from './default-aggregator';
 export { DefaultAggregator } from './default-aggregator';

@@ -4,7 +4,11 @@ import type { OutputParser } from '../../prompts/output-parser';
 import type { AgentMessage } from '../../schema/agent-message';
 import type { ChatMessage } from '../../schema/chat-message';
 import { ConfigurationError } from '../../schema/errors';
+import { type SessionId, sessionKey } from '../../schema/session';
 import { toolCallsOf } from '../../schema/tool-calls';
+import type { RecalledMessage } from '../agent-base';
+import { Recall, type RecallGroup, type RecallOptions } from '../interceptors/recall/recall';
+import { FORGET_RECALLED, RECALL_INDEX, WINDOW_START, WITH_RECALLED } from '../interceptors/recall/symbols';
 import { appendHistory, DefaultAggregator, type SystemInstruction } from './default-aggregator';
 import { foldFrame, isSummary, type SummarizeOptions, Summarizer } from './summarize';
 
@@ -32,7 +36,32 @@ export interface TokenWindowAggregatorOptions {
    * (see {@link TokenWindowAggregator.compact}).
    */
   summarize?: SummarizeOptions | undefined;
+  /**
+   * Semantic recall: before each model call, the newest user message is embedded and the `topK` most similar
+   * earlier messages that are out of the window (of the session, or with `scope: 'resource'` of every session
+   * of the call's `resourceId`) are placed before the newest turn, marked as recalled. Messages are embedded
+   * once their turn is committed. Async agents only; not with `summarize`. See the guide's "Semantic recall".
+   */
+  recall?: RecallOptions | undefined;
 }
+
+/** What the recall interceptor hands one `aggregate` call. */
+interface PendingRecall {
+  memory: Memory;
+  /** The candidates, most similar first (see `Recall.search`). */
+  groups: readonly RecallGroup[];
+  /** How many matches to show at most. */
+  topK: number;
+  /** The position (in the whole history) of the newest turn's first message: the block goes before it. */
+  before: number;
+  sessionId: SessionId;
+  /** The messages the prompt shows (the least similar are left out when they would take over half the room). */
+  kept: readonly RecalledMessage[];
+}
+
+/** The first line of the recalled block, as the model sees it. */
+export const RECALLED_HEADER =
+  'Recalled from earlier in the conversation (not said now; shown because they may be relevant to the next message):';
 
 /** A unit's count, cached on its first message: valid for the same agent name and the same last message. */
 interface CachedCount {
@@ -73,6 +102,9 @@ export class TokenWindowAggregator extends DefaultAggregator {
   readonly #counts = new WeakMap<AgentMessage, CachedCount>();
   readonly #systemCounts = new Map<string, number>();
   readonly #summarizer: Summarizer | undefined;
+  /** Semantic recall's index and search, with `recall`. */
+  readonly [RECALL_INDEX]: Recall | undefined;
+  #pending: PendingRecall | undefined;
   #warnedNoFrame = false;
 
   constructor(options: TokenWindowAggregatorOptions) {
@@ -102,6 +134,13 @@ export class TokenWindowAggregator extends DefaultAggregator {
     this.#base = this.#count([]);
     this.#summarizer =
       options.summarize === undefined ? undefined : new Summarizer(options.summarize, this.budget);
+    if (options.recall !== undefined && options.summarize !== undefined) {
+      throw new ConfigurationError({
+        message:
+          'TokenWindowAggregator: recall and summarize cannot be used together (a summary removes the messages recall indexes by their place in the history)',
+      });
+    }
+    this[RECALL_INDEX] = options.recall === undefined ? undefined : new Recall(options.recall);
   }
 
   /** The tokens left for the prompt: `maxTokens - reserve`. */
@@ -131,8 +170,129 @@ export class TokenWindowAggregator extends DefaultAggregator {
       budget -= this.#unitTokens(history, 0, 1, name);
       appendHistory(out, history, name, 0, 1);
     }
+    const pending = this.#pending;
+    if (pending !== undefined && pending.memory === memory && pending.groups.length > 0) {
+      this.#withBlock(out, history, memory.length - history.length, name, budget, pending);
+      return out;
+    }
     appendHistory(out, history, name, this.windowStart(history, name, budget, pinned));
     return out;
+  }
+
+  /**
+   * The prompt's history with the recalled block before the newest turn. The block's tokens come off the
+   * window's budget, so the window it leaves decides which candidates are recalled (those in it never are): the
+   * window is taken again, starting later each time, until the block fits beside it. The least similar matches are left out (each with its
+   * neighbours) when the block would take over half the budget.
+   */
+  #withBlock(
+    out: ChatMessage[],
+    history: readonly AgentMessage[],
+    offset: number,
+    name: string,
+    budget: number,
+    pending: PendingRecall,
+  ): void {
+    const blockFor = (windowStart: number) => {
+      let chosen = chooseRecalled(pending.groups, pending.topK, offset + windowStart);
+      let block = recalledBlock(flatten(chosen), name, pending.sessionId);
+      let tokens = this.#count([block]) - this.#base;
+      while (tokens > budget / 2 && chosen.length > 1) {
+        chosen = chosen.slice(0, -1);
+        block = recalledBlock(flatten(chosen), name, pending.sessionId);
+        tokens = this.#count([block]) - this.#base;
+      }
+      return { chosen, block, tokens };
+    };
+    // The window without the block, then with it: it only ever starts later, so what left it is a candidate
+    // from then on, and it settles (a block that came out smaller leaves room unused rather than taking back
+    // into the window what it now recalls).
+    let start = this.windowStart(history, name, budget);
+    let fitted = blockFor(start);
+    for (;;) {
+      const next = this.windowStart(history, name, budget - fitted.tokens);
+      if (next <= start) break;
+      start = next;
+      fitted = blockFor(start);
+    }
+    const kept = flatten(fitted.chosen);
+    pending.kept = kept;
+    if (kept.length === 0) {
+      appendHistory(out, history, name, this.windowStart(history, name, budget));
+      return;
+    }
+    const before = Math.min(history.length, Math.max(start, pending.before - offset));
+    appendHistory(out, history, name, start, before);
+    out.push(fitted.block);
+    // The newest turn rendered on its own: its first user message is not joined to the block.
+    const newest: ChatMessage[] = [];
+    appendHistory(newest, history, name, before);
+    for (const message of newest) out.push(message);
+  }
+
+  /**
+   * With `recall`: removes the vectors of a session's messages from the store (`agent.reset(sessionId)` does it
+   * too). With `scope: 'resource'` give the session's `resourceId` (else the one this process last saw it
+   * called with). Resolves to how many vectors were removed.
+   */
+  forgetRecalled(sessionId: SessionId, options: { resourceId?: string | undefined } = {}): Promise<number> {
+    if (this[RECALL_INDEX] === undefined) return Promise.resolve(0);
+    return this[RECALL_INDEX].forgetSession(String(sessionKey(sessionId)), options.resourceId);
+  }
+
+  /**
+   * With `recall`: resolves once the turns committed so far are indexed (their embedding runs in the background,
+   * after the reply): before a process exits, or in tests. A turn whose indexing failed is indexed before its
+   * session's next recall.
+   */
+  flushRecall(): Promise<void> {
+    return this[RECALL_INDEX] === undefined ? Promise.resolve() : this[RECALL_INDEX].settled();
+  }
+
+  /** `agent.reset(sessionId)`: the session's vectors are removed in the background (a failure is a warning). */
+  [FORGET_RECALLED](sessionId: SessionId, agentName: string): void {
+    if (this[RECALL_INDEX] === undefined) return;
+    this.forgetRecalled(sessionId).catch((error: unknown) => {
+      process.emitWarning(
+        `${agentName}: semantic recall could not remove the vectors of session ${JSON.stringify(String(sessionId))} after its reset (${error instanceof Error ? error.message : String(error)})`,
+        { code: 'LAGENT_RECALL_FORGET_FAILED' },
+      );
+    });
+  }
+
+  /** See {@link WINDOW_START}: the window as `aggregate` would take it without recall. */
+  [WINDOW_START](
+    memory: Memory,
+    name: string,
+    parser: OutputParser | undefined,
+    systemInstruction: SystemInstruction | undefined,
+  ): number {
+    const system = this.aggregateSystemInstruction(systemInstruction, parser);
+    const history = memory[RECENT]();
+    const budget = this.budget - this.#base - this.#systemTokens(system);
+    return memory.length - history.length + this.windowStart(history, name, budget);
+  }
+
+  /**
+   * Builds a prompt (`build` calls `aggregate` on `memory`) with the recalled candidates out of its window placed
+   * before position `before`;
+   * returns it and the recalled messages it shows.
+   */
+  [WITH_RECALLED]<T>(
+    memory: Memory,
+    groups: readonly RecallGroup[],
+    topK: number,
+    before: number,
+    sessionId: SessionId,
+    build: () => T,
+  ): { prompt: T; kept: readonly RecalledMessage[] } {
+    const pending: PendingRecall = { memory, groups, topK, before, sessionId, kept: [] };
+    this.#pending = pending;
+    try {
+      return { prompt: build(), kept: pending.kept };
+    } finally {
+      this.#pending = undefined;
+    }
   }
 
   /**
@@ -232,6 +392,52 @@ export class TokenWindowAggregator extends DefaultAggregator {
     }
     return tokens;
   }
+}
+
+/**
+ * The first `topK` groups whose match is out of the window (a match of the calling session at `windowStart` or
+ * after is in it), each without its members in the window or brought by an earlier group.
+ */
+function chooseRecalled(groups: readonly RecallGroup[], topK: number, windowStart: number): RecallGroup[] {
+  const chosen: RecallGroup[] = [];
+  const seen = new Set<string>();
+  for (const group of groups) {
+    if (chosen.length === topK) break;
+    if (group.own && group.position >= windowStart) continue;
+    const members = group.members.filter((member) => {
+      if ((member.own && member.position >= windowStart) || seen.has(member.key)) return false;
+      seen.add(member.key);
+      return true;
+    });
+    chosen.push(members.length === group.members.length ? group : { ...group, members });
+  }
+  return chosen;
+}
+
+/** The messages of the groups, in order. */
+function flatten(groups: readonly RecallGroup[]): RecalledMessage[] {
+  const messages: RecalledMessage[] = [];
+  for (const group of groups) for (const member of group.members) messages.push(member.message);
+  return messages;
+}
+
+/**
+ * The recalled messages as one user message, marked as recalled: the header, then a line per message
+ * (`user:`, `assistant:` for the agent's own, else the sender), those of another session of the resource
+ * marked `(another conversation)`.
+ */
+export function recalledBlock(
+  recalled: readonly RecalledMessage[],
+  name: string,
+  sessionId: SessionId,
+): ChatMessage {
+  const lines = [RECALLED_HEADER];
+  for (const message of recalled) {
+    const who = message.sender === name ? 'assistant' : message.sender;
+    const where = String(message.sessionId) === String(sessionId) ? '' : ' (another conversation)';
+    lines.push(`${who}${where}: ${message.content}`);
+  }
+  return { role: 'user', content: lines.join('\n') };
 }
 
 /**

@@ -10,11 +10,13 @@ import { durable } from './durable';
 import { DURABLE } from './durable/option';
 import { guardrails } from './guardrails';
 import { hooks } from './hooks';
+import { recall } from './recall';
 import { sessionStore } from './session-store';
 import { SESSION_BINDING } from './session-store/persist';
 import { summaries } from './summaries';
 import { timeout } from './timeout';
 import { tracing } from './tracing';
+import { workingMemory } from './working-memory';
 
 /*
  * The order of the built-in concerns, outermost first: the one place it is fixed (ARCHITECTURE.md says why
@@ -28,7 +30,9 @@ export const BUILTIN_ORDER: readonly BuiltinConcern[] = [
   sessionStore,
   tracing,
   summaries,
+  workingMemory,
   durable,
+  recall,
   budget,
   approvals,
   hooks,

@@ -37,8 +37,11 @@ import {
 } from '../interceptors/approvals/rounds';
 import { resumesFromMemory } from '../interceptors/durable/in-process';
 import type { DurableOptions } from '../interceptors/durable/journal';
+import { SYNC_AGENT } from '../interceptors/session-store/persist';
 import { RESUME } from '../interceptors/slots';
 import type { InterceptorFor } from '../interceptors/types';
+import { WorkingMemory, type WorkingMemoryOptions } from '../interceptors/working-memory/record';
+import { WORKING_MEMORY } from '../interceptors/working-memory/symbol';
 import { agentCallSteps, emitEvent } from '../lifecycle';
 import { TOOL_TURNS, WAITING_CALLS, type WaitingCalls } from '../pending-interrupts';
 import { StreamingAgent } from '../streaming-agent';
@@ -75,6 +78,11 @@ export interface FunctionCallingAgentOptions<L, H, A extends ActionBase = Action
   timeoutMs?: number | undefined;
   /** Journals each call's model and tool steps in a store, so a crashed call goes on where it was. */
   durable?: DurableOptions | undefined;
+  /**
+   * A record the model keeps for itself, per session or per `resourceId`, shown in its system prompt and
+   * changed with the `updateWorkingMemory` tool (added to the executor's tools): see `WorkingMemoryOptions`.
+   */
+  workingMemory?: WorkingMemoryOptions | undefined;
 }
 
 /**
@@ -275,7 +283,20 @@ function functionCallingAgentClass<
         durable: options.durable,
       });
       this.maxTurn = checkMaxTurn(this.name, options.maxTurn ?? 10);
-      this.executor = variant.executor(options);
+      // The working memory's record is this agent's; its tool runs in the executor, its prompt is the model-facing agent's.
+      const working =
+        options.workingMemory === undefined
+          ? undefined
+          : new WorkingMemory(
+              this as AgentBase,
+              options.workingMemory,
+              (this as { [SYNC_AGENT]?: boolean })[SYNC_AGENT] === true,
+            );
+      this.executor = variant.executor(
+        working === undefined
+          ? options
+          : { ...options, actions: [...toActionList(options.actions), working.tool] },
+      );
       this.agent = variant.agent({
         llm: options.llm,
         template: options.template,
@@ -284,6 +305,10 @@ function functionCallingAgentClass<
         name: this.name,
         tools: [this.executor],
       });
+      if (working !== undefined) {
+        this[WORKING_MEMORY] = working;
+        this.agent[WORKING_MEMORY] = working;
+      }
     }
 
     /** The calls of the model's last message when the loop never answered them (see `pendingInterrupts`). */
@@ -410,6 +435,10 @@ export class AsyncStreamingFunctionCallingAgent extends functionCallingAgentClas
       false,
     ) as AsyncGenerator<FunctionCallingChunk, FunctionCallingReply, undefined>;
   }
+}
+
+function toActionList(actions: ActionBase | readonly ActionBase[]): ActionBase[] {
+  return Array.isArray(actions) ? [...(actions as readonly ActionBase[])] : [actions as ActionBase];
 }
 
 function asyncExecutorOf(

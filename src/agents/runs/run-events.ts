@@ -1,6 +1,6 @@
 import { AgentMessage, asOwnMessage } from '../../schema/agent-message';
 import { AgentStatusCode } from '../../schema/status';
-import type { RunEventInput, RunStatus } from '../../stores/types';
+import type { RunEvent, RunStatus } from '../../stores/types';
 import { errorMessage } from '../../utils/text';
 import type { AgentEvents } from '../agent-base';
 
@@ -34,6 +34,27 @@ export const RUN_EVENT_TYPES = {
   truncated: 'truncated',
 } as const;
 
+/**
+ * An event as this process logs it: `data`, its JSON text, is what the store keeps; `value`, when set, is the
+ * value that text is of, which readers in this process take from the run's feed instead of parsing `data` again
+ * (a chunk's: the many events of a run). The value is shared by those readers: they read it, never change it. An
+ * event read from the store has no `value`. `seq` is 0 until the event is written.
+ */
+export interface LiveRunEvent extends RunEvent {
+  value: unknown;
+}
+
+/** A logged event (see {@link LiveRunEvent}); every event of a log has this one shape. */
+export function liveEvent(type: string, data: string, value?: unknown): LiveRunEvent {
+  return { seq: 0, type, data, value };
+}
+
+/** The data of a run's event: its value when this process logged it, else its JSON text parsed. */
+export function eventData(event: RunEvent): unknown {
+  const value = (event as Partial<LiveRunEvent>).value;
+  return value === undefined ? JSON.parse(event.data) : value;
+}
+
 /** The agent events a run's log keeps. */
 export const RUN_AGENT_EVENTS = [
   'callStart',
@@ -59,11 +80,11 @@ export class ChunkEncoder {
   /** The text of the last chunk logged, when it was text. */
   #previous: string | undefined;
 
-  encode(chunk: unknown): RunEventInput {
+  encode(chunk: unknown): LiveRunEvent {
     const message = asOwnMessage(chunk);
     if (message === undefined) {
       this.#previous = undefined;
-      return { type: RUN_EVENT_TYPES.chunk, data: json(chunk) };
+      return liveEvent(RUN_EVENT_TYPES.chunk, json(chunk));
     }
     const wire = message.toJSON({ format: 'lagent' });
     // Reasoning is not part of a message's JSON: a chunk of reasoning says what it adds here.
@@ -73,9 +94,10 @@ export class ChunkEncoder {
     const content = message.content;
     const delta = this.#deltaOf(message);
     this.#previous = typeof content === 'string' ? content : undefined;
-    if (delta === undefined) return { type: RUN_EVENT_TYPES.chunk, data: JSON.stringify(wire) };
+    // The wire form is the chunk's fresh copy, which its text is of: readers in this process take it as it is.
+    if (delta === undefined) return liveEvent(RUN_EVENT_TYPES.chunk, JSON.stringify(wire), wire);
     (wire as { content: unknown }).content = delta;
-    return { type: RUN_EVENT_TYPES.delta, data: JSON.stringify(wire) };
+    return liveEvent(RUN_EVENT_TYPES.delta, JSON.stringify(wire), wire);
   }
 
   /** Forgets the previous chunk: the next one is logged whole (a replayed reply, after a recovery). */
@@ -99,32 +121,33 @@ export function isChunk(value: unknown): boolean {
 }
 
 /** The `message` event of a run's reply. */
-export function messageEvent(reply: unknown): RunEventInput {
-  return { type: RUN_EVENT_TYPES.message, data: json(toWire(reply)) };
+export function messageEvent(reply: unknown): LiveRunEvent {
+  return liveEvent(RUN_EVENT_TYPES.message, json(toWire(reply)));
 }
 
 /** The `error` event of a run that failed or was cancelled. */
-export function errorEvent(status: RunStatus, detail: string, error: string): RunEventInput {
-  return { type: RUN_EVENT_TYPES.error, data: JSON.stringify({ detail, error, status }) };
+export function errorEvent(status: RunStatus, detail: string, error: string): LiveRunEvent {
+  return liveEvent(RUN_EVENT_TYPES.error, JSON.stringify({ detail, error, status }));
 }
 
 /** A `status` event. */
-export function statusEvent(status: RunStatus, extra?: Record<string, unknown>): RunEventInput {
-  return { type: RUN_EVENT_TYPES.status, data: JSON.stringify({ status, ...extra }) };
+export function statusEvent(status: RunStatus, extra?: Record<string, unknown>): LiveRunEvent {
+  return liveEvent(RUN_EVENT_TYPES.status, JSON.stringify({ status, ...extra }));
 }
 
 /** An `agent` event. */
-export function agentEvent(kind: RunAgentEventKind, event: Record<string, unknown>): RunEventInput {
+export function agentEvent(kind: RunAgentEventKind, event: Record<string, unknown>): LiveRunEvent {
   const agent = event.agent as { name?: unknown } | undefined;
-  return {
-    type: RUN_EVENT_TYPES.agent,
-    data: json({
+  // Its value is not kept: an event's detail may hold the emitter's own objects, which its text snapshots.
+  return liveEvent(
+    RUN_EVENT_TYPES.agent,
+    json({
       kind,
       path: typeof event.path === 'string' ? event.path : '',
       agent: typeof agent?.name === 'string' ? agent.name : '',
       detail: detailOf(kind, event),
     }),
-  };
+  );
 }
 
 /** A reply in its wire form (Lagent's shape). */

@@ -47,6 +47,34 @@ export async function* followRun(
   options: FollowRunOptions = {},
 ): AsyncGenerator<RunEvent, RunRecord | undefined, undefined> {
   const { signal } = options;
+  const pages = followRunPages(store, namespace, runId, options);
+  try {
+    for (;;) {
+      const step = await pages.next();
+      if (step.done) return step.value;
+      for (const event of step.value) {
+        // Aborted: the next page's read sees it, and ends.
+        if (signal?.aborted) break;
+        yield event;
+      }
+    }
+  } finally {
+    await pages.return(undefined);
+  }
+}
+
+/**
+ * {@link followRun} a page at a time: the events read at once (from the feed, or a page of the store), in order,
+ * never empty. What a relay that writes many events takes: one step of the reader per page, not per event.
+ * Checks `signal` between pages.
+ */
+export async function* followRunPages(
+  store: LogStore,
+  namespace: string,
+  runId: string,
+  options: FollowRunOptions = {},
+): AsyncGenerator<readonly RunEvent[], RunRecord | undefined, undefined> {
+  const { signal } = options;
   let cursor = options.after ?? 0;
   const writer = runWriterOf(store);
   let dirty = true;
@@ -88,12 +116,9 @@ export async function* followRun(
         lastSeq = page.run.lastSeq;
       }
       first = false;
-      for (const event of events) {
-        if (signal?.aborted) return record;
-        yield event;
-        cursor = event.seq;
-      }
       if (events.length > 0) {
+        yield events;
+        cursor = events[events.length - 1]!.seq;
         delay = POLL_MIN_MS;
         continue;
       }

@@ -1,14 +1,8 @@
 import { RunWatchers } from '../../stores/run-log';
-import type {
-  RunEvent,
-  RunEventInput,
-  RunLogStore,
-  RunStatus,
-  RunWrite,
-  RunWritten,
-} from '../../stores/types';
+import type { RunEvent, RunLogStore, RunStatus, RunWrite, RunWritten } from '../../stores/types';
 import { isThenable } from '../../utils/is';
 import { errorMessage } from '../../utils/text';
+import type { LiveRunEvent } from './run-events';
 
 /*
  * How runs write their logs. Every store has one writer in this process: the events runs log are buffered and
@@ -26,10 +20,12 @@ const FEED_WINDOW = 4_096;
 /** Failed writes tried again, at most, before their events are dropped (with a warning). */
 const MAX_TRIES = 6;
 
-/** One run's writes waiting for the next flush. */
-interface Pending {
+/** @internal One run's writes waiting for the next flush. */
+export interface Pending {
   log: RunLog;
-  events: RunEventInput[];
+  events: LiveRunEvent[];
+  /** Taken to be written (or merged into another): a log that kept it buffers its next events afresh. */
+  taken: boolean;
   status: RunStatus | undefined;
   result: string | undefined;
   statusSet: boolean;
@@ -111,9 +107,14 @@ export class RunWriter {
     this.local.notify(log.namespace, log.runId);
   }
 
-  /** Buffers an event of a run; it is written with the others at the end of this turn of the event loop. */
-  append(log: RunLog, event: RunEventInput): void {
-    const pending = this.#pendingOf(log);
+  /**
+   * Buffers an event of a run; it is written with the others at the end of this turn of the event loop, then
+   * numbered and put in the run's feed as it is (the caller gives it up).
+   */
+  append(log: RunLog, event: LiveRunEvent): void {
+    // The run's buffer of this turn, kept on its log: no look-up per chunk.
+    const kept = log.pending;
+    const pending = kept !== undefined && !kept.taken ? kept : this.#pendingOf(log);
     pending.events.push(event);
     log.buffered++;
     this.#schedule();
@@ -144,6 +145,7 @@ export class RunWriter {
       pending = {
         log,
         events: [],
+        taken: false,
         status: undefined,
         result: undefined,
         statusSet: false,
@@ -152,6 +154,7 @@ export class RunWriter {
       };
       this.#pending.set(id, pending);
     }
+    log.pending = pending;
     return pending;
   }
 
@@ -168,6 +171,7 @@ export class RunWriter {
     if (this.#pending.size === 0) return;
     const batch = [...this.#pending.values()];
     this.#pending.clear();
+    for (const pending of batch) pending.taken = true;
     const number = ++this.#taken;
     const writes: RunWrite[] = batch.map((pending) => ({
       namespace: pending.log.namespace,
@@ -216,11 +220,9 @@ export class RunWriter {
         const count = pending.events.length;
         if (count > 0) {
           const first = result.lastSeq - count + 1;
-          const events: RunEvent[] = new Array(count);
-          for (let j = 0; j < count; j++) {
-            const event = pending.events[j]!;
-            events[j] = { seq: first + j, type: event.type, data: event.data };
-          }
+          // The events logged are the feed's: numbered now, not copied.
+          const events = pending.events;
+          for (let j = 0; j < count; j++) events[j]!.seq = first + j;
           // A feed that missed events (written by another process meanwhile) starts again after them.
           if (first !== feed.lastSeq + 1) {
             feed.events = [];
@@ -254,12 +256,17 @@ export class RunWriter {
     if (retry.length > 0) {
       const later = [...this.#pending.values()];
       this.#pending.clear();
-      for (const pending of retry) this.#pending.set(key(pending.log.namespace, pending.log.runId), pending);
+      for (const pending of retry) {
+        pending.taken = false;
+        pending.log.pending = pending;
+        this.#pending.set(key(pending.log.namespace, pending.log.runId), pending);
+      }
       for (const pending of later) {
         const id = key(pending.log.namespace, pending.log.runId);
         const earlier = this.#pending.get(id);
         if (earlier === undefined) this.#pending.set(id, pending);
         else {
+          pending.taken = true;
           earlier.events.push(...pending.events);
           if (pending.statusSet) {
             earlier.status = pending.status;
@@ -315,6 +322,8 @@ export class RunLog {
   lost: unknown;
   /** Called when a write found that somebody asked for the run to be cancelled. */
   onCancelRequested: () => void = () => {};
+  /** @internal The run's writes buffered this turn (the writer's; stale once taken). */
+  pending: Pending | undefined;
 
   constructor(writer: RunWriter, namespace: string, runId: string, ttlMs: number) {
     this.writer = writer;
@@ -323,7 +332,7 @@ export class RunLog {
     this.ttlMs = ttlMs;
   }
 
-  append(event: RunEventInput): void {
+  append(event: LiveRunEvent): void {
     this.writer.append(this, event);
   }
 

@@ -21,6 +21,8 @@ import {
   ChunkEncoder,
   errorEvent,
   isChunk,
+  type LiveRunEvent,
+  liveEvent,
   messageEvent,
   RUN_AGENT_EVENTS,
   RUN_EVENT_TYPES,
@@ -333,7 +335,7 @@ export function startRun(
   if (callId !== undefined && (typeof callId !== 'string' || callId === '')) {
     throw new ConfigurationError({ message: 'start: callId must be a non-empty string' });
   }
-  const runId = givenId ?? (callId as string | undefined) ?? randomUUID();
+  const runId = givenId ?? (callId as string | undefined) ?? newRunId();
   checkStoreKey(place.store.description, 'start', runId);
   if (callId === undefined && (agent as { [DURABLE]?: unknown })[DURABLE] !== undefined)
     callOptions.callId = runId;
@@ -352,13 +354,9 @@ export function executeRun(options: ExecuteRunOptions): Run {
   const { place, runId, sessionId, mode } = options;
   const { store, namespace } = place;
   const controller = new AbortController();
-  const cancelled = new RunFailedError({
-    message: `run ${JSON.stringify(runId)} was cancelled`,
-    runId,
-    status: 'cancelled',
-  });
+  const cancelled = new Cancellation(runId);
   const cancel = () => {
-    if (!controller.signal.aborted) controller.abort(cancelled);
+    if (!controller.signal.aborted) controller.abort(cancelled.error);
   };
   if (options.signal?.aborted) cancel();
   else options.signal?.addEventListener('abort', cancel, { once: true });
@@ -397,6 +395,41 @@ export function executeRun(options: ExecuteRunOptions): Run {
   return new Run({ id: runId, sessionId, place, result, ready, cancel });
 }
 
+/**
+ * A new run's id: a random UUID copied into one string. Node builds a UUID by concatenating its pieces, and a
+ * store that keeps it as a key would keep every piece (about 400 bytes a run).
+ */
+function newRunId(): string {
+  return Buffer.from(randomUUID(), 'latin1').toString('latin1');
+}
+
+/**
+ * The error a run is cancelled with, made when it is (an error's stack costs microseconds; most runs never need
+ * it).
+ */
+class Cancellation {
+  readonly #runId: string;
+  #error: RunFailedError | undefined;
+
+  constructor(runId: string) {
+    this.#runId = runId;
+  }
+
+  get error(): RunFailedError {
+    this.#error ??= new RunFailedError({
+      message: `run ${JSON.stringify(this.#runId)} was cancelled`,
+      runId: this.#runId,
+      status: 'cancelled',
+    });
+    return this.#error;
+  }
+
+  /** True for this run's cancellation (once made). */
+  is(reason: unknown): boolean {
+    return this.#error !== undefined && reason === this.#error;
+  }
+}
+
 /** A run of that id exists: it may go on only as asked (a decision for a waiting run, a recovery). */
 function checkGoesOn(record: RunRecord, runId: string, sessionId: string, mode: RunMode): void {
   if (record.sessionId !== sessionId) {
@@ -419,11 +452,11 @@ async function runLogged(
   record: RunRecord,
   created: boolean,
   controller: AbortController,
-  cancelled: RunFailedError,
+  cancelled: Cancellation,
 ): Promise<AgentMessage> {
   const execution = new RunExecution(options.place, record, options.mode);
   execution.onCancelRequested = () => {
-    if (!controller.signal.aborted) controller.abort(cancelled);
+    if (!controller.signal.aborted) controller.abort(cancelled.error);
   };
   let reply: AgentMessage;
   try {
@@ -441,8 +474,9 @@ async function runLogged(
       if (created) await Promise.resolve(store.deleteRun(namespace, options.runId)).catch(() => {});
       throw error;
     }
-    const failure = controller.signal.aborted && controller.signal.reason === cancelled ? cancelled : error;
-    await execution.fail(failure, failure === cancelled);
+    const wasCancelled = controller.signal.aborted && cancelled.is(controller.signal.reason);
+    const failure = wasCancelled ? cancelled.error : error;
+    await execution.fail(failure, wasCancelled);
     throw failure;
   }
   if (execution.holding && isReplayOfFinished(reply)) {
@@ -466,7 +500,7 @@ export class RunExecution {
   #logged = 0;
   #truncated = false;
   /** A recovery's first events, held until the call does something (see {@link RunExecution.holding}). */
-  #held: { type: string; data: string }[] | undefined;
+  #held: LiveRunEvent[] | undefined;
   #running = false;
   #closed = false;
   /** Called when a write finds that somebody asked for the run to be cancelled. */
@@ -579,19 +613,18 @@ export class RunExecution {
     this.log.writer.close(this.log);
   }
 
-  #write(event: { type: string; data: string }): void {
+  #write(event: LiveRunEvent): void {
     if (this.#held !== undefined) this.#held.push(event);
     else this.log.append(event);
   }
 
-  #take(event: { type: string; data: string }): void {
+  #take(event: LiveRunEvent): void {
     if (this.#logged >= this.#place.maxEvents) {
       if (!this.#truncated) {
         this.#truncated = true;
-        this.#write({
-          type: RUN_EVENT_TYPES.truncated,
-          data: JSON.stringify({ maxEvents: this.#place.maxEvents }),
-        });
+        this.#write(
+          liveEvent(RUN_EVENT_TYPES.truncated, JSON.stringify({ maxEvents: this.#place.maxEvents })),
+        );
       }
       return;
     }
@@ -658,7 +691,7 @@ async function settleRecovered(place: RunPlace, payload: Record<string, unknown>
 async function relayStream(
   stream: AsyncIterator<unknown> | Iterator<unknown>,
   log: RunLog,
-  take: (event: { type: string; data: string }) => void,
+  take: (event: LiveRunEvent) => void,
 ): Promise<unknown> {
   const encoder = new ChunkEncoder();
   let held: unknown;

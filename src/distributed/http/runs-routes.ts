@@ -11,7 +11,7 @@ import {
   runPlaceOf,
   startRun,
 } from '../../agents/runs/run';
-import { followRun, runRests } from '../../agents/runs/run-reader';
+import { followRunPages, runRests } from '../../agents/runs/run-reader';
 import type { MessageInput } from '../../schema/agent-message';
 import { ConfigurationError, ValidationError } from '../../schema/errors';
 import type { SessionId } from '../../schema/session';
@@ -171,14 +171,14 @@ export class ServerRuns {
     return Promise.resolve(store.listRuns(namespace, sessionId, { after, limit }));
   }
 
-  /** A run's events after `after`, then live ones, until it rests (see `followRun`). */
+  /** A run's events after `after`, then live ones, until it rests, a page at a time (see `followRunPages`). */
   follow(
     runId: string,
     after: number,
     signal?: AbortSignal,
-  ): AsyncGenerator<RunEvent, RunRecord | undefined> {
+  ): AsyncGenerator<readonly RunEvent[], RunRecord | undefined> {
     const { store, namespace } = this.place;
-    return followRun(store, namespace, runId, { after, signal });
+    return followRunPages(store, namespace, runId, { after, signal });
   }
 
   /** Asks for a run to be cancelled (see `Run.cancel`). */
@@ -254,6 +254,8 @@ export interface RunRoutesContext {
 const JSON_TYPE = 'application/json; charset=utf-8';
 /** How often a stream that has nothing to send sends a comment, so proxies keep it open (ms). */
 const HEARTBEAT_MS = 15_000;
+/** The most text of a page of events written at once. */
+const BATCH_CHARS = 16_384;
 
 function errorBody(detail: string, error: string): string {
   return JSON.stringify({ detail, error });
@@ -516,15 +518,25 @@ async function relay(options: RelayRunLogOptions, controller: AbortController): 
   const follow = runs.follow(runId, after, controller.signal);
   try {
     let last: RunRecord | undefined;
-    for (;;) {
+    pages: for (;;) {
       const step = await follow.next();
       if (step.done) {
         last = step.value;
         break;
       }
-      if (raw.destroyed) break;
-      const text = encode(step.value);
-      if (text !== undefined && !raw.write(text)) await drained(raw);
+      // A page's events go as one write (a page of a long log in writes of at most 16 KiB).
+      let batch = '';
+      for (const event of step.value) {
+        if (raw.destroyed || controller.signal.aborted) break pages;
+        const text = encode(event);
+        if (text === undefined) continue;
+        batch += text;
+        if (batch.length < BATCH_CHARS) continue;
+        const room = raw.write(batch);
+        batch = '';
+        if (!room) await drained(raw);
+      }
+      if (batch !== '' && !raw.write(batch)) await drained(raw);
     }
     if (!raw.destroyed && !controller.signal.aborted) {
       const closing = options.end?.(last);

@@ -82,9 +82,17 @@ export class WriteTurns {
   #since = performance.now();
 
   wait(raw: Writable): Promise<void> {
+    return this.pause(raw) ?? RESOLVED;
+  }
+
+  /**
+   * {@link wait}, or undefined when there is nothing to wait for (most events): a relay that writes many events
+   * at once goes on without a step of the event loop's microtasks per event.
+   */
+  pause(raw: Writable): Promise<void> | undefined {
     if (!raw.writableNeedDrain || raw.destroyed) {
       // The clock is read once every 32 events: a relay's cost stays that of a counter.
-      if ((++this.#pulls & 31) !== 0 || performance.now() - this.#since < TURN_MS) return RESOLVED;
+      if ((++this.#pulls & 31) !== 0 || performance.now() - this.#since < TURN_MS) return undefined;
       return new Promise((resolve) =>
         setImmediate(() => {
           this.#since = performance.now();

@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AgentBase } from '../../agents/agent-base';
+import { checkClientTools } from '../../agents/interceptors/approvals/client-tools';
+import { pendingInterrupts } from '../../agents/pending-interrupts';
+import { toAPIToolName, toolsAsJSON } from '../../llms/tool-calls';
+import type { ToolSpec } from '../../llms/types';
 import { AgentMessage } from '../../schema/agent-message';
+import type { OpenAITool } from '../../schema/chat-message';
 import type { ContentPart } from '../../schema/content-parts';
 import { type Decision, type Interrupt, interruptsOf, resumeWith } from '../../schema/interrupts';
 import type { SessionId } from '../../schema/session';
@@ -28,6 +34,12 @@ import { CLIENT_GONE, type ProtocolHost, type RunObserver, runCall } from './run
  * name. With a session (the `user` field, or an `X-Session-Id` header) the session's memory is the truth and
  * only the newest message is taken; without one, the conversation is taken as given, in a session of its own
  * that is cleared after the call, for clients that resend the whole history.
+ *
+ * A request's `tools` are the client's: those named as a tool of the agent's tree let a call that waits for
+ * approval of that tool be answered as tool calls; the others are the call's client tools (`clientTools`),
+ * offered to its models, whose calls pause the call and are answered as tool calls for the client to run. The
+ * next request on the session answers them with `tool` messages (an approval's `approve` / `decline: why`, a
+ * client tool's output), which resume the call.
  */
 
 /** Where the routes go. */
@@ -45,7 +57,7 @@ const GENERATION_KEYS: Readonly<Record<string, string>> = {
   stop: 'stop_words',
 };
 /** Keys of the protocol itself, read here and never call options. */
-const PROTOCOL_KEYS = new Set(['model', 'messages', 'stream', 'stream_options', 'user']);
+const PROTOCOL_KEYS = new Set(['model', 'messages', 'stream', 'stream_options', 'user', 'tools']);
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
@@ -56,17 +68,26 @@ interface OpenAIMessage {
   tool_call_id?: unknown;
 }
 
+/** A `tool` message answering a call that waits: a decision once the call's kind is known. */
+interface ToolAnswer {
+  message: OpenAIMessage;
+  index: number;
+}
+
 interface ReadRequest {
   sessionId: SessionId;
   /** No session was named: the conversation is taken as given and forgotten after the call. */
   stateless: boolean;
   input: AgentMessage[];
-  decisions: Decision[];
+  /** The tool messages of the request, newest last (see {@link decisionsOf}). */
+  answers: ToolAnswer[];
   history: HistoryEntry[];
   stream: boolean;
   includeUsage: boolean;
   /** Names of the tools the client offered (an interrupt is answered as tool calls when it has them all). */
   tools: Set<string>;
+  /** The request's tools that are not the agent's: the call's client tools. */
+  clientTools: readonly OpenAITool[] | undefined;
   options: Record<string, unknown>;
 }
 
@@ -107,11 +128,13 @@ function modelNotFound(host: ProtocolHost, id: string): Answer {
 
 async function completion(host: ProtocolHost, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   let read: ReadRequest;
+  let decisions: Decision[] = [];
   try {
     read = readRequest(host, request, reply);
     if (!read.stateless) {
       await checkHistory(host, read.sessionId, read.history);
-      await checkDecisions(host, read.sessionId, read.decisions);
+      decisions = await decisionsOf(host, read);
+      await checkDecisions(host, read.sessionId, decisions);
     }
   } catch (error) {
     sendError(reply, answerOf(host, error));
@@ -121,7 +144,7 @@ async function completion(host: ProtocolHost, request: FastifyRequest, reply: Fa
   const end = host.begin(controller, read.sessionId);
   const id = `chatcmpl-${randomUUID()}`;
   const created = Math.floor(Date.now() / 1000);
-  const input = read.decisions.length > 0 ? [resumeWith(read.decisions)] : read.input;
+  const input = decisions.length > 0 ? [resumeWith(decisions)] : read.input;
   try {
     if (read.stream) await streamed(host, read, reply, controller, { id, created, input });
     else await whole(host, read, reply, controller, { id, created, input });
@@ -317,13 +340,25 @@ function asToolCall(ask: Interrupt): {
 
 /** What a paused call says when the client cannot answer it as tool calls. */
 function waitingText(interrupts: readonly Interrupt[], stateless: boolean): string {
-  const calls = interrupts.map((ask) => {
+  const describe = (ask: Interrupt) => {
     const args = ask.toolCall.arguments;
     return `${ask.toolCall.name}(${typeof args === 'string' ? args : JSON.stringify(args)}) [${ask.id}]`;
-  });
-  return stateless
-    ? `The agent wants to run ${calls.join(', ')}, which needs approval. Approvals need a session: send the "user" field or an X-Session-Id header.`
-    : `Waiting for approval: ${calls.join(', ')}. Answer each call with a tool message ("approve", or "decline: why"), or write a new message to decline them.`;
+  };
+  const approvals = interrupts.filter((ask) => ask.kind !== 'client-tool').map(describe);
+  const yours = interrupts.filter((ask) => ask.kind === 'client-tool').map(describe);
+  if (stateless) {
+    return `The agent wants to run ${approvals.join(', ')}, which needs approval. Approvals need a session: send the "user" field or an X-Session-Id header.`;
+  }
+  const parts: string[] = [];
+  if (approvals.length > 0)
+    parts.push(
+      `Waiting for approval: ${approvals.join(', ')}. Answer each call with a tool message ("approve", or "decline: why")`,
+    );
+  if (yours.length > 0)
+    parts.push(
+      `Waiting for your tools: ${yours.join(', ')}. Answer each call with a tool message holding its output`,
+    );
+  return `${parts.join('. ')}, or write a new message to decline them.`;
 }
 
 function textOf(content: unknown): string {
@@ -373,7 +408,8 @@ function readRequest(host: ProtocolHost, request: FastifyRequest, reply: Fastify
   if (!Array.isArray(messages) || messages.length === 0)
     throw badInput('messages', '"messages" must be a non-empty array');
   const checked = messages.map((message, index) => checkMessage(message, index));
-  const tools = toolNames(body.tools);
+  const offered = offeredTools(body.tools);
+  const tools = new Set(offered.map((tool) => tool.function.name));
   const stream = body.stream === true;
   if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean')
     throw badInput('stream', '"stream" must be true or false');
@@ -393,7 +429,20 @@ function readRequest(host: ProtocolHost, request: FastifyRequest, reply: Fastify
     if (kwargs[name] !== undefined) throw badInput(key, `"${key}" gives ${name} twice`);
     Object.defineProperty(kwargs, name, { value: body[key], enumerable: true });
   }
+  // The tools that are not the agent's are the call's client tools: only on a session, which keeps the call they
+  // pause, and only for an agent whose tree asks a model with native tools (where they are offered).
+  const agent = host.agent;
+  let clientTools: readonly OpenAITool[] | undefined;
+  if (agent instanceof AgentBase) {
+    const own = treeToolNames(agent);
+    const theirs = offered.filter((tool) => !own.names.has(tool.function.name));
+    if (theirs.length > 0) {
+      if (session !== undefined && own.native) clientTools = checkClientTools(agent, theirs);
+      else ignored.push('tools');
+    }
+  }
   const options = callOptions(host, kwargs, reply, ignored);
+  if (clientTools !== undefined) options.clientTools = clientTools;
   if (session === undefined) {
     const decisions = checked.some((message) => message.role === 'tool');
     if (decisions && checked.at(-1)!.role === 'tool') {
@@ -409,11 +458,12 @@ function readRequest(host: ProtocolHost, request: FastifyRequest, reply: Fastify
       sessionId: `openai-stateless:${randomUUID()}`,
       stateless: true,
       input: conversation(host, checked),
-      decisions: [],
+      answers: [],
       history: [],
       stream,
       includeUsage,
       tools,
+      clientTools,
       options,
     };
   }
@@ -422,12 +472,21 @@ function readRequest(host: ProtocolHost, request: FastifyRequest, reply: Fastify
   while (last >= 0 && isInstruction(checked[last]!)) last--;
   if (last < 0) throw badInput('messages', 'the messages hold no user message');
   const newest = checked[last]!;
-  const decisions: Decision[] = [];
+  const answers: ToolAnswer[] = [];
   let before = last;
   let input: AgentMessage[] = [];
   if (newest.role === 'tool') {
     while (before >= 0 && checked[before]!.role === 'tool') {
-      decisions.unshift(decisionOf(checked[before]!, before));
+      const message = checked[before]!;
+      const id = message.tool_call_id;
+      if (typeof id !== 'string' || id === '')
+        throw badInput(`messages.${before}.tool_call_id`, 'a tool message needs its tool_call_id');
+      if (answers.some((answer) => answer.message.tool_call_id === id))
+        throw badInput(
+          `messages.${before}.tool_call_id`,
+          `the tool call ${JSON.stringify(id)} is answered twice`,
+        );
+      answers.unshift({ message, index: before });
       before--;
     }
     // The assistant message that asked for the calls belongs to the turn that paused.
@@ -450,11 +509,12 @@ function readRequest(host: ProtocolHost, request: FastifyRequest, reply: Fastify
     sessionId: session,
     stateless: false,
     input,
-    decisions,
+    answers,
     history,
     stream,
     includeUsage,
     tools,
+    clientTools,
     options,
   };
 }
@@ -478,14 +538,70 @@ function isInstruction(message: OpenAIMessage): boolean {
   return message.role === 'system' || message.role === 'developer';
 }
 
-function toolNames(tools: unknown): Set<string> {
+/** The request's `tools`: OpenAI function specs (`{ type: 'function', function: { name, ... } }`). */
+function offeredTools(tools: unknown): OpenAITool[] {
+  if (tools === undefined || tools === null) return [];
+  if (!Array.isArray(tools)) throw badInput('tools', '"tools" must be an array of function tools');
+  return tools.map((entry: unknown, index) => {
+    const fn = isPlainObject(entry) ? entry.function : undefined;
+    if (
+      !isPlainObject(entry) ||
+      entry.type !== 'function' ||
+      !isPlainObject(fn) ||
+      typeof fn.name !== 'string'
+    )
+      throw badInput(
+        `tools.${index}`,
+        'a tool must be { type: "function", function: { name, description?, parameters? } }',
+      );
+    return entry as unknown as OpenAITool;
+  });
+}
+
+/**
+ * The names of the tools of an agent's tree (as a model sees them), and whether some agent of it asks its model
+ * with native tools (where client tools are offered).
+ */
+function treeToolNames(agent: AgentBase): { names: Set<string>; native: boolean } {
   const names = new Set<string>();
-  if (!Array.isArray(tools)) return names;
-  for (const entry of tools) {
-    const name = isPlainObject(entry) && isPlainObject(entry.function) ? entry.function.name : undefined;
-    if (typeof name === 'string') names.add(name);
+  let native = false;
+  for (const [, node] of agent.namedAgents()) {
+    const own = (node as { tools?: readonly ToolSpec[] | undefined }).tools;
+    if (own === undefined) continue;
+    native = true;
+    for (const tool of toolsAsJSON(own)) names.add(toAPIToolName(tool.function.name));
   }
-  return names;
+  return { names, native };
+}
+
+/**
+ * The decisions the request's tool messages give: the output of a client tool's call that waits, else an
+ * approval's answer (a call that does not wait is refused by `checkDecisions`).
+ */
+async function decisionsOf(host: ProtocolHost, read: ReadRequest): Promise<Decision[]> {
+  if (read.answers.length === 0) return [];
+  const agent = host.agent;
+  const clientCalls = new Set(
+    agent instanceof AgentBase
+      ? (await pendingInterrupts(agent, read.sessionId))
+          .filter((ask) => ask.kind === 'client-tool')
+          .map((ask) => ask.id)
+      : [],
+  );
+  return read.answers.map(({ message, index }) =>
+    clientCalls.has(message.tool_call_id as string)
+      ? { id: message.tool_call_id as string, approve: true, result: toolMessageText(message) }
+      : decisionOf(message, index),
+  );
+}
+
+/** A tool message's text (its content parts' texts joined). */
+function toolMessageText(message: OpenAIMessage): string {
+  if (typeof message.content === 'string') return message.content;
+  if (!Array.isArray(message.content)) return '';
+  return message.content
+    .map((part) => (isPlainObject(part) && typeof part.text === 'string' ? part.text : ''))
+    .join('');
 }
 
 /** A user message's content: its text, or content parts when it holds images. */
@@ -523,18 +639,8 @@ function userText(content: unknown, index: number): string {
 
 /** A tool message answering a call that waits: `approve`, `decline` (`decline: why`), or `{ approve, reason?, arguments? }`. */
 function decisionOf(message: OpenAIMessage, index: number): Decision {
-  const id = message.tool_call_id;
-  if (typeof id !== 'string' || id === '')
-    throw badInput(`messages.${index}.tool_call_id`, 'a tool message needs its tool_call_id');
-  const content =
-    typeof message.content === 'string'
-      ? message.content
-      : Array.isArray(message.content)
-        ? message.content
-            .map((part) => (isPlainObject(part) && typeof part.text === 'string' ? part.text : ''))
-            .join('')
-        : '';
-  const text = content.trim();
+  const id = message.tool_call_id as string;
+  const text = toolMessageText(message).trim();
   if (text.startsWith('{')) {
     let parsed: unknown;
     try {

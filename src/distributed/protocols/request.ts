@@ -248,7 +248,40 @@ export class EventStream {
   write(text: string | Uint8Array): boolean {
     if (this.#gone) return false;
     if (!this.#started) this.start();
-    return this.#reply.raw.write(text);
+    const batch = this.#batch;
+    if (batch === undefined) return this.#reply.raw.write(text);
+    if (typeof text !== 'string') {
+      this.flush();
+      this.#batch = [];
+      return this.#reply.raw.write(text);
+    }
+    batch.push(text);
+    this.#batched += text.length;
+    if (this.#batched < BATCH_CHARS) return true;
+    const room = this.flush();
+    this.#batch = [];
+    return room;
+  }
+
+  /** Texts written since {@link batch}, sent as one write by {@link flush}. */
+  #batch: string[] | undefined;
+  #batched = 0;
+
+  /**
+   * Holds what is written from now on until {@link flush} (or until it grows past 16 KiB): events written in
+   * one go (a page of a run's log) cost the response one write, not one each.
+   */
+  batch(): void {
+    this.#batch ??= [];
+  }
+
+  /** Sends what {@link batch} held, and writes go out at once again; false when the buffer is full. */
+  flush(): boolean {
+    const batch = this.#batch;
+    this.#batch = undefined;
+    this.#batched = 0;
+    if (batch === undefined || batch.length === 0 || this.#gone) return !this.#gone;
+    return this.#reply.raw.write(batch.length === 1 ? batch[0]! : batch.join(''));
   }
 
   /** Sends the headers now. */
@@ -261,6 +294,7 @@ export class EventStream {
 
   /** Ends the answer (when it began) and stops watching the connection. */
   end(): void {
+    this.flush();
     this.#reply.raw.off('close', this.#onClose);
     if (this.#started && !this.#gone) {
       this.#reply.raw.end();
@@ -278,7 +312,23 @@ export class EventStream {
   drained(): Promise<void> {
     return this.#turns.wait(this.#reply.raw);
   }
+
+  /**
+   * {@link drained}, or undefined when there is nothing to wait for. What a batch holds is sent before a wait (the
+   * client's buffer is judged by what was written).
+   */
+  pause(): Promise<void> | undefined {
+    const wait = this.#turns.pause(this.#reply.raw);
+    if (wait !== undefined && this.#batch !== undefined) {
+      this.flush();
+      this.#batch = [];
+    }
+    return wait;
+  }
 }
+
+/** The most text a batch holds before it is written. */
+const BATCH_CHARS = 16_384;
 
 /** The headers of a server-sent event stream. */
 export const SSE_HEADERS: Readonly<Record<string, string>> = {

@@ -1,5 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import { AgentBase } from '../../agents/agent-base';
+import { eventData } from '../../agents/runs/run-events';
 import { AgentMessage } from '../../schema/agent-message';
 import type { ToolCall } from '../../schema/chat-message';
 import type { Decision } from '../../schema/interrupts';
@@ -85,7 +86,8 @@ export class RunLogReader {
     switch (event.type) {
       case 'delta':
       case 'chunk':
-        this.#chunk(event.type, JSON.parse(event.data) as Record<string, unknown>);
+        // Logged in this process: the chunk's value as it was logged, not its text parsed again.
+        this.#chunk(event.type, eventData(event) as Record<string, unknown>);
         return;
       case 'agent':
         this.#agent(JSON.parse(event.data) as AgentEventData);
@@ -277,29 +279,41 @@ export async function serveRunLog(options: ServeRunLogOptions): Promise<void> {
   const heartbeat =
     options.heartbeat === false ? undefined : setInterval(() => out.write(': keep-alive\n\n'), HEARTBEAT_MS);
   heartbeat?.unref?.();
-  let follow: AsyncGenerator<RunEvent, unknown> | undefined;
+  let follow: AsyncGenerator<readonly RunEvent[], unknown> | undefined;
   let refused = false;
+  const { signal } = controller;
   try {
-    if (options.resumed === true) await goesOn(host, options.runId, options.after, controller.signal);
-    follow = host.runs.follow(options.runId, options.after, controller.signal);
+    if (options.resumed === true) await goesOn(host, options.runId, options.after, signal);
+    follow = host.runs.follow(options.runId, options.after, signal);
     let rested = false;
-    for (;;) {
+    // A page of events (all a run logged in a turn, most often) is written as one write, without waiting between
+    // its events unless the client's buffer fills or the stream has kept the event loop for long (`pause`).
+    pages: for (;;) {
       const step = await follow.next();
       if (step.done) {
-        rested = !controller.signal.aborted;
+        rested = !signal.aborted;
         break;
       }
-      const event = step.value;
-      if (event.type === 'error' && !out.started && options.refuse !== undefined) {
-        const data = JSON.parse(event.data) as LoggedError;
-        refused = await options.refuse(data);
-        if (refused) return;
+      out.batch();
+      for (const event of step.value) {
+        if (signal.aborted) break pages;
+        if (event.type === 'error' && !out.started && options.refuse !== undefined) {
+          const data = JSON.parse(event.data) as LoggedError;
+          refused = await options.refuse(data);
+          if (refused) return;
+        }
+        const taking = options.take(event);
+        if (taking !== undefined) {
+          out.flush();
+          await taking;
+          out.batch();
+        }
+        if (out.gone) break pages;
+        // At the client's pace, letting other connections' work run while a long log is replayed.
+        const pause = out.pause();
+        if (pause !== undefined) await pause;
       }
-      const taking = options.take(event);
-      if (taking !== undefined) await taking;
-      if (out.gone) break;
-      // At the client's pace, letting other connections' work run while a long log is replayed.
-      await out.drained();
+      out.flush();
     }
     if (rested && !out.gone) options.end?.();
   } catch (error) {

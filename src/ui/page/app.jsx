@@ -11,7 +11,7 @@ import {
   watchEvents,
 } from './api.js';
 import { Chat } from './chat.jsx';
-import { MemoryView } from './memory.jsx';
+import { MemoryView, WorkingMemoryView } from './memory.jsx';
 import { buildTranscript, decisionsOf } from './transcript.js';
 import { Tree } from './tree.jsx';
 
@@ -321,6 +321,7 @@ export function App() {
           onDismiss={dismiss}
         />
         <aside>
+          <WorkingMemoryView events={own} memory={memory} />
           <Tree info={info} events={own} session={session} />
           <MemoryView memory={memory} />
         </aside>

@@ -31,9 +31,29 @@ function summary(event) {
       return (d.interrupts ?? []).map((a) => `asks to run ${a.toolCall?.name}`).join(', ');
     case 'resume':
       return (d.decisions ?? []).map((x) => `${x.approve ? 'approved' : 'declined'} ${x.id}`).join(', ');
+    case 'recall':
+      return `${count((d.recalled ?? []).length + (d.omitted ?? 0), 'message')} for “${d.query ?? ''}”`;
+    case 'workingMemory':
+      return d.value;
     default:
       return '';
   }
+}
+
+/** What semantic recall placed before a model call: each message's score, sender and text. */
+function Recalled({ recalled }) {
+  if (recalled.length === 0) return null;
+  return (
+    <ol class="recalled" data-testid="recalled">
+      {recalled.map((message, i) => (
+        <li key={i} data-testid="recalled-message">
+          <span class="score">{Number(message.score).toFixed(2)}</span> <b>{message.sender}</b>
+          {message.sessionId !== undefined && <span class="muted"> · {String(message.sessionId)}</span>}:{' '}
+          {message.content}
+        </li>
+      ))}
+    </ol>
+  );
 }
 
 function count(n, noun) {
@@ -132,6 +152,7 @@ export function Tree({ info, events, session }) {
               {event.tokens && <span class="ms">{event.tokens.prompt + event.tokens.completion} tok</span>}
               <span class="summary">{summary(event)}</span>
             </button>
+            {event.kind === 'recall' && <Recalled recalled={event.detail?.recalled ?? []} />}
             {open === event.seq && <pre>{JSON.stringify(event, null, 2)}</pre>}
           </li>
         ))}

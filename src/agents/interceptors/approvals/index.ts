@@ -55,7 +55,7 @@ const interceptor = {
       if (given !== undefined) resumed(turn, given);
     }
     turn.set(ROUND_PLANNER, PLANNER);
-    // Client tools (checked by `applies`, or a durable replay's as recorded): the models asked inside find them
+    // Client tools (checked by `perCall`, or a durable replay's as recorded): the models asked inside find them
     // in the call's frame, which a built-in forward then runs in too.
     const clientTools = turn.get(CLIENT_TOOLS) !== undefined;
     if (clientTools) {

@@ -19,6 +19,7 @@ import { isThenable } from '../../../utils/is';
 import { errorMessage } from '../../../utils/text';
 import type { AgentBase } from '../../agent-base';
 import { snakePath } from '../../state-dict';
+import { sessionRecordsOf } from '../working-memory/symbol';
 import {
   acquireLease,
   asStoreError,
@@ -376,6 +377,8 @@ function memoriesOf(agent: AgentBase): [string, MemoryManager][] {
   const found: [string, MemoryManager][] = [];
   for (const [path, node] of agent.namedAgents()) {
     if (node.memory) found.push([snakePath(`${path}memory`), node.memory]);
+    const records = sessionRecordsOf(node);
+    if (records !== undefined) found.push([snakePath(`${path}workingMemory`), records]);
   }
   return found;
 }
