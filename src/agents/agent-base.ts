@@ -13,7 +13,7 @@ import type { Decision, Interrupt } from '../schema/interrupts';
 import type { SessionId } from '../schema/session';
 import type { SessionStore } from '../stores/types';
 import { isThenable } from '../utils/is';
-import { EMITTER, LANES } from './agent-symbols';
+import { CHAIN, EMITTER, LANES } from './agent-symbols';
 import { AGENT_NODE, type AgentNode, discoverChildren, type MemoryNode, renderTree } from './agent-tree';
 import { DefaultAggregator, type SystemInstruction } from './aggregator/default-aggregator';
 import type { Budget } from './interceptors/budget/meter';
@@ -391,6 +391,8 @@ export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook>
   readonly #hooks: HookList;
   #interceptors: readonly Interceptor[];
   [EMITTER]: EventEmitter<AgentEvents> | undefined = undefined;
+  /** What the built-in concerns answered for this agent's calls, made at its first call (`interceptors/chain.ts`). */
+  [CHAIN]: unknown = undefined;
   readonly [LANES] = new SessionLanes();
   /** The store of `memory: { store }`, and the sessions of it this process holds. */
   [SESSION_BINDING]: SessionBinding | undefined;

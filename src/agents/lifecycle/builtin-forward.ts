@@ -37,19 +37,21 @@ export interface ForwardParts {
 }
 
 /**
- * The `forward` methods of the four agent classes (registered by each class): they make no sub-calls, so
- * calls run them without a call frame. The non-streaming ones come with their {@link ForwardParts}.
+ * Marks the `forward` methods of the four agent classes (set by each class, on the function itself): they make
+ * no sub-calls, so calls run them without a call frame. Its value is the forward's {@link ForwardParts} (the
+ * non-streaming ones), or null. A subclass's own `forward`, or one set on an instance, is another function and
+ * has no mark.
  */
-const PLAIN_FORWARDS = new WeakMap<object, ForwardParts | null>();
+const BUILTIN_FORWARD: unique symbol = Symbol('lagent-ts.builtinForward');
 
-/** Registers a built-in `forward` that makes no sub-calls (see {@link agentCallSteps}). */
+/** Marks a built-in `forward` that makes no sub-calls (see {@link agentCallSteps}). */
 export function registerPlainForward(forward: object, parts: ForwardParts | null = null): void {
-  PLAIN_FORWARDS.set(forward, parts);
+  Object.defineProperty(forward, BUILTIN_FORWARD, { value: parts });
 }
 
-/** A registered built-in `forward`'s parts (null: plain, without parts), or undefined for any other forward. */
+/** A built-in `forward`'s parts (null: plain, without parts), or undefined for any other forward. */
 export function plainForwardOf(forward: object): ForwardParts | null | undefined {
-  return PLAIN_FORWARDS.get(forward);
+  return (forward as { [BUILTIN_FORWARD]?: ForwardParts | null })[BUILTIN_FORWARD];
 }
 
 /**

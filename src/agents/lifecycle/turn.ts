@@ -135,10 +135,11 @@ export class Turn implements CallFrame {
   /**
    * Finds the call's hooks, once its inputs are known: the concerns that apply to it (see chain.ts), then the
    * users' interceptors in force. A call with model-call hooks runs `forward` in its frame: a hook may make
-   * calls of its own (a summariser), which are this call's sub-calls.
+   * calls of its own (a summariser), which are this call's sub-calls. `again`: linked a second time, because
+   * the call's state changed (a concern found a budget only once it ran).
    */
-  link(): void {
-    linkChain(this);
+  link(again = false): void {
+    linkChain(this, again);
     if (this.modelLinks.length > 0) this.framed = true;
   }
 

@@ -55,7 +55,7 @@ const interceptor = {
       if (given !== undefined) resumed(turn, given);
     }
     turn.set(ROUND_PLANNER, PLANNER);
-    // Client tools (checked by `applies`, or a durable replay's as recorded): the models asked inside find them
+    // Client tools (checked by `perCall`, or a durable replay's as recorded): the models asked inside find them
     // in the call's frame, which a built-in forward then runs in too.
     const clientTools = turn.get(CLIENT_TOOLS) !== undefined;
     if (clientTools) {
@@ -116,7 +116,11 @@ function waitingFor(interrupts: readonly Interrupt[]): string {
 
 export const approvals: BuiltinConcern = {
   interceptor: interceptor as BuiltinConcern['interceptor'],
-  applies(turn) {
+  // The outermost call of an agent whose forward is not a built-in model call (a loop, a composite).
+  static: (agent) => (plainForwardOf((agent as unknown as Forwarding).forward) === undefined ? AGENT : 0),
+  callOptions: ['clientTools'],
+  enclosing: true,
+  perCall(turn) {
     // A call given client tools (checked now, before anything of the call happens); a resumed call; and the
     // outermost call of an agent whose forward is not a built-in model call (a loop, a composite): its tool
     // calls may need a person, and its executors find the round planner here.

@@ -32,7 +32,7 @@ const interceptor = {
     const meter = new Meter(checkBudget(agent.name, limits)!, turn.parent?.find(METER), agent.name);
     turn.set(METER, meter);
     // A budget found only now (a replayed durable call's): the model and tool hooks of the call apply too.
-    if (turn.given.budget === undefined) turn.link();
+    if (turn.given.budget === undefined) turn.link(true);
     const reply = yield* next();
     return withUsage(reply, meter);
   },
@@ -73,7 +73,11 @@ function withUsage(reply: AgentMessage, meter: Meter): AgentMessage {
 
 export const budget: BuiltinConcern = {
   interceptor: interceptor as BuiltinConcern['interceptor'],
-  applies(turn) {
+  // An outermost call of a durable agent may be replayed with the budget it was made with.
+  static: (agent) => ((agent as unknown as Record<symbol, unknown>)[DURABLE] !== undefined ? AGENT : 0),
+  callOptions: ['budget', 'durable'],
+  enclosing: true,
+  perCall(turn) {
     const own = turn.given.budget !== undefined || turn.get(METER) !== undefined;
     const inside = own || turn.parent?.find(METER) !== undefined ? MODEL | TOOL : 0;
     // An outermost durable call may be replayed with the budget it was made with.

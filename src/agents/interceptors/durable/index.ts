@@ -15,7 +15,7 @@ import { emitEvent } from '../../lifecycle/events';
 import { toModelReply } from '../../lifecycle/model-call';
 import type { Turn } from '../../lifecycle/turn';
 import { observers } from '../../observers';
-import { AGENT, MODEL, TOOL } from '../chain-bits';
+import { AGENT, MODEL, PER_CALL, TOOL } from '../chain-bits';
 import type { BuiltinConcern } from '../concern';
 import type { ModelContext } from '../model-context';
 import { commitSession, HELD_SESSION } from '../session-store/commit';
@@ -37,6 +37,7 @@ import {
   undoReplay,
   withCallId,
 } from './journal';
+import { DURABLE } from './option';
 import { type CallJournal, childScope, digestOf, nextKey, replayed, settled } from './steps';
 
 /*
@@ -264,7 +265,14 @@ function* recoverFirst(
 
 export const durable: BuiltinConcern = {
   interceptor: interceptor as BuiltinConcern['interceptor'],
-  applies(turn) {
+  static(agent) {
+    if ((agent as unknown as Record<symbol, unknown>)[DURABLE] !== undefined) return AGENT | MODEL | TOOL;
+    // Another forward journals in process when its tree may ask, which changes with the rules of the process.
+    return plainForwardOf((agent as unknown as Forwarding).forward) === undefined ? PER_CALL : 0;
+  },
+  callOptions: ['durable', 'clientTools'],
+  enclosing: true,
+  perCall(turn) {
     if (turn.parent?.find(SCOPE) !== undefined) return AGENT | MODEL | TOOL;
     return optionsOf(turn) === undefined ? 0 : AGENT | MODEL | TOOL;
   },

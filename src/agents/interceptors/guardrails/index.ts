@@ -3,6 +3,7 @@ import type { Steps } from '../../../core/steps';
 import type { ActionReturn } from '../../../schema/action-return';
 import { AgentMessage } from '../../../schema/agent-message';
 import { isIterator, isThenable } from '../../../utils/is';
+import type { AgentBase } from '../../agent-base';
 import type { Turn } from '../../lifecycle/turn';
 import { AGENT, TOOL } from '../chain-bits';
 import type { BuiltinConcern } from '../concern';
@@ -285,11 +286,15 @@ function withCallerChecks(turn: Turn, reply: AgentMessage): AgentMessage {
   return reply;
 }
 
+/** An agent with guardrails among its hooks: their checks apply to its calls and the tool calls inside. */
+function guarded(agent: AgentBase): number {
+  for (const hook of agent.hooks) if (guardOf(hook) !== undefined) return AGENT | TOOL;
+  return 0;
+}
+
 export const guardrails: BuiltinConcern = {
   interceptor: interceptor as BuiltinConcern['interceptor'],
-  applies(turn) {
-    let own = turn.given.askBeforeTools === true;
-    if (!own) for (const hook of turn.agent.hooks) if (guardOf(hook) !== undefined) own = true;
-    return own ? AGENT | TOOL : 0;
-  },
+  static: guarded,
+  callOptions: ['askBeforeTools'],
+  perCall: (turn) => (turn.given.askBeforeTools === true ? AGENT | TOOL : guarded(turn.agent)),
 };

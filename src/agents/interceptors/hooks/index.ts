@@ -58,5 +58,5 @@ function* guardSteps(turn: Turn, guard: GuardSpec, messages: readonly AgentMessa
 
 export const hooks: BuiltinConcern = {
   interceptor: interceptor as BuiltinConcern['interceptor'],
-  applies: (turn) => (turn.agent.hooks.length > 0 ? AGENT : 0),
+  static: (agent) => (agent.hooks.length > 0 ? AGENT : 0),
 };

@@ -228,5 +228,5 @@ const interceptor = {
 
 export const recall: BuiltinConcern = {
   interceptor: interceptor as BuiltinConcern['interceptor'],
-  applies: (turn) => (recallOf(turn.agent) !== undefined ? AGENT | MODEL : 0),
+  static: (agent) => (recallOf(agent) !== undefined ? AGENT | MODEL : 0),
 };

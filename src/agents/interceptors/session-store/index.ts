@@ -5,7 +5,7 @@ import { AGENT } from '../chain-bits';
 import type { BuiltinConcern } from '../concern';
 import { SESSION_STATE } from '../slots';
 import { HELD_SESSION, type SessionState } from './commit';
-import { bindingFor, type SessionHold } from './persist';
+import { bindingFor, type SessionHold, sessionBindingOf } from './persist';
 
 /*
  * Sessions kept in a store (`memory: { store }`), as an interceptor: the outermost call of an agent with a
@@ -49,7 +49,11 @@ const interceptor = {
 
 export const sessionStore: BuiltinConcern = {
   interceptor: interceptor as BuiltinConcern['interceptor'],
-  applies: (turn) =>
+  // An outermost call of an agent with `memory: { store }`; inside another call, unless that one persists.
+  static: (agent) => (sessionBindingOf(agent) !== undefined ? AGENT : 0),
+  callOptions: [HELD_SESSION],
+  enclosing: true,
+  perCall: (turn) =>
     bindingFor(turn.agent, turn.parent) !== undefined ||
     turn.given[HELD_SESSION as unknown as string] !== undefined
       ? AGENT

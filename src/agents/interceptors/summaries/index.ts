@@ -59,5 +59,5 @@ const interceptor = {
 
 export const summaries: BuiltinConcern = {
   interceptor: interceptor as BuiltinConcern['interceptor'],
-  applies: (turn) => (summarizes(turn.agent) ? MODEL : 0),
+  static: (agent) => (summarizes(agent) ? MODEL : 0),
 };

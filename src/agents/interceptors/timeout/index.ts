@@ -86,5 +86,7 @@ function untilAborted<T>(waiting: PromiseLike<T>, signal: AbortSignal): Promise<
 
 export const timeout: BuiltinConcern = {
   interceptor: interceptor as BuiltinConcern['interceptor'],
-  applies: (turn) => (turn.given.timeoutMs !== undefined ? AGENT : 0),
+  static: () => 0,
+  callOptions: ['timeoutMs'],
+  perCall: (turn) => (turn.given.timeoutMs !== undefined ? AGENT : 0),
 };

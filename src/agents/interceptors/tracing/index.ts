@@ -12,7 +12,7 @@ import type { AgentEvents } from '../../agent-base';
 import { abandoned } from '../../lifecycle/call-marks';
 import { emitEvent } from '../../lifecycle/events';
 import type { Turn } from '../../lifecycle/turn';
-import { AGENT, MODEL, TOOL } from '../chain-bits';
+import { AGENT, MODEL, PER_CALL, TOOL } from '../chain-bits';
 import type { BuiltinConcern } from '../concern';
 import type { ModelContext } from '../model-context';
 import { SPAN } from '../slots';
@@ -175,7 +175,9 @@ function endChatSpan(span: Span, reply: ModelReply, llm: unknown): void {
 
 export const tracing: BuiltinConcern = {
   interceptor: interceptor as BuiltinConcern['interceptor'],
-  applies(turn) {
+  // A tracer is the process's (registered with `@opentelemetry/api` at any time), as are observers of all agents.
+  static: () => PER_CALL,
+  perCall(turn) {
     const tracer = activeTracer() !== undefined;
     return (tracer || observed(turn.agent) ? AGENT | MODEL : 0) | (tracer ? TOOL : 0);
   },

@@ -82,9 +82,9 @@ function withInstruction(messages: ChatMessage[], text: string): ChatMessage[] {
 
 export const workingMemory: BuiltinConcern = {
   interceptor: interceptor as BuiltinConcern['interceptor'],
-  applies: (turn: Turn) => {
-    const working = (turn.agent as { [WORKING_MEMORY]?: WorkingMemory })[WORKING_MEMORY];
+  static: (agent) => {
+    const working = (agent as { [WORKING_MEMORY]?: WorkingMemory })[WORKING_MEMORY];
     if (working === undefined) return 0;
-    return working.scope === 'resource' && working.owner === turn.agent ? AGENT | MODEL | TOOL : MODEL | TOOL;
+    return working.scope === 'resource' && working.owner === agent ? AGENT | MODEL | TOOL : MODEL | TOOL;
   },
 };
