@@ -247,6 +247,33 @@ describe('semantic recall', () => {
     expect(await store.namespaces()).toEqual(['recall:r:alice', 'recall:r:bob', 'recall:r:carol']);
   });
 
+  it("scope 'resource' in a function-calling agent: its model turns are the resource's, given resourceId once", async () => {
+    const store = new MemoryVectorStore({ dimensions: DIMS, fields: FIELDS });
+    const aggregator = new TokenWindowAggregator({
+      maxTokens: 80,
+      recall: { embedder: new LoggedEmbedder(), store, topK: 3, scope: 'resource' },
+    });
+    const prompts: ChatMessage[][] = [];
+    const agent = new AsyncFunctionCallingAgent({
+      name: 'assistant',
+      llm: new AsyncMockLLM({
+        responses: (messages) => {
+          prompts.push(messages);
+          return 'Noted.';
+        },
+      }),
+      actions: [],
+      aggregator,
+    });
+    await converse(agent as unknown as AsyncAgent, 'alice-1', [FACT, ...CHAT.slice(0, 2)], {
+      resourceId: 'alice',
+    });
+    await agent.call(QUESTION, { sessionId: 'alice-2', resourceId: 'alice' });
+    expect(block(prompts.at(-1))!.content).toContain(`user (another conversation): ${FACT}`);
+    await aggregator.flushRecall();
+    expect(await store.namespaces()).toEqual(['recall:r:alice']);
+  });
+
   it("scope 'session' never recalls another session's messages", async () => {
     const { agent, prompts } = setup();
     await converse(agent, 'one', [FACT, ...CHAT]);

@@ -15,6 +15,7 @@ import type { Turn } from '../../lifecycle/turn';
 import { AGENT, MODEL } from '../chain-bits';
 import type { BuiltinConcern } from '../concern';
 import type { ModelContext } from '../model-context';
+import { enclosingResourceId } from '../resource-id';
 import { SYNC_AGENT } from '../session-store/persist';
 import { METER, SESSION_STATE } from '../slots';
 import { MAX_TEXT, type Recall, type RecallGroup } from './recall';
@@ -156,7 +157,7 @@ const interceptor = {
     }
     const sessionId: SessionId = turn.options.sessionId;
     const session = String(sessionKey(sessionId));
-    const namespace = recall.namespaceOf(session, turn.options.resourceId, agent.name);
+    const namespace = recall.namespaceOf(session, enclosingResourceId(turn), agent.name);
     const memory = agent.memory?.get(sessionId);
     const state: RecallState = { memory, start: memory?.length ?? 0, namespace, session };
     turn.set(RECALL, state);

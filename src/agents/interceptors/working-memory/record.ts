@@ -14,6 +14,7 @@ import { isThenable } from '../../../utils/is';
 import type { AgentBase } from '../../agent-base';
 import { LANES } from '../../agent-symbols';
 import { emitEvent } from '../../lifecycle/events';
+import { enclosingResourceId } from '../resource-id';
 import { sessionBindingOf } from '../session-store/persist';
 import { WORKING_MEMORY } from './symbol';
 
@@ -661,17 +662,15 @@ function updateSchema(schema: z.ZodType | undefined): z.ZodType {
 
 /** The `resourceId` of the nearest call that was given one, or a clear error. */
 export function resourceIdOf(frame: CallFrame | undefined, owner: AgentBase): string {
-  for (let current = frame; current !== undefined; current = current.parent) {
-    const id = (current as { options?: { resourceId?: unknown } }).options?.resourceId;
-    if (id !== undefined) {
-      if (typeof id !== 'string' || id.length === 0 || id.length > 1024) {
-        throw new ValidationError({
-          message: `${owner.name}: resourceId must be a string of 1 to 1024 characters`,
-          field: 'resourceId',
-        });
-      }
-      return id;
+  const id = enclosingResourceId(frame);
+  if (id !== undefined) {
+    if (typeof id !== 'string' || id.length === 0 || id.length > 1024) {
+      throw new ValidationError({
+        message: `${owner.name}: resourceId must be a string of 1 to 1024 characters`,
+        field: 'resourceId',
+      });
     }
+    return id;
   }
   throw new ValidationError({
     message: `${owner.name} keeps its working memory per resource (scope: 'resource'): call it with { resourceId } (whose memory it is)`,
