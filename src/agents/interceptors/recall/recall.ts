@@ -206,6 +206,26 @@ export class Recall {
     return this.forget(namespace, session);
   }
 
+  /**
+   * Removes every vector of a deleted session: of its namespace, or with scope `'resource'` of every resource's
+   * namespace of this recall (a session may have been called with several, by other processes). Resolves to how
+   * many.
+   */
+  async deleteSession(session: string): Promise<number> {
+    if (this.scope === 'session') return this.forget(`${this.prefix}:s:${keyPart(session)}`, session);
+    const resources = `${this.prefix}:r:`;
+    let removed = 0;
+    for (const namespace of await this.store.namespaces()) {
+      if (!namespace.startsWith(resources)) continue;
+      // A session this process indexes is forgotten in its queue (after its indexing in flight); others by filter.
+      if (this.#sessions.has(`${namespace}\u0000${session}`))
+        removed += await this.forget(namespace, session);
+      else removed += await this.store.delete({ filter: { session } }, { namespace });
+    }
+    this.#resources.delete(session);
+    return removed;
+  }
+
   #indexOf(namespace: string, session: string): SessionIndex {
     const key = `${namespace}\u0000${session}`;
     let index = this.#sessions.get(key);
