@@ -37,6 +37,12 @@ export interface RecallOptions {
   /** Messages before and after each match brought with it (as context). @default 0 */
   range?: number | undefined;
   /**
+   * The least similarity (the store's score, cosine: -1 to 1) a match must have to be placed: with it, a call
+   * that resembles nothing earlier (chit-chat) sends no recalled block. Its right value depends on the embedder.
+   * @default none: the `topK` nearest are placed, however far
+   */
+  minScore?: number | undefined;
+  /**
    * Prefix of the store namespaces recall writes (give each agent sharing one vector store its own).
    * @default 'recall'
    */
@@ -106,6 +112,7 @@ export class Recall {
   readonly range: number;
   readonly prefix: string;
   readonly batchSize: number;
+  readonly minScore: number | undefined;
   readonly #sessions = new Map<string, SessionIndex>();
   /** Background indexing scheduled or running (see {@link Recall.settled}). */
   readonly #background = new Set<Promise<unknown>>();
@@ -164,8 +171,15 @@ export class Recall {
         message: `${owner}: batchSize must be a positive integer, got ${String(batchSize)}`,
       });
     }
+    const minScore = options.minScore;
+    if (minScore !== undefined && (typeof minScore !== 'number' || !(minScore >= -1 && minScore <= 1))) {
+      throw new ConfigurationError({
+        message: `${owner}: minScore must be a number from -1 to 1 (a cosine similarity), got ${String(minScore)}`,
+      });
+    }
     this.embedder = embedder;
     this.store = store;
+    this.minScore = minScore;
     this.topK = topK;
     this.scope = scope;
     this.range = range;
@@ -391,7 +405,10 @@ export class Recall {
     const history = query.memory.getMemory({ recentN: Number.MAX_SAFE_INTEGER });
     const groups: RecallGroup[] = [];
     let others = 0;
+    const minScore = this.minScore ?? Number.NEGATIVE_INFINITY;
     for (const match of matches) {
+      // Nearest first: the rest are further still.
+      if (match.score < minScore) break;
       const matchSession = match.metadata.session as string;
       const position = match.metadata.position as number;
       const own = matchSession === session;
