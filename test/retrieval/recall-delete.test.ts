@@ -123,3 +123,20 @@ it('refuses to delete a session with a call in flight', async () => {
   await aggregator.flushRecall();
   await close();
 });
+
+it('a session deleted through the store itself is never recalled in another, and its vectors go', async () => {
+  const path = join(dir, 'store-delete.db');
+  const { agent, aggregator, sessions, vectors, prompts, close } = open(path, 'resource');
+  for (const text of [FACT, ...CHAT]) await agent.call(text, { sessionId: 'chat-1', resourceId: 'alice' });
+  await aggregator.flushRecall();
+  const alice = 'recall:r:alice';
+  expect(await vectors.count({ namespace: alice, filter: { session: 'chat-1' } })).toBe(8);
+  // Deleted with the store's own API, which knows nothing of the vectors (as an expired session is purged).
+  expect(await sessions.deleteSession('assistant', 'chat-1')).toBe(true);
+  await agent.call(QUESTION, { sessionId: 'chat-2', resourceId: 'alice' });
+  expect(recalled(prompts.at(-1))).toBe(false);
+  await aggregator.flushRecall();
+  expect(await vectors.count({ namespace: alice, filter: { session: 'chat-1' } })).toBe(0);
+  expect(await vectors.count({ namespace: alice, filter: { session: 'chat-2' } })).toBe(2);
+  await close();
+});

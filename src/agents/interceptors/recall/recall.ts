@@ -101,6 +101,11 @@ export interface RecallQuery {
   text: string;
   signal?: AbortSignal | undefined;
   onUsage?: ((usage: EmbeddingUsage) => void) | undefined;
+  /**
+   * Whether the session store still has a session (with `memory: { store }`): another session's matches are
+   * recalled only while it does, so a session deleted through the store, or expired, is never recalled.
+   */
+  exists?: ((session: string) => Promise<boolean>) | undefined;
 }
 
 /** Semantic recall of one aggregator: its options checked, and the sessions' indexes. */
@@ -405,6 +410,8 @@ export class Recall {
     const history = query.memory.getMemory({ recentN: Number.MAX_SAFE_INTEGER });
     const groups: RecallGroup[] = [];
     let others = 0;
+    const gone = new Set<string>();
+    const live = new Set<string>();
     const minScore = this.minScore ?? Number.NEGATIVE_INFINITY;
     for (const match of matches) {
       // Nearest first: the rest are further still.
@@ -413,6 +420,23 @@ export class Recall {
       const position = match.metadata.position as number;
       const own = matchSession === session;
       if (own && position >= committed) continue;
+      if (!own && query.exists !== undefined && !live.has(matchSession)) {
+        if (gone.has(matchSession)) continue;
+        if (!(await query.exists(matchSession))) {
+          // Deleted or expired in the store, not through the agent: its vectors go now, in the background.
+          gone.add(matchSession);
+          this.track(
+            this.forget(namespace, matchSession).catch((error: unknown) => {
+              process.emitWarning(
+                `semantic recall could not remove the vectors of deleted session ${JSON.stringify(matchSession)} (${error instanceof Error ? error.message : String(error)}); they are not recalled`,
+                { code: 'LAGENT_RECALL_FORGET_FAILED' },
+              );
+            }),
+          );
+          continue;
+        }
+        live.add(matchSession);
+      }
       // Other sessions' matches are never in the window: past the first topK of them, none is chosen.
       if (!own && ++others > this.topK) continue;
       const sessionId = own
