@@ -108,6 +108,9 @@ const TAILS = [
 ];
 const REPLIES = ['That sounds nice.', 'Tell me more.', 'Interesting!', 'I see.', 'How fun.', 'Oh really?'];
 
+/** How the recalled block starts. */
+const RECALLED = 'Recalled from earlier';
+
 /** One conversation turn the user sends: chit-chat, a planted fact, or the question about one. */
 interface Send {
   text: string;
@@ -128,6 +131,8 @@ export interface LongMemoryOptions {
   topK?: number | undefined;
   /** The prompt's window. @default 256 */
   maxTokens?: number | undefined;
+  /** Recall's `minScore`. @default none */
+  minScore?: number | undefined;
   /** @default a HashEmbedder of 256 dimensions */
   embedder?: Embedder | undefined;
 }
@@ -137,6 +142,8 @@ export interface LongMemoryResult {
   recallAtK: number;
   questions: number;
   calls: number;
+  /** Model calls whose prompt had a recalled block. */
+  callsWithBlock: number;
   /** Prompt tokens per model call (estimated), over every call. */
   tokensPerCall: number;
   /** Prompt tokens per call of the questions alone. */
@@ -187,6 +194,7 @@ export async function runLongMemory(options: LongMemoryOptions): Promise<LongMem
           }),
           topK: options.topK ?? 5,
           scope: 'resource',
+          minScore: options.minScore,
         }
       : undefined,
   });
@@ -194,6 +202,7 @@ export async function runLongMemory(options: LongMemoryOptions): Promise<LongMem
   let last: ChatMessage[] = [];
   let tokens = 0;
   let calls = 0;
+  let withBlock = 0;
   const agent = new AsyncAgent({
     name: 'assistant',
     llm: new AsyncMockLLM({
@@ -202,6 +211,7 @@ export async function runLongMemory(options: LongMemoryOptions): Promise<LongMem
         last = messages;
         tokens += countTokens(messages);
         calls++;
+        if (messages.some((message) => message.content?.startsWith(RECALLED))) withBlock++;
         return REPLIES[turn++ % REPLIES.length]!;
       },
     }),
@@ -226,6 +236,7 @@ export async function runLongMemory(options: LongMemoryOptions): Promise<LongMem
     recallAtK: hits / questions,
     questions,
     calls,
+    callsWithBlock: withBlock,
     tokensPerCall: tokens / calls,
     tokensPerQuestion: questionTokens / questions,
   };

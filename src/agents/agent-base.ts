@@ -10,7 +10,7 @@ import { AgentMessage } from '../schema/agent-message';
 import type { ChatMessage, OpenAITool, ToolCall } from '../schema/chat-message';
 import { ConfigurationError, StateDictError } from '../schema/errors';
 import type { Decision, Interrupt } from '../schema/interrupts';
-import type { SessionId } from '../schema/session';
+import { type SessionId, sessionKey } from '../schema/session';
 import type { SessionStore } from '../stores/types';
 import { isThenable } from '../utils/is';
 import { CHAIN, EMITTER, LANES } from './agent-symbols';
@@ -24,7 +24,9 @@ import {
   type DurableOptions,
   RECOVERING,
 } from './interceptors/durable/journal';
-import { FORGET_RECALLED } from './interceptors/recall/symbols';
+import type { Recall } from './interceptors/recall/recall';
+import { FORGET_RECALLED, RECALL_INDEX } from './interceptors/recall/symbols';
+import { asStoreError } from './interceptors/session-store/lease';
 import {
   checkSyncStore,
   type MemoryStoreOptions,
@@ -693,6 +695,43 @@ export abstract class AgentBase<L = unknown, F = unknown, H extends Hook = Hook>
         forgetUsage((agent as AgentBase).llm, sessionId);
       }
     }
+  }
+
+  /**
+   * Deletes a session everywhere the agent tree keeps it: from the session store of `memory: { store }` (with
+   * its call journals and its session-scope working memory), from every agent's memory, and from every agent's
+   * semantic recall store (its vectors, whatever the recall's scope: a deleted session is never recalled in
+   * another). Use it rather than `store.deleteSession`, which knows nothing of the vectors. A session with a call
+   * in flight is refused (its turn would be committed or indexed again). Resolves to true when the store had the
+   * session (without a store, when an agent's memory had it).
+   */
+  async deleteSession(sessionId: SessionId = 0): Promise<boolean> {
+    const key = sessionKey(sessionId);
+    if (this[LANES].isBusy(key)) {
+      throw new ConfigurationError({
+        message: `${this.name}.deleteSession: session ${JSON.stringify(String(sessionId))} has a call in flight; delete it once the call ended`,
+      });
+    }
+    const binding = this[SESSION_BINDING];
+    let existed = false;
+    if (binding !== undefined) {
+      try {
+        existed = await binding.store.deleteSession(binding.namespace, String(key));
+      } catch (error) {
+        throw asStoreError(binding.store, 'deleteSession', String(sessionId), error);
+      }
+      binding.forget(key);
+    }
+    for (const [, node] of this.namedAgents()) {
+      const agent = node as AgentBase;
+      if (binding === undefined && agent.memory?.get(sessionId) !== undefined) existed = true;
+      agent.memory?.reset(sessionId);
+      sessionRecordsOf(agent)?.reset(sessionId);
+      forgetUsage(agent.llm, sessionId);
+      const recall = (agent.aggregator as { [RECALL_INDEX]?: Recall } | undefined)?.[RECALL_INDEX];
+      if (recall !== undefined) await recall.deleteSession(String(key));
+    }
+    return existed;
   }
 
   /** A PyTorch-style tree of this agent and its sub-agents. */

@@ -45,6 +45,11 @@ export interface LoadedAgent {
   agent: AgentLike;
   /** Ends what the command started for the agent (interpreter processes, browsers). */
   close(): Promise<void>;
+  /**
+   * The module's `resourceId` export, for `lagent serve` (HTTPAgentServer's `resourceId`): whose memory a
+   * request's call reads, from what the module verified of the request.
+   */
+  resourceId?: ((request: never) => string | undefined | Promise<string | undefined>) | undefined;
 }
 
 const OPENAI_BASE_URL = 'https://api.openai.com/v1';
@@ -120,9 +125,13 @@ function isClass(value: Function): boolean {
 export async function loadAgentModule(path: string, context: AgentFactoryContext): Promise<LoadedAgent> {
   const file = resolve(path);
   if (!existsSync(file)) throw new CliError(`agent module not found: ${path}`);
-  let module: { default?: unknown; close?: unknown };
+  let module: { default?: unknown; close?: unknown; resourceId?: unknown };
   try {
-    module = (await import(pathToFileURL(file).href)) as { default?: unknown; close?: unknown };
+    module = (await import(pathToFileURL(file).href)) as {
+      default?: unknown;
+      close?: unknown;
+      resourceId?: unknown;
+    };
   } catch (error) {
     const hint =
       /\.[cm]?tsx?$/.test(file) && (error as { code?: unknown }).code === 'ERR_UNKNOWN_FILE_EXTENSION'
@@ -152,9 +161,16 @@ export async function loadAgentModule(path: string, context: AgentFactoryContext
   }
   // A module may export close(): what it started for its agents (servers, browsers) ends with the command.
   const own = module.close;
+  const resourceId = module.resourceId;
+  if (resourceId !== undefined && typeof resourceId !== 'function') {
+    throw new CliError(
+      `the resourceId export of ${path} must be a function of the request (whose memory its calls read)`,
+    );
+  }
   return {
     agent,
     close: typeof own === 'function' ? async () => void (await (own as () => unknown)()) : async () => {},
+    resourceId: resourceId as LoadedAgent['resourceId'],
   };
 }
 

@@ -228,6 +228,7 @@ async function withStore(loaded: LoadedAgent, url: string, leaseMs?: number): Pr
   }
   return {
     agent: loaded.agent,
+    resourceId: loaded.resourceId,
     close: async () => {
       try {
         await loaded.close();

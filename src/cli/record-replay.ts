@@ -96,6 +96,7 @@ export function withRecordReplay(loaded: LoadedAgent, flags: RecordReplayFlags):
   }
   return {
     agent: loaded.agent,
+    resourceId: loaded.resourceId,
     close: async () => {
       try {
         await Promise.all(recorders.map((recorder) => recorder.flush()));

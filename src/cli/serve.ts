@@ -2,7 +2,7 @@ import type { Budget } from '../agents/interceptors/budget/meter';
 import type { RecoveredRun } from '../agents/runs/recover-runs';
 import { isLoopbackHost } from '../core/request-guard';
 import { type CallerOptionsPolicy, camelKey, type GenerationBounds } from '../distributed/caller-options';
-import type { ServedAgent } from '../distributed/http/server';
+import type { HTTPAgentServerOptions, ServedAgent } from '../distributed/http/server';
 import { PROTOCOL_NAMES, type ProtocolName } from '../distributed/protocols/register';
 import type { LoadedAgent } from './agent-source';
 import { CliError, messageOf } from './errors';
@@ -167,6 +167,7 @@ export async function runServe(loaded: LoadedAgent, options: ServeOptions): Prom
       allowedOrigins: options.allowedOrigins,
       callerOptions: options.callerOptions,
       protocols: options.protocols,
+      resourceId: loaded.resourceId as HTTPAgentServerOptions['resourceId'],
     });
   } catch (error) {
     throw new CliError(messageOf(error), { cause: error });

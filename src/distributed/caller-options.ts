@@ -123,6 +123,8 @@ const NEVER_PASSED = new Set([
   'timeout',
   'idleTimeout',
   'sessionId',
+  // Whose memory a call reads (semantic recall, working memory): the server's `resourceId` option sets it.
+  'resourceId',
   'callId',
   'budget',
   'askBeforeTools',

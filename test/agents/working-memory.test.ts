@@ -286,6 +286,33 @@ describe('working memory (session scope)', () => {
   });
 });
 
+describe('working memory: deleting a session', () => {
+  it.each(['in process', 'SQLite store'])(
+    'agent.deleteSession removes its session-scope record (%s)',
+    async (where) => {
+      const dir = mkdtempSync(join(tmpdir(), 'lagent-wm-delete-'));
+      dirs.push(dir);
+      const store = where === 'in process' ? undefined : new SQLiteStore({ path: join(dir, 's.db') });
+      const llm = new MockLLM({ responses: [update('Name: Ada.'), 'Noted.', 'Hello.', 'Hello.'] });
+      const agent = new FunctionCallingAgent({
+        llm,
+        actions: [noop],
+        workingMemory: { scope: 'session' },
+        name: 'bot',
+        ...(store ? { memory: { store } } : {}),
+      });
+      agent.call('I am Ada', { sessionId: 's' });
+      agent.call('hi', { sessionId: 's' });
+      expect(system(llm.calls[2]!.messages)).toContain('Name: Ada.');
+      expect(await agent.deleteSession('s')).toBe(true);
+      expect(store?.readSession('bot', 's')).toBeUndefined();
+      agent.call('hi again', { sessionId: 's' });
+      expect(system(llm.calls[3]!.messages)).toContain('It is empty.');
+      store?.close();
+    },
+  );
+});
+
 describe('working memory (resource scope)', () => {
   it('is shared by the sessions of one resourceId and invisible to another; a call without resourceId is refused', async () => {
     const llm = new AsyncMockLLM({

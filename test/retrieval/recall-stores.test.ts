@@ -1,22 +1,16 @@
+import type { SessionStore } from 'lagent-ts';
 import { AsyncAgent, type ChatMessage, TokenWindowAggregator } from 'lagent-ts';
 import { type Embedder, type EmbedOptions, MemoryVectorStore } from 'lagent-ts/retrieval';
-import { RedisStore } from 'lagent-ts/stores';
+import { PostgresStore, RedisStore } from 'lagent-ts/stores';
 import { AsyncMockLLM, HashEmbedder } from 'lagent-ts/testing';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RedisServer, startRedis } from '../distributed/queue/redis-server';
+import { type PostgresServer, postgresBinaries, startPostgres } from '../stores/postgres-server';
 
 /*
- * Semantic recall over an asynchronous session store (Redis): a turn is indexed once its commit landed, and an
- * agent that starts afresh on the same stores (another process) embeds nothing it already has.
+ * Semantic recall over the asynchronous session stores (Redis, PostgreSQL): a turn is indexed once its commit
+ * landed, and an agent that starts afresh on the same stores (another process) embeds nothing it already has.
  */
-
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedis();
-});
-afterAll(async () => {
-  await server?.close();
-});
 
 const DIMS = 128;
 const FACT = 'My locker code at the harbour gym is 4719.';
@@ -40,7 +34,7 @@ class LoggedEmbedder implements Embedder {
   }
 }
 
-function agentOn(sessions: RedisStore, vectors: MemoryVectorStore) {
+function agentOn(sessions: SessionStore, vectors: MemoryVectorStore) {
   const embedder = new LoggedEmbedder();
   const prompts: ChatMessage[][] = [];
   const aggregator = new TokenWindowAggregator({
@@ -61,8 +55,8 @@ function agentOn(sessions: RedisStore, vectors: MemoryVectorStore) {
   return { agent, aggregator, embedder, prompts };
 }
 
-it('indexes each turn once its commit to Redis landed, and a fresh agent on the same stores embeds nothing again', async () => {
-  const sessions = new RedisStore({ url: server.url, prefix: `recall-${process.pid}` });
+/** Two agents on the same stores, one after the other (as two processes would be). */
+async function roundTrip(sessions: SessionStore & { close(): Promise<void> }) {
   const vectors = new MemoryVectorStore({
     dimensions: DIMS,
     fields: { session: 'string', position: 'number' },
@@ -76,7 +70,7 @@ it('indexes each turn once its commit to Redis landed, and a fresh agent on the 
     // Each message embedded once by the indexing, besides the searches' queries.
     expect(first.embedder.texts.filter((text) => text === FACT)).toHaveLength(2);
 
-    // Another agent (as another process would): the session comes from Redis, the index is already whole.
+    // Another agent (as another process would): the session comes from the store, the index is already whole.
     const second = agentOn(sessions, vectors);
     await second.agent.call(QUESTION, { sessionId: 'u' });
     expect(second.prompts.at(-1)!.some((message) => message.content?.includes(`user: ${FACT}`))).toBe(true);
@@ -86,4 +80,31 @@ it('indexes each turn once its commit to Redis landed, and a fresh agent on the 
   } finally {
     await sessions.close();
   }
+}
+
+describe('Redis', () => {
+  let server: RedisServer;
+  beforeAll(async () => {
+    server = await startRedis();
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('indexes each turn once its commit landed, and a fresh agent on the same stores embeds nothing again', () =>
+    roundTrip(new RedisStore({ url: server.url, prefix: `recall-${process.pid}` })));
+});
+
+const binaries = postgresBinaries();
+describe.runIf('bin' in binaries)('PostgreSQL', () => {
+  let server: PostgresServer;
+  beforeAll(async () => {
+    server = await startPostgres((binaries as { bin: string }).bin);
+  }, 60_000);
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('indexes each turn once its commit landed, and a fresh agent on the same stores embeds nothing again', () =>
+    roundTrip(new PostgresStore({ connectionString: server.connectionString })));
 });

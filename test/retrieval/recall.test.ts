@@ -422,6 +422,27 @@ describe('semantic recall', () => {
   });
 });
 
+describe('semantic recall: minScore', () => {
+  const SMALL_TALK = 'Did you see the sunset over the hills yesterday evening?';
+
+  it('places no match below minScore: small talk sends no recalled block, the question still recalls its fact', async () => {
+    // Without minScore, the nearest earlier messages are placed however unlike the small talk they are.
+    const plain = setup();
+    await converse(plain.agent, 's', [FACT, ...CHAT, SMALL_TALK]);
+    expect(block(plain.prompts.at(-1))).toBeDefined();
+    const nearest = plain.events.at(-1)!.recalled[0]!.score;
+
+    const { agent, prompts, events } = setup({ minScore: 0.5 });
+    await converse(agent, 's', [FACT, ...CHAT, SMALL_TALK]);
+    expect(nearest).toBeLessThan(0.5);
+    expect(block(prompts.at(-1))).toBeUndefined();
+    expect(events).toEqual([]);
+    await agent.call(QUESTION, { sessionId: 's' });
+    expect(block(prompts.at(-1))?.content).toContain(`user: ${FACT}`);
+    expect(events.at(-1)!.recalled.every((message) => message.score >= 0.5)).toBe(true);
+  });
+});
+
 describe('semantic recall: bad configuration', () => {
   const embedder = new HashEmbedder({ dimensions: DIMS });
   const store = new MemoryVectorStore({ dimensions: DIMS, fields: FIELDS });
@@ -444,6 +465,9 @@ describe('semantic recall: bad configuration', () => {
     [{ scope: 'user' }, /scope/],
     [{ range: -1 }, /range/],
     [{ namespace: 'a b' }, /namespace/],
+    [{ minScore: 2 }, /minScore/],
+    [{ minScore: Number.NaN }, /minScore/],
+    [{ minScore: '0.5' }, /minScore/],
     [{ embedder: {} }, /embedder/],
   ])('%o is refused at construction', (recall, message) => {
     expect(() => make(recall)).toThrow(ConfigurationError);

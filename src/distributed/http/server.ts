@@ -40,6 +40,7 @@ import {
   readChatRequest,
   SSE_EVENTS,
 } from './protocol';
+import { setRequestResource, withRequestResource } from './request-resource';
 import { registerRunRoutes, ServerRuns, type ServerRunsOptions } from './runs-routes';
 import { ServedSessions } from './served-sessions';
 import {
@@ -115,6 +116,17 @@ export interface HTTPAgentServerOptions {
    * header. @default callers may set `call_id` and `budget` only
    */
   callerOptions?: CallerOptionsPolicy | undefined;
+  /**
+   * Whose memory a request's call reads and writes: the `resourceId` call option of semantic recall and working
+   * memory with `scope: 'resource'`, derived from what your application verified (a header your proxy sets
+   * after authenticating, a signed cookie), never from a request body (a body's `resourceId` is always
+   * ignored). Called for every `POST` request, after the token check; its answer is set on the call of every
+   * route that starts one (`/chat_completion`, its stream, `/runs` and the protocols' routes). `undefined`:
+   * the call has none (a resource-scope agent then refuses it, 400). A function that throws answers 401.
+   * @default none: no call gets a `resourceId`
+   * @example resourceId: (request) => verifiedUser(request.headers.cookie)?.id
+   */
+  resourceId?: ((request: FastifyRequest) => string | undefined | Promise<string | undefined>) | undefined;
   /** Largest request body in bytes; a larger one is answered 413. @default 1_048_576 */
   bodyLimit?: number | undefined;
   /** Milliseconds a client has to send a request's headers. @default 10_000 */
@@ -275,6 +287,7 @@ export class HTTPAgentServer {
   readonly #onError: NonNullable<HTTPAgentServerOptions['onError']>;
   readonly #setup: HTTPAgentServerOptions['setup'];
   readonly #callers: CallerOptions;
+  readonly #resourceOf: HTTPAgentServerOptions['resourceId'];
   readonly #protocols: ProtocolPlan;
   #app: Fastify | undefined;
   #url: string | undefined;
@@ -361,6 +374,13 @@ export class HTTPAgentServer {
     }
     this.#exposeErrors = options.exposeErrors ?? false;
     this.#callers = new CallerOptions('HTTPAgentServer', options.callerOptions);
+    if (options.resourceId !== undefined && typeof options.resourceId !== 'function') {
+      throw new ConfigurationError({
+        message:
+          'HTTPAgentServer: resourceId must be a function of the request (whose memory its calls read), e.g. (request) => verifiedUser(request)?.id',
+      });
+    }
+    this.#resourceOf = options.resourceId;
     this.#protocols = planProtocols(options.protocols, 'HTTPAgentServer');
     this.#guard = new RequestGuard({
       host: this.host,
@@ -637,6 +657,35 @@ export class HTTPAgentServer {
       });
     }
 
+    const resourceOf = this.#resourceOf;
+    if (resourceOf !== undefined) {
+      // After the token check and the body: the application's own check of who calls.
+      app.addHook('preHandler', async (request, reply) => {
+        if (request.method !== 'POST') return;
+        let resourceId: string | undefined;
+        try {
+          resourceId = await resourceOf(request);
+        } catch (error) {
+          const detail = this.#exposeErrors ? errorMessage(error) : 'Unauthorized';
+          return reply.code(401).type(JSON_TYPE).send(errorBody(detail, 'Unauthorized'));
+        }
+        if (resourceId === undefined) return;
+        if (typeof resourceId !== 'string' || resourceId === '' || resourceId.length > 1_024) {
+          this.#onError(
+            new ConfigurationError({
+              message: `HTTPAgentServer: resourceId must give a string of 1 to 1,024 characters or undefined, got ${typeof resourceId === 'string' ? `${resourceId.length} characters` : typeof resourceId}`,
+            }),
+            { route: request.url.split('?', 1)[0]!, sessionId: undefined },
+          );
+          return reply
+            .code(500)
+            .type(JSON_TYPE)
+            .send(errorBody('Internal Server Error', 'ConfigurationError'));
+        }
+        setRequestResource(request.raw, resourceId);
+      });
+    }
+
     app.setErrorHandler((error: unknown, request, reply) => {
       const status = (error as { statusCode?: unknown }).statusCode;
       if (typeof status === 'number' && status >= 400 && status < 500) {
@@ -811,6 +860,7 @@ export class HTTPAgentServer {
     // Set on the raw response: a stream's headers carry them too.
     if (callId !== undefined) reply.raw.setHeader('idempotency-key', callId);
     if (parsed.ignored.length > 0) reply.raw.setHeader('lagent-ignored-options', headerList(parsed.ignored));
+    withRequestResource(parsed.options, request.raw);
     return parsed;
   }
 

@@ -25,6 +25,7 @@ import { missingPeer } from '../../schema/errors';
 import { type Decision, interruptsOf, resumeWith } from '../../schema/interrupts';
 import { isPlainObject } from '../../utils/is';
 import { checkSessionId } from '../http/protocol';
+import { requestResource } from '../http/request-resource';
 import type { ProtocolRoutes } from './register';
 import { answerOf, checkDecisions, clientMessage, isCallersMistake, remoteSource } from './request';
 import { type ProtocolHost, type RunObserver, runCall, type ToolResultText } from './run';
@@ -63,6 +64,8 @@ const STATE = {
 } as const;
 const ROLE_AGENT = 2;
 const JSON_TYPE = 'application/json; charset=utf-8';
+/** Where a request's `resourceId` rides in the SDK's call context. */
+const RESOURCE_STATE = 'lagent-ts.resourceId';
 const SEND_METHODS = new Set(['SendMessage', 'SendStreamingMessage', 'message/send', 'message/stream']);
 
 interface ServerModule {
@@ -170,6 +173,9 @@ function registerA2A(
       headers: request.headers,
       requestedVersion: version,
     });
+    // The server's resourceId for this request, for the task's call (the executor sees the context, not it).
+    const resourceId = requestResource(request.raw);
+    if (resourceId !== undefined) context.state.set(RESOURCE_STATE, resourceId);
     let result: unknown;
     try {
       result = await (legacy ? legacyRpc : rpc).handle(body as Record<string, unknown>, context);
@@ -453,6 +459,8 @@ class LagentExecutor implements AgentExecutor {
       input = read.decisions !== undefined ? [resumeWith(read.decisions)] : [read.message];
       const metadata = { ...context.request.metadata, ...message.metadata };
       options = host.callers.read(metadata).options;
+      const resourceId = context.context?.state.get(RESOURCE_STATE);
+      if (typeof resourceId === 'string') options.resourceId = resourceId;
     } catch (error) {
       publish(this.#status(taskId, contextId, STATE.failed, [textPart(clientMessage(host, error))]));
       return;

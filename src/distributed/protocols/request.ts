@@ -9,6 +9,7 @@ import { type Decision, RESUME_TYPE } from '../../schema/interrupts';
 import type { SessionId } from '../../schema/session';
 import { errorMessage } from '../../utils/text';
 import { isUnprocessable } from '../caller-options';
+import { withRequestResource } from '../http/request-resource';
 import { OTHER_SESSION, requestScope } from '../http/session-tokens';
 import { WriteTurns } from '../http/sse-writer';
 import { refusalBody } from '../remote-budget';
@@ -347,7 +348,7 @@ export function callOptions(
   const { options, ignored } = host.callers.read(kwargs);
   const all = [...alsoIgnored, ...ignored];
   if (all.length > 0) reply.raw.setHeader('lagent-ignored-options', headerList(all));
-  return options;
+  return withRequestResource(options, reply.request.raw);
 }
 
 /** Keys for a header: those that are plain names, at most 20, then how many more. */

@@ -16,7 +16,7 @@ import { AGENT, MODEL } from '../chain-bits';
 import type { BuiltinConcern } from '../concern';
 import type { ModelContext } from '../model-context';
 import { enclosingResourceId } from '../resource-id';
-import { SYNC_AGENT } from '../session-store/persist';
+import { SYNC_AGENT, sessionBindingOf } from '../session-store/persist';
 import { METER, SESSION_STATE } from '../slots';
 import { MAX_TEXT, type Recall, type RecallGroup } from './recall';
 import { RECALL_INDEX, WINDOW_START, WITH_RECALLED } from './symbols';
@@ -77,6 +77,13 @@ function newestTurn(messages: readonly AgentMessage[], name: string): number {
 function queryText(message: AgentMessage): string {
   const text = contentToText(message.content).trim();
   return text.length > MAX_TEXT ? text.slice(0, MAX_TEXT) : text;
+}
+
+/** With `memory: { store }`: whether the store has a session (one read of it per session a search matched). */
+function storedSessions(agent: AgentBase): ((session: string) => Promise<boolean>) | undefined {
+  const binding = sessionBindingOf(agent);
+  if (binding === undefined) return undefined;
+  return async (session) => (await binding.store.readSession(binding.namespace, session)) !== undefined;
 }
 
 /** The outermost call a call is made in, when it is not one itself. */
@@ -199,9 +206,10 @@ const interceptor = {
       // A search that fails (the embedder or the store down) fails the call: no reply is made without the
       // memory it should have had, unnoticed.
       const target = { namespace: state.namespace, session: state.session, sessionId, signal, onUsage };
+      const exists = recall.scope === 'resource' ? storedSessions(agent) : undefined;
       const groups = recall
         .index(messages, committed, target)
-        .then(() => recall.search({ ...target, memory, committed, windowStart, text }));
+        .then(() => recall.search({ ...target, memory, committed, windowStart, text, exists }));
       state.query = { text, groups };
     }
     const groups = (yield state.query.groups) as RecallGroup[];

@@ -37,6 +37,12 @@ export interface RecallOptions {
   /** Messages before and after each match brought with it (as context). @default 0 */
   range?: number | undefined;
   /**
+   * The least similarity (the store's score, cosine: -1 to 1) a match must have to be placed: with it, a call
+   * that resembles nothing earlier (chit-chat) sends no recalled block. Its right value depends on the embedder.
+   * @default none: the `topK` nearest are placed, however far
+   */
+  minScore?: number | undefined;
+  /**
    * Prefix of the store namespaces recall writes (give each agent sharing one vector store its own).
    * @default 'recall'
    */
@@ -95,6 +101,11 @@ export interface RecallQuery {
   text: string;
   signal?: AbortSignal | undefined;
   onUsage?: ((usage: EmbeddingUsage) => void) | undefined;
+  /**
+   * Whether the session store still has a session (with `memory: { store }`): another session's matches are
+   * recalled only while it does, so a session deleted through the store, or expired, is never recalled.
+   */
+  exists?: ((session: string) => Promise<boolean>) | undefined;
 }
 
 /** Semantic recall of one aggregator: its options checked, and the sessions' indexes. */
@@ -106,6 +117,7 @@ export class Recall {
   readonly range: number;
   readonly prefix: string;
   readonly batchSize: number;
+  readonly minScore: number | undefined;
   readonly #sessions = new Map<string, SessionIndex>();
   /** Background indexing scheduled or running (see {@link Recall.settled}). */
   readonly #background = new Set<Promise<unknown>>();
@@ -164,8 +176,15 @@ export class Recall {
         message: `${owner}: batchSize must be a positive integer, got ${String(batchSize)}`,
       });
     }
+    const minScore = options.minScore;
+    if (minScore !== undefined && (typeof minScore !== 'number' || !(minScore >= -1 && minScore <= 1))) {
+      throw new ConfigurationError({
+        message: `${owner}: minScore must be a number from -1 to 1 (a cosine similarity), got ${String(minScore)}`,
+      });
+    }
     this.embedder = embedder;
     this.store = store;
+    this.minScore = minScore;
     this.topK = topK;
     this.scope = scope;
     this.range = range;
@@ -204,6 +223,26 @@ export class Recall {
       namespace = `${this.prefix}:r:${keyPart(resource)}`;
     }
     return this.forget(namespace, session);
+  }
+
+  /**
+   * Removes every vector of a deleted session: of its namespace, or with scope `'resource'` of every resource's
+   * namespace of this recall (a session may have been called with several, by other processes). Resolves to how
+   * many.
+   */
+  async deleteSession(session: string): Promise<number> {
+    if (this.scope === 'session') return this.forget(`${this.prefix}:s:${keyPart(session)}`, session);
+    const resources = `${this.prefix}:r:`;
+    let removed = 0;
+    for (const namespace of await this.store.namespaces()) {
+      if (!namespace.startsWith(resources)) continue;
+      // A session this process indexes is forgotten in its queue (after its indexing in flight); others by filter.
+      if (this.#sessions.has(`${namespace}\u0000${session}`))
+        removed += await this.forget(namespace, session);
+      else removed += await this.store.delete({ filter: { session } }, { namespace });
+    }
+    this.#resources.delete(session);
+    return removed;
   }
 
   #indexOf(namespace: string, session: string): SessionIndex {
@@ -371,11 +410,33 @@ export class Recall {
     const history = query.memory.getMemory({ recentN: Number.MAX_SAFE_INTEGER });
     const groups: RecallGroup[] = [];
     let others = 0;
+    const gone = new Set<string>();
+    const live = new Set<string>();
+    const minScore = this.minScore ?? Number.NEGATIVE_INFINITY;
     for (const match of matches) {
+      // Nearest first: the rest are further still.
+      if (match.score < minScore) break;
       const matchSession = match.metadata.session as string;
       const position = match.metadata.position as number;
       const own = matchSession === session;
       if (own && position >= committed) continue;
+      if (!own && query.exists !== undefined && !live.has(matchSession)) {
+        if (gone.has(matchSession)) continue;
+        if (!(await query.exists(matchSession))) {
+          // Deleted or expired in the store, not through the agent: its vectors go now, in the background.
+          gone.add(matchSession);
+          this.track(
+            this.forget(namespace, matchSession).catch((error: unknown) => {
+              process.emitWarning(
+                `semantic recall could not remove the vectors of deleted session ${JSON.stringify(matchSession)} (${error instanceof Error ? error.message : String(error)}); they are not recalled`,
+                { code: 'LAGENT_RECALL_FORGET_FAILED' },
+              );
+            }),
+          );
+          continue;
+        }
+        live.add(matchSession);
+      }
       // Other sessions' matches are never in the window: past the first topK of them, none is chosen.
       if (!own && ++others > this.topK) continue;
       const sessionId = own
