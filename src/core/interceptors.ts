@@ -185,29 +185,41 @@ export function runChain<C, R>(
   mode: ChainMode,
 ): Steps<R> {
   if (index >= links.length) return call(context);
-  return linkSteps(links, index, context, call, mode);
+  const link = links[index]!;
+  const rest = restOf(links, index, context, call, mode);
+  // A steps hook's generator is the link's steps themselves (its body runs once they are driven).
+  if (link.steps)
+    return link.hook.call(link.interceptor, context, rest as Next<unknown, unknown>) as Steps<R>;
+  return plainLinkSteps(link, context, rest, mode);
 }
 
-function* linkSteps<C, R>(
+/** The `next` of the hook at `index`: the links after it, once. */
+function restOf<C, R>(
   links: readonly ChainLink[],
   index: number,
   context: C,
   call: (context: C) => Steps<R>,
   mode: ChainMode,
-): Steps<R> {
-  const link = links[index]!;
+): (next: C | undefined) => Steps<R> {
   let called = false;
-  const rest = (next: C | undefined): Steps<R> => {
+  return (next) => {
     if (called) {
       throw new ConfigurationError({
-        message: `interceptor ${link.interceptor.name} called next() twice; a hook runs the rest of the chain at most once`,
+        message: `interceptor ${links[index]!.interceptor.name} called next() twice; a hook runs the rest of the chain at most once`,
       });
     }
     called = true;
     return runChain(links, index + 1, next === undefined ? context : next, call, mode);
   };
-  if (link.steps)
-    return yield* link.hook.call(link.interceptor, context, rest as Next<unknown, unknown>) as Steps<R>;
+}
+
+/** A plain-function hook's link as steps: `next` gives the rest's result (sync) or a promise of it (async). */
+function* plainLinkSteps<C, R>(
+  link: ChainLink,
+  context: C,
+  rest: (next: C | undefined) => Steps<R>,
+  mode: ChainMode,
+): Steps<R> {
   if (mode === 'sync') {
     const next = (next?: C) => driveSync(rest(next));
     const output = link.hook.call(link.interceptor, context, next as Next<unknown, unknown>);

@@ -1,6 +1,15 @@
-import { AgentMessage, AsyncAgent, type AsyncHook, Memory, MemoryManager } from 'lagent-ts';
-import { AsyncMockLLM } from 'lagent-ts/testing';
+import {
+  Agent,
+  AgentMessage,
+  AsyncAgent,
+  type AsyncHook,
+  Memory,
+  MemoryManager,
+  type StepsInterceptor,
+} from 'lagent-ts';
+import { AsyncMockLLM, MockLLM } from 'lagent-ts/testing';
 import { describe, expect, it } from 'vitest';
+import { observers } from '#src/agents/observers';
 
 /**
  * `AsyncAgent.call` runs the common case (the built-in forward, no hooks, the session free) without the
@@ -160,5 +169,64 @@ describe('session keys', () => {
     await agent.call('z', { sessionId: '07' });
     expect(agent.memory!.getMemory(7).map((message) => message.content)).toEqual(['x', '1:x', 'y', '3:y']);
     expect(agent.memory!.sessions()).toEqual([7, '07']);
+  });
+});
+
+/**
+ * The generators a call's steps nest, counted on the stack where its forward asks the model (each suspended
+ * generator shows as a `<name>.next` frame between the call and its forward): every step of the call passes
+ * through each of them, and each is an object per call. A call is one generator; each steps hook adds its own,
+ * and a chain the call itself at its end.
+ */
+describe("a call's steps", () => {
+  const stacks: string[] = [];
+  const probe = () =>
+    new MockLLM({
+      responses: () => {
+        stacks.push(new Error().stack ?? '');
+        return 'ok';
+      },
+    });
+  const generatorsOf = (agent: Agent) => {
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 100;
+    try {
+      agent.call('hi', { sessionId: 's' });
+    } finally {
+      Error.stackTraceLimit = limit;
+    }
+    const lines = (stacks.at(-1) ?? '').split('\n');
+    const forward = lines.findIndex((line) => line.includes('Turn.forward'));
+    const call = lines.findIndex((line) => line.includes('Agent.call'));
+    expect(forward).toBeGreaterThan(0);
+    expect(call).toBeGreaterThan(forward);
+    return lines.slice(forward, call).filter((line) => /\.next \(<anonymous>\)/.test(line)).length;
+  };
+  const passing = (name: string): StepsInterceptor => ({
+    name,
+    steps: true,
+    *agentCall(_context, next) {
+      return yield* next();
+    },
+  });
+
+  it('are one generator for a call no hook applies to', () => {
+    // Events observed anywhere in the process (another test's listeners) put tracing's hook on every call.
+    const traced = observers.count > 0;
+    expect(generatorsOf(new Agent({ llm: probe() }))).toBe(traced ? 3 : 1);
+  });
+
+  it("add one generator per steps hook: the hook's own", () => {
+    const one = new Agent({ llm: probe() });
+    one.use(passing('first'));
+    const two = new Agent({ llm: probe() });
+    two.use(passing('first'));
+    two.use(passing('second'));
+    const three = new Agent({ llm: probe() });
+    three.use(passing('first'));
+    three.use(passing('second'));
+    three.use(passing('third'));
+    const [a, b, c] = [generatorsOf(one), generatorsOf(two), generatorsOf(three)];
+    expect([b - a, c - b]).toEqual([1, 1]);
   });
 });

@@ -31,14 +31,6 @@ export function* agentCallSteps(
   const turn = new Turn(agent, options);
   const pending = turn.acquire();
   if (pending !== undefined) yield* waitForLane(agent, pending, turn.sessionKey);
-  return yield* turnSteps(turn, input);
-}
-
-/** A call's steps once its session is its own (see {@link agentCallSteps}). */
-function* turnSteps(
-  turn: Turn,
-  input: MessageInput | readonly MessageInput[] | undefined,
-): Steps<AgentMessage> {
   try {
     turn.inputsOf(input);
     turn.link();
@@ -47,10 +39,38 @@ function* turnSteps(
     turn.close();
     throw error;
   }
-  return yield* linkedSteps(turn);
+  // The steps of `linkedSteps`, written out here: every call runs them, and each generator nested in another
+  // costs a call an object and each of its steps a hop (a function-calling turn makes three calls).
+  try {
+    const links = turn.agentLinks;
+    let reply: AgentMessage;
+    if (links.length === 0) {
+      // `callItself`, written out too.
+      const messages = turn.messages;
+      turn.remember(messages);
+      let output = turn.forward(messages);
+      if (needsDriving(output)) output = yield output;
+      reply = turn.reply(output);
+    } else reply = yield* runChain(links, 0, turn, (context) => callItself(turn, context), modeOf(agent));
+    turn.finished = true;
+    return reply;
+  } catch (error) {
+    // A question for a person passing through: the call keeps what it did (the outermost answers it).
+    if (error instanceof InterruptSignal && turn.parent !== undefined) {
+      turn.finished = true;
+      throw error;
+    }
+    turn.fail(error);
+    throw error;
+  } finally {
+    turn.close();
+  }
 }
 
-/** A call's steps once its inputs and hooks are known (see {@link agentCallSteps}). */
+/**
+ * A call's steps once its inputs and hooks are known (as {@link agentCallSteps} runs them; `callAsync` starts
+ * here for a call with hooks).
+ */
 export function* linkedSteps(turn: Turn): Steps<AgentMessage> {
   try {
     const links = turn.agentLinks;
@@ -61,7 +81,6 @@ export function* linkedSteps(turn: Turn): Steps<AgentMessage> {
     turn.finished = true;
     return reply;
   } catch (error) {
-    // A question for a person passing through: the call keeps what it did (the outermost answers it).
     if (error instanceof InterruptSignal && turn.parent !== undefined) {
       turn.finished = true;
       throw error;
