@@ -55,13 +55,7 @@ export function* agentCallSteps(
     turn.finished = true;
     return reply;
   } catch (error) {
-    // A question for a person passing through: the call keeps what it did (the outermost answers it).
-    if (error instanceof InterruptSignal && turn.parent !== undefined) {
-      turn.finished = true;
-      throw error;
-    }
-    turn.fail(error);
-    throw error;
+    throw failed(turn, error);
   } finally {
     turn.close();
   }
@@ -81,15 +75,20 @@ export function* linkedSteps(turn: Turn): Steps<AgentMessage> {
     turn.finished = true;
     return reply;
   } catch (error) {
-    if (error instanceof InterruptSignal && turn.parent !== undefined) {
-      turn.finished = true;
-      throw error;
-    }
-    turn.fail(error);
-    throw error;
+    throw failed(turn, error);
   } finally {
     turn.close();
   }
+}
+
+/**
+ * A call's end by `error`, which is returned to be thrown again: a question for a person passing through keeps
+ * what the call did (the outermost call answers it); anything else fails the call.
+ */
+function failed(turn: Turn, error: unknown): unknown {
+  if (error instanceof InterruptSignal && turn.parent !== undefined) turn.finished = true;
+  else turn.fail(error);
+  return error;
 }
 
 /** The call itself, at the end of its chain: memory, `forward`, the reply. */

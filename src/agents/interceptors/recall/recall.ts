@@ -108,6 +108,14 @@ export interface RecallQuery {
   exists?: ((session: string) => Promise<boolean>) | undefined;
 }
 
+/** Where {@link Recall.index} writes a session's messages, and what it reports to. */
+interface IndexTarget {
+  namespace: string;
+  session: string;
+  sessionId: SessionId;
+  signal?: AbortSignal | undefined;
+  onUsage?: ((usage: EmbeddingUsage) => void) | undefined;
+}
 /** Semantic recall of one aggregator: its options checked, and the sessions' indexes. */
 export class Recall {
   readonly embedder: Embedder;
@@ -297,17 +305,7 @@ export class Recall {
    * Embeds and writes the session's messages from its watermark up to `upTo` (`messages`' positions), in
    * batches, in order. Idempotent: the ids are the positions.
    */
-  index(
-    messages: readonly AgentMessage[],
-    upTo: number,
-    target: {
-      namespace: string;
-      session: string;
-      sessionId: SessionId;
-      signal?: AbortSignal | undefined;
-      onUsage?: ((usage: EmbeddingUsage) => void) | undefined;
-    },
-  ): Promise<void> {
+  index(messages: readonly AgentMessage[], upTo: number, target: IndexTarget): Promise<void> {
     const index = this.#indexOf(target.namespace, target.session);
     return this.#enqueue(index, () => this.#catchUp(index, messages, upTo, target));
   }
@@ -316,13 +314,7 @@ export class Recall {
     index: SessionIndex,
     messages: readonly AgentMessage[],
     upTo: number,
-    target: {
-      namespace: string;
-      session: string;
-      sessionId: SessionId;
-      signal?: AbortSignal | undefined;
-      onUsage?: ((usage: EmbeddingUsage) => void) | undefined;
-    },
+    target: IndexTarget,
   ): Promise<void> {
     const { namespace, session } = target;
     let indexed = index.indexed;
