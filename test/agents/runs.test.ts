@@ -379,6 +379,71 @@ describe('agent.start: runs', () => {
     expect(await recoverRuns(second, runPlaceOf(second, undefined))).toEqual([]);
   });
 
+  it('start-up recovery that another process finished first, between its look and its start, is skipped, not failed', async () => {
+    const store = new MemoryStore();
+    const sent: string[] = [];
+    const send = asyncTool({
+      name: 'Send',
+      parameters: z.object({ to: z.string() }),
+      run: async ({ to }) => {
+        sent.push(to);
+        return `sent to ${to}`;
+      },
+    });
+    const mailer = (llm: AsyncMockLLM, durableStore: SessionStore) =>
+      new AsyncFunctionCallingAgent({
+        llm,
+        actions: [send],
+        name: 'mailer',
+        durable: { store: durableStore },
+      });
+    let asked = 0;
+    const first = mailer(
+      new AsyncMockLLM({
+        responses: () => {
+          if (asked++ === 0) return { toolCalls: [{ name: 'Send', arguments: { to: 'bob' } }] };
+          throw new Error('the process died');
+        },
+      }),
+      dyingStore(store),
+    );
+    const run = first.start('mail bob', { sessionId: 's', runs: { store: dyingRuns(store) } });
+    await expect(run.result).rejects.toThrow('the process died');
+    // What a second server saw when it started: the call unfinished, its run not ended...
+    const unfinished = await store.listUnfinishedCalls('mailer', {});
+    const journals = await store.listJournals('mailer', 's', { unfinished: true });
+    const seen = store.readRun('mailer', run.id);
+    // ...while a third finished it first.
+    const third = mailer(new AsyncMockLLM({ responses: ['Sent.'] }), store);
+    expect(await recoverRuns(third, runPlaceOf(third, undefined))).toEqual([
+      { runId: run.id, sessionId: 's', status: 'done' },
+    ]);
+    const looked = new Set<string>();
+    const stale = new Proxy(store, {
+      get(target, property) {
+        const value = Reflect.get(target, property, target) as unknown;
+        if (typeof value !== 'function') return value;
+        const once = (answer: unknown) => {
+          if (looked.has(String(property))) return value.bind(target);
+          return () => {
+            looked.add(String(property));
+            return answer;
+          };
+        };
+        if (property === 'listUnfinishedCalls') return once(Promise.resolve(unfinished));
+        if (property === 'listJournals') return once(Promise.resolve(journals));
+        if (property === 'readRun') return once(seen);
+        return value.bind(target);
+      },
+    }) as MemoryStore;
+    const second = mailer(new AsyncMockLLM({ responses: ['Sent again.'] }), stale);
+    expect(await recoverRuns(second, runPlaceOf(second, undefined))).toEqual([
+      { runId: run.id, sessionId: 's', status: 'skipped' },
+    ]);
+    expect(sent).toEqual(['bob']);
+    expect(store.readRun('mailer', run.id)).toMatchObject({ status: 'done' });
+  });
+
   it('start-up recovery leaves a run waiting for a decision as it is, and makes no run for a call that needs none', async () => {
     const store = new MemoryStore();
     const agent = new AsyncFunctionCallingAgent({

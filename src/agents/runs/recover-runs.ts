@@ -1,4 +1,4 @@
-import { ConfigurationError } from '../../schema/errors';
+import { ConfigurationError, ValidationError } from '../../schema/errors';
 import type { RunStatus, SessionStore } from '../../stores/types';
 import { CallNotRecovered, DURABLE, RECOVERING } from '../interceptors/durable/journal';
 import { executeRun, type RunPlace } from './run';
@@ -111,6 +111,15 @@ async function recoverCall(
   } catch (error) {
     if (error instanceof CallNotRecovered) return { runId: callId, sessionId, status: 'skipped' };
     const record = await Promise.resolve(place.store.readRun(place.namespace, callId)).catch(() => undefined);
+    // Another process recovered it between the look above and this run's start (its run was made and ended
+    // meanwhile, so this one was refused before it ran anything): nothing was left to recover.
+    if (
+      error instanceof ValidationError &&
+      error.field === 'runId' &&
+      record !== undefined &&
+      runRests(record.status)
+    )
+      return { runId: callId, sessionId, status: 'skipped' };
     return { runId: callId, sessionId, status: record?.status ?? 'failed', error };
   }
   const record = await place.store.readRun(place.namespace, callId);
