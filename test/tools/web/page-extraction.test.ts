@@ -1,7 +1,11 @@
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ActionStatusCode } from 'lagent-ts';
 import { AsyncWebBrowser } from 'lagent-ts/tools';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ExtractorPool } from '#src/tools/web/extract/pool';
+import { ExtractorPool, resolvePeers } from '#src/tools/web/extract/pool';
 import { htmlToText } from '#src/tools/web/html-text';
 import { type FakeSearchServer, startFakeSearch } from '../fakes/search-services';
 
@@ -24,12 +28,16 @@ const paragraph = (n: number) =>
  * Work done on this thread before it resolves (a page parsed here) leaves it no turn; work handed to another
  * thread leaves this one turning while it waits for the answer, however long that takes.
  */
-async function whileTurning<T>(work: () => Promise<T>): Promise<{ value: T; turns: number }> {
+async function whileTurning<T>(
+  work: () => Promise<T>,
+  onTurn?: () => void,
+): Promise<{ value: T; turns: number }> {
   let turns = 0;
   let turning = true;
   const turn = () => {
     if (!turning) return;
     turns++;
+    onTurn?.();
     setImmediate(turn);
   };
   setImmediate(turn);
@@ -42,21 +50,45 @@ async function whileTurning<T>(work: () => Promise<T>): Promise<{ value: T; turn
 }
 
 let pool: ExtractorPool;
+/** A pool whose threads read a page only once this thread turned (see fixtures/linkedom-held.cjs). */
+let held: ExtractorPool;
+let flags: string;
+let flag: string;
 
 beforeAll(() => {
   pool = new ExtractorPool();
+  const peers = resolvePeers();
+  flags = mkdtempSync(join(tmpdir(), 'lagent-held-'));
+  flag = join(flags, 'turned');
+  // Threads take a copy of the environment when they start: the first extraction starts them.
+  process.env.LAGENT_TEST_LINKEDOM = peers.linkedom;
+  process.env.LAGENT_TEST_HELD_UNTIL = flag;
+  held = new ExtractorPool({
+    modules: {
+      linkedom: fileURLToPath(new URL('./fixtures/linkedom-held.cjs', import.meta.url)),
+      readability: peers.readability,
+    },
+  });
 });
 afterAll(async () => {
-  await pool.close();
+  await Promise.all([pool.close(), held.close()]);
+  rmSync(flags, { recursive: true, force: true });
 });
 
 describe('extracting a hostile page', () => {
   it.each(Object.entries(HOSTILE))(
     'reads %s while the event loop keeps turning',
     async (_name, html) => {
-      const { value, turns } = await whileTurning(() => htmlToText(html, { pool, timeoutMs: 15_000 }));
+      rmSync(flag, { force: true });
+      const { value, turns } = await whileTurning(
+        () => htmlToText(html, { pool: held, timeoutMs: 15_000 }),
+        () => {
+          if (!existsSync(flag)) writeFileSync(flag, '');
+        },
+      );
       expect(value.text.replace(/\s+/g, ' ')).toBe('deep text');
-      // The main thread only hands the page over, and turns while a worker thread reads it.
+      // The main thread only hands the page over, and turns while a worker thread holds it: the worker reads
+      // it only once this thread has turned (a page read here would never be).
       expect(turns).toBeGreaterThan(0);
     },
     30_000,
